@@ -1,0 +1,27 @@
+"""Backends behind one small protocol.
+
+A backend has `name`, and:
+  from_host(ndarray) -> buffer        put host data on the device
+  to_host(buffer) -> ndarray          read it back (waits for pending work)
+  compile(program) -> executable      executable(list of leaf values) -> list of buffers
+  lowered_text(program) -> str        what the backend compiled, for dumps
+
+Leaf values are buffers for data leaves and host NumPy values for param leaves.
+"""
+from ..core.config import BACKENDS
+
+
+def load(name):
+    """The backend called `name`; a clear error for unknown names or a missing jax."""
+    if name == "reference":
+        from .reference import ReferenceBackend
+        return ReferenceBackend()
+    if name == "xla":
+        try:
+            import jax  # noqa: F401
+        except ImportError as err:
+            raise ImportError("LAZYX_BACKEND=xla needs jax and jaxlib: pip install 'lazyx[xla]' "
+                              "(or set LAZYX_BACKEND=reference for the NumPy interpreter)") from err
+        from .xla import XlaBackend
+        return XlaBackend()
+    raise ValueError(f"lazyx: unknown backend {name!r}; valid choices: {', '.join(BACKENDS)}")

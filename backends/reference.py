@@ -1,0 +1,462 @@
+"""The reference backend: a NumPy interpreter, one table entry per primitive.
+
+It is the oracle the XLA backend is tested against, so each entry spells out the IR's
+semantics (XLA's, where NumPy differs: integer division by zero, shifts past the bit width,
+reductions over empty axes, clamped gather indices) rather than NumPy's conveniences.
+Half-precision element-wise math is computed in float32 and rounded, as XLA does on CPU.
+"""
+import math
+
+import numpy as np
+
+from ..core import dtypes as dt
+
+HALF = ("float16", "bfloat16")
+
+
+def _f32_for_half(fn):
+    """Run fn in float32 for float16/bfloat16 operands; the interpreter rounds the result."""
+    def wrapped(*args, **attrs):
+        if any(a.dtype.name in HALF for a in args):
+            args = [a.astype(np.float32) if a.dtype.name in HALF else a for a in args]
+        return fn(*args, **attrs)
+    return wrapped
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+_lgamma = np.vectorize(lambda v: math.lgamma(v) if v > 0 or v != math.floor(v) else math.inf,
+                       otypes=[np.float64])
+
+
+def _erf_inv(y):
+    """Inverse error function: Giles' single-precision start, then Newton steps on math.erf."""
+    y = y.astype(np.float64)
+    w = -np.log((1.0 - y) * (1.0 + y))
+    small = w < 5.0
+    ws = w - 2.5
+    p_small = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                          0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                          1.50140941], ws)
+    wl = np.sqrt(np.maximum(w, 0.0)) - 3.0
+    p_large = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                          0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                          2.83297682], wl)
+    x = np.where(small, p_small, p_large) * y
+    for _ in range(3):
+        err = _erf(x) - y
+        x = x - err / (2.0 / math.sqrt(math.pi) * np.exp(-x * x))
+    x = np.where(np.abs(y) == 1.0, np.copysign(np.inf, y), x)
+    return np.where(np.abs(y) > 1.0, np.nan, x)
+
+
+def _digamma(x):
+    x = x.astype(np.float64)
+    result = np.zeros_like(x)
+    reflect = x < 0.5
+    xr = np.where(reflect, 1.0 - x, x)
+    for _ in range(6):  # recurrence psi(x) = psi(x+1) - 1/x until the series is accurate
+        result -= 1.0 / xr
+        xr = xr + 1.0
+    inv2 = 1.0 / (xr * xr)
+    series = np.log(xr) - 0.5 / xr - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+        1 / 240 - inv2 / 132))))
+    result += series
+    with np.errstate(all="ignore"):
+        result = np.where(reflect, result - np.pi / np.tan(np.pi * x), result)
+    return np.where((x <= 0) & (x == np.floor(x)), np.nan, result)
+
+
+def _logistic(x):
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _int_div(a, b):
+    """Truncating integer division; x / 0 gives -1 (all bits set), as XLA does."""
+    safe = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe) if not dt.is_unsigned(a.dtype.name) else a // safe
+    if not dt.is_unsigned(a.dtype.name):
+        q = np.where((a < 0) != (safe < 0), -q, q)
+    return np.where(b == 0, np.array(-1).astype(a.dtype), q).astype(a.dtype)
+
+
+def _div(a, b):
+    return _int_div(a, b) if dt.is_int(a.dtype.name) else np.divide(a, b)
+
+
+def _rem(a, b):
+    if dt.is_int(a.dtype.name):
+        safe = np.where(b == 0, 1, b)
+        return np.where(b == 0, a, np.fmod(a, safe))
+    return np.fmod(a, b)
+
+
+def _int_pow(base, exp):
+    """Exponentiation by squaring with wrap-around; negative exponents give 0 except for +-1."""
+    result = np.ones_like(base)
+    b, e = base.copy(), np.where(exp < 0, 0, exp).astype(base.dtype)
+    while np.any(e > 0):
+        result = np.where(e & 1, result * b, result)
+        b = b * b
+        e = e >> 1
+    neg = exp < 0
+    one = base == 1
+    minus_one = base == -1 if not dt.is_unsigned(base.dtype.name) else np.zeros_like(one)
+    neg_result = np.where(one, 1, np.where(minus_one, np.where(exp & 1, -1, 1), 0))
+    return np.where(neg, neg_result.astype(base.dtype), result)
+
+
+def _pow(a, b):
+    return _int_pow(a, b) if dt.is_int(a.dtype.name) else np.power(a, b)
+
+
+def _bits(a):
+    return np.dtype(a.dtype).itemsize * 8
+
+
+def _shift_left(a, b):
+    over = (b < 0) | (b >= _bits(a))
+    return np.where(over, 0, np.left_shift(a, np.where(over, 0, b))).astype(a.dtype)
+
+
+def _shift_right_logical(a, b):
+    unsigned = a.view(np.dtype(f"uint{_bits(a)}"))
+    over = (b < 0) | (b >= _bits(a))
+    shifted = np.right_shift(unsigned, np.where(over, 0, b).astype(unsigned.dtype))
+    return np.where(over, 0, shifted).astype(unsigned.dtype).view(a.dtype)
+
+
+def _shift_right_arithmetic(a, b):
+    over = (b < 0) | (b >= _bits(a))
+    fill = np.where(a < 0, -1, 0) if not dt.is_unsigned(a.dtype.name) else 0
+    return np.where(over, fill, np.right_shift(a, np.where(over, 0, b))).astype(a.dtype)
+
+
+def _convert(x, *, dtype):
+    target = dt.to_numpy(dtype)
+    if dtype == dt.BOOL:
+        return x != 0
+    if dt.is_int(dtype) and x.dtype.kind == "f":
+        x = np.trunc(x)
+    return x.astype(target)
+
+
+def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
+    expanded = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        expanded[d] = x.shape[i]
+    return np.broadcast_to(x.reshape(expanded), shape)
+
+
+def _slice(x, *, start_indices, limit_indices, strides):
+    return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+
+
+def _clamped_starts(x_shape, sizes, starts):
+    return [int(min(max(int(s), 0), d - n)) for s, d, n in zip(starts, x_shape, sizes)]
+
+
+def _dynamic_slice(x, *starts, slice_sizes):
+    starts = _clamped_starts(x.shape, slice_sizes, starts)
+    return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]
+
+
+def _dynamic_update_slice(x, update, *starts):
+    out = x.copy()
+    starts = _clamped_starts(x.shape, update.shape, starts)
+    out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
+    return out
+
+
+def _pad(x, value, *, padding_config):
+    # interior padding first, then low/high (negative values crop)
+    shape = [d + max(d - 1, 0) * i for d, (_, _, i) in zip(x.shape, padding_config)]
+    out = np.full(shape, value, dtype=x.dtype)
+    out[tuple(slice(None, None, i + 1) for _, _, i in padding_config)] = x
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in padding_config]
+    out = np.pad(out, widths, constant_values=value)
+    crop = tuple(slice(-min(lo, 0), out.shape[k] + min(hi, 0))
+                 for k, (lo, hi, _) in enumerate(padding_config))
+    return out[crop]
+
+
+def _iota(*, dtype, shape, dimension):
+    counts = np.arange(shape[dimension]).astype(dt.to_numpy(dtype))
+    expanded = [1] * len(shape)
+    expanded[dimension] = shape[dimension]
+    return np.broadcast_to(counts.reshape(expanded), shape)
+
+
+def _identity(kind, dtype):
+    if kind == "max":
+        return -np.inf if dtype.kind == "f" else (False if dtype.kind == "b" else np.iinfo(dtype).min)
+    return np.inf if dtype.kind == "f" else (True if dtype.kind == "b" else np.iinfo(dtype).max)
+
+
+def _reduction(fn, kind=None):
+    @_f32_for_half
+    def reduce(x, *, axes):
+        if kind and any(x.shape[a] == 0 for a in axes):
+            shape = [d for i, d in enumerate(x.shape) if i not in axes]
+            return np.full(shape, _identity(kind, x.dtype), dtype=x.dtype)
+        return fn(x, axis=axes, dtype=x.dtype) if kind is None else fn(x, axis=axes)
+    return reduce
+
+
+def _arg(fn):
+    def arg(x, *, axis, index_dtype):
+        return fn(x, axis=axis).astype(dt.to_numpy(index_dtype))
+    return arg
+
+
+def _scan(fn):
+    @_f32_for_half
+    def scan(x, *, axis, reverse):
+        if reverse:
+            return np.flip(fn(np.flip(x, axis), axis=axis), axis)
+        return fn(x, axis=axis)
+    return scan
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions, preferred_element_type):
+    (lc, rc), (lb, rb) = contracting_dimensions, batch_dimensions
+    compute = dt.to_numpy(preferred_element_type) if preferred_element_type else lhs.dtype
+    if compute.name in HALF:
+        compute = np.dtype(np.float32)
+    lhs, rhs = lhs.astype(compute), rhs.astype(compute)
+    l_sub = list(_LETTERS[:lhs.ndim])
+    r_sub = list(_LETTERS[lhs.ndim:lhs.ndim + rhs.ndim])
+    for a, b in zip(lc + lb, rc + rb):
+        r_sub[b] = l_sub[a]
+    out = [l_sub[a] for a in lb] + [l_sub[i] for i in range(lhs.ndim) if i not in lc + lb] \
+        + [r_sub[i] for i in range(rhs.ndim) if i not in rc + rb]
+    spec = f"{''.join(l_sub)},{''.join(r_sub)}->{''.join(out)}"
+    return np.einsum(spec, lhs, rhs)
+
+
+def _dilate(x, factors, first_axis):
+    if all(f == 1 for f in factors):
+        return x
+    shape = list(x.shape)
+    for k, f in enumerate(factors):
+        d = shape[first_axis + k]
+        shape[first_axis + k] = (d - 1) * f + 1 if d else 0
+    out = np.zeros(shape, x.dtype)
+    out[(slice(None),) * first_axis + tuple(slice(None, None, f) for f in factors)] = x
+    return out
+
+
+@_f32_for_half
+def _conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+          feature_group_count, batch_group_count):
+    nsp = lhs.ndim - 2
+    lhs = _dilate(lhs, lhs_dilation, 2)
+    lhs = _pad(lhs, np.zeros((), lhs.dtype),
+               padding_config=((0, 0, 0), (0, 0, 0)) + tuple((lo, hi, 0) for lo, hi in padding))
+    rhs = _dilate(rhs, rhs_dilation, 2)
+    windows = np.lib.stride_tricks.sliding_window_view(lhs, rhs.shape[2:], axis=tuple(range(2, lhs.ndim)))
+    windows = windows[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in window_strides)]
+    n, c = lhs.shape[:2]
+    o, i = rhs.shape[:2]
+    g, bg = feature_group_count, batch_group_count
+    out_sp = windows.shape[2:2 + nsp]
+    windows = windows.reshape((bg, n // bg, g, c // g) + windows.shape[2:])
+    kernel = rhs.reshape((bg, g, o // (g * bg), i) + rhs.shape[2:])
+    sp = _LETTERS[:nsp]
+    ks = _LETTERS[nsp:2 * nsp]
+    spec = f"Bngi{sp}{ks},Bgoi{ks}->nBgo{sp}"
+    out = np.einsum(spec.replace("B", "z"), windows, kernel)
+    return out.reshape((n // bg, o) + out_sp)
+
+
+def _index_tuple(operand, indices):
+    k = indices.shape[-1]
+    comps = [np.clip(indices[..., j], 0, operand.shape[j] - 1) for j in range(k)]
+    return tuple(comps)
+
+
+def _gather(operand, indices):
+    if operand.size == 0:
+        return np.zeros(indices.shape[:-1] + operand.shape[indices.shape[-1]:], operand.dtype)
+    return operand[_index_tuple(operand, indices)]
+
+
+_SCATTER = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _scatter(operand, indices, updates, *, mode):
+    out = operand.copy()
+    k = indices.shape[-1]
+    flat_idx = indices.reshape(-1, k)
+    flat_upd = updates.reshape((-1,) + operand.shape[k:])
+    inside = np.all((flat_idx >= 0) & (flat_idx < np.array(operand.shape[:k])), axis=1)
+    flat_idx, flat_upd = flat_idx[inside], flat_upd[inside]
+    where = tuple(flat_idx[:, j] for j in range(k))
+    if mode == "set":
+        out[where] = flat_upd
+    else:
+        _SCATTER[mode].at(out, where, flat_upd)
+    return out
+
+
+def _argsort_impl(x, axis, descending):
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    n = x.shape[axis]
+    return n - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+
+
+def _sort(x, *, axis, descending):
+    return np.take_along_axis(x, _argsort_impl(x, axis, descending), axis)
+
+
+def _argsort(x, *, axis, descending, index_dtype):
+    return _argsort_impl(x, axis, descending).astype(dt.to_numpy(index_dtype))
+
+
+def _top_k_indices(x, *, k, index_dtype="int64"):
+    return _argsort_impl(x, x.ndim - 1, True)[..., :k].astype(dt.to_numpy(index_dtype))
+
+
+def _top_k(x, *, k):
+    return np.take_along_axis(x, _top_k_indices(x, k=k), x.ndim - 1)
+
+
+def _cholesky(x):
+    try:
+        return np.linalg.cholesky(x)
+    except np.linalg.LinAlgError:
+        return np.full_like(x, np.nan)  # XLA reports failure with NaNs, not an exception
+
+
+def _triangular_solve(a, b, *, lower, transpose_a, unit_diagonal):
+    tri = np.tril(a) if lower else np.triu(a)
+    if unit_diagonal:
+        n = a.shape[-1]
+        tri = tri * (1 - np.eye(n, dtype=a.dtype)) + np.eye(n, dtype=a.dtype)
+    if transpose_a:
+        tri = np.swapaxes(tri, -1, -2)
+    return np.linalg.solve(tri, b)
+
+
+def _rotl(x, r):
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def threefry2x32(k0, k1, x0, x1):
+    """Threefry-2x32, 20 rounds (Salmon et al. 2011), on uint32 arrays."""
+    k0, k1 = np.uint32(k0), np.uint32(k1)
+    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
+    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in rotations[i % 2]:
+            x0 = x0 + x1
+            x1 = _rotl(x1, r) ^ x0
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x0, x1
+
+
+def _random_bits(key, *, shape):
+    n = math.prod(shape)
+    counts = np.arange(n + (n % 2), dtype=np.uint32)
+    if n % 2:
+        counts[-1] = 0
+    half = len(counts) // 2
+    y0, y1 = threefry2x32(key[0], key[1], counts[:half], counts[half:])
+    return np.concatenate([y0, y1])[:n].reshape(shape)
+
+
+def _float(fn):
+    return _f32_for_half(fn)
+
+
+TABLE = {
+    "exp": _float(np.exp), "exp2": _float(np.exp2), "expm1": _float(np.expm1),
+    "log": _float(np.log), "log1p": _float(np.log1p), "sqrt": _float(np.sqrt),
+    "rsqrt": _float(lambda x: 1 / np.sqrt(x)), "cbrt": _float(np.cbrt),
+    "sin": _float(np.sin), "cos": _float(np.cos), "tan": _float(np.tan),
+    "asin": _float(np.arcsin), "acos": _float(np.arccos), "atan": _float(np.arctan),
+    "sinh": _float(np.sinh), "cosh": _float(np.cosh), "tanh": _float(np.tanh),
+    "asinh": _float(np.arcsinh), "acosh": _float(np.arccosh), "atanh": _float(np.arctanh),
+    "erf": _float(_erf), "erf_inv": _float(_erf_inv), "lgamma": _float(_lgamma),
+    "digamma": _float(_digamma), "logistic": _float(_logistic),
+    "floor": np.floor, "ceil": np.ceil, "round": np.rint,
+    "neg": np.negative, "abs": np.abs, "sign": np.sign,
+    "not": lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x),
+    "is_finite": np.isfinite,
+    "add": _float(np.add), "sub": _float(np.subtract), "mul": _float(np.multiply),
+    "div": _float(_div), "rem": _float(_rem), "pow": _float(_pow),
+    "max": np.maximum, "min": np.minimum, "atan2": _float(np.arctan2),
+    "nextafter": np.nextafter,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "shift_left": _shift_left, "shift_right_logical": _shift_right_logical,
+    "shift_right_arithmetic": _shift_right_arithmetic,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal,
+    "select": np.where,
+    "clamp": lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
+    "convert": _convert,
+    "bitcast_convert": lambda x, *, dtype: x.view(dt.to_numpy(dtype)),
+    "broadcast_in_dim": _broadcast_in_dim,
+    "reshape": lambda x, *, new_sizes: x.reshape(new_sizes),
+    "transpose": lambda x, *, permutation: np.transpose(x, permutation),
+    "slice": _slice, "dynamic_slice": _dynamic_slice,
+    "dynamic_update_slice": _dynamic_update_slice, "pad": _pad,
+    "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    "rev": lambda x, *, dimensions: np.flip(x, dimensions) if dimensions else x,
+    "iota": _iota,
+    "reduce_sum": _reduction(np.sum), "reduce_prod": _reduction(np.prod),
+    "reduce_max": _reduction(np.max, "max"), "reduce_min": _reduction(np.min, "min"),
+    "reduce_and": lambda x, *, axes: np.all(x, axis=axes),
+    "reduce_or": lambda x, *, axes: np.any(x, axis=axes),
+    "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
+    "cumsum": _scan(np.cumsum), "cumprod": _scan(np.cumprod),
+    "cummax": _scan(np.maximum.accumulate), "cummin": _scan(np.minimum.accumulate),
+    "dot_general": _dot_general, "conv": _conv,
+    "gather": _gather, "scatter": _scatter,
+    "sort": _sort, "argsort": _argsort, "top_k": _top_k, "top_k_indices": _top_k_indices,
+    "cholesky": _cholesky, "triangular_solve": _triangular_solve,
+    "random_bits": _random_bits,
+}
+
+
+class ReferenceBackend:
+    name = "reference"
+
+    def from_host(self, array):
+        return np.array(array, copy=True)  # the caller may mutate its array later
+
+    def to_host(self, buffer):
+        return np.array(buffer, copy=True)
+
+    def compile(self, program):
+        return _Interpreter(program)
+
+    def lowered_text(self, program):
+        return "\n".join(f"%{len(program.leaves) + k} = {op}{list(ins)} {attrs}"
+                         for k, (op, attrs, ins, *_rest) in enumerate(program.instructions))
+
+
+class _Interpreter:
+    """Runs a Program op by op; every result is cast to the dtype the IR declared."""
+
+    def __init__(self, program):
+        self.program = program
+        self.steps = [(TABLE[op] if op != "constant" else None, attrs, ins,
+                       dt.to_numpy(dtype), const)
+                      for op, attrs, ins, _shape, dtype, const in program.instructions]
+
+    def __call__(self, leaf_values):
+        env = [np.asarray(v) for v in leaf_values]
+        with np.errstate(all="ignore"):
+            for fn, attrs, ins, np_dtype, const in self.steps:
+                out = const if fn is None else np.asarray(fn(*[env[i] for i in ins], **attrs))
+                if out.dtype != np_dtype:
+                    out = out.astype(np_dtype)
+                env.append(out)
+        return [env[i] for i in self.program.outputs]

@@ -1,0 +1,256 @@
+"""The XLA backend: one table {op: jax.lax lowering}; a Program becomes one jitted function.
+
+Buffers stay on the default JAX device (CPU or GPU). Dispatch is asynchronous -- executing
+returns jax.Arrays whose values are still being computed -- so tracing the next step overlaps
+the run and only `to_host` waits.
+
+64-bit types: a program that uses int64/uint64/float64 is traced, compiled and run inside
+`jax.enable_x64(True)`, a scoped setting; other JAX code in the process is unaffected.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend.random import threefry_2x32
+
+from ..core import dtypes as dt
+
+_HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks compute them
+
+
+def _jdt(dtype):
+    return jnp.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+
+
+def _is_int(x):
+    return jnp.issubdtype(x.dtype, jnp.integer)
+
+
+def _div(a, b):
+    return lax.div(a, b)
+
+
+def _pow(a, b):
+    if not _is_int(a):
+        return lax.pow(a, b)
+    # exponentiation by squaring with wrap-around (negative exponents: 0 except for +-1)
+    e = jnp.where(b < 0, 0, b)
+    result, base = jnp.ones_like(a), a
+    for _ in range(jnp.iinfo(a.dtype).bits):
+        result = jnp.where(e & 1, result * base, result)
+        base = base * base
+        e = lax.shift_right_logical(e, jnp.ones_like(e))
+    one = a == 1
+    minus_one = (a == -1) if jnp.issubdtype(a.dtype, jnp.signedinteger) else jnp.zeros_like(one)
+    neg = jnp.where(one, 1, jnp.where(minus_one, jnp.where(b & 1, -1, 1), 0)).astype(a.dtype)
+    return jnp.where(b < 0, neg, result)
+
+
+def _shift(fn):
+    def shift(a, b):
+        bits = jnp.iinfo(a.dtype).bits
+        return fn(a, jnp.where((b < 0) | (b >= bits), bits, b).astype(a.dtype))
+    return shift
+
+
+def _shift_right_arithmetic(a, b):
+    bits = jnp.iinfo(a.dtype).bits  # past the width: sign fill, as the reference does
+    return lax.shift_right_arithmetic(a, jnp.where((b < 0) | (b >= bits), bits - 1, b).astype(a.dtype))
+
+
+def _convert(x, *, dtype):
+    if dtype == dt.BOOL:
+        return x != 0
+    return lax.convert_element_type(x, _jdt(dtype))
+
+
+def _reduce(fn):
+    def reduce(x, *, axes):
+        return fn(x, axes) if axes else x
+    return reduce
+
+
+def _arg(fn):
+    def arg(x, *, axis, index_dtype):
+        return fn(x, axis, _jdt(index_dtype))
+    return arg
+
+
+def _dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions, preferred_element_type):
+    pet = _jdt(preferred_element_type) if preferred_element_type else None
+    return lax.dot_general(lhs, rhs, (contracting_dimensions, batch_dimensions),
+                           precision=_HIGHEST, preferred_element_type=pet)
+
+
+def _conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+          feature_group_count, batch_group_count):
+    return lax.conv_general_dilated(
+        lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+        feature_group_count=feature_group_count, batch_group_count=batch_group_count,
+        precision=_HIGHEST)
+
+
+def _gather(operand, indices):
+    k = indices.shape[-1]
+    batch = indices.ndim - 1
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=tuple(range(batch, batch + operand.ndim - k)),
+        collapsed_slice_dims=tuple(range(k)), start_index_map=tuple(range(k)))
+    return lax.gather(operand, indices, dnums, (1,) * k + operand.shape[k:],
+                      mode=lax.GatherScatterMode.CLIP)
+
+
+_SCATTER = {"set": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
+            "max": lax.scatter_max, "min": lax.scatter_min}
+
+
+def _scatter(operand, indices, updates, *, mode):
+    k = indices.shape[-1]
+    batch = indices.ndim - 1
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=tuple(range(batch, batch + operand.ndim - k)),
+        inserted_window_dims=tuple(range(k)), scatter_dims_to_operand_dims=tuple(range(k)))
+    return _SCATTER[mode](operand, indices, updates, dnums,
+                          mode=lax.GatherScatterMode.FILL_OR_DROP)
+
+
+def _argsort_impl(x, axis, descending):
+    idx = lax.broadcasted_iota(jnp.int64 if x.size > 2**31 - 1 else jnp.int32, x.shape, axis)
+    if not descending:
+        return lax.sort((x, idx), dimension=axis, num_keys=1, is_stable=True)[1]
+    n = x.shape[axis]
+    flipped = lax.rev(x, (axis,))
+    order = lax.sort((flipped, idx), dimension=axis, num_keys=1, is_stable=True)[1]
+    return n - 1 - lax.rev(order, (axis,))
+
+
+def _sort(x, *, axis, descending):
+    if not descending:
+        return lax.sort(x, dimension=axis, is_stable=True)
+    return lax.rev(lax.sort(x, dimension=axis, is_stable=True), (axis,))
+
+
+def _random_bits(key, *, shape):
+    n = int(np.prod(shape))
+    counts = lax.iota(jnp.uint32, n)
+    return threefry_2x32((key[0], key[1]), counts).reshape(shape)
+
+
+def _triangular_solve(a, b, *, lower, transpose_a, unit_diagonal):
+    return lax.linalg.triangular_solve(a, b, left_side=True, lower=lower,
+                                       transpose_a=transpose_a, unit_diagonal=unit_diagonal)
+
+
+def _pad(x, value, *, padding_config):
+    return lax.pad(x, value, padding_config)
+
+
+TABLE = {
+    "exp": lax.exp, "exp2": lax.exp2, "expm1": lax.expm1, "log": lax.log, "log1p": lax.log1p,
+    "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt, "sin": lax.sin, "cos": lax.cos,
+    "tan": lax.tan, "asin": lax.asin, "acos": lax.acos, "atan": lax.atan, "sinh": lax.sinh,
+    "cosh": lax.cosh, "tanh": lax.tanh, "asinh": lax.asinh, "acosh": lax.acosh,
+    "atanh": lax.atanh, "erf": lax.erf, "erf_inv": lax.erf_inv, "lgamma": lax.lgamma,
+    "digamma": lax.digamma, "logistic": lax.logistic, "floor": lax.floor, "ceil": lax.ceil,
+    "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
+    "neg": lax.neg, "abs": lax.abs, "sign": lax.sign, "not": lax.bitwise_not,
+    "is_finite": lax.is_finite,
+    "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": _div, "rem": lax.rem, "pow": _pow,
+    "max": lax.max, "min": lax.min, "atan2": lax.atan2, "nextafter": lax.nextafter,
+    "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
+    "shift_left": _shift(lax.shift_left),
+    "shift_right_logical": _shift(lax.shift_right_logical),
+    "shift_right_arithmetic": _shift_right_arithmetic,
+    "eq": lax.eq, "ne": lax.ne, "lt": lax.lt, "le": lax.le, "gt": lax.gt, "ge": lax.ge,
+    "select": lax.select, "clamp": lax.clamp,
+    "convert": _convert,
+    "bitcast_convert": lambda x, *, dtype: lax.bitcast_convert_type(x, _jdt(dtype)),
+    "broadcast_in_dim": lambda x, *, shape, broadcast_dimensions: lax.broadcast_in_dim(
+        x, shape, broadcast_dimensions),
+    "reshape": lambda x, *, new_sizes: lax.reshape(x, new_sizes),
+    "transpose": lambda x, *, permutation: lax.transpose(x, permutation),
+    "slice": lambda x, *, start_indices, limit_indices, strides: lax.slice(
+        x, start_indices, limit_indices, strides),
+    "dynamic_slice": lambda x, *starts, slice_sizes: lax.dynamic_slice(x, starts, slice_sizes),
+    "dynamic_update_slice": lambda x, u, *starts: lax.dynamic_update_slice(x, u, starts),
+    "pad": _pad,
+    "concatenate": lambda *xs, dimension: lax.concatenate(xs, dimension),
+    "rev": lambda x, *, dimensions: lax.rev(x, dimensions),
+    "iota": lambda *, dtype, shape, dimension: lax.broadcasted_iota(_jdt(dtype), shape,
+                                                                    dimension),
+    "reduce_sum": _reduce(lax.reduce_sum), "reduce_prod": _reduce(lax.reduce_prod),
+    "reduce_max": _reduce(lax.reduce_max), "reduce_min": _reduce(lax.reduce_min),
+    "reduce_and": _reduce(lax.reduce_and), "reduce_or": _reduce(lax.reduce_or),
+    "argmax": _arg(lax.argmax), "argmin": _arg(lax.argmin),
+    "cumsum": lambda x, *, axis, reverse: lax.cumsum(x, axis, reverse),
+    "cumprod": lambda x, *, axis, reverse: lax.cumprod(x, axis, reverse),
+    "cummax": lambda x, *, axis, reverse: lax.cummax(x, axis, reverse),
+    "cummin": lambda x, *, axis, reverse: lax.cummin(x, axis, reverse),
+    "dot_general": _dot_general, "conv": _conv, "gather": _gather, "scatter": _scatter,
+    "sort": _sort,
+    "argsort": lambda x, *, axis, descending, index_dtype: _argsort_impl(
+        x, axis, descending).astype(_jdt(index_dtype)),
+    "top_k": lambda x, *, k: lax.top_k(x, k)[0],
+    "top_k_indices": lambda x, *, k, index_dtype: lax.top_k(x, k)[1].astype(_jdt(index_dtype)),
+    "cholesky": lambda x: lax.linalg.cholesky(x, symmetrize_input=False),
+    "triangular_solve": _triangular_solve,
+    "random_bits": _random_bits,
+}
+
+
+def _as_function(program):
+    steps = [(TABLE[op] if op != "constant" else None, attrs, ins, const)
+             for op, attrs, ins, _shape, _dtype, const in program.instructions]
+    outputs = program.outputs
+
+    def run(*args):
+        env = list(args)
+        for fn, attrs, ins, const in steps:
+            env.append(jnp.asarray(const) if fn is None else fn(*[env[i] for i in ins], **attrs))
+        return [env[i] for i in outputs]
+    return run
+
+
+class _Executable:
+    def __init__(self, jitted, x64, lowered):
+        self.jitted = jitted
+        self.x64 = x64
+        self.lowered = lowered
+
+    def __call__(self, leaf_values):
+        if self.x64:
+            with jax.enable_x64(True):
+                return self.jitted(*leaf_values)
+        return self.jitted(*leaf_values)
+
+
+class XlaBackend:
+    name = "xla"
+
+    def __init__(self):
+        self.device = jax.devices()[0]
+
+    def from_host(self, array):
+        if array.dtype.itemsize == 8 and array.dtype.kind in "iuf":
+            with jax.enable_x64(True):
+                return jax.device_put(array, self.device)
+        return jax.device_put(array, self.device)
+
+    def to_host(self, buffer):
+        return np.asarray(buffer)
+
+    def _lower(self, program):
+        jitted = jax.jit(_as_function(program))
+        specs = [jax.ShapeDtypeStruct(shape, _jdt(dtype)) for _kind, shape, dtype in program.leaves]
+        return jitted, jitted.lower(*specs)
+
+    def compile(self, program):
+        x64 = program.needs_x64()
+        with jax.enable_x64(x64):
+            jitted, lowered = self._lower(program)
+            lowered.compile()  # populates jit's cache, so compile time is paid here, not later
+        return _Executable(jitted, x64, lowered)
+
+    def lowered_text(self, program):
+        with jax.enable_x64(program.needs_x64()):
+            return self._lower(program)[1].as_text()

@@ -1,0 +1,43 @@
+"""Settings read from the environment, in one place so the docs and the code agree."""
+import os
+
+BACKENDS = ("xla", "reference")
+
+
+def backend_name():
+    """LAZYX_BACKEND: which backend runs graphs (default xla)."""
+    name = os.environ.get("LAZYX_BACKEND", "xla").strip().lower() or "xla"
+    if name not in BACKENDS:
+        raise ValueError(f"LAZYX_BACKEND={name!r} is not a lazyx backend; valid choices: "
+                         f"{', '.join(BACKENDS)}")
+    return name
+
+
+def _int(name, default):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} must be an integer") from None
+
+
+def cache_size():
+    """LAZYX_CACHE_SIZE: compiled programs kept (least recently used go first)."""
+    return max(1, _int("LAZYX_CACHE_SIZE", 1024))
+
+
+def node_cap():
+    """LAZYX_NODE_CAP: pending nodes traced before an automatic cut."""
+    return max(1, _int("LAZYX_NODE_CAP", 100_000))
+
+
+def debug():
+    """LAZYX_DEBUG=1: explain recompiles and syncs on stderr as they happen."""
+    return os.environ.get("LAZYX_DEBUG", "0") not in ("", "0", "false", "False")
+
+
+def dump_dir():
+    """LAZYX_DUMP_DIR: where every compiled graph is saved (unset: nowhere)."""
+    return os.environ.get("LAZYX_DUMP_DIR") or None

@@ -1,0 +1,566 @@
+"""The primitive op set: each op is a builder whose shape-and-dtype rule runs at construction.
+
+Semantics follow StableHLO / jax.lax: no implicit broadcasting and no implicit type
+promotion -- frontends apply their framework's rules and emit explicit `convert` and
+`broadcast_in_dim`. A rule rejects a bad call right away with ValueError (shapes, axes) or
+TypeError (dtypes), naming the op and the shapes, so the error points at the line that made it.
+
+Adding an op: write its rule here with @primitive, then one entry in each backend's table.
+"""
+import math
+
+from . import dtypes as dt
+from .ir import Node
+
+OPS = {}  # op name -> builder; backends must cover every key
+
+
+def primitive(rule):
+    """Register `rule` (inputs, **attrs) -> (shape, dtype[, normalized attrs]) as an op builder."""
+    name = rule.__name__.rstrip("_")
+
+    def build(*inputs, **attrs):
+        for x in inputs:
+            if not isinstance(x, Node):
+                raise TypeError(f"{name}: inputs must be lazyx IR nodes, got {type(x).__name__}")
+        out = rule(*inputs, **attrs)
+        if len(out) == 3:
+            shape, dtype, attrs = out
+        else:
+            shape, dtype = out
+        return Node(name, inputs, attrs, tuple(shape), dtype)
+
+    build.__name__ = name
+    build.__doc__ = rule.__doc__
+    OPS[name] = build
+    return build
+
+
+# ---------------------------------------------------------------- checking helpers
+
+def _shapes(nodes):
+    return ", ".join(str(n.shape) for n in nodes)
+
+
+def _fail_shape(op, msg, *nodes):
+    raise ValueError(f"{op}: {msg} (got shapes {_shapes(nodes)})")
+
+
+def _fail_dtype(op, msg, *nodes):
+    got = ", ".join(n.dtype for n in nodes)
+    raise TypeError(f"{op}: {msg} (got dtypes {got}, shapes {_shapes(nodes)})")
+
+
+def _axis(op, axis, ndim, *nodes):
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TypeError(f"{op}: axis must be an int, got {axis!r}")
+    if not 0 <= axis < max(ndim, 1) or (ndim == 0 and axis != 0):
+        _fail_shape(op, f"axis {axis} is out of range for rank {ndim} (axes are non-negative)",
+                    *nodes)
+    return axis
+
+
+def _axes(op, axes, ndim, *nodes):
+    axes = tuple(axes)
+    for a in axes:
+        _axis(op, a, ndim, *nodes)
+        if ndim == 0:
+            _fail_shape(op, "a rank-0 operand has no axes", *nodes)
+    if len(set(axes)) != len(axes):
+        _fail_shape(op, f"repeated axis in {axes}", *nodes)
+    return tuple(sorted(axes))
+
+
+def _ints(op, what, values, n=None):
+    values = tuple(values)
+    if any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+        raise TypeError(f"{op}: {what} must be ints, got {values!r}")
+    if n is not None and len(values) != n:
+        raise ValueError(f"{op}: {what} needs {n} entries, got {len(values)}: {values}")
+    return values
+
+
+def _same(op, *nodes, dtype=True):
+    first = nodes[0]
+    for n in nodes[1:]:
+        if n.shape != first.shape:
+            _fail_shape(op, "operands must have equal shapes (the IR never broadcasts "
+                            "implicitly; use broadcast_in_dim)", *nodes)
+        if dtype and n.dtype != first.dtype:
+            _fail_dtype(op, "operands must have equal dtypes (the IR never promotes "
+                            "implicitly; use convert)", *nodes)
+
+
+def _kinds(op, allowed, *nodes):
+    """allowed: a string of kinds: f float, i signed/unsigned int, b bool."""
+    for n in nodes:
+        kind = "f" if dt.is_float(n.dtype) else "i" if dt.is_int(n.dtype) else "b"
+        if kind not in allowed:
+            names = {"f": "floating", "i": "integer", "b": "bool"}
+            want = " or ".join(names[k] for k in allowed)
+            _fail_dtype(op, f"needs {want} operands", *nodes)
+
+
+# ---------------------------------------------------------------- element-wise
+
+def _unary(name, kinds, result=None):
+    def rule(x):
+        _kinds(name, kinds, x)
+        return x.shape, result or x.dtype
+    rule.__name__ = name
+    rule.__doc__ = f"Element-wise {name.rstrip('_')}."
+    return primitive(rule)
+
+
+FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log1p", "sqrt", "rsqrt", "cbrt", "sin", "cos",
+               "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+               "erf", "erf_inv", "lgamma", "digamma", "logistic", "floor", "ceil", "round")
+for _name in FLOAT_UNARY:
+    globals()[_name] = _unary(_name, "f")
+neg = _unary("neg", "fi")
+abs_ = _unary("abs", "fi")
+sign = _unary("sign", "fi")
+not_ = _unary("not_", "ib")
+is_finite = _unary("is_finite", "f", result=dt.BOOL)
+# round rounds half to even, as NumPy, torch and TF all do.
+
+
+def _binary(name, kinds, result=None):
+    def rule(x, y):
+        _same(name, x, y)
+        _kinds(name, kinds, x, y)
+        return x.shape, result or x.dtype
+    rule.__name__ = name
+    rule.__doc__ = f"Element-wise {name.rstrip('_')} of equal shapes and dtypes."
+    return primitive(rule)
+
+
+add = _binary("add", "fi")
+sub = _binary("sub", "fi")
+mul = _binary("mul", "fi")
+div = _binary("div", "fi")   # integers: truncates toward zero; x / 0 is unspecified for ints
+rem = _binary("rem", "fi")   # C fmod: the result takes the dividend's sign
+pow_ = _binary("pow", "fi")
+max_ = _binary("max", "fib")  # NaN-propagating, like numpy.maximum
+min_ = _binary("min", "fib")
+atan2 = _binary("atan2", "f")
+nextafter = _binary("nextafter", "f")
+and_ = _binary("and_", "ib")
+or_ = _binary("or_", "ib")
+xor = _binary("xor", "ib")
+shift_left = _binary("shift_left", "i")
+shift_right_arithmetic = _binary("shift_right_arithmetic", "i")
+shift_right_logical = _binary("shift_right_logical", "i")
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+for _name in COMPARISONS:
+    globals()[_name] = _binary(_name, "fib", result=dt.BOOL)
+
+
+@primitive
+def select(pred, on_true, on_false):
+    """pred ? on_true : on_false, element-wise; all three of one shape."""
+    _same("select", pred, on_true, on_false, dtype=False)
+    if pred.dtype != dt.BOOL:
+        _fail_dtype("select", "predicate must be bool", pred)
+    _same("select", on_true, on_false)
+    return on_true.shape, on_true.dtype
+
+
+@primitive
+def clamp(lo, x, hi):
+    """min(max(x, lo), hi); lo and hi are scalars or x's shape."""
+    for bound in (lo, hi):
+        if bound.shape not in ((), x.shape):
+            _fail_shape("clamp", "bounds must be scalars or match the operand", lo, x, hi)
+        if bound.dtype != x.dtype:
+            _fail_dtype("clamp", "bounds must have the operand's dtype", lo, x, hi)
+    return x.shape, x.dtype
+
+
+@primitive
+def convert(x, *, dtype):
+    """Value conversion (float->int truncates toward zero; ->bool is x != 0)."""
+    return x.shape, dt.check(dtype), {"dtype": dtype}
+
+
+@primitive
+def bitcast_convert(x, *, dtype):
+    """Reinterpret the bits as another dtype of the same width."""
+    if dt.ITEMSIZE[dt.check(dtype)] != dt.ITEMSIZE[x.dtype]:
+        _fail_dtype("bitcast_convert", f"{dtype} differs in width from the operand", x)
+    return x.shape, dtype, {"dtype": dtype}
+
+
+# ---------------------------------------------------------------- shapes and layout
+
+@primitive
+def broadcast_in_dim(x, *, shape, broadcast_dimensions):
+    """Operand axis i becomes output axis broadcast_dimensions[i]; size-1 axes stretch."""
+    op = "broadcast_in_dim"
+    shape = _ints(op, "shape", shape)
+    dims = _ints(op, "broadcast_dimensions", broadcast_dimensions, x.ndim)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{op}: negative size in target shape {shape}")
+    if any(b <= a for a, b in zip(dims, dims[1:])) or any(not 0 <= d < len(shape) for d in dims):
+        _fail_shape(op, f"broadcast_dimensions {dims} must increase within rank {len(shape)}", x)
+    for i, d in enumerate(dims):
+        if x.shape[i] not in (1, shape[d]):
+            _fail_shape(op, f"cannot broadcast axis {i} (size {x.shape[i]}) to size "
+                            f"{shape[d]} of target shape {shape}", x)
+    return shape, x.dtype, {"shape": shape, "broadcast_dimensions": dims}
+
+
+@primitive
+def reshape(x, *, new_sizes):
+    new_sizes = _ints("reshape", "new_sizes", new_sizes)
+    if any(d < 0 for d in new_sizes) or math.prod(new_sizes) != x.size:
+        _fail_shape("reshape", f"cannot reshape {x.size} elements into {new_sizes}", x)
+    return new_sizes, x.dtype, {"new_sizes": new_sizes}
+
+
+@primitive
+def transpose(x, *, permutation):
+    perm = _ints("transpose", "permutation", permutation, x.ndim)
+    if sorted(perm) != list(range(x.ndim)):
+        _fail_shape("transpose", f"{perm} is not a permutation of {x.ndim} axes", x)
+    return tuple(x.shape[p] for p in perm), x.dtype, {"permutation": perm}
+
+
+@primitive
+def slice_(x, *, start_indices, limit_indices, strides=None):
+    """Static strided slice x[start:limit:stride] per axis (strides positive)."""
+    op = "slice"
+    start = _ints(op, "start_indices", start_indices, x.ndim)
+    limit = _ints(op, "limit_indices", limit_indices, x.ndim)
+    strides = _ints(op, "strides", strides or (1,) * x.ndim, x.ndim)
+    for s, l, st, d in zip(start, limit, strides, x.shape):
+        if not (0 <= s <= l <= d) or st < 1:
+            _fail_shape(op, f"bad bounds start={start} limit={limit} strides={strides}", x)
+    shape = tuple(-(-(l - s) // st) for s, l, st in zip(start, limit, strides))
+    return shape, x.dtype, {"start_indices": start, "limit_indices": limit, "strides": strides}
+
+
+def _dynamic_starts(op, x, starts):
+    if len(starts) != x.ndim:
+        _fail_shape(op, f"needs {x.ndim} start indices, got {len(starts)}", x, *starts)
+    for s in starts:
+        if s.shape != () or not dt.is_int(s.dtype):
+            _fail_dtype(op, "start indices must be integer scalars", s)
+
+
+@primitive
+def dynamic_slice(x, *starts, slice_sizes):
+    """x[s0:s0+n0, ...] with run-time starts, clamped so the window stays in bounds."""
+    _dynamic_starts("dynamic_slice", x, starts)
+    sizes = _ints("dynamic_slice", "slice_sizes", slice_sizes, x.ndim)
+    if any(not 0 <= n <= d for n, d in zip(sizes, x.shape)):
+        _fail_shape("dynamic_slice", f"slice_sizes {sizes} exceed the operand", x)
+    return sizes, x.dtype, {"slice_sizes": sizes}
+
+
+@primitive
+def dynamic_update_slice(x, update, *starts):
+    """x with `update` written at run-time starts (clamped so it fits)."""
+    _dynamic_starts("dynamic_update_slice", x, starts)
+    if update.ndim != x.ndim or any(u > d for u, d in zip(update.shape, x.shape)):
+        _fail_shape("dynamic_update_slice", "update must fit inside the operand", x, update)
+    if update.dtype != x.dtype:
+        _fail_dtype("dynamic_update_slice", "update must have the operand's dtype", x, update)
+    return x.shape, x.dtype
+
+
+@primitive
+def pad(x, padding_value, *, padding_config):
+    """Per axis (low, high, interior) padding; low/high may be negative (cropping)."""
+    config = tuple(tuple(_ints("pad", "padding_config entry", c, 3)) for c in padding_config)
+    if len(config) != x.ndim:
+        _fail_shape("pad", f"padding_config has {len(config)} entries for rank {x.ndim}", x)
+    if padding_value.shape != () or padding_value.dtype != x.dtype:
+        _fail_dtype("pad", "padding value must be a scalar of the operand's dtype", x,
+                    padding_value)
+    shape = []
+    for d, (lo, hi, interior) in zip(x.shape, config):
+        if interior < 0:
+            _fail_shape("pad", f"negative interior padding in {config}", x)
+        n = lo + hi + d + max(d - 1, 0) * interior
+        if n < 0:
+            _fail_shape("pad", f"padding {config} leaves a negative size", x)
+        shape.append(n)
+    return shape, x.dtype, {"padding_config": config}
+
+
+@primitive
+def concatenate(*xs, dimension):
+    if not xs:
+        raise ValueError("concatenate: needs at least one operand")
+    first = xs[0]
+    _axis("concatenate", dimension, first.ndim, *xs)
+    for x in xs[1:]:
+        if x.ndim != first.ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, first.shape))
+                                       if i != dimension):
+            _fail_shape("concatenate", f"shapes must match except along axis {dimension}", *xs)
+        if x.dtype != first.dtype:
+            _fail_dtype("concatenate", "operands must share one dtype", *xs)
+    shape = list(first.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return shape, first.dtype, {"dimension": dimension}
+
+
+@primitive
+def rev(x, *, dimensions):
+    return x.shape, x.dtype, {"dimensions": _axes("rev", dimensions, x.ndim, x)}
+
+
+@primitive
+def iota(*, dtype, shape, dimension):
+    """Counts 0, 1, ... along `dimension` of a new array."""
+    shape = _ints("iota", "shape", shape)
+    if not 0 <= dimension < len(shape):
+        raise ValueError(f"iota: dimension {dimension} out of range for shape {shape}")
+    if dt.check(dtype) == dt.BOOL:
+        raise TypeError("iota: dtype must be numeric, got bool")
+    return shape, dtype, {"dtype": dtype, "shape": shape, "dimension": dimension}
+
+
+# ---------------------------------------------------------------- reductions and scans
+
+def _reduction(name, kinds):
+    def rule(x, *, axes):
+        _kinds(name, kinds, x)
+        axes = _axes(name, axes, x.ndim, x)
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return shape, x.dtype, {"axes": axes}
+    rule.__name__ = name
+    rule.__doc__ = f"{name} over the given axes (removed from the result)."
+    return primitive(rule)
+
+
+reduce_sum = _reduction("reduce_sum", "fi")
+reduce_prod = _reduction("reduce_prod", "fi")
+reduce_max = _reduction("reduce_max", "fib")
+reduce_min = _reduction("reduce_min", "fib")
+reduce_and = _reduction("reduce_and", "b")
+reduce_or = _reduction("reduce_or", "b")
+
+
+def _arg_reduction(name):
+    def rule(x, *, axis, index_dtype="int64"):
+        _axis(name, axis, x.ndim, x)
+        if x.ndim == 0 or x.shape[axis] == 0:
+            _fail_shape(name, "cannot take an index over an empty or rank-0 axis", x)
+        if not dt.is_int(dt.check(index_dtype)):
+            raise TypeError(f"{name}: index_dtype must be an integer dtype, got {index_dtype}")
+        shape = tuple(d for i, d in enumerate(x.shape) if i != axis)
+        return shape, index_dtype, {"axis": axis, "index_dtype": index_dtype}
+    rule.__name__ = name
+    rule.__doc__ = f"Index of the {name[3:]} along axis (first on ties; NaN counts as extreme)."
+    return primitive(rule)
+
+
+argmax = _arg_reduction("argmax")
+argmin = _arg_reduction("argmin")
+
+
+def _scan(name, kinds):
+    def rule(x, *, axis, reverse=False):
+        _kinds(name, kinds, x)
+        _axis(name, axis, x.ndim, x)
+        return x.shape, x.dtype, {"axis": axis, "reverse": bool(reverse)}
+    rule.__name__ = name
+    rule.__doc__ = f"Inclusive {name} along axis (from the end when reverse)."
+    return primitive(rule)
+
+
+cumsum = _scan("cumsum", "fi")
+cumprod = _scan("cumprod", "fi")
+cummax = _scan("cummax", "fi")
+cummin = _scan("cummin", "fi")
+
+
+# ---------------------------------------------------------------- contractions
+
+@primitive
+def dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions=((), ()),
+                preferred_element_type=None):
+    """Batched contraction; result axes: batch, lhs free, rhs free (as jax.lax.dot_general)."""
+    op = "dot_general"
+    (lc, rc), (lb, rb) = contracting_dimensions, batch_dimensions
+    lc, rc, lb, rb = (tuple(_ints(op, "dimensions", d)) for d in (lc, rc, lb, rb))
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        _fail_shape(op, f"contracting {lc}/{rc} or batch {lb}/{rb} dimensions differ in count",
+                    lhs, rhs)
+    _axes(op, lc + lb, lhs.ndim, lhs, rhs)
+    _axes(op, rc + rb, rhs.ndim, lhs, rhs)
+    for a, b in zip(lc + lb, rc + rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            _fail_shape(op, f"lhs axis {a} (size {lhs.shape[a]}) does not match rhs axis {b} "
+                            f"(size {rhs.shape[b]})", lhs, rhs)
+    if lhs.dtype != rhs.dtype:
+        _fail_dtype(op, "operands must share one dtype", lhs, rhs)
+    _kinds(op, "fi", lhs)
+    out_dtype = dt.check(preferred_element_type) if preferred_element_type else lhs.dtype
+    shape = ([lhs.shape[a] for a in lb]
+             + [d for i, d in enumerate(lhs.shape) if i not in lc + lb]
+             + [d for i, d in enumerate(rhs.shape) if i not in rc + rb])
+    return shape, out_dtype, {"contracting_dimensions": (lc, rc),
+                              "batch_dimensions": (lb, rb),
+                              "preferred_element_type": preferred_element_type}
+
+
+@primitive
+def conv(lhs, rhs, *, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+         feature_group_count=1, batch_group_count=1):
+    """N-d convolution (cross-correlation), layouts lhs N,C,*S  rhs O,I,*K  out N,O,*S'.
+
+    padding is ((low, high), ...) per spatial axis; lhs_dilation is transposed-conv
+    dilation. Frontends with channels-last layouts transpose in and out.
+    """
+    op = "conv"
+    if lhs.ndim < 3 or rhs.ndim != lhs.ndim:
+        _fail_shape(op, "needs lhs (N, C, *spatial) and rhs (O, I, *kernel) of equal rank >= 3",
+                    lhs, rhs)
+    nsp = lhs.ndim - 2
+    strides = _ints(op, "window_strides", window_strides, nsp)
+    padding = tuple(tuple(_ints(op, "padding entry", p, 2)) for p in padding)
+    if len(padding) != nsp:
+        _fail_shape(op, f"padding needs {nsp} (low, high) pairs, got {padding}", lhs, rhs)
+    ld = _ints(op, "lhs_dilation", lhs_dilation or (1,) * nsp, nsp)
+    rd = _ints(op, "rhs_dilation", rhs_dilation or (1,) * nsp, nsp)
+    if lhs.dtype != rhs.dtype:
+        _fail_dtype(op, "input and kernel must share one dtype", lhs, rhs)
+    _kinds(op, "fi", lhs)
+    n, c = lhs.shape[:2]
+    o, i = rhs.shape[:2]
+    g, bg = feature_group_count, batch_group_count
+    if g < 1 or bg < 1 or c != i * g or o % g or n % bg or o % bg:
+        _fail_shape(op, f"channels do not fit: input channels {c} must equal kernel input "
+                        f"channels {i} x feature_group_count {g}; out channels {o} must "
+                        f"divide by the group counts", lhs, rhs)
+    spatial = []
+    for size, k, s, (lo, hi), a, b in zip(lhs.shape[2:], rhs.shape[2:], strides, padding, ld, rd):
+        dilated_in = (size - 1) * a + 1 if size else 0
+        dilated_k = (k - 1) * b + 1
+        span = dilated_in + lo + hi - dilated_k
+        if s < 1 or span < 0:
+            _fail_shape(op, f"kernel {rhs.shape[2:]} (dilation {rd}) is larger than the padded "
+                            f"input {lhs.shape[2:]} or stride {s} < 1", lhs, rhs)
+        spatial.append(span // s + 1)
+    return (n // bg, o, *spatial), lhs.dtype, {
+        "window_strides": strides, "padding": padding, "lhs_dilation": ld, "rhs_dilation": rd,
+        "feature_group_count": g, "batch_group_count": bg}
+
+
+# ---------------------------------------------------------------- indexing
+
+def _check_indices(op, operand, indices):
+    if not dt.is_int(indices.dtype):
+        _fail_dtype(op, "indices must be integers", indices)
+    if indices.ndim < 1 or indices.shape[-1] > operand.ndim:
+        _fail_shape(op, "indices need shape (*batch, k) with k <= operand rank", operand, indices)
+    return indices.shape[:-1], operand.shape[indices.shape[-1]:]
+
+
+@primitive
+def gather(operand, indices):
+    """out[b] = operand[indices[b, 0], ..., indices[b, k-1], ...]; indices clamp into range."""
+    batch, rest = _check_indices("gather", operand, indices)
+    return batch + rest, operand.dtype
+
+
+SCATTER_MODES = ("set", "add", "mul", "max", "min")
+
+
+@primitive
+def scatter(operand, indices, updates, *, mode="set"):
+    """operand with updates[b] combined into operand[indices[b]] (out-of-range updates dropped).
+
+    With mode "set" and repeated indices, which update wins is unspecified.
+    """
+    batch, rest = _check_indices("scatter", operand, indices)
+    if updates.shape != batch + rest:
+        _fail_shape("scatter", f"updates must have shape {batch + rest}", operand, indices,
+                    updates)
+    if updates.dtype != operand.dtype:
+        _fail_dtype("scatter", "updates must have the operand's dtype", operand, updates)
+    if mode not in SCATTER_MODES:
+        raise ValueError(f"scatter: mode must be one of {SCATTER_MODES}, got {mode!r}")
+    return operand.shape, operand.dtype, {"mode": mode}
+
+
+# ---------------------------------------------------------------- sorting
+
+@primitive
+def sort(x, *, axis, descending=False):
+    """Stable sort along axis; NaN sorts above +inf."""
+    _axis("sort", axis, x.ndim, x)
+    return x.shape, x.dtype, {"axis": axis, "descending": bool(descending)}
+
+
+@primitive
+def argsort(x, *, axis, descending=False, index_dtype="int64"):
+    """Stable: equal elements keep their order (also when descending)."""
+    _axis("argsort", axis, x.ndim, x)
+    if not dt.is_int(dt.check(index_dtype)):
+        raise TypeError(f"argsort: index_dtype must be an integer dtype, got {index_dtype}")
+    return x.shape, index_dtype, {"axis": axis, "descending": bool(descending),
+                                  "index_dtype": index_dtype}
+
+
+def _top_k_rule(op, x, k):
+    if x.ndim == 0:
+        _fail_shape(op, "needs rank >= 1", x)
+    if not isinstance(k, int) or not 0 <= k <= x.shape[-1]:
+        _fail_shape(op, f"k={k} must be in [0, {x.shape[-1]}] (the last axis)", x)
+    return x.shape[:-1] + (k,)
+
+
+@primitive
+def top_k(x, *, k):
+    """The k largest along the last axis, largest first (lower index first on ties)."""
+    return _top_k_rule("top_k", x, k), x.dtype, {"k": k}
+
+
+@primitive
+def top_k_indices(x, *, k, index_dtype="int64"):
+    return _top_k_rule("top_k_indices", x, k), dt.check(index_dtype), {
+        "k": k, "index_dtype": index_dtype}
+
+
+# ---------------------------------------------------------------- linear algebra
+
+@primitive
+def cholesky(x):
+    """Lower Cholesky factor of symmetric positive-definite matrices (..., n, n)."""
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        _fail_shape("cholesky", "needs square matrices (..., n, n)", x)
+    _kinds("cholesky", "f", x)
+    return x.shape, x.dtype
+
+
+@primitive
+def triangular_solve(a, b, *, lower=True, transpose_a=False, unit_diagonal=False):
+    """Solves op(a) @ x = b for x, a triangular (..., n, n), b (..., n, m)."""
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or b.ndim != a.ndim \
+            or b.shape[-2] != a.shape[-1] or b.shape[:-2] != a.shape[:-2]:
+        _fail_shape("triangular_solve", "needs a (..., n, n) and b (..., n, m)", a, b)
+    if a.dtype != b.dtype:
+        _fail_dtype("triangular_solve", "operands must share one dtype", a, b)
+    _kinds("triangular_solve", "f", a)
+    return b.shape, b.dtype, {"lower": bool(lower), "transpose_a": bool(transpose_a),
+                              "unit_diagonal": bool(unit_diagonal)}
+
+
+# ---------------------------------------------------------------- randomness
+
+@primitive
+def random_bits(key, *, shape):
+    """uint32 bits from Threefry-2x32 (20 rounds) of a uint32[2] key over counters 0..n-1.
+
+    Counters are split in halves (x0 = first half, x1 = second half, odd n padded with one
+    zero) and the two output words are concatenated -- the same stream jax.random's
+    threefry_2x32 gives, so both backends agree bit for bit.
+    """
+    if key.shape != (2,) or key.dtype != "uint32":
+        _fail_dtype("random_bits", "key must be uint32 of shape (2,)", key)
+    shape = _ints("random_bits", "shape", shape)
+    return shape, "uint32", {"shape": shape}

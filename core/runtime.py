@@ -1,0 +1,268 @@
+"""Lazy handles, the live registry, cutting graphs, the compile cache.
+
+A frontend tensor owns a LazyHandle whose `node` is either pending IR or a `data` leaf. A cut
+(`sync`) gathers the pending roots, linearizes them into a Program, looks the program up in an
+LRU cache keyed by structure (a hit is one dict lookup), runs it, and swaps each handle's node
+for a data leaf holding the result. On the XLA backend the run is dispatched asynchronously:
+`sync` returns before the numbers exist, and only reading them on the host waits.
+"""
+import collections
+import hashlib
+import time
+import weakref
+
+import numpy as np
+
+from . import config, ir, metrics
+from . import dtypes as dt
+from .source import user_line
+
+LISTENERS = []  # objects with optional on_sync/on_compile/on_execute/on_transfer (debug, profile)
+
+
+class LazyHandle:
+    """A mutable cell pointing at a node; frontends wrap one per tensor."""
+    __slots__ = ("node", "__weakref__")
+
+    def __init__(self, node):
+        self.node = node
+        if node.op != "data":
+            _live.add(self)
+
+    def set(self, node):
+        """Rebind (in-place ops); a pending node registers the handle for the next sync."""
+        self.node = node
+        if node.op != "data":
+            _live.add(self)
+
+    @property
+    def pending(self):
+        return self.node.op != "data"
+
+
+_live = weakref.WeakSet()
+
+
+def handle_of(obj):
+    """The LazyHandle behind a lazyx tensor of any frontend."""
+    if isinstance(obj, LazyHandle):
+        return obj
+    handle = getattr(obj, "__lazyx_handle__", None)
+    if handle is None:
+        raise TypeError(f"lazyx: expected a lazy tensor, got {type(obj).__name__}")
+    return handle() if callable(handle) else handle
+
+
+# ---------------------------------------------------------------- backend
+
+_backend = None
+
+
+def get_backend():
+    global _backend
+    if _backend is None:
+        from ..backends import load
+        _backend = load(config.backend_name())
+    return _backend
+
+
+def backend():
+    """The active backend's name ('xla' or 'reference'), from LAZYX_BACKEND."""
+    return get_backend().name
+
+
+# ---------------------------------------------------------------- host transfers
+
+def from_host(array, dtype=None):
+    """A data leaf holding `array` (NumPy-convertible) on the backend's device."""
+    host = np.asarray(array)
+    dtype = dtype or dt.from_numpy(host.dtype)
+    host = np.ascontiguousarray(host, dtype=dt.to_numpy(dtype))
+    buffer = get_backend().from_host(host)
+    metrics.count("transfers_to_device")
+    metrics.count("bytes_to_device", host.nbytes)
+    _notify("on_transfer", "to_device", host.nbytes)
+    return ir.data(buffer, host.shape, dtype)
+
+
+def to_host(handle, cause="observe", source=None):
+    """The handle's value as a NumPy array, syncing first if it is pending."""
+    if handle.pending:
+        sync(handle, cause=cause, source=source or user_line(2))
+    host = get_backend().to_host(handle.node.value)
+    metrics.count("transfers_to_host")
+    metrics.count("bytes_to_host", host.nbytes)
+    _notify("on_transfer", "to_host", host.nbytes)
+    return host
+
+
+# ---------------------------------------------------------------- programs
+
+class Program:
+    """A linearized graph with no data in it, safe to keep in the cache.
+
+    Slots 0..len(leaves)-1 are the leaves (data and params, in first-visit order); then one
+    slot per instruction. An instruction is (op, attrs, input slots, shape, dtype, const).
+    """
+    __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "_digest")
+
+    def __init__(self, leaves, instructions, outputs, key, sources):
+        self.leaves = leaves              # [(kind, shape, dtype)]
+        self.instructions = instructions
+        self.outputs = outputs
+        self.key = key
+        self.sources = sources            # user source line per instruction (or None)
+        self._digest = None
+
+    @property
+    def graph_hash(self):
+        """A stable hex digest of the structure (the same in every process and frontend)."""
+        if self._digest is None:
+            h = hashlib.blake2b(digest_size=8)
+            h.update(repr((self.leaves, self.outputs)).encode())
+            for op, attrs, ins, shape, dtype, const in self.instructions:
+                h.update(repr((op, tuple(attrs.items()), ins, shape, dtype)).encode())
+                if const is not None:
+                    h.update(const.tobytes())
+            self._digest = h.hexdigest()
+        return self._digest
+
+    def needs_x64(self):
+        wide = ("int64", "uint64", "float64")
+        return any(leaf[2] in wide for leaf in self.leaves) or \
+            any(ins[4] in wide for ins in self.instructions)
+
+
+def linearize(roots):
+    """(Program, leaf nodes) for the graph behind `roots` (a list of distinct nodes)."""
+    order = ir.topo_order(roots)
+    slot = {}
+    leaf_nodes = [n for n in order if n.op in ir.LEAF_OPS]
+    for i, n in enumerate(leaf_nodes):
+        slot[id(n)] = i
+    instructions, sources, signature = [], [], []
+    next_slot = len(leaf_nodes)
+    for n in order:
+        if n.op in ir.LEAF_OPS:
+            signature.append(n.hash)
+            continue
+        ins = tuple(slot[id(i)] for i in n.inputs)
+        slot[id(n)] = next_slot
+        next_slot += 1
+        const = n.value if n.op == "constant" else None
+        instructions.append((n.op, n.attrs, ins, n.shape, n.dtype, const))
+        sources.append(n.source)
+        signature.append((n.hash, ins))
+    outputs = tuple(slot[id(r)] for r in roots)
+    key = (tuple(signature), outputs)
+    leaves = [(n.op, n.shape, n.dtype) for n in leaf_nodes]
+    return Program(leaves, instructions, outputs, key, sources), leaf_nodes
+
+
+class _Cache:
+    def __init__(self):
+        self.entries = collections.OrderedDict()
+
+    def get(self, key):
+        exe = self.entries.get(key)
+        if exe is not None:
+            self.entries.move_to_end(key)
+        return exe
+
+    def put(self, key, exe):
+        self.entries[key] = exe
+        while len(self.entries) > config.cache_size():
+            self.entries.popitem(last=False)
+
+    def programs(self):
+        return [exe.program for exe in self.entries.values()]
+
+
+CACHE = _Cache()
+_last_cut_end = [time.perf_counter()]
+_created_at_last_cut = [0]
+
+
+def _notify(event, *args):
+    for listener in LISTENERS:
+        fn = getattr(listener, event, None)
+        if fn is not None:
+            fn(*args)
+
+
+def compile_program(program):
+    """Compile (or fetch from the cache) an executable for `program`."""
+    exe = CACHE.get(program.key)
+    if exe is not None:
+        metrics.count("cache_hits")
+        return exe, False
+    _notify("on_cache_miss", program, CACHE.programs())
+    start = time.perf_counter()
+    exe = get_backend().compile(program)
+    elapsed = time.perf_counter() - start
+    exe.program = program
+    metrics.count("compiles")
+    metrics.record_time("compile", elapsed)
+    _notify("on_compile", program, exe, elapsed)
+    CACHE.put(program.key, exe)
+    return exe, True
+
+
+def sync(*handles, cause="explicit", source=None):
+    """Cut and run pending work: for `handles`, or for every live pending handle when none."""
+    start = time.perf_counter()
+    if source is None:
+        source = user_line(2)
+    if handles:
+        handles = [handle_of(h) for h in handles]
+    else:
+        handles = list(_live)
+        _live.clear()
+    pending = [h for h in handles if h.pending]
+    _created_at_last_cut[0] = ir.CREATED[0]
+    if not pending:
+        return
+    metrics.record_time("trace", start - _last_cut_end[0])
+    roots, index = [], {}
+    for h in pending:
+        if id(h.node) not in index:
+            index[id(h.node)] = len(roots)
+            roots.append(h.node)
+    program, leaf_nodes = linearize(roots)
+    metrics.record_sync(cause, source)
+    _notify("on_sync", cause, source, program)
+    exe, _ = compile_program(program)
+    run_start = time.perf_counter()
+    results = exe([n.value for n in leaf_nodes])
+    elapsed = time.perf_counter() - run_start
+    metrics.count("executions")
+    metrics.record_time("execute", elapsed)
+    _notify("on_execute", program, run_start, elapsed)
+    outs = [ir.data(buf, r.shape, r.dtype) for buf, r in zip(results, roots)]
+    for h in pending:
+        h.node = outs[index[id(h.node)]]
+        _live.discard(h)
+    _last_cut_end[0] = time.perf_counter()
+
+
+def maybe_cut():
+    """Frontends call this as an op begins: past the node cap, cut everything pending first."""
+    if ir.CREATED[0] - _created_at_last_cut[0] > config.node_cap():
+        sync(cause="node_cap", source=user_line(2))
+
+
+def graph_hash(*tensors):
+    """The structural hash (hex) of the graph behind `tensors` (any frontend): equal programs
+    built by different frontends hash equally. Data leaves count by shape and dtype only."""
+    nodes = []
+    for t in tensors:
+        node = handle_of(t).node
+        if all(node is not n for n in nodes):
+            nodes.append(node)
+    program, _ = linearize(nodes)
+    return program.graph_hash
+
+
+def fallback(op_name):
+    """Frontends call this when an op runs eagerly on the real framework."""
+    metrics.record_fallback(op_name)

@@ -1,0 +1,57 @@
+"""Finds the user's source line behind an operation or a sync.
+
+Walks up the Python stack to the first frame that belongs neither to lazyx nor to a
+framework's own code, so that IR dumps and sync reports point at the line a person wrote.
+The verdict per file name is cached, which keeps the walk cheap enough to run per node.
+"""
+import os
+import sys
+import sysconfig
+
+_LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_FRAMEWORK_PARTS = tuple(os.sep + name + os.sep for name in (
+    "torch", "numpy", "tensorflow", "keras", "tf_keras", "jax", "jaxlib", "ml_dtypes",
+    "_pytest", "pluggy", "hypothesis"))
+_STDLIB = sysconfig.get_paths().get("stdlib", "\0") + os.sep
+_verdicts = {}
+
+ENABLED = os.environ.get("LAZYX_SOURCE_LINES", "1") != "0"
+
+
+def _is_internal(filename):
+    verdict = _verdicts.get(filename)
+    if verdict is None:
+        path = os.path.abspath(filename) if not filename.startswith("<") else filename
+        verdict = (path.startswith(_LAZYX_DIR) and os.sep + "tests" + os.sep not in path[len(_LAZYX_DIR) - 1:]) \
+            or path.startswith(_STDLIB) \
+            or any(part in path for part in _FRAMEWORK_PARTS) \
+            or filename.startswith("<frozen")
+        _verdicts[filename] = verdict
+    return verdict
+
+
+def user_line(depth=2):
+    """(filename, lineno) of the nearest user frame, or None when capture is off or none exists."""
+    if not ENABLED:
+        return None
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        return None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _is_internal(filename):
+            return (filename, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def format_line(source):
+    if not source:
+        return "<unknown>"
+    filename, lineno = source
+    try:
+        filename = os.path.relpath(filename)
+    except ValueError:
+        pass
+    return f"{filename}:{lineno}"

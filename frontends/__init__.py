@@ -1,0 +1,1 @@
+"""Frontends: lazy tensors for PyTorch, NumPy and TensorFlow over the shared core."""
