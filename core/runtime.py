@@ -9,6 +9,7 @@ for a data leaf holding the result. On the XLA backend the run is dispatched asy
 import collections
 import hashlib
 import time
+import warnings
 import weakref
 
 import numpy as np
@@ -17,6 +18,14 @@ from . import config, ir, metrics
 from . import dtypes as dt
 from .source import user_line
 
+# Why a sync happened; frontends pass one of these as `cause`.
+CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
+          "print",           # repr / str / print / tf.print
+          "item",            # .item(), float(), int(), bool(), len() of a lazy value
+          "convert",         # conversion to the host framework: np.asarray, .numpy(), .cpu()
+          "data_dependent",  # an op whose output shape depends on values (nonzero, masks)
+          "node_cap",        # the pending graph grew past LAZYX_NODE_CAP
+          "fallback")        # an op without a lowering ran eagerly on the real framework
 LISTENERS = []  # objects with optional on_sync/on_compile/on_execute/on_transfer (debug, profile)
 
 
@@ -263,6 +272,14 @@ def graph_hash(*tensors):
     return program.graph_hash
 
 
-def fallback(op_name):
-    """Frontends call this when an op runs eagerly on the real framework."""
+_warned_fallbacks = set()
+
+
+def fallback(op_name, framework):
+    """Frontends call this when an op runs eagerly on the real framework: counted, warned once."""
     metrics.record_fallback(op_name)
+    if op_name not in _warned_fallbacks:
+        _warned_fallbacks.add(op_name)
+        warnings.warn(f"lazyx: {op_name} has no lowering; it runs eagerly on {framework} "
+                      f"(inputs are materialized; counted in lazyx.metrics()['fallback_ops'])",
+                      RuntimeWarning, stacklevel=3)
