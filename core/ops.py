@@ -27,8 +27,13 @@ def _fold_identity(inputs, attrs, shape, dtype):
 
 
 def _fold_transpose(inputs, attrs, shape, dtype):
-    perm = attrs["permutation"]
-    return inputs[0] if perm == tuple(range(len(perm))) else None
+    x, perm = inputs[0], attrs["permutation"]
+    if perm == tuple(range(len(perm))):
+        return x
+    moved = [p for p in perm if x.shape[p] != 1]
+    if moved == sorted(moved):  # only unit axes move (NHWC<->NCHW with C=1): a reshape
+        return OPS["reshape"](x, new_sizes=shape)
+    return None
 
 
 def _fold_reshape(inputs, attrs, shape, dtype):
