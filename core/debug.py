@@ -22,11 +22,8 @@ def type_text(shape, dtype):
 
 
 def _value_text(value, limit=8):
-    flat = np.asarray(value).reshape(-1)
-    if flat.size > limit:
-        return f"<{flat.size} values>"
-    text = np.array2string(np.asarray(value), separator=",", threshold=limit)
-    return " ".join(text.split())
+    value = np.asarray(value)
+    return f"<{value.size} values>" if value.size > limit else repr(value.tolist())
 
 
 def _attrs_text(attrs):
