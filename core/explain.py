@@ -25,7 +25,7 @@ CAUSE_TEXT = {
     "fallback": "an op with no lowering ran eagerly on the real framework",
 }
 _RECENT = 16       # cached programs compared by op sequence (the exact-skeleton match sees all)
-_RESEMBLES = 0.5   # difflib ratio of op sequences above which two graphs "resemble" each other
+_RESEMBLES = 0.5   # difflib ratio of op sequences from which two graphs "resemble" each other
 _MAX_LISTED = 4    # changed inputs named in one explanation
 
 
@@ -107,13 +107,13 @@ def explain_recompile(program, cached_programs):
         more = len(changes) - _MAX_LISTED
         return "; ".join(changes[:_MAX_LISTED]) + (f"; and {more} more" if more > 0 else ""), old
     ops = [ins[0] for ins in program.instructions]
-    best, best_ratio = None, _RESEMBLES
+    best, best_ratio = None, 0.0
     for old in recent[:_RECENT]:
         ratio = difflib.SequenceMatcher(None, [i[0] for i in old.instructions], ops,
                                         autojunk=False).ratio()
         if ratio > best_ratio:
             best, best_ratio = old, ratio
-    if best is None:
+    if best_ratio < _RESEMBLES:
         return None, None
     return _op_change(program, best), best
 
