@@ -21,6 +21,13 @@ def type_text(shape, dtype):
     return f"{dtype}[{','.join(str(d) for d in shape)}]"
 
 
+def graph_id(program):
+    """program.graph_hash, reusing the digest already taken of the equal cached program:
+    hashing a program's text costs about as much as tracing it, too much for every step."""
+    exe = runtime.CACHE.entries.get(program.key)
+    return (exe.program if exe is not None else program).graph_hash
+
+
 def _value_text(value, limit=8):
     value = np.asarray(value)
     return f"<{value.size} values>" if value.size > limit else repr(value.tolist())

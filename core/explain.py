@@ -12,7 +12,7 @@ import difflib
 import sys
 
 from . import config, metrics, runtime
-from .debug import leaf_text, type_text
+from .debug import graph_id, leaf_text, type_text
 from .source import format_line
 
 CAUSE_TEXT = {
@@ -136,9 +136,10 @@ class Explainer:
 
     def on_sync(self, cause, source, program):
         self._sync_source = source
-        self.syncs.append((cause, source, program.graph_hash))
+        graph = graph_id(program)
+        self.syncs.append((cause, source, graph))
         self._say(f"sync at {format_line(source)}: {CAUSE_TEXT.get(cause, cause)} -> runs graph "
-                  f"{program.graph_hash} ({len(program.instructions)} ops)")
+                  f"{graph} ({len(program.instructions)} ops)")
 
     def on_cache_miss(self, program, cached_programs):
         why, old = explain_recompile(program, cached_programs)

@@ -224,7 +224,8 @@ def compile_program(program):
     if exe is not None:
         metrics.count("cache_hits")
         return exe, False
-    _notify("on_cache_miss", program, CACHE.programs())
+    if LISTENERS:  # listing the cache is for explanations only
+        _notify("on_cache_miss", program, CACHE.programs())
     start = time.perf_counter()
     exe = get_backend().compile(program)
     elapsed = time.perf_counter() - start

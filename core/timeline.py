@@ -12,6 +12,7 @@ import os
 import time
 
 from . import runtime
+from .debug import graph_id
 from .source import format_line
 
 _TRACKS = {"steps": 1, "lazyx": 2, "transfers": 3}  # thread ids: one row each in the viewer
@@ -36,7 +37,7 @@ class Timeline:
         now = time.perf_counter()
         self.steps += 1
         args = {"step": self.steps, "cause": cause, "line": format_line(source),
-                "graph": program.graph_hash, "ops": len(program.instructions)}
+                "graph": graph_id(program), "ops": len(program.instructions)}
         self._span("trace", "lazyx", self._last_end, now - self._last_end,
                    {"step": self.steps, "ops": len(program.instructions)})
         self._step = (self.steps, self._last_end, args)
@@ -46,8 +47,7 @@ class Timeline:
                    {"step": self.steps, "graph": program.graph_hash})
 
     def on_execute(self, program, start, seconds):
-        self._span("execute", "lazyx", start, seconds,
-                   {"step": self.steps, "graph": program.graph_hash})
+        self._span("execute", "lazyx", start, seconds, {"step": self.steps})
         self._last_end = start + seconds
         if self._step is not None:
             number, step_start, args = self._step
