@@ -38,7 +38,7 @@ class Dumper:
     def on_sync(self, cause, source, program):
         self._sync = (cause, source)
 
-    def on_compile(self, program, exe, seconds):
+    def on_compile(self, program, exe, start, seconds):
         self.count += 1
         backend = runtime.get_backend()
         stem = os.path.join(self.folder, f"graph-{self.count:04d}-{program.graph_hash}")

@@ -27,7 +27,7 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
           "node_cap",        # the pending graph grew past LAZYX_NODE_CAP
           "fallback")        # an op without a lowering ran eagerly on the real framework
 # Objects with optional on_sync(cause, source, program), on_cache_miss(program, cached_programs),
-# on_compile(program, exe, seconds), on_execute(program, start, seconds),
+# on_compile(program, exe, start, seconds), on_execute(program, start, seconds),
 # on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
 # while explanations, dumps or a timeline are on, so a plain run pays nothing for them.
 LISTENERS = []
@@ -232,7 +232,7 @@ def compile_program(program):
     exe.program = program
     metrics.count("compiles")
     metrics.record_time("compile", elapsed)
-    _notify("on_compile", program, exe, elapsed)
+    _notify("on_compile", program, exe, start, elapsed)
     CACHE.put(program.key, exe)
     return exe, True
 

@@ -42,8 +42,8 @@ class Timeline:
                    {"step": self.steps, "ops": len(program.instructions)})
         self._step = (self.steps, self._last_end, args)
 
-    def on_compile(self, program, exe, seconds):
-        self._span("compile", "lazyx", time.perf_counter() - seconds, seconds,
+    def on_compile(self, program, exe, start, seconds):
+        self._span("compile", "lazyx", start, seconds,
                    {"step": self.steps, "graph": program.graph_hash})
 
     def on_execute(self, program, start, seconds):
@@ -55,8 +55,10 @@ class Timeline:
             self._step = None
 
     def on_transfer(self, direction, nbytes, start, seconds):
+        # inputs go to the device while the next step is traced; results come back after a run
+        step = self.steps + 1 if direction == "to_device" else self.steps
         self._span(f"transfer {direction}", "transfers", start, seconds,
-                   {"step": self.steps, "bytes": nbytes})
+                   {"step": step, "bytes": nbytes})
         if direction == "to_host":  # reading a result is observation, not tracing
             self._last_end = max(self._last_end, start + seconds)
 

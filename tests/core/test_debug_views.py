@@ -228,4 +228,5 @@ def test_profile_writes_a_chrome_trace_of_each_step(fresh, tmp_path):
     moves = [e for e in events if e["tid"] == tracks["transfers"]]
     assert [e["name"] for e in moves] == ["transfer to_device", "transfer to_host"] * 2
     assert [e["args"]["bytes"] for e in moves] == [4 * 4 * 4, 4] * 2
+    assert [e["args"]["step"] for e in moves] == [1, 1, 2, 2]  # the input feeds the step it joins
     assert timeline not in runtime.LISTENERS  # nothing is left listening after the block
