@@ -89,7 +89,8 @@ def program_dot(program, name="lazyx"):
     """Graphviz dot source: inputs as ellipses, ops as boxes, outputs drawn bold."""
     outputs = set(program.outputs)
     lines = [f"digraph {_quote(name)} {{", "  rankdir=TB;",
-             '  node [shape=box, fontname="monospace", fontsize=10];']
+             '  node [shape=box, fontname="monospace", fontsize=10];',
+             '  edge [fontname="monospace", fontsize=9];']
 
     def node(slot, label, where, shape):
         if where:

@@ -96,7 +96,7 @@ def test_to_dot_parses_as_the_same_graph(fresh):
     program, _ = runtime.program_of(s)
     (graph,) = pydot.graph_from_dot_data(lazyx.to_dot(s))
     assert graph.get_type() == "digraph"
-    nodes = {n.get_name(): n for n in graph.get_nodes() if n.get_name() != "node"}
+    nodes = {n.get_name(): n for n in graph.get_nodes() if n.get_name() not in ("node", "edge")}  # defaults
     assert len(nodes) == len(program.leaves) + len(program.instructions) == 5
     labels = {name: n.get_label().strip('"') for name, n in nodes.items()}
     assert labels["n3"] == "%3 mul\\nfloat32[2,4]\\n" + at(lines["y"])
