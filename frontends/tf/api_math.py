@@ -52,6 +52,14 @@ def _logical(fn):
     return apply
 
 
+def _divide_no_nan(x, y):
+    if not dt.is_float(x.dtype):
+        raise Reject()
+    zero = const(0, y)
+    return ops.select(ops.eq(y, zero), zero, ops.div(x, ops.select(ops.eq(y, zero),
+                                                                  const(1, y), y)))
+
+
 def _pow(x, y):
     return ops.pow_(x, y)
 
@@ -61,7 +69,7 @@ BINARY = {
     tf.math.multiply: ops.mul, tf.math.truediv: _truediv, tf.math.divide: _truediv,
     tf.math.floordiv: _floordiv, tf.math.floormod: _floormod, tf.math.pow: _pow,
     tf.math.maximum: ops.max_, tf.math.minimum: ops.min_, tf.math.atan2: ops.atan2,
-    tf.math.squared_difference: _squared_difference,
+    tf.math.squared_difference: _squared_difference, tf.math.divide_no_nan: _divide_no_nan,
     tf.math.equal: ops.eq, tf.math.not_equal: ops.ne, tf.__operators__.eq: ops.eq,
     tf.__operators__.ne: ops.ne, tf.math.less: ops.lt, tf.math.less_equal: ops.le,
     tf.math.greater: ops.gt, tf.math.greater_equal: ops.ge,

@@ -21,8 +21,13 @@ from ...core import runtime
 from .lowering import Reject
 from .tensor import LazyTensor, node_of, sources_of, to_tf, _tf_leaf
 
-OPERAND = typing.Union[LazyTensor, tf.Tensor, tf.Variable, int, float, bool, np.ndarray,
-                       np.generic, list, tuple]
+try:  # Keras 3 hands its variables to TF ops unconverted in places (bias_add, divide_no_nan)
+    from keras import Variable as _KerasVariable
+except ImportError:  # pragma: no cover - keras is optional
+    _KerasVariable = tf.Variable
+VARIABLES = (tf.Variable, _KerasVariable)
+OPERAND = typing.Union[LazyTensor, tf.Tensor, tf.Variable, _KerasVariable, int, float, bool,
+                       np.ndarray, np.generic, list, tuple]
 OPERAND_LIST = typing.List[OPERAND]
 LOWERED = {}  # "tf.math.add" -> lowering function: the allowlist
 
@@ -53,12 +58,12 @@ def lower(api, *params, lists=()):
             arguments.pop("name", None)
             # Read each variable once, so its IR leaf and its tape source are the same tensor.
             for p in params:
-                if isinstance(arguments.get(p), tf.Variable):
-                    arguments[p] = arguments[p].value()
+                if isinstance(arguments.get(p), VARIABLES):
+                    arguments[p] = tf.convert_to_tensor(arguments[p])
             for p in lists:
                 if isinstance(arguments.get(p), (list, tuple)):
-                    arguments[p] = [v.value() if isinstance(v, tf.Variable) else v
-                                    for v in arguments[p]]
+                    arguments[p] = [tf.convert_to_tensor(v) if isinstance(v, VARIABLES)
+                                    else v for v in arguments[p]]
             try:
                 return fn(**arguments)
             except (Reject, TypeError, ValueError):
