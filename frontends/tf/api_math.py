@@ -7,7 +7,7 @@ from ...core import dtypes as dt
 from ...core import ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, const, operand_nodes,
                        scalar)
-from .registry import lower
+from .registry import lower, lower_varargs
 from .tensor import LazyTensor, ir_dtype, wrap
 
 # ---------------------------------------------------------------- element-wise, binary
@@ -380,3 +380,44 @@ def diag_part(input, k=0, padding_value=0, align="RIGHT_LEFT"):  # noqa: A002
 
 
 __all__ = ["scalar"]
+
+
+# ---------------------------------------------------------------- einsum (one or two operands)
+
+def _sum_unused(node, labels, keep):
+    drop = tuple(i for i, c in enumerate(labels) if c not in keep)
+    if drop:
+        node = ops.reduce_sum(node, axes=drop)
+        labels = "".join(c for c in labels if c in keep)
+    return node, labels
+
+
+@lower_varargs(tf.einsum)
+def einsum(equation, *inputs, **kwargs):
+    if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+        inputs = tuple(inputs[0])
+    eq = equation.replace(" ", "")
+    if "->" not in eq or "." in eq or not 1 <= len(inputs) <= 2:
+        raise Reject()
+    ins, out = eq.split("->")
+    subs = ins.split(",")
+    nodes = operand_nodes(*inputs)
+    if len(subs) != len(nodes) or any(len(s) != n.ndim or len(set(s)) != len(s)
+                                      for s, n in zip(subs, nodes)):
+        raise Reject()
+    if len(nodes) == 1:
+        node, labels = _sum_unused(nodes[0], subs[0], out)
+    else:
+        (a, la), (b, lb) = [_sum_unused(n, s, set(out) | set("".join(subs[1 - i])))
+                            for i, (n, s) in enumerate(zip(nodes, subs))]
+        batch = [c for c in la if c in lb and c in out]
+        contract = [c for c in la if c in lb and c not in out]
+        node = ops.dot_general(a, b, contracting_dimensions=(
+            tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
+            batch_dimensions=(tuple(la.index(c) for c in batch),
+                              tuple(lb.index(c) for c in batch)))
+        labels = "".join(batch) + "".join(c for c in la if c not in batch + contract) + \
+            "".join(c for c in lb if c not in batch + contract)
+    if sorted(labels) != sorted(out):
+        raise Reject()
+    return wrap(ops.transpose(node, permutation=[labels.index(c) for c in out]), *inputs)

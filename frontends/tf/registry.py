@@ -144,10 +144,29 @@ def run_eagerly(api, args, kwargs):
     return wrap_result(api(*_materialize(tuple(args)), **_materialize(kwargs)))
 
 
+VARARG_LOWERINGS = {}  # APIs TF's type-based dispatch cannot take (varargs): tf.einsum
+
+
+def lower_varargs(api):
+    """Lower an API that only has TF's fallback dispatch; `_Fallback` calls the lowering."""
+    def register(fn):
+        VARARG_LOWERINGS[api_name(api)] = fn
+        LOWERED[api_name(api)] = fn
+        return fn
+    return register
+
+
 class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
     def handle(self, op, args, kwargs):
         if not (_has_lazy(args) or _has_lazy(kwargs)):
             return self.NOT_SUPPORTED
+        lowering = VARARG_LOWERINGS.get(api_name(op))
+        if lowering is not None:
+            runtime.maybe_cut()
+            try:
+                return lowering(*args, **{k: v for k, v in kwargs.items() if k != "name"})
+            except (Reject, TypeError, ValueError):
+                pass  # TF's own checks and errors: run it for real below
         return run_eagerly(op, args, kwargs)
 
 

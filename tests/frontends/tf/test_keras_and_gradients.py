@@ -79,6 +79,18 @@ def test_keras_layers_stay_lazy_and_match_eager():
     _check_layer(keras.layers.Embedding(10, 4), np.array([[1, 9, 0], [3, 3, 2]], np.int32))
 
 
+def test_multi_head_attention_stays_lazy_without_fallbacks():
+    keras.utils.set_random_seed(2)
+    seq = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    mha = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    eager = mha(tf.constant(seq), tf.constant(seq))
+    lazyx.reset_metrics()
+    lazy = mha(ltf.constant(seq), ltf.constant(seq))
+    assert lazyx.metrics()["syncs"] == 0
+    assert_matches(lazy, eager, rtol=1e-4, atol=1e-5)
+    assert not lazyx.metrics()["fallback_ops"]
+
+
 def test_keras_dropout_training_is_lazy_and_scales():
     out = keras.layers.Dropout(0.5, seed=3)(ltf.constant(np.ones((64, 64), np.float32)),
                                            training=True)
