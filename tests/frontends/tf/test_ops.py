@@ -124,7 +124,7 @@ def test_matmul_and_linalg(a, b, ta):
 @given(a=arrays(shape=st.just((2, 3, 4))), b=arrays(shape=st.just((4, 3))))
 def test_einsum(a, b):
     for eq, args in [("abc,cd->abd", (a, b)), ("abc->ca", (a,)), ("abc,dbc->adb", (a, a)),
-                     ("abc,cb->a", (a, b.T.copy()))]:
+                     ("abc,cb->a", (a, b))]:
         assert_matches(tf.einsum(eq, *[ltf.constant(x) for x in args]),
                        tf.einsum(eq, *[tf.constant(x) for x in args]), rtol=1e-4, atol=1e-5)
 
