@@ -49,7 +49,38 @@ class LazyHandle:
         return self.node.op != "data"
 
 
-_live = weakref.WeakSet()
+class _OrderedWeakSet:
+    """Live pending handles in registration order.
+
+    A WeakSet iterates in hash (address) order, which changes from step to step; the roots of
+    a cut would then come out in a different order each time and the same training step would
+    linearize into a different program (a recompile per step). Registration order is the
+    program's own order, so it repeats exactly.
+    """
+
+    def __init__(self):
+        self._refs = {}
+
+    def add(self, obj):
+        key = id(obj)
+        if key not in self._refs:
+            self._refs[key] = weakref.ref(obj, lambda _ref, key=key: self._refs.pop(key, None))
+
+    def discard(self, obj):
+        self._refs.pop(id(obj), None)
+
+    def clear(self):
+        self._refs.clear()
+
+    def __iter__(self):
+        return iter([obj for obj in (ref() for ref in list(self._refs.values()))
+                     if obj is not None])
+
+    def __len__(self):
+        return len(self._refs)
+
+
+_live = _OrderedWeakSet()
 
 
 def handle_of(obj):
