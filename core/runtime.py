@@ -117,7 +117,7 @@ def from_host(array, dtype=None):
     """A data leaf holding `array` (NumPy-convertible) on the backend's device."""
     host = np.asarray(array)
     dtype = dtype or dt.from_numpy(host.dtype)
-    host = np.ascontiguousarray(host, dtype=dt.to_numpy(dtype))
+    host = np.asarray(host, dtype=dt.to_numpy(dtype), order="C")  # ascontiguousarray makes 0-d 1-d
     buffer = get_backend().from_host(host)
     metrics.count("transfers_to_device")
     metrics.count("bytes_to_device", host.nbytes)
