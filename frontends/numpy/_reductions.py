@@ -12,7 +12,7 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import as_lazy, as_node, axes_tuple, axis_index, ir_dtype, promote
+from ._promote import as_lazy, as_node, axes_tuple, axis_index, ir_dtype, result_ir_dtype
 from ._ufuncs import assign, const, fill
 
 
@@ -284,7 +284,8 @@ def searchsorted(a, v, side="left", sorter=None):
     if sorter is not None:
         from ._indexing import take
         a = take(a, sorter)
-    (a_node, v_node), _, dtype = promote(a, v)
+    dtype = result_ir_dtype(a, v)
+    a_node, v_node = as_node(a, dtype), as_node(v, dtype)
     v_shape = v_node.shape
     n = a_node.shape[0]
     a_b = ops.broadcast_in_dim(a_node, shape=v_shape + (n,), broadcast_dimensions=(len(v_shape),))
