@@ -60,7 +60,12 @@ def permute_dims(x, /, axes):
     axes = tuple(operator.index(a) for a in axes)
     if len(axes) != node.ndim:
         raise ValueError("axes don't match array")
-    axes = normalize_axis_tuple(axes, node.ndim)
+    try:
+        axes = normalize_axis_tuple(axes, node.ndim)
+    except ValueError as err:
+        if "repeated" in str(err) and not isinstance(err, IndexError):
+            raise ValueError("repeated axis in transpose") from None
+        raise
     if axes == tuple(range(node.ndim)):
         return wrap(node)
     return wrap(ops.transpose(node, permutation=axes))
@@ -79,7 +84,7 @@ def matrix_transpose(x, /):
 
 def swapaxes(a, axis1, axis2):
     node = as_node(a)
-    i, j = axis_index(axis1, node.ndim), axis_index(axis2, node.ndim)
+    i, j = axis_index(axis1, node.ndim, "axis1"), axis_index(axis2, node.ndim, "axis2")
     perm = list(range(node.ndim))
     perm[i], perm[j] = perm[j], perm[i]
     return permute_dims(a, perm)

@@ -195,11 +195,16 @@ def axes_tuple(axis, ndim):
     """None -> every axis; an int or a sequence -> sorted non-negative axes (AxisError)."""
     if axis is None:
         return tuple(range(ndim))
-    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+    try:
+        return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+    except ValueError as err:
+        if isinstance(err, AxisError):
+            raise
+        raise ValueError("duplicate value in 'axis'") from None
 
 
-def axis_index(axis, ndim):
-    return normalize_axis_index(operator_index(axis), ndim)
+def axis_index(axis, ndim, prefix=None):
+    return normalize_axis_index(operator_index(axis), ndim, prefix)
 
 
 def operator_index(value):
