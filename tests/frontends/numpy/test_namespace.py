@@ -81,16 +81,23 @@ def test_reductions(name, data):
     shape = data.draw(st.sampled_from([(5,), (3, 4), (2, 3, 2)]))
     elements = st.integers(-3, 3) if dtype.startswith("int") else None
     x = data.draw(hnp.arrays(dtype, shape, elements=elements or (
-        st.booleans() if dtype == "bool" else st.floats(-5, 5, width=32))))
+        # no subnormals: XLA on CPU flushes them to zero (documented in docs/numpy.md)
+        st.booleans() if dtype == "bool" else st.floats(-5, 5, width=32,
+                                                        allow_subnormal=False))))
     axis = data.draw(st.sampled_from([None, 0, -1] + ([(0, 1)] if len(shape) > 1 else [])))
     keepdims = data.draw(st.booleans())
     if name in ("argmax", "argmin"):
         axis = None if isinstance(axis, tuple) else axis
     expected = getattr(np, name)(x, axis=axis, keepdims=keepdims)
     got = getattr(np, name)(L(x), axis=axis, keepdims=keepdims)
-    assert_matches(got, expected, rtol=1e-5)
-    assert_matches(getattr(L(x), name)(axis=axis, keepdims=keepdims), expected, rtol=1e-5)
-    assert_matches(getattr(lnp, name)(L(x), axis=axis, keepdims=keepdims), expected, rtol=1e-5)
+    # Summation order differs from NumPy's pairwise sums: a constant float32 row can have a
+    # variance of a few ulps instead of 0.
+    atol = 1e-5 if name in ("var", "std") else 0.0
+    assert_matches(got, expected, rtol=1e-5, atol=atol)
+    assert_matches(getattr(L(x), name)(axis=axis, keepdims=keepdims), expected, rtol=1e-5,
+                   atol=atol)
+    assert_matches(getattr(lnp, name)(L(x), axis=axis, keepdims=keepdims), expected,
+                   rtol=1e-5, atol=atol)
 
 
 @pytest.mark.parametrize("ddof", [0, 1])
