@@ -1,0 +1,2 @@
+"""The aten table: importing these modules fills tensor.LOWERINGS (one entry per overload)."""
+from . import elementwise, indexing, linalg, random, reductions, shapes  # noqa: F401
