@@ -227,7 +227,9 @@ def sync(*handles, cause="explicit", source=None):
     else:
         handles = list(_live)
         _live.clear()
-    pending = [h for h in handles if h.pending]
+    # The live registry is a WeakSet (arbitrary order): order the roots by structural hash so
+    # a repeated step linearizes to the same program key (equal hashes are interchangeable).
+    pending = sorted((h for h in handles if h.pending), key=lambda h: h.node.hash)
     _created_at_last_cut[0] = ir.CREATED[0]
     if not pending:
         return

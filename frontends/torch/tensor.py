@@ -178,6 +178,13 @@ def dispatch(func, args, kwargs):
             out = decomposition(*args, **kwargs)
             if out is not NotImplemented:
                 return out
+        # Below autograd, torch's composite ops (x.to(dtype), result_type, ...) reach us
+        # whole when a decomposition calls them: expand them as torch would above us.
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(),
+                                                          "CompositeImplicitAutograd"):
+            out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
         return eager(func, args, kwargs, cause="fallback")
     finally:
         _state.depth -= 1

@@ -254,7 +254,8 @@ def _shr(out, x, y):
 # ---------------------------------------------------------------- comparisons and logic
 
 def _promoted(x, y):
-    return compute_dtype(torch.result_type(x, y))
+    from ..tensor import _to_meta
+    return compute_dtype(torch.result_type(_to_meta(x), _to_meta(y)))
 
 
 _COMPARE = {"eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge}
