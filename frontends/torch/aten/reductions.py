@@ -188,3 +188,24 @@ def _log_softmax(out, x, dim, half_to_float):
     if e is None:
         return const(0, shifted.dtype, ())
     return ops.sub(shifted, ops.log(total))
+
+
+@lower(aten.native_layer_norm.default)
+def _native_layer_norm(out, x, normalized_shape, weight, bias, eps):
+    dtype = compute_dtype(out[0].dtype)
+    a = node_of(x, dtype)
+    axes = tuple(range(a.ndim - len(normalized_shape), a.ndim))
+    keep = tuple(i for i in range(a.ndim) if i not in axes)
+    n = _count(a, axes)
+    stat_shape = tuple(out[1].shape)
+    mean = ops.div(ops.reduce_sum(a, axes=axes), const(n, dtype, tuple(a.shape[i] for i in keep)))
+    centered = ops.sub(a, ops.broadcast_in_dim(mean, shape=a.shape, broadcast_dimensions=keep))
+    var = ops.div(ops.reduce_sum(ops.mul(centered, centered), axes=axes),
+                  const(n, dtype, mean.shape))
+    rstd = ops.rsqrt(ops.add(var, scalar(eps, dtype, var.shape)))
+    y = ops.mul(centered, ops.broadcast_in_dim(rstd, shape=a.shape, broadcast_dimensions=keep))
+    if weight is not None:
+        y = ops.mul(y, bcast(node_of(weight, dtype), a.shape))
+    if bias is not None:
+        y = ops.add(y, bcast(node_of(bias, dtype), a.shape))
+    return (y, ops.reshape(mean, new_sizes=stat_shape), ops.reshape(rstd, new_sizes=stat_shape))
