@@ -81,6 +81,24 @@ def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memor
     return _filled(size, dtype)
 
 
+def _copy_from(src, dst, non_blocking=False):
+    """Backend copy, reached when torch copies with functionalization off (torch.tensor(...,
+    device=lt.device) builds on CPU, then copies): rebind the destination's value."""
+    if src.device.type == "lazyx":
+        dst.copy_(src.detach().to("cpu"))
+        return dst
+    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(
+            torch._C.DispatchKey.Python)):
+        host = src.to(dst.dtype).expand(dst.shape).contiguous()
+    value = tensor.from_cpu(host)
+    if isinstance(dst, tensor.LazyTensor):
+        dst._lazyx_handle.set(value._lazyx_handle.node)
+    else:
+        torch._functionalize_replace(dst, value)
+        torch._functionalize_commit_update(dst)
+    return dst
+
+
 def _factory(op):
     """A direct PrivateUse1 kernel for a factory: lowered by the dispatcher, then wrapped."""
     def kernel(*args, **kwargs):
@@ -140,6 +158,7 @@ def register():
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("empty.memory_format", _empty, "PrivateUse1")
     lib.impl("empty_strided", _empty_strided, "PrivateUse1")
+    lib.impl("_copy_from", _copy_from, "PrivateUse1")
     for name in FACTORIES:
         packet, overload = name.split(".")
         lib.impl(name.replace(".default", ""),
@@ -149,3 +168,7 @@ def register():
         _ORIGINAL[name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, patched)
     torch.Tensor.__lazyx_handle__ = property(_handle)
+    # model.to(lt.device) must keep tied weights tied (HF models share embeddings with the
+    # output layer). torch only re-creates Parameters per module for a wrapper it cannot
+    # shallow-copy into; swapping (torch's announced future default) updates them in place.
+    torch.__future__.set_swap_module_params_on_conversion(True)
