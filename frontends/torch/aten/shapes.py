@@ -121,7 +121,7 @@ def _narrow(out, x, dim, start, length):
     return _slice(a, axis, start, start + length, 1)
 
 
-def _split(out, x, sizes, dim):
+def _split(out, x, sizes, dim=0):
     a = node_of(x)
     axis = dim_of(dim, a.ndim)
     pieces, start = [], 0
