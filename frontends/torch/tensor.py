@@ -105,7 +105,9 @@ def _to_meta(x):
     return x
 
 
-_COPY = torch.ops.aten.copy.default
+# copy_ is how CPU data enters the device; CPU index tensors are fine for indexing (as on CUDA)
+_CPU_ARGS_OK = {torch.ops.aten.copy.default, torch.ops.aten.index.Tensor,
+                torch.ops.aten.index_put.default, torch.ops.aten._unsafe_index_put.default}
 
 
 def _check_devices(func, args):
@@ -153,7 +155,7 @@ def dispatch(func, args, kwargs):
             return special(*args, **kwargs)
         lowering = LOWERINGS.get(func)
         if lowering is not None and func not in EAGER_ONLY:
-            if func is not _COPY:  # copy_ is how CPU data enters the device
+            if func not in _CPU_ARGS_OK:
                 _check_devices(func, args)
             try:
                 out = meta_of(func, args, kwargs)
@@ -169,6 +171,12 @@ def dispatch(func, args, kwargs):
                     return _wrap(lowering(out, *args, **kwargs), out)
                 except Unsupported:
                     pass
+                except (TypeError, ValueError) as err:
+                    # The IR refused a dtype torch's meta kernel let through (e.g. remainder
+                    # of bools): CPU torch either computes it or raises its own error.
+                    if "lazyx" in str(err) or ": " not in str(err):
+                        raise
+                    return eager(func, args, kwargs, cause="fallback")
             else:
                 return eager(func, args, kwargs, cause="data_dependent")
         elif func.__name__.startswith("_foreach_"):

@@ -131,14 +131,31 @@ def _add(out, x, y, *, alpha=1):
     return ops.add(a, _scaled(b, alpha, a.dtype))
 
 
+def _is_bool(x):
+    return isinstance(x, bool) or isinstance(x, torch.Tensor) and x.dtype == torch.bool
+
+
+def _sub_check(x, y):
+    """torch's CPU kernel (not its meta kernel) refuses bool subtraction; so do we."""
+    if _is_bool(x) and _is_bool(y):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool(x) or _is_bool(y):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+
+
 @lower(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(out, x, y, *, alpha=1):
+    _sub_check(x, y)
     a, b = operands(out, x, y)
     return ops.sub(a, _scaled(b, alpha, a.dtype))
 
 
 @lower(aten.rsub.Tensor, aten.rsub.Scalar)
 def _rsub(out, x, y, *, alpha=1):
+    _sub_check(x, y)
     a, b = operands(out, x, y)
     return ops.sub(b, _scaled(a, alpha, a.dtype))
 

@@ -123,6 +123,8 @@ lower(aten.argmin.default)(_arg_reducer(ops.argmin))
 
 
 def _variance(out, x, dim, correction):
+    if not x.dtype.is_floating_point:  # torch's CPU kernel check (its meta kernel lacks it)
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     a = node_of(x, compute_dtype(out.dtype))
     axes = dims_of(dim, a.ndim)
     keep = tuple(i for i in range(a.ndim) if i not in axes)
