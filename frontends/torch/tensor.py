@@ -144,6 +144,27 @@ def meta_of(func, args, kwargs):
     return out
 
 
+def _to_cpu_zeros(x):
+    if isinstance(x, LazyTensor):
+        return torch.zeros(x.shape, dtype=x.dtype)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_cpu_zeros(i) for i in x)
+    if isinstance(x, torch.device) and x.type == "lazyx":
+        return torch.device("cpu")
+    return x
+
+
+def _cpu_error(func, args, kwargs, meta_error):
+    """torch's meta kernels word some errors differently from its CPU kernels: on a bad call,
+    replay it on CPU zeros of the same shapes for the message users know (only on error)."""
+    try:
+        func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
+    except Exception as cpu_error:
+        if isinstance(cpu_error, type(meta_error)):
+            return cpu_error
+    return meta_error
+
+
 # ---------------------------------------------------------------- the dispatcher
 
 def dispatch(func, args, kwargs):
@@ -165,7 +186,7 @@ def dispatch(func, args, kwargs):
                 if "data-dependent" in str(err) or "DynamicOutputShape" in type(err).__name__:
                     out = None
                 else:
-                    raise err.with_traceback(None) from None
+                    raise _cpu_error(func, args, kwargs, err).with_traceback(None) from None
             if out is not None:
                 try:
                     return _wrap(lowering(out, *args, **kwargs), out)
