@@ -202,6 +202,8 @@ def dispatch(func, args, kwargs):
                 return eager(func, args, kwargs, cause="data_dependent")
         elif func.__name__.startswith("_foreach_"):
             return foreach(func, args, kwargs)
+        elif _is_in_place(func, args):
+            return _in_place(func, args, kwargs)
         decomposition = decomposition_table.get(func)
         if decomposition is not None:
             out = decomposition(*args, **kwargs)
@@ -272,6 +274,30 @@ def _flatten(xs):
         else:
             flat.append(x)
     return flat
+
+
+def _is_in_place(func, args):
+    name = func._opname
+    return name.endswith("_") and not name.startswith("_") and args and \
+        isinstance(args[0], LazyTensor)
+
+
+def _in_place(func, args, kwargs):
+    """x.op_(...) on a raw lazy tensor (decompositions do this, e.g. batch norm's running
+    stats): compute the functional op, rebind x's handle. Users' in-place ops never get here:
+    torch's functionalization rewrote them above us."""
+    packet = getattr(torch.ops.aten, func._opname[:-1], None)
+    functional = getattr(packet, func._overloadname, None) if packet is not None else None
+    if functional is None:
+        return eager(func, args, kwargs, cause="fallback")
+    result = dispatch(functional, args, kwargs)
+    target = args[0]
+    node = result._lazyx_handle.node
+    if result.dtype != target.dtype:
+        from ...core import ops
+        node = ops.convert(node, dtype=dtypes.to_ir(target.dtype))
+    target._lazyx_handle.set(node)
+    return target
 
 
 def foreach(func, args, kwargs):

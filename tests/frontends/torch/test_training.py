@@ -78,7 +78,7 @@ class _Layers(torch.nn.Module):
         h = self.embed(tokens)                                  # (B, L, 8)
         h = self.bn(self.conv1(h.transpose(1, 2))).transpose(1, 2)
         h = self.ln(h + self.attn(h, h, h, need_weights=False)[0])
-        img = self.conv2(h[:, :, :6].reshape(-1, 1, 6, 8))      # (B, 2, 3, 4)
+        img = self.conv2(h.reshape(-1, 1, 6, 8))                # (B, 2, 3, 4)
         q = torch.nn.functional.scaled_dot_product_attention(h, h, h, is_causal=True)
         feats = torch.cat([q.mean(1), img.flatten(1)], dim=1)
         return torch.softmax(self.head(feats), -1)
