@@ -211,3 +211,34 @@ def _native_layer_norm(out, x, normalized_shape, weight, bias, eps):
     if bias is not None:
         y = ops.add(y, bcast(node_of(bias, dtype), a.shape))
     return (y, ops.reshape(mean, new_sizes=stat_shape), ops.reshape(rstd, new_sizes=stat_shape))
+
+
+def _sorted(a, axis, descending):
+    return (ops.sort(a, axis=axis, descending=descending),
+            ops.argsort(a, axis=axis, descending=descending, index_dtype="int64"))
+
+
+@lower(aten.sort.default)
+def _sort(out, x, dim=-1, descending=False):
+    a = node_of(x)
+    if a.ndim == 0:
+        return a, const(0, "int64", ())
+    return _sorted(a, dim_of(dim, a.ndim), descending)
+
+
+@lower(aten.sort.stable)
+def _sort_stable(out, x, *, stable=None, dim=-1, descending=False):
+    return _sort(out, x, dim, descending)
+
+
+@lower(aten.topk.default)
+def _topk(out, x, k, dim=-1, largest=True, sorted=True):
+    a = node_of(x)
+    if a.ndim == 0:
+        return a, const(0, "int64", ())
+    axis = dim_of(dim, a.ndim)
+    values, indices = _sorted(a, axis, descending=largest)
+    limit = list(a.shape)
+    limit[axis] = k
+    take = dict(start_indices=(0,) * a.ndim, limit_indices=tuple(limit))
+    return ops.slice_(values, **take), ops.slice_(indices, **take)
