@@ -186,6 +186,8 @@ def _dynamic_update_slice(x, update, *starts):
 
 def _pad(x, value, *, padding_config):
     # interior padding first, then low/high (negative values crop)
+    if not padding_config:
+        return x.copy()  # rank 0: nothing to pad (np.pad rejects an empty width list)
     shape = [d + max(d - 1, 0) * i for d, (_, _, i) in zip(x.shape, padding_config)]
     out = np.full(shape, value, dtype=x.dtype)
     out[tuple(slice(None, None, i + 1) for _, _, i in padding_config)] = x

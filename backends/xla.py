@@ -184,8 +184,11 @@ TABLE = {
     "transpose": lambda x, *, permutation: lax.transpose(x, permutation),
     "slice": lambda x, *, start_indices, limit_indices, strides: lax.slice(
         x, start_indices, limit_indices, strides),
-    "dynamic_slice": lambda x, *starts, slice_sizes: lax.dynamic_slice(x, starts, slice_sizes),
-    "dynamic_update_slice": lambda x, u, *starts: lax.dynamic_update_slice(x, u, starts),
+    # the IR clamps starts into range (StableHLO); jax would first wrap negative ones
+    "dynamic_slice": lambda x, *starts, slice_sizes: lax.dynamic_slice(
+        x, starts, slice_sizes, allow_negative_indices=False),
+    "dynamic_update_slice": lambda x, u, *starts: lax.dynamic_update_slice(
+        x, u, starts, allow_negative_indices=False),
     "pad": _pad,
     "concatenate": lambda *xs, dimension: lax.concatenate(xs, dimension),
     "rev": lambda x, *, dimensions: lax.rev(x, dimensions),
