@@ -321,6 +321,8 @@ def _scatter(operand, indices, updates, *, mode):
 
 
 def _argsort_impl(x, axis, descending):
+    if x.dtype.name == "bfloat16":
+        x = x.astype(np.float32)  # exact; ml_dtypes' own sort does not order NaN last
     if not descending:
         return np.argsort(x, axis=axis, kind="stable")
     n = x.shape[axis]
