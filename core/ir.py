@@ -6,6 +6,8 @@ equal programs hash equally whichever frontend built them. Leaves are:
   param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only
   constant  a value baked into the program (hashed by its bytes; frontends ask for it explicitly)
 """
+import hashlib
+
 import numpy as np
 
 from . import source as _source
@@ -13,9 +15,15 @@ from . import source as _source
 LEAF_OPS = frozenset(("data", "param"))
 CREATED = [0]  # nodes built so far; read by metrics and by the runtime's node cap
 
+# Exact structure, interned: each distinct (op, attrs, shape, dtype[, constant digest]) gets a
+# small int once. Compile-cache keys are built from these ids, so two graphs share a compiled
+# program only if they are really equal -- never because Python's hash() collided (it does:
+# hash(-1) == hash(-2), so pad configs (-1, -2, 0) and (-2, -1, 0) used to share a program).
+_LOCAL_IDS = {}
+
 
 class Node:
-    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "source", "value",
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "source", "value",
                  "__weakref__")
 
     def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=None):
@@ -25,10 +33,15 @@ class Node:
         self.shape = shape
         self.dtype = dtype
         self.value = value
-        self.source = _source.user_line(3)
+        self.source = _source.user_line(3) if _source.ENABLED else None
         CREATED[0] += 1
-        self.hash = hash((op, extra_hash, tuple(attrs.values()), shape, dtype,
-                          tuple([i.hash for i in inputs])))
+        signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)
+        local = _LOCAL_IDS.get(signature)
+        if local is None:
+            local = _LOCAL_IDS[signature] = len(_LOCAL_IDS)
+        self.local = local  # exact id of this node's own structure (inputs excluded)
+        # structural hash of the whole expression (for graph identity; keys use `local`)
+        self.hash = hash((local, tuple([i.hash for i in inputs]))) if inputs else hash(local)
 
     @property
     def ndim(self):
@@ -68,8 +81,9 @@ def constant(value, dtype):
     """A value baked into the compiled program; its bytes are part of the graph's hash."""
     from .dtypes import to_numpy
     host = np.asarray(value, dtype=to_numpy(dtype))
-    return Node("constant", (), _NO_ATTRS, host.shape, dtype, value=host,
-                extra_hash=host.tobytes())
+    # a digest rather than the bytes: the interned structure table must not keep big arrays
+    digest = hashlib.blake2b(host.tobytes(), digest_size=16).digest()
+    return Node("constant", (), _NO_ATTRS, host.shape, dtype, value=host, extra_hash=digest)
 
 
 def topo_order(roots):

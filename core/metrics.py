@@ -6,6 +6,7 @@ from . import ir
 from .source import format_line
 
 _lock = threading.Lock()
+_formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is slow per sync
 COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "nodes_traced",
             "transfers_to_device", "bytes_to_device", "transfers_to_host", "bytes_to_host")
 TIMERS = ("trace", "compile", "execute")
@@ -36,7 +37,9 @@ def record_sync(cause, source):
     with _lock:
         _state.counters["syncs"] += 1
         _state.sync_causes[cause] = _state.sync_causes.get(cause, 0) + 1
-        where = format_line(source)
+        where = _formatted.get(source)
+        if where is None:
+            where = _formatted[source] = format_line(source)
         _state.sync_sources[where] = _state.sync_sources.get(where, 0) + 1
 
 
