@@ -55,7 +55,7 @@ def dag_lazy(x, lr, nodes):
     prev, cur = x, ops.mul(x, s)
     for i in range(nodes - 2):
         runtime.maybe_cut()
-        nxt = ops.add(prev, cur) if i % 2 else ops.tanh(ops.sub(cur, prev)) if False else \
+        nxt = ops.add(prev, cur) if i % 2 else \
             ops.mul(ops.tanh(cur), s) if i % 3 == 0 else ops.sub(cur, prev)
         prev, cur = cur, nxt
     return cur

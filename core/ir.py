@@ -23,8 +23,8 @@ _LOCAL_IDS = {}
 
 
 class Node:
-    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "source", "value",
-                 "__weakref__")
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "serial", "source",
+                 "value", "__weakref__")
 
     def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=None):
         self.op = op
@@ -35,6 +35,7 @@ class Node:
         self.value = value
         self.source = _source.user_line(3) if _source.ENABLED else None
         CREATED[0] += 1
+        self.serial = CREATED[0]  # creation order is a topological order: inputs come first
         signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)
         local = _LOCAL_IDS.get(signature)
         if local is None:

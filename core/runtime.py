@@ -8,6 +8,7 @@ for a data leaf holding the result. On the XLA backend the run is dispatched asy
 """
 import collections
 import hashlib
+import operator
 import time
 import warnings
 import weakref
@@ -181,6 +182,50 @@ def _walk(roots):
     return (tuple(signature), outputs), leaves, inner
 
 
+_by_serial = operator.attrgetter("serial")
+
+
+def _walk_fast(roots):
+    """Like _walk, for the cut's hot path: gather the reachable nodes breadth-first (one visit
+    each), then order them by creation serial -- a topological order, since inputs always
+    exist before their users. About twice as fast as the post-order walk. The key depends on
+    the order the graph was built in, which is the same on every step of a training loop (a
+    different build order of an equal graph merely compiles once more); graph_hash uses the
+    order-independent _walk."""
+    seen = {id(r) for r in roots}
+    nodes = list(roots)
+    add = seen.add
+    for node in nodes:
+        for inp in node.inputs:
+            if id(inp) not in seen:
+                add(id(inp))
+                nodes.append(inp)
+    nodes.sort(key=_by_serial)
+    slot = {}
+    leaves, inner, signature = [], [], []
+    leaf_ops = ir.LEAF_OPS
+    for node in nodes:
+        inputs = node.inputs
+        n = len(inputs)
+        # (unrolled for the common arities: a comprehension costs a frame per node)
+        if n == 2:
+            ins = (slot[id(inputs[0])], slot[id(inputs[1])])
+        elif n == 1:
+            ins = (slot[id(inputs[0])],)
+        elif n or node.op not in leaf_ops:
+            ins = tuple([slot[id(i)] for i in inputs])
+        else:
+            slot[id(node)] = -1 - len(leaves)
+            leaves.append(node)
+            signature.append(node.local)
+            continue
+        slot[id(node)] = len(inner)
+        inner.append((node, ins))
+        signature.append((node.local, ins))
+    outputs = tuple([slot[id(r)] for r in roots])
+    return (tuple(signature), outputs), leaves, inner
+
+
 def _program(key, leaves, inner):
     """The cacheable Program for a walk (built only when the cache misses)."""
     n_leaves = len(leaves)
@@ -278,7 +323,7 @@ def sync(*handles, cause="explicit", source=None):
         if id(h.node) not in index:
             index[id(h.node)] = len(roots)
             roots.append(h.node)
-    key, leaf_nodes, inner = _walk(roots)
+    key, leaf_nodes, inner = _walk_fast(roots)
     exe = CACHE.get(key)
     program = exe.program if exe is not None else _program(key, leaf_nodes, inner)
     metrics.record_sync(cause, source)
