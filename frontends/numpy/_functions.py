@@ -148,6 +148,7 @@ FUNCTIONS = {
     # linear algebra
     np.dot: _linalg.dot, np.tensordot: _linalg.tensordot, np.inner: _linalg.inner,
     np.outer: _linalg.outer, np.einsum: _linalg.einsum, np.linalg.norm: _linalg.norm,
+    np.convolve: _linalg.convolve,
     np.diagonal: _linalg.diagonal, np.trace: _linalg.trace, np.diag: _linalg.diag,
     # comparisons and facts
     np.isclose: _isclose, np.allclose: _allclose, np.array_equal: _array_equal,

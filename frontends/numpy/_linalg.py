@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ops, runtime
+from ...core import compose, ir, ops, runtime
 from ._base import LazyArray, wrap
 from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, result_ir_dtype)
@@ -100,7 +100,8 @@ def tensordot(a, b, /, axes=2):
     if builtins.any(x.shape[i] != y.shape[j] for i, j in zip(ax_a, ax_b)) or \
             builtins.max(ax_a, default=-1) >= x.ndim or builtins.max(ax_b, default=-1) >= y.ndim:
         raise ValueError("shape-mismatch for sum")
-    return _finish(ops.dot_general(x, y, contracting_dimensions=(ax_a, ax_b)), dtype)
+    # the shared formulation (transpose, flatten, one matmul): the same graph as torch's and TF's
+    return _finish(compose.tensordot(x, y, ax_a, ax_b), dtype)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
@@ -358,3 +359,30 @@ def is_lazy(x):
 
 __all__ = ["matmul", "dot", "tensordot", "vecdot", "inner", "outer", "einsum", "norm",
            "diagonal", "trace", "diag", "as_lazy", "axes_tuple"]
+
+
+def convolve(a, v, mode="full"):
+    """np.convolve: 1-d discrete convolution ('full', 'same' or 'valid')."""
+    runtime.maybe_cut()
+    x, w, dtype = _operands(a, v)
+    if x.ndim > 1 or w.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    x = ops.reshape(x, new_sizes=(x.size,)) if x.ndim == 0 else x
+    w = ops.reshape(w, new_sizes=(w.size,)) if w.ndim == 0 else w
+    if x.shape[0] == 0:
+        raise ValueError("a cannot be empty")
+    if w.shape[0] == 0:
+        raise ValueError("v cannot be empty")
+    if w.shape[0] > x.shape[0]:
+        x, w = w, x  # NumPy convolves the longer with the shorter
+    n, k = x.shape[0], w.shape[0]
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"mode must be one of 'full', 'same', or 'valid' (got {mode!r})")
+    if mode != "valid":
+        zero = ir.constant(0, x.dtype)
+        x = ops.pad(x, zero, padding_config=((k - 1, k - 1, 0),))
+    out = compose.convolve_valid(x, w)
+    if mode == "same":
+        start = (k - 1) // 2
+        out = ops.slice_(out, start_indices=(start,), limit_indices=(start + n,))
+    return _finish(out, dtype)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ir, ops, runtime
+from ...core import compose, ir, ops, runtime
 from ._base import LazyArray, np_dtype, wrap
 from ._promote import (broadcast_node, broadcast_shapes, as_node, dtype_key, ir_dtype,
                        resolve_ufunc, shape_of)
@@ -87,26 +87,15 @@ def _rounding(op):
 
 
 def _int_floor_divide(a, b):
-    zero = ops.eq(b, const(0, b))
-    safe = ops.select(zero, const(1, b), b)
-    q = ops.div(a, safe)
-    if _is_signed(a):
-        r = ops.sub(a, ops.mul(q, safe))
-        adjust = ops.and_(ops.ne(r, const(0, r)),
-                          ops.ne(ops.lt(r, const(0, r)), ops.lt(safe, const(0, safe))))
-        q = ops.select(adjust, ops.sub(q, const(1, q)), q)
-    return ops.select(zero, const(0, q), q)  # NumPy gives 0 (and a warning) for x // 0
+    return compose.floor_divide(a, b)  # NumPy gives 0 (and a warning) for x // 0
 
 
 def _int_remainder(a, b, python_sign=True):
+    if python_sign:
+        return compose.floor_mod(a, b)  # shared with torch and TF: the same graph
     zero = ops.eq(b, const(0, b))
     safe = ops.select(zero, const(1, b), b)
-    r = ops.rem(a, safe)
-    if python_sign and _is_signed(a):
-        adjust = ops.and_(ops.ne(r, const(0, r)),
-                          ops.ne(ops.lt(r, const(0, r)), ops.lt(safe, const(0, safe))))
-        r = ops.select(adjust, ops.add(r, safe), r)
-    return ops.select(zero, const(0, r), r)
+    return ops.select(zero, const(0, a), ops.rem(a, safe))
 
 
 def _float_divmod(a, b):
@@ -279,10 +268,18 @@ def apply(ufunc, args, dtype=None):
         nodes = [broadcast_node(as_node(a, loop[i]), shape) for i, a in enumerate(args)]
     if ufunc is np.power and dt.is_int(loop[1]):
         _check_int_power(args[1])
-    out = lower(*nodes)
+    if ufunc in (np.power, np.float_power) and _is_host_scalar(args[1]):
+        # x ** 2 is x * x, as in every framework (the same graph as torch's and TF's)
+        out = compose.power_scalar(nodes[0], np.asarray(args[1]).item())
+    else:
+        out = lower(*nodes)
     if ufunc.nout == 1:
         return wrap(_as_dtype(out, loop[-1]))
     return tuple(wrap(_as_dtype(o, d)) for o, d in zip(out, loop[ufunc.nin:]))
+
+
+def _is_host_scalar(value):
+    return not isinstance(value, LazyArray) and np.ndim(value) == 0
 
 
 def _as_dtype(node, dtype):

@@ -11,19 +11,11 @@ import os
 
 import numpy as np
 
-from ...core import ir, ops, runtime
+from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
 from ._promote import as_lazy, ir_dtype
 
 _MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(x):
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    z = x
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
 
 
 def _size(size):
@@ -40,23 +32,19 @@ class Generator:
     def __init__(self, seed=None):
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "little")
-        self._state = _splitmix64(operator.index(seed) & _MASK64)
+        self._seed = operator.index(seed) & _MASK64
         self._counter = 0
 
     def _key(self):
-        k = _splitmix64((self._state + self._counter * 0xD1B54A32D192ED03) & _MASK64)
+        # the key every frontend derives for draw k after seeding with s (core.prng.seed_key)
+        key = compose.random_key(self._seed, self._counter)
         self._counter += 1
-        return ir.param(np.array([k >> 32, k & 0xFFFFFFFF], dtype=np.uint32), "uint32")
+        return key
 
     def _uniforms(self, shape, count, dtype):
-        """`count` independent uniform [0, 1) arrays of `shape` from one key."""
+        """`count` independent uniform [0, 1) arrays of `shape`, one key each."""
         runtime.maybe_cut()
-        words = 2 if dtype == "float64" else 1
-        bits = ops.random_bits(self._key(), shape=(count * words,) + shape)
-        out = []
-        for i in range(count):
-            out.append(_to_unit(bits, i * words, words, shape, dtype))
-        return out
+        return [compose.uniform(self._key(), shape, dtype) for _ in range(count)]
 
     def random(self, size=None, dtype=np.float64, out=None):
         dtype = ir_dtype(dtype)
@@ -76,10 +64,10 @@ class Generator:
 
     def standard_normal(self, size=None, dtype=np.float64, out=None):
         dtype = ir_dtype(dtype)
-        u1, u2 = self._uniforms(_size(size), 2, dtype)
-        one = _fill(1.0, u1)
-        radius = ops.sqrt(ops.mul(_fill(-2.0, u1), ops.log(ops.sub(one, u1))))
-        result = wrap(ops.mul(radius, ops.cos(ops.mul(_fill(2 * math.pi, u2), u2))))
+        if dtype not in ("float32", "float64"):
+            raise TypeError(f"Unsupported dtype {np.dtype(dtype)!r} for standard_normal")
+        runtime.maybe_cut()
+        result = wrap(compose.normal(self._key(), _size(size), dtype))
         if out is not None:
             from ._ufuncs import assign
             return assign(out, result)
@@ -158,32 +146,6 @@ class Generator:
             return idx
         from ._indexing import take
         return take(as_lazy(a), idx, axis=axis)
-
-
-def _to_unit(bits, first, words, shape, dtype):
-    def word(i):
-        n = bits.shape[0]
-        lo = (i,) + (0,) * len(shape)
-        hi = (i + 1,) + shape
-        w = ops.slice_(bits, start_indices=lo, limit_indices=hi, strides=(1,) * (len(shape) + 1))
-        del n
-        return ops.reshape(w, new_sizes=shape)
-
-    def shifted(w, k):
-        return ops.shift_right_logical(w, _fill(k, w))
-
-    if words == 2:  # 53 random bits: NumPy's (a >> 5) * 2**26 + (b >> 6), scaled by 2**-53
-        a = ops.convert(shifted(word(first), 5), dtype="float64")
-        b = ops.convert(shifted(word(first + 1), 6), dtype="float64")
-        return ops.mul(ops.add(ops.mul(a, _fill(67108864.0, a)), b),
-                       _fill(1.0 / 9007199254740992.0, a))
-    a = ops.convert(shifted(word(first), 8), dtype=dtype)  # 24 bits
-    return ops.mul(a, _fill(1.0 / 16777216.0, a))
-
-
-def _fill(value, like):
-    from ._ufuncs import const
-    return const(value, like)
 
 
 def _any_lazy(*xs):

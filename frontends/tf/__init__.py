@@ -58,6 +58,16 @@ class random:  # noqa: N801 - a namespace mirroring tf.random
         return out * (hi - minval) + minval if (minval, hi) != (0, 1) else out
 
     @staticmethod
+    def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32):
+        """tf.random.stateless_uniform on lazyx: seed (s, k) draws what torch's k-th draw
+        after torch.manual_seed(s), and lnp.random.default_rng(s)'s k-th draw, give."""
+        return random.uniform(shape, minval, maxval, dtype, seed=tuple(seed))
+
+    @staticmethod
+    def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32):
+        return random.normal(shape, mean, stddev, dtype, seed=tuple(seed))
+
+    @staticmethod
     def normal(shape, mean=0.0, stddev=1.0, dtype=tf.float32, seed=None):
         out = wrap(normal_node(key_from_seed(_seed_pair(seed)), tuple(shape), ir_dtype(dtype)))
         return out * stddev + mean if (mean, stddev) != (0.0, 1.0) else out

@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import ir, ops
+from ...core import compose, ir, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, filled, operand_nodes,
                        static_ints)
 from .registry import lower
@@ -218,9 +218,16 @@ def _index_node(indices):
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
     (x,) = operand_nodes(params)
     idx = _index_node(indices)
-    (a,) = axes_of(static_ints(axis) if axis is not None else 0, x.ndim, allow_none=False)
+    (a,) = axes_of(static_ints(axis) if axis is not None else batch_dims, x.ndim,
+                   allow_none=False)
+    if batch_dims and batch_dims == a == x.ndim - 1 == idx.ndim - 1:
+        # per-row gather along the last axis: take_along_axis (NumPy's and torch.gather's)
+        return wrap(compose.take_along_axis(x, idx, a), params)
     if batch_dims != 0 or x.ndim == 0:
         raise Reject()
+    # Negative indices wrap as in NumPy and torch (TF would raise on CPU and give 0 on GPU;
+    # a lazy index can do neither, and this keeps the three frontends' graphs equal).
+    idx = compose.wrap_index(idx, x.shape[a])
     # Move the gathered axis first, gather rows, then move the index axes into its place.
     perm = [a] + [i for i in range(x.ndim) if i != a]
     moved = ops.transpose(x, permutation=perm) if a else x

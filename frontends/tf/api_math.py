@@ -1,10 +1,11 @@
 """tf.math, the operators, casting and core tf.linalg, lowered to IR."""
 import math
 
+import numpy as np
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import ops
+from ...core import compose, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, const, operand_nodes,
                        scalar)
 from .registry import lower, lower_varargs
@@ -16,18 +17,16 @@ from .tensor import LazyTensor, ir_dtype, wrap
 def _floordiv(x, y):
     if dt.is_float(x.dtype):
         return ops.floor(ops.div(x, y))
-    q = ops.div(x, y)  # truncates; step down where the remainder has the other sign
-    r = ops.rem(x, y)
-    zero = const(0, r)
-    adjust = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(y, zero)))
-    return ops.select(adjust, ops.sub(q, const(1, q)), q)
+    return compose.floor_divide(x, y)  # shared with NumPy and torch: the same graph
 
 
 def _floormod(x, y):
-    r = ops.rem(x, y)
-    zero = const(0, r)
-    adjust = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(y, zero)))
-    return ops.select(adjust, ops.add(r, y), r)
+    if dt.is_float(x.dtype):
+        r = ops.rem(x, y)
+        zero = const(0, r)
+        adjust = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(y, zero)))
+        return ops.select(adjust, ops.add(r, y), r)
+    return compose.floor_mod(x, y)
 
 
 def _truediv(x, y):
@@ -87,6 +86,9 @@ def _register_binary(api, fn):
                 _tensorish(x) and _tensorish(y)) and not _number_like(x, y):
             return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
         nodes = broadcast_all(*operand_nodes(x, y))
+        if api is tf.math.pow and isinstance(y, (int, float)) and not isinstance(y, bool):
+            # x ** 2 is x * x, as in every framework (the same graph as NumPy's and torch's)
+            return wrap(compose.power_scalar(nodes[0], y), x, y)
         return wrap(fn(*nodes), x, y)
     lowering.__name__ = api.__name__
     lower(api, x_name, y_name)(lowering)
@@ -326,6 +328,24 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 def broadcast_shapes_or_reject(*shapes):
     from .lowering import broadcast_shapes
     return broadcast_shapes(*shapes)
+
+
+@lower(tf.tensordot, "a", "b")
+def tensordot(a, b, axes):
+    x, y = operand_nodes(a, b)
+    if isinstance(axes, int) or np.ndim(axes) == 0:
+        n = int(axes)
+        if not 0 <= n <= min(x.ndim, y.ndim):
+            raise Reject()
+        ax_a, ax_b = tuple(range(x.ndim - n, x.ndim)), tuple(range(n))
+    else:
+        ax_a, ax_b = ([v] if np.ndim(v) == 0 else list(v) for v in axes)
+        ax_a = tuple(int(i) % max(x.ndim, 1) for i in ax_a)
+        ax_b = tuple(int(i) % max(y.ndim, 1) for i in ax_b)
+    if len(ax_a) != len(ax_b) or any(x.shape[i] != y.shape[j] for i, j in zip(ax_a, ax_b)):
+        raise Reject()
+    # the shared formulation (transpose, flatten, one matmul): the same graph as torch's
+    return wrap(compose.tensordot(x, y, ax_a, ax_b), a, b)
 
 
 @lower(tf.linalg.matrix_transpose, "a")

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import ir, ops
+from ...core import compose, ir, ops
 from .lowering import Reject, axes_of, broadcast_to, const, operand_nodes, static_ints
 from .registry import lower
 from .tensor import LazyTensor, wrap
@@ -30,7 +30,7 @@ def _activation(api, fn, param_names=()):
 
 
 def _relu(x):
-    return ops.max_(x, const(0, x))
+    return compose.relu(x)  # the same graph as NumPy's np.maximum(x, 0.0) and torch.relu
 
 
 def _elu(x):
@@ -76,15 +76,11 @@ def _along(node, axes):
 
 
 def _log_softmax_node(x, axis):
-    spread = _along(x, (axis,))
-    shifted = ops.sub(x, spread(ops.reduce_max(x, axes=(axis,))))
-    return ops.sub(shifted, spread(ops.log(ops.reduce_sum(ops.exp(shifted), axes=(axis,)))))
+    return compose.log_softmax(x, axis)  # shared with torch and hand-written NumPy
 
 
 def _softmax_node(x, axis):
-    spread = _along(x, (axis,))
-    e = ops.exp(ops.sub(x, spread(ops.reduce_max(x, axes=(axis,)))))
-    return ops.div(e, spread(ops.reduce_sum(e, axes=(axis,))))
+    return compose.softmax(x, axis)
 
 
 @lower(tf.nn.softmax, "logits")
@@ -202,6 +198,11 @@ def convolution(input, filters, strides=None, padding="VALID", data_format=None,
     return _conv(input, filters, strides, padding, dilations, data_format)
 
 
+@lower(tf.nn.conv1d, "input", "filters")
+def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None):  # noqa: A002
+    return _conv(input, filters, stride, padding, dilations, data_format)
+
+
 @lower(tf.nn.conv2d, "input", "filters")
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None):  # noqa: A002
     return _conv(input, filters, strides, padding, dilations, data_format)
@@ -276,33 +277,21 @@ def key_from_seed(seed):
         host = np.asarray(seed.numpy() if hasattr(seed, "numpy") else seed).astype(np.int64)
         if host.shape != (2,):
             raise Reject()
-        return ir.param(host.astype(np.uint32), "uint32")  # new seeds never recompile
+        # seed (s, k) is draw k after seeding with s: the key torch.manual_seed(s) and
+        # lnp.random.default_rng(s) use for their k-th draw; a run-time input, never recompiled
+        return compose.random_key(int(host[0]), int(host[1]))
     if node.shape != (2,) or not dt.is_int(node.dtype):
         raise Reject()
     return ops.convert(node, dtype="uint32")
 
 
 def uniform_node(key, shape, dtype):
-    """Uniform [0, 1) floats from 23 random mantissa bits (exact in float32 and wider)."""
-    bits = ops.random_bits(key, shape=tuple(shape))
-    like = ops.shift_right_logical(bits, ops.broadcast_in_dim(
-        ir.constant(9, "uint32"), shape=tuple(shape), broadcast_dimensions=()))
-    one_to_two = ops.bitcast_convert(ops.or_(like, ops.broadcast_in_dim(
-        ir.constant(0x3F800000, "uint32"), shape=tuple(shape), broadcast_dimensions=())),
-        dtype="float32")
-    unit = ops.sub(one_to_two, const(1, one_to_two))
-    return unit if dtype == "float32" else ops.convert(unit, dtype=dtype)
+    """Uniform [0, 1) floats (the construction every frontend shares)."""
+    return compose.uniform(key, tuple(shape), dtype)
 
 
 def normal_node(key, shape, dtype):
-    """Standard normals by Box-Muller from two uniform streams."""
-    k2 = ops.add(key, ops.broadcast_in_dim(ir.constant(0x9E3779B9, "uint32"), shape=(2,),
-                                           broadcast_dimensions=()))
-    u1 = uniform_node(key, shape, "float32")
-    u2 = uniform_node(k2, shape, "float32")
-    radius = ops.sqrt(ops.mul(const(-2, u1), ops.log(ops.sub(const(1, u1), u1))))
-    out = ops.mul(radius, ops.cos(ops.mul(const(2 * math.pi, u2), u2)))
-    return out if dtype == "float32" else ops.convert(out, dtype=dtype)
+    return compose.normal(key, tuple(shape), dtype)
 
 
 @lower(tf.nn.experimental.stateless_dropout, "x")

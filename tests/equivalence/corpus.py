@@ -293,4 +293,7 @@ class _:
         torch.manual_seed(7)
         return torch.rand(3, 4, device=lt.device)
     def tf(tf):
-        return tf.random.stateless_uniform([3, 4], seed=[7, 0])
+        # TF's type-based dispatch cannot see a call with no lazy argument: lazyx mirrors
+        # tf.random's stateless API (as lnp.random mirrors numpy.random)
+        import lazyx.frontends.tf as ltf
+        return ltf.random.stateless_uniform([3, 4], seed=[7, 0])

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from ....core import ops
+from ....core import compose, ops
 from .table import (aten, bcast, compute_dtype, const, ir_dtype, is_float, lower, node_of,
                     operands, scalar)
 
@@ -57,7 +57,7 @@ def _reciprocal(out, x):
 @lower(aten.relu.default)
 def _relu(out, x):
     (a,) = operands(out, x)
-    return ops.max_(a, const(0, a.dtype, a.shape))
+    return compose.relu(a)
 
 
 def _rounding(fn):
@@ -169,11 +169,9 @@ def _mul(out, x, y):
 def _floor_div(a, b):
     """torch's floor division: integers correct the truncating quotient; floats follow
     torch's div_floor (fmod-based, so that a // b is consistent with a % b)."""
-    zero = const(0, a.dtype, a.shape)
     if not is_float(a):
-        q, r = ops.div(a, b), ops.rem(a, b)
-        fix = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(a, zero), ops.lt(b, zero)))
-        return ops.sub(q, ops.convert(fix, dtype=a.dtype))
+        return compose.floor_divide(a, b)  # shared with NumPy and TF: the same graph
+    zero = const(0, a.dtype, a.shape)
     mod = ops.rem(a, b)
     div = ops.div(ops.sub(a, mod), b)
     fix = ops.and_(ops.ne(mod, zero), ops.ne(ops.lt(b, zero), ops.lt(mod, zero)))
@@ -212,6 +210,8 @@ def _floor_divide(out, x, y):
 @lower(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
 def _remainder(out, x, y):
     a, b = operands(out, x, y)
+    if not is_float(a):
+        return compose.floor_mod(a, b)  # shared with NumPy and TF: the same graph
     zero = const(0, a.dtype, a.shape)
     r = ops.rem(a, b)
     fix = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(b, zero)))

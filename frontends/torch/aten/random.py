@@ -1,36 +1,29 @@
 """Counter-based randomness: torch.manual_seed(s) resets (seed, counter); every random op
-draws Threefry bits under key (seed, counter++) fed as a run-time parameter, so the numbers
-are the same on both backends and a training step with dropout never recompiles."""
-import math
-
-import numpy as np
+draws under key seed_key(seed, counter++) fed as a run-time parameter, so the numbers are the
+same on both backends (and, for one seed, the same as lnp.random.default_rng(seed) and TF's
+stateless ops with seed (seed, k)), and a training step with dropout never recompiles."""
 import torch
 
-from ....core import ir, ops
+from ....core import compose, ops
 from .table import aten, bcast, lower, node_of
 
 _rng = {"seed": 0, "counter": 0}
 
 
 def manual_seed(seed):
-    _rng["seed"] = int(seed) & 0xFFFFFFFF
+    _rng["seed"] = int(seed) & 0xFFFFFFFFFFFFFFFF
     _rng["counter"] = 0
 
 
 def _next_key():
-    key = np.array([_rng["seed"], _rng["counter"] & 0xFFFFFFFF], dtype=np.uint32)
+    key = compose.random_key(_rng["seed"], _rng["counter"])
     _rng["counter"] += 1
-    return ir.param(key, "uint32")
+    return key
 
 
 def uniform01(shape):
-    """float32 in [0, 1): 23 random mantissa bits under exponent 0, minus one."""
-    bits = ops.random_bits(_next_key(), shape=tuple(shape))
-    shift = bcast(ir.constant(9, "uint32"), shape)
-    one_bits = bcast(ir.constant(0x3F800000, "uint32"), shape)
-    mantissa = ops.or_(ops.shift_right_logical(bits, shift), one_bits)
-    return ops.sub(ops.bitcast_convert(mantissa, dtype="float32"),
-                   bcast(ir.constant(1.0, "float32"), shape))
+    """float32 in [0, 1) (the shared construction in core.compose)."""
+    return compose.uniform(_next_key(), tuple(shape), "float32")
 
 
 def _scaled(u, low, high, dtype, shape):
@@ -45,12 +38,7 @@ def _uniform(out, x, from_=0.0, to=1.0, generator=None):
 
 
 def standard_normal(shape, dtype):
-    # Inverse CDF on the open interval: shift u by half a step so erf_inv never sees -1.
-    u = ops.add(uniform01(shape), bcast(ir.constant(2.0 ** -24, "float32"), shape))
-    two_u_minus_1 = ops.sub(ops.mul(u, bcast(ir.constant(2.0, "float32"), shape)),
-                            bcast(ir.constant(1.0, "float32"), shape))
-    z = ops.mul(ops.erf_inv(two_u_minus_1), bcast(ir.constant(math.sqrt(2.0), "float32"), shape))
-    return ops.convert(z, dtype=dtype) if dtype != "float32" else z
+    return compose.normal(_next_key(), tuple(shape), dtype)
 
 
 def _normal_nodes(out, mean, std):

@@ -3,7 +3,7 @@ are int64, `dtype=` overrides); lowerings reduce in the computation dtype and re
 dims with a reshape."""
 import math
 
-from ....core import ops
+from ....core import compose, ops
 from .table import (aten, bcast, compute_dtype, const, dims_of, dim_of, is_float,
                     ir_dtype, lower, node_of, scalar)
 
@@ -160,36 +160,22 @@ lower(aten.cumsum.default)(_scan(ops.cumsum))
 lower(aten.cumprod.default)(_scan(ops.cumprod))
 
 
-def _softmax_parts(out, x, dim, half_to_float):
+def _softmax_like(out, x, dim, shared, of_scalar):
     a = node_of(x, compute_dtype(out.dtype))
     if a.ndim == 0:
-        return a, None, None
-    axis = dim_of(dim, a.ndim)
-    keep = tuple(i for i in range(a.ndim) if i != axis)
-    peak = ops.reduce_max(a, axes=(axis,))
-    # an all -inf row: subtract 0 instead, so the row gives NaN as torch does, not -inf - -inf
-    peak = ops.select(ops.is_finite(peak), peak, const(0, a.dtype, peak.shape))
-    shifted = ops.sub(a, ops.broadcast_in_dim(peak, shape=a.shape, broadcast_dimensions=keep))
-    e = ops.exp(shifted)
-    total = ops.broadcast_in_dim(ops.reduce_sum(e, axes=(axis,)), shape=a.shape,
-                                 broadcast_dimensions=keep)
-    return shifted, e, total
+        return const(of_scalar, a.dtype, ())
+    # the shared decomposition: the same graph as NumPy's hand-written softmax and TF's
+    return shared(a, dim_of(dim, a.ndim))
 
 
 @lower(aten._softmax.default)
 def _softmax(out, x, dim, half_to_float):
-    shifted, e, total = _softmax_parts(out, x, dim, half_to_float)
-    if e is None:
-        return const(1, shifted.dtype, ())
-    return ops.div(e, total)
+    return _softmax_like(out, x, dim, compose.softmax, 1)
 
 
 @lower(aten._log_softmax.default)
 def _log_softmax(out, x, dim, half_to_float):
-    shifted, e, total = _softmax_parts(out, x, dim, half_to_float)
-    if e is None:
-        return const(0, shifted.dtype, ())
-    return ops.sub(shifted, ops.log(total))
+    return _softmax_like(out, x, dim, compose.log_softmax, 0)
 
 
 @lower(aten.native_layer_norm.default)

@@ -1,6 +1,6 @@
 """Views (functionalization hands us their *_copy forms; torch._decomp calls the plain ones),
 joins, padding, and the functional scatters that functionalization writes views back with."""
-from ....core import ops
+from ....core import compose, ops
 from .table import (Unsupported, aten, bcast, const, dim_of, ir_dtype, lower, node_of,
                     scalar)
 
@@ -170,6 +170,13 @@ def _cat(out, tensors, dim=0):
         return const(0, dtype, tuple(out.shape))
     axis = dim_of(dim, nodes[0].ndim)
     return ops.concatenate(*nodes, dimension=axis) if len(nodes) > 1 else nodes[0]
+
+
+@lower(aten.stack.default)
+def _stack(out, tensors, dim=0):
+    dtype = ir_dtype(out.dtype)
+    nodes = [node_of(t, dtype) for t in tensors]
+    return compose.stack(nodes, dim_of(dim, nodes[0].ndim + 1))
 
 
 @lower(aten.flip.default)
