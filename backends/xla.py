@@ -97,6 +97,14 @@ def _dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions, preferre
 
 def _conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
           feature_group_count, batch_group_count):
+    if any(lo < 0 or hi < 0 for lo, hi in padding):
+        # XLA's CPU compiler was seen to abort on convolutions with negative padding (with
+        # batch groups); lax.pad does the same cropping and input dilation explicitly.
+        config = [(0, 0, 0), (0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
+                                           zip(padding, lhs_dilation)]
+        lhs = lax.pad(lhs, jnp.zeros((), lhs.dtype), config)
+        padding = [(0, 0)] * len(padding)
+        lhs_dilation = (1,) * len(padding)
     return lax.conv_general_dilated(
         lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
         feature_group_count=feature_group_count, batch_group_count=batch_group_count,

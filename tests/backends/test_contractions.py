@@ -135,6 +135,11 @@ def test_conv_general(dtype, case, seed):
                         attrs["batch_group_count"]).astype(dtype)
     (got,) = check([node], [want])
     jax = pytest.importorskip("jax")
+    if any(lo < 0 or hi < 0 for lo, hi in attrs["padding"]):
+        # jax's own conv_general_dilated aborts the process inside XLA's CPU compiler for
+        # some negative paddings (lazyx's lowering pads explicitly to avoid that); these
+        # cases are checked against the direct formula above only
+        return
     with jax.enable_x64(dtype == "float64"):
         direct = jax.lax.conv_general_dilated(
             lhs, rhs, attrs["window_strides"], attrs["padding"], attrs["lhs_dilation"],
