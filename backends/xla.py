@@ -197,6 +197,9 @@ TABLE = {
     "random_bits": _random_bits,
 }
 
+from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
+TABLE.update(_LINALG)
+
 
 def _as_function(program):
     steps = [(TABLE[op] if op != "constant" else None, attrs, ins, const)
