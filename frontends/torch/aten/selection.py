@@ -218,3 +218,34 @@ def _histc(out, x, bins=100, min=0, max=0):
     counts = ops.scatter(const(0, dtype, (bins,)), ops.reshape(index, new_sizes=(n, 1)),
                          const(1, dtype, (n,)), mode="add")
     return counts
+
+
+@lower(aten._cdist_forward.default)
+def _cdist(out, x1, x2, p, compute_mode=None):
+    a, b = node_of(x1), node_of(x2)
+    if not is_float(a) or a.dtype != b.dtype:
+        raise Unsupported("cdist dtypes")
+    batch = tuple(out.shape[:-2])
+    a = bcast(a, batch + a.shape[-2:])
+    b = bcast(b, batch + b.shape[-2:])
+    r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
+    nb = len(batch)
+    full = batch + (r1, r2, m)
+    keep = tuple(range(nb))
+    left = ops.broadcast_in_dim(a, shape=full, broadcast_dimensions=keep + (nb, nb + 2))
+    right = ops.broadcast_in_dim(b, shape=full, broadcast_dimensions=keep + (nb + 1, nb + 2))
+    diff = ops.abs_(ops.sub(left, right))
+    last = (nb + 2,)
+    if m == 0:
+        return const(0, a.dtype, batch + (r1, r2))
+    if p == 0:
+        return ops.reduce_sum(ops.convert(ops.ne(diff, const(0, a.dtype, full)), dtype=a.dtype),
+                              axes=last)
+    if p == float("inf"):
+        return ops.reduce_max(diff, axes=last)
+    if p == 1:
+        return ops.reduce_sum(diff, axes=last)
+    if p == 2:
+        return ops.sqrt(ops.reduce_sum(ops.mul(diff, diff), axes=last))
+    powered = ops.reduce_sum(ops.pow_(diff, const(float(p), a.dtype, full)), axes=last)
+    return ops.pow_(powered, const(1.0 / p, a.dtype, powered.shape))
