@@ -426,6 +426,9 @@ TABLE = {
     "random_bits": _random_bits,
 }
 
+from .reference_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
+TABLE.update(_LINALG)
+
 
 class ReferenceBackend:
     name = "reference"

@@ -74,6 +74,10 @@ def _abs(x):
 def _convert(x, *, dtype):
     if dtype == dt.BOOL:
         return x != 0
+    if x.dtype == jnp.bool_ and dt.is_float(dtype):
+        # XLA's simplifier rewrites convert(pred) / y into select(pred, 1/y, 0), which loses
+        # 0/0 = NaN; a select from the start is left alone
+        return jnp.where(x, jnp.ones((), _jdt(dtype)), jnp.zeros((), _jdt(dtype)))
     return lax.convert_element_type(x, _jdt(dtype))
 
 
@@ -220,6 +224,9 @@ TABLE = {
     "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,
 }
+
+from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
+TABLE.update(_LINALG)
 
 
 def _as_function(program):

@@ -666,3 +666,87 @@ def random_bits(key, *, shape):
         _fail_dtype("random_bits", "key must be uint32 of shape (2,)", key)
     shape = _ints("random_bits", "shape", shape)
     return shape, "uint32", {"shape": shape}
+
+
+# ---------------------------------------------------------------- matrix factorizations
+# One op per output (the IR's nodes have one result each); both backends call LAPACK-style
+# routines (numpy.linalg / jax.lax.linalg), so the factors' signs agree with eager frameworks.
+
+def _matrices(op, x, square=False):
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        _fail_shape(op, "needs " + ("square matrices (..., n, n)" if square
+                                    else "matrices (..., m, n)"), x)
+    _kinds(op, "f", x)
+    return x.shape[:-2], x.shape[-2], x.shape[-1]
+
+
+@primitive
+def lu(x):
+    """Packed LU factors of P @ x = L @ U with partial pivoting (unit-diagonal L below)."""
+    _matrices("lu", x)
+    return x.shape, x.dtype
+
+
+@primitive
+def lu_pivots(x):
+    """LU's row swaps: at step i, row i was swapped with row pivots[i] (0-based, int32)."""
+    batch, m, n = _matrices("lu_pivots", x)
+    return batch + (min(m, n),), "int32"
+
+
+@primitive
+def lu_permutation(x):
+    """LU's permutation: row i of P @ x is row permutation[i] of x (int32)."""
+    batch, m, n = _matrices("lu_permutation", x)
+    return batch + (m,), "int32"
+
+
+@primitive
+def qr_q(x, *, full_matrices=False):
+    """Householder QR's Q: (..., m, m) if full_matrices else (..., m, min(m, n))."""
+    batch, m, n = _matrices("qr_q", x)
+    return batch + (m, m if full_matrices else min(m, n)), x.dtype, {
+        "full_matrices": bool(full_matrices)}
+
+
+@primitive
+def qr_r(x, *, full_matrices=False):
+    """Householder QR's R: (..., m, n) if full_matrices else (..., min(m, n), n)."""
+    batch, m, n = _matrices("qr_r", x)
+    return batch + (m if full_matrices else min(m, n), n), x.dtype, {
+        "full_matrices": bool(full_matrices)}
+
+
+@primitive
+def eigh_values(x, *, lower=True):
+    """Eigenvalues (ascending) of symmetric matrices; reads the lower (or upper) triangle."""
+    batch, n, _ = _matrices("eigh_values", x, square=True)
+    return batch + (n,), x.dtype, {"lower": bool(lower)}
+
+
+@primitive
+def eigh_vectors(x, *, lower=True):
+    """Eigenvectors (columns, matching eigh_values' order); reads the lower (upper) triangle."""
+    _matrices("eigh_vectors", x, square=True)
+    return x.shape, x.dtype, {"lower": bool(lower)}
+
+
+@primitive
+def svd_u(x, *, full_matrices=False):
+    batch, m, n = _matrices("svd_u", x)
+    return batch + (m, m if full_matrices else min(m, n)), x.dtype, {
+        "full_matrices": bool(full_matrices)}
+
+
+@primitive
+def svd_s(x):
+    """Singular values, descending."""
+    batch, m, n = _matrices("svd_s", x)
+    return batch + (min(m, n),), x.dtype
+
+
+@primitive
+def svd_vh(x, *, full_matrices=False):
+    batch, m, n = _matrices("svd_vh", x)
+    return batch + (n if full_matrices else min(m, n), n), x.dtype, {
+        "full_matrices": bool(full_matrices)}

@@ -74,6 +74,7 @@ def run_sample(op, sample, lt):
     except Exception:
         return "skip"
     before = lazyx.metrics()["fallbacks"]
+    before_ops = dict(lazyx.metrics()["fallback_ops"])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -83,12 +84,15 @@ def run_sample(op, sample, lt):
     except Exception as err:
         return f"fail: {type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
     fell_back = lazyx.metrics()["fallbacks"] > before
+    if fell_back:
+        after = lazyx.metrics()["fallback_ops"]
+        names = sorted(k for k, n in after.items() if n > before_ops.get(k, 0))
     try:
         torch.testing.assert_close(got, _cpu(expected), rtol=1e-4, atol=1e-5, equal_nan=True,
                                    check_device=False, check_stride=False)
     except Exception as err:
         return f"fail: mismatch {str(err).splitlines()[0][:100]}"
-    return "fallback" if fell_back else "pass"
+    return "fallback: " + " ".join(names) if fell_back else "pass"
 
 
 def run_op(op, lt, max_samples=None):
@@ -124,7 +128,7 @@ def main():
     import lazyx
     names = set(args.ops.split(",")) if args.ops else None
     totals = {"pass": 0, "fallback": 0, "fail": 0, "skip": 0}
-    per_op, skipped, failures = {}, {}, {}
+    per_op, skipped, failures, falling = {}, {}, {}, {}
     start = time.time()
     for full, op in float32_ops(names):
         if op.name in SKIP:
@@ -141,6 +145,10 @@ def main():
             counts[kind] += 1
             if kind == "fail":
                 failures.setdefault(full, r)
+            if kind == "fallback":
+                for name in r.split(": ", 1)[1].split():
+                    falling.setdefault(full, {}).setdefault(name, 0)
+                    falling[full][name] += 1
         per_op[full] = counts
         for k in totals:
             totals[k] += counts[k]
@@ -163,6 +171,12 @@ def main():
         "## Fallback ops (calls)",
         "",
         *[f"- `{name}`: {n}" for name, n in fallback_ops],
+        "",
+        "## OpInfos with samples that fell back (samples: aten ops)",
+        "",
+        *[f"- `{name}` ({per_op[name]['fallback']}/{sum(per_op[name].values())}): "
+          + ", ".join(f"{k} x{n}" for k, n in sorted(ops.items()))
+          for name, ops in sorted(falling.items(), key=lambda kv: -per_op[kv[0]]['fallback'])],
         "",
         "## Skipped OpInfos",
         "",

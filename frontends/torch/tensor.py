@@ -20,7 +20,14 @@ from . import dtypes
 DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the name exists
 LOWERINGS = {}      # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes
 EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
-_state = threading.local()
+
+
+class _State(threading.local):
+    depth = 0     # > 0 while lowering (class defaults: no getattr fallback per op)
+    cause = None  # set by patched Tensor methods that name their sync cause
+
+
+_state = _State()
 
 
 class Unsupported(Exception):
@@ -29,7 +36,7 @@ class Unsupported(Exception):
 
 def inside_dispatch():
     """True while lowering: factories made then must be raw LazyTensors, not user wrappers."""
-    return getattr(_state, "depth", 0) > 0
+    return _state.depth > 0
 
 
 class LazyTensor(torch.Tensor):
@@ -72,7 +79,7 @@ def to_cpu(lazy, cause):
 
 def _cause(default):
     """A patched Tensor method (repr: 'print') may name the cause for the ops it runs."""
-    return getattr(_state, "cause", None) or default
+    return _state.cause or default
 
 
 # ---------------------------------------------------------------- meta: shapes, dtypes, errors
@@ -81,6 +88,9 @@ _meta_cache = {}
 
 
 def _key(x):
+    if type(x) is LazyTensor:
+        node = x._lazyx_handle.node
+        return (node.shape, node.dtype)
     if isinstance(x, LazyTensor):
         node = x._lazyx_handle.node
         return (node.shape, node.dtype)
@@ -123,7 +133,11 @@ def _check_devices(func, args):
 
 
 def meta_of(func, args, kwargs):
-    """torch's meta kernel on the inputs' shapes: the output's shapes/dtypes, or torch's error."""
+    """torch's meta kernel on the inputs' shapes: the output's shapes/dtypes, or torch's error.
+
+    The device check runs only on a cache miss: the key records which arguments are CPU
+    tensors (and their shapes), so a hit is a call that already passed it.
+    """
     try:
         key = (func, _key(args), _key(kwargs))
         hash(key)
@@ -133,6 +147,8 @@ def meta_of(func, args, kwargs):
         hit = _meta_cache.get(key)
         if hit is not None:
             return hit
+    if func not in _CPU_ARGS_OK:
+        _check_devices(func, args)
     kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
     if "device" in kwargs:
         kwargs["device"] = torch.device("meta")
@@ -169,15 +185,13 @@ def _cpu_error(func, args, kwargs, meta_error):
 
 def dispatch(func, args, kwargs):
     runtime.maybe_cut()
-    _state.depth = getattr(_state, "depth", 0) + 1
+    _state.depth += 1
     try:
         special = SPECIAL.get(func)
         if special is not None:
             return special(*args, **kwargs)
         lowering = LOWERINGS.get(func)
         if lowering is not None and func not in EAGER_ONLY:
-            if func not in _CPU_ARGS_OK:
-                _check_devices(func, args)
             try:
                 out = meta_of(func, args, kwargs)
             except NotImplementedError:

@@ -87,11 +87,28 @@ def _scatter_reduce_legacy(out, x, dim, index, src, *, reduce):
     return _scatter_nodes(out, x, dim, index, src, _REDUCE_MODES[reduce])
 
 
+_IDENTITY = {"sum": 0, "prod": 1, "mean": 0, "amax": float("-inf"), "amin": float("inf")}
+
+
 @lower(aten.scatter_reduce.two)
 def _scatter_reduce(out, x, dim, index, src, reduce, *, include_self=True):
-    if not include_self or reduce not in _REDUCE_MODES:
-        raise Unsupported(f"scatter_reduce {reduce} include_self={include_self}")
-    return _scatter_nodes(out, x, dim, index, src, _REDUCE_MODES[reduce])
+    a = node_of(x)
+    if reduce not in _IDENTITY or (a.dtype not in ("float32", "float64") and
+                                   (reduce == "mean" or not include_self)):
+        raise Unsupported(f"scatter_reduce {reduce} include_self={include_self} on {a.dtype}")
+    base = a
+    if not include_self:
+        # the scattered-to positions start from the reduction's identity instead of self
+        base = _scatter_nodes(out, a, dim, index, _IDENTITY[reduce], "set")
+    mode = "add" if reduce == "mean" else _REDUCE_MODES[reduce]
+    total = _scatter_nodes(out, base, dim, index, src, mode)
+    if reduce != "mean":
+        return total
+    # mean: divide by the number of contributions (+1 for self when included), at least 1
+    ones = const(1 if include_self else 0, a.dtype, a.shape)
+    count = _scatter_nodes(out, ones, dim, index, 1.0, "add")
+    count = ops.max_(count, const(1, a.dtype, a.shape))
+    return ops.div(total, count)
 
 
 # ---------------------------------------------------------------- advanced indexing

@@ -1,0 +1,153 @@
+"""Ops whose result's shape or Python value depends on the data: nonzero, masked_select,
+unique, equal, allclose, linalg's error checks. Each syncs once -- a counted sync with cause
+"data_dependent", not a fallback -- for the one number it needs (a count, a flag), then builds
+the rest on the device where it can (nonzero, masked_select); unique-style ops whose whole
+output is data-shaped run on CPU torch after the sync.
+
+These bypass the meta kernel (it cannot know the shape), so they live in tensor.SPECIAL.
+"""
+import torch
+
+from ....core import ops, runtime
+from .. import dtypes
+from ..tensor import SPECIAL, LazyTensor, eager, from_node
+from .table import bcast, const, node_of
+
+aten = torch.ops.aten
+CAUSE = "data_dependent"
+
+
+def _host_int(node):
+    handle = runtime.LazyHandle(node)
+    return int(runtime.to_host(handle, cause=CAUSE))
+
+
+def _true_positions(mask, count):
+    """Flat positions of the first `count` True entries of a flat bool node, in order."""
+    order = ops.argsort(ops.convert(ops.not_(mask), dtype="int32"), axis=0, index_dtype="int64")
+    return ops.slice_(order, start_indices=(0,), limit_indices=(count,))
+
+
+def _unravel(flat, shape):
+    """(n,) flat positions -> (n, len(shape)) coordinates (row-major)."""
+    columns, stride = [], 1
+    for size in reversed(shape):
+        coord = ops.rem(ops.div(flat, const(stride, "int64", flat.shape)),
+                        const(size, "int64", flat.shape))
+        columns.append(ops.reshape(coord, new_sizes=flat.shape + (1,)))
+        stride *= size
+    columns.reverse()
+    return ops.concatenate(*columns, dimension=1) if len(columns) > 1 else columns[0]
+
+
+def _flat_mask(x):
+    a = node_of(x)
+    mask = a if a.dtype == "bool" else ops.ne(a, const(0, a.dtype, a.shape))
+    return ops.reshape(mask, new_sizes=(mask.size,))
+
+
+def _count(mask):
+    return _host_int(ops.reduce_sum(ops.convert(mask, dtype="int64"), axes=(0,)))
+
+
+def _nonzero(x):
+    a = node_of(x)
+    mask = _flat_mask(x)
+    n = _count(mask) if mask.size else 0
+    if n == 0:
+        return from_node(const(0, "int64", (0, a.ndim)), torch.int64)
+    positions = _true_positions(mask, n)
+    if a.ndim == 0:
+        return from_node(const(0, "int64", (n, 0)), torch.int64)
+    return from_node(_unravel(positions, a.shape), torch.int64)
+
+
+def _nonzero_static(x, *, size, fill_value=-1):
+    a = node_of(x)
+    if a.ndim == 0 or a.size == 0 or size == 0:
+        return eager(aten.nonzero_static.default, (x,), {"size": size, "fill_value": fill_value},
+                     cause=CAUSE)
+    mask = _flat_mask(x)
+    count = ops.reduce_sum(ops.convert(mask, dtype="int64"), axes=(0,))
+    take = min(size, mask.size)
+    positions = _true_positions(mask, take)
+    coords = _unravel(positions, a.shape)
+    # rows past the number of nonzeros are fill_value (no sync: the shape is `size`)
+    row = ops.iota(dtype="int64", shape=(take, a.ndim), dimension=0)
+    valid = ops.lt(row, bcast(count, (take, a.ndim)))
+    coords = ops.select(valid, coords, const(fill_value, "int64", coords.shape))
+    if take < size:
+        coords = ops.pad(coords, const(fill_value, "int64", ()),
+                         padding_config=((0, size - take, 0), (0, 0, 0)))
+    return from_node(coords, torch.int64)
+
+
+def _masked_select(x, mask):
+    a, m = node_of(x), node_of(mask, "bool")
+    shape = torch.broadcast_shapes(tuple(a.shape), tuple(m.shape))
+    a, m = bcast(a, shape), bcast(m, shape)
+    flat_a = ops.reshape(a, new_sizes=(a.size,))
+    flat_m = ops.reshape(m, new_sizes=(m.size,))
+    n = _count(flat_m) if flat_m.size else 0
+    if n == 0:
+        return from_node(const(0, a.dtype, (0,)), x.dtype)
+    positions = _true_positions(flat_m, n)
+    picked = ops.gather(flat_a, ops.reshape(positions, new_sizes=(n, 1)))
+    return from_node(picked, x.dtype)
+
+
+def _checked_masked_select(x, mask):
+    """masked_select's own argument checks, at the call and before any sync."""
+    if mask.dtype != torch.bool:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+    torch.broadcast_shapes(tuple(x.shape), tuple(mask.shape))  # torch's own RuntimeError
+    return _masked_select(x, mask)
+
+
+def _equal(a, b):
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    if not isinstance(a, LazyTensor) or not isinstance(b, LazyTensor):
+        return eager(aten.equal.default, (a, b), {}, cause=CAUSE)
+    dtype = dtypes.to_ir(torch.promote_types(a.dtype, b.dtype))
+    x, y = node_of(a, dtype), node_of(b, dtype)
+    if x.size == 0:
+        return True
+    same = ops.reduce_and(ops.eq(x, y), axes=tuple(range(x.ndim))) if x.ndim else ops.eq(x, y)
+    return bool(_host_int(ops.convert(same, dtype="int64")))
+
+
+def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    close = torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    node = node_of(close)
+    if node.size == 0:
+        return True
+    every = ops.reduce_and(node, axes=tuple(range(node.ndim))) if node.ndim else node
+    return bool(_host_int(ops.convert(every, dtype="int64")))
+
+
+def _run_on_cpu_after_sync(func):
+    """The whole output is data-shaped (unique values, counts): sync, then CPU torch."""
+    def run(*args, **kwargs):
+        return eager(func, args, kwargs, cause=CAUSE)
+    return run
+
+
+def _check_errors(info, api_name, *, is_matrix):
+    """torch raises for a singular / non-PD input: that needs `info`'s value, hence a sync."""
+    cpu = torch.from_numpy(runtime.to_host(info._lazyx_handle, cause=CAUSE).copy()) \
+        if isinstance(info, LazyTensor) else info
+    return aten._linalg_check_errors.default(cpu, api_name, is_matrix=is_matrix)
+
+
+SPECIAL.update({
+    aten.nonzero.default: _nonzero,
+    aten.nonzero_static.default: _nonzero_static,
+    aten.masked_select.default: _checked_masked_select,
+    aten.equal.default: _equal,
+    aten.allclose.default: _allclose,
+    aten._linalg_check_errors.default: _check_errors,
+})
+for _op in (aten._unique2.default, aten.unique_consecutive.default, aten.unique_dim.default,
+            aten._unique.default, aten.unique_dim_consecutive.default):
+    SPECIAL[_op] = _run_on_cpu_after_sync(_op)

@@ -1,0 +1,251 @@
+"""Ops that pick elements by computed positions: as_strided (a gather over the flat storage),
+put, searchsorted, kthvalue / median / nanmedian (a sort, then one index per row), histc.
+
+A lazy tensor's storage is its contiguous flattening (values are immutable; torch's
+functionalization hands us contiguous bases), so strided views are gathers over it.
+"""
+import torch
+
+from ....core import ops
+from .table import Unsupported, aten, bcast, compute_dtype, const, dim_of, is_float, lower, node_of
+
+prims = torch.ops.prims
+
+
+def _strided_positions(size, stride, offset):
+    """(*size) int64 flat storage positions offset + sum_i iota_i * stride_i."""
+    size = tuple(size)
+    pos = const(offset, "int64", size)
+    for axis, step in enumerate(stride):
+        if size[axis] > 1 and step:
+            pos = ops.add(pos, ops.mul(ops.iota(dtype="int64", shape=size, dimension=axis),
+                                       const(step, "int64", size)))
+    return pos
+
+
+def _flat(node):
+    return ops.reshape(node, new_sizes=(node.size,))
+
+
+@lower(aten.as_strided.default, aten.as_strided_copy.default)
+def _as_strided(out, x, size, stride, storage_offset=None):
+    a = node_of(x)
+    size = tuple(int(s) for s in size)
+    if a.size == 0 or 0 in size:
+        return const(0, a.dtype, size)
+    pos = _strided_positions(size, stride, storage_offset or 0)
+    return ops.gather(_flat(a), ops.reshape(pos, new_sizes=size + (1,)))
+
+
+@lower(aten.as_strided_scatter.default, prims.as_strided_scatter.default)
+def _as_strided_scatter(out, x, src, size, stride, storage_offset=None):
+    a = node_of(x)
+    size = tuple(int(s) for s in size)
+    if a.size == 0 or 0 in size:
+        return a
+    pos = _strided_positions(size, stride, storage_offset or 0)
+    flat = ops.scatter(_flat(a), ops.reshape(pos, new_sizes=size + (1,)),
+                       bcast(node_of(src, a.dtype), size), mode="set")
+    return ops.reshape(flat, new_sizes=a.shape)
+
+
+@lower(aten.put.default)
+def _put(out, x, index, source, accumulate=False):
+    a = node_of(x)
+    idx = _flat(node_of(index, "int64"))
+    if idx.size == 0:
+        return a
+    n = a.size
+    idx = ops.select(ops.lt(idx, const(0, "int64", idx.shape)),
+                     ops.add(idx, const(n, "int64", idx.shape)), idx)
+    values = _flat(node_of(source, a.dtype))
+    flat = ops.scatter(_flat(a), ops.reshape(idx, new_sizes=(idx.size, 1)), values,
+                       mode="add" if accumulate else "set")
+    return ops.reshape(flat, new_sizes=a.shape)
+
+
+# ---------------------------------------------------------------- searchsorted
+
+def _searchsorted_nodes(out, sorted_seq, values, right, side, sorter):
+    seq = node_of(sorted_seq)
+    v = node_of(values)
+    if not (is_float(seq) or is_float(v)):
+        dtype = "int64"
+    else:
+        dtype = "float64" if "float64" in (seq.dtype, v.dtype) else "float32"
+    seq, v = node_of(seq, dtype), node_of(v, dtype)
+    if sorter is not None:
+        order = node_of(sorter, "int64")
+        if seq.ndim == 1:
+            seq = ops.gather(seq, ops.reshape(order, new_sizes=order.shape + (1,)))
+        else:
+            from .indexing import _full_coordinates
+            seq = ops.gather(seq, _full_coordinates(order, seq.ndim - 1, seq.ndim))
+    use_right = right or side == "right"
+    n = seq.shape[-1]
+    # count of sequence entries below (left) or at-or-below (right) each value
+    if seq.ndim == 1:
+        lead = v.shape
+        s = ops.broadcast_in_dim(seq, shape=lead + (n,), broadcast_dimensions=(len(lead),))
+    else:
+        lead = v.shape
+        s = ops.broadcast_in_dim(seq, shape=lead[:-1] + (lead[-1], n),
+                                 broadcast_dimensions=tuple(range(len(lead) - 1)) + (len(lead),))
+    vv = ops.broadcast_in_dim(v, shape=lead + (n,), broadcast_dimensions=tuple(range(len(lead))))
+    below = ops.le(s, vv) if use_right else ops.lt(s, vv)
+    if is_float(s):  # NaN sorts last: it is never below a value; every number is below NaN
+        below = ops.or_(below, ops.and_(ops.ne(vv, vv), ops.eq(s, s)))
+    count = ops.reduce_sum(ops.convert(below, dtype="int64"), axes=(len(lead),))
+    return count
+
+
+@lower(aten.searchsorted.Tensor)
+def _searchsorted(out, sorted_seq, values, *, out_int32=False, right=False, side=None,
+                  sorter=None):
+    return _searchsorted_nodes(out, sorted_seq, values, right, side, sorter)
+
+
+@lower(aten.searchsorted.Scalar)
+def _searchsorted_scalar(out, sorted_seq, value, *, out_int32=False, right=False, side=None,
+                         sorter=None):
+    return _searchsorted_nodes(out, sorted_seq, torch.tensor(value), right, side, sorter)
+
+
+# ---------------------------------------------------------------- order statistics
+
+def _pick_along(node, axis, index):
+    """node[..., index, ...] along axis, index a node of the other axes' shape."""
+    moved = ops.transpose(node, permutation=tuple(i for i in range(node.ndim) if i != axis)
+                          + (axis,))
+    lead = moved.shape[:-1]
+    coords = []
+    for d in range(len(lead)):
+        coords.append(ops.iota(dtype="int64", shape=lead + (1,), dimension=d))
+    coords.append(ops.reshape(index, new_sizes=lead + (1,)))
+    stacked = ops.concatenate(*coords, dimension=len(lead)) if len(coords) > 1 else coords[0]
+    return ops.gather(moved, stacked)
+
+
+def _kth(a, axis, k_node, keepdim, out_shapes):
+    values = ops.sort(a, axis=axis)
+    indices = ops.argsort(a, axis=axis, index_dtype="int64")
+    v = _pick_along(values, axis, k_node)
+    i = _pick_along(indices, axis, k_node)
+    return (ops.reshape(v, new_sizes=out_shapes[0]), ops.reshape(i, new_sizes=out_shapes[1]))
+
+
+def _rows(a, axis):
+    return tuple(d for i, d in enumerate(a.shape) if i != axis)
+
+
+@lower(aten.kthvalue.default)
+def _kthvalue(out, x, k, dim=-1, keepdim=False):
+    a = node_of(x)
+    if a.ndim == 0:
+        return a, const(0, "int64", ())
+    axis = dim_of(dim, a.ndim)
+    k_node = const(k - 1, "int64", _rows(a, axis))
+    return _kth(a, axis, k_node, keepdim, (tuple(out[0].shape), tuple(out[1].shape)))
+
+
+def _median_index(a, axis, ignore_nan):
+    rows = _rows(a, axis)
+    n = a.shape[axis]
+    if not ignore_nan or not is_float(a):
+        if is_float(a):  # a row with NaN has median NaN: pick the first NaN (sorted last)
+            has_nan = ops.reduce_or(ops.ne(a, a), axes=(axis,))
+            nan_at = ops.sub(const(n, "int64", rows),
+                             ops.reduce_sum(ops.convert(ops.ne(a, a), dtype="int64"),
+                                            axes=(axis,)))
+            return ops.select(has_nan, nan_at, const((n - 1) // 2, "int64", rows))
+        return const((n - 1) // 2, "int64", rows)
+    valid = ops.reduce_sum(ops.convert(ops.eq(a, a), dtype="int64"), axes=(axis,))
+    half = ops.div(ops.sub(valid, const(1, "int64", rows)), const(2, "int64", rows))
+    return ops.max_(half, const(0, "int64", rows))
+
+
+def _median_dim(ignore_nan):
+    def lowering(out, x, dim=0, keepdim=False):
+        a = node_of(x)
+        if a.ndim == 0:
+            return a, const(0, "int64", ())
+        if a.size == 0:
+            raise Unsupported("median of an empty tensor")
+        axis = dim_of(dim, a.ndim)
+        return _kth(a, axis, _median_index(a, axis, ignore_nan), keepdim,
+                    (tuple(out[0].shape), tuple(out[1].shape)))
+    return lowering
+
+
+lower(aten.median.dim)(_median_dim(False))
+lower(aten.nanmedian.dim)(_median_dim(True))
+
+
+def _median_all(ignore_nan):
+    def lowering(out, x):
+        a = node_of(x)
+        if a.size == 0:
+            raise Unsupported("median of an empty tensor")
+        flat = _flat(a)
+        v, _ = _kth(flat, 0, _median_index(flat, 0, ignore_nan), False, ((), ()))
+        return v
+    return lowering
+
+
+lower(aten.median.default)(_median_all(False))
+lower(aten.nanmedian.default)(_median_all(True))
+
+
+@lower(aten.histc.default)
+def _histc(out, x, bins=100, min=0, max=0):
+    a = node_of(x, compute_dtype(out.dtype))
+    flat = _flat(a)
+    dtype = a.dtype
+    lo, hi = const(float(min), dtype, ()), const(float(max), dtype, ())
+    if min == max and flat.size:  # torch uses the data's range then
+        lo, hi = ops.reduce_min(flat, axes=(0,)), ops.reduce_max(flat, axes=(0,))
+    same = ops.eq(lo, hi)
+    lo = ops.select(same, ops.sub(lo, const(1, dtype, ())), lo)
+    hi = ops.select(same, ops.add(hi, const(1, dtype, ())), hi)
+    n = flat.size
+    lo_b, hi_b = bcast(lo, (n,)), bcast(hi, (n,))
+    position = ops.floor(ops.div(ops.mul(ops.sub(flat, lo_b), const(float(bins), dtype, (n,))),
+                                 ops.sub(hi_b, lo_b)))
+    index = ops.convert(position, dtype="int64")
+    index = ops.select(ops.eq(flat, hi_b), const(bins - 1, "int64", (n,)), index)
+    inside = ops.and_(ops.ge(flat, lo_b), ops.le(flat, hi_b))
+    index = ops.select(inside, index, const(bins, "int64", (n,)))  # dropped by scatter
+    counts = ops.scatter(const(0, dtype, (bins,)), ops.reshape(index, new_sizes=(n, 1)),
+                         const(1, dtype, (n,)), mode="add")
+    return counts
+
+
+@lower(aten._cdist_forward.default)
+def _cdist(out, x1, x2, p, compute_mode=None):
+    a, b = node_of(x1), node_of(x2)
+    if not is_float(a) or a.dtype != b.dtype:
+        raise Unsupported("cdist dtypes")
+    batch = tuple(out.shape[:-2])
+    a = bcast(a, batch + a.shape[-2:])
+    b = bcast(b, batch + b.shape[-2:])
+    r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
+    nb = len(batch)
+    full = batch + (r1, r2, m)
+    keep = tuple(range(nb))
+    left = ops.broadcast_in_dim(a, shape=full, broadcast_dimensions=keep + (nb, nb + 2))
+    right = ops.broadcast_in_dim(b, shape=full, broadcast_dimensions=keep + (nb + 1, nb + 2))
+    diff = ops.abs_(ops.sub(left, right))
+    last = (nb + 2,)
+    if m == 0:
+        return const(0, a.dtype, batch + (r1, r2))
+    if p == 0:
+        return ops.reduce_sum(ops.convert(ops.ne(diff, const(0, a.dtype, full)), dtype=a.dtype),
+                              axes=last)
+    if p == float("inf"):
+        return ops.reduce_max(diff, axes=last)
+    if p == 1:
+        return ops.reduce_sum(diff, axes=last)
+    if p == 2:
+        return ops.sqrt(ops.reduce_sum(ops.mul(diff, diff), axes=last))
+    powered = ops.reduce_sum(ops.pow_(diff, const(float(p), a.dtype, full)), axes=last)
+    return ops.pow_(powered, const(1.0 / p, a.dtype, powered.shape))
