@@ -17,17 +17,23 @@ def _relu_grad(xp, pre, grad):
     return xp.where(pre > 0, grad, xp.zeros_like(grad))
 
 
-def mlp_step(xp, params, x, onehot):
-    """One SGD step of the MLP: (new params, loss)."""
-    batch = x.shape[0]
-    acts, pres = [x], []
+def mlp_forward(xp, params, x, acts=None, pres=None):
+    """Logits of the MLP; fills `acts`/`pres` (activations, pre-activations) for backprop."""
     h = x
     for i in range(0, len(params) - 2, 2):
         z = xp.matmul(h, params[i]) + params[i + 1]
-        pres.append(z)
         h = xp.maximum(z, xp.zeros_like(z))
-        acts.append(h)
-    logits = xp.matmul(h, params[-2]) + params[-1]
+        if acts is not None:
+            pres.append(z)
+            acts.append(h)
+    return xp.matmul(h, params[-2]) + params[-1]
+
+
+def mlp_step(xp, params, x, onehot, lr=wl.LR):
+    """One SGD step of the MLP: (new params, loss). Also used by `lazyx demo`."""
+    batch = x.shape[0]
+    acts, pres = [x], []
+    logits = mlp_forward(xp, params, x, acts, pres)
     m = xp.max(logits, axis=1, keepdims=True)
     e = xp.exp(logits - m)
     s = xp.sum(e, axis=1, keepdims=True)
@@ -40,7 +46,7 @@ def mlp_step(xp, params, x, onehot):
         grads[2 * layer + 1] = xp.sum(grad, axis=0)
         if layer:
             grad = _relu_grad(xp, pres[layer - 1], xp.matmul(grad, w.T))
-    return [p - wl.LR * g for p, g in zip(params, grads)], loss
+    return [p - lr * g for p, g in zip(params, grads)], loss
 
 
 def _layer_norm(xp, x, g, b):

@@ -15,11 +15,15 @@ if os.environ.get("LAZYX_BENCH_THREADS"):  # `lazyx bench --threads N`
     tf.config.threading.set_inter_op_parallelism_threads(int(os.environ["LAZYX_BENCH_THREADS"]))
 
 
-def mlp_loss(params, x, onehot):
+def mlp_forward(params, x):
     h = x
     for i in range(0, len(params) - 2, 2):
         h = tf.nn.relu(tf.matmul(h, params[i]) + params[i + 1])
-    logits = tf.matmul(h, params[-2]) + params[-1]
+    return tf.matmul(h, params[-2]) + params[-1]
+
+
+def mlp_loss(params, x, onehot):
+    logits = mlp_forward(params, x)
     return tf.reduce_mean(tf.reduce_logsumexp(logits, axis=1)
                           - tf.reduce_sum(logits * onehot, axis=1))
 
