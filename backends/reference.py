@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..core import dtypes as dt
+from ..core.prng import threefry2x32
 
 HALF = ("float16", "bfloat16")
 
@@ -340,25 +341,6 @@ def _triangular_solve(a, b, *, lower, transpose_a, unit_diagonal):
     if transpose_a:
         tri = np.swapaxes(tri, -1, -2)
     return np.linalg.solve(tri, b)
-
-
-def _rotl(x, r):
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-
-
-def threefry2x32(k0, k1, x0, x1):
-    """Threefry-2x32, 20 rounds (Salmon et al. 2011), on uint32 arrays."""
-    k0, k1 = np.uint32(k0), np.uint32(k1)
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
-    x0, x1 = x0 + ks[0], x1 + ks[1]
-    for i in range(5):
-        for r in rotations[i % 2]:
-            x0 = x0 + x1
-            x1 = _rotl(x1, r) ^ x0
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return x0, x1
 
 
 def _random_bits(key, *, shape):

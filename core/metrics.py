@@ -16,7 +16,10 @@ class _State:
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.sync_causes = {}
         self.sync_sources = {}
+        self.sync_sources_by_cause = {}  # cause -> {file:line: n}, for the end-of-run analysis
+        self.compile_sources = {}        # file:line of the sync that compiled a new program
         self.fallback_ops = {}
+        self.fallback_sources = {}       # op -> {file:line: n}
         self.timers = {name: [] for name in TIMERS}
         self.nodes_base = ir.CREATED[0]
 
@@ -32,18 +35,29 @@ def record_time(timer, seconds):
     _state.timers[timer].append(seconds)
 
 
+def _tally(table, key, n=1):
+    table[key] = table.get(key, 0) + n
+
+
 def record_sync(cause, source):
     with _lock:
         _state.counters["syncs"] += 1
-        _state.sync_causes[cause] = _state.sync_causes.get(cause, 0) + 1
+        _tally(_state.sync_causes, cause)
         where = format_line(source)
-        _state.sync_sources[where] = _state.sync_sources.get(where, 0) + 1
+        _tally(_state.sync_sources, where)
+        _tally(_state.sync_sources_by_cause.setdefault(cause, {}), where)
 
 
-def record_fallback(op_name):
+def record_compile(source):
+    with _lock:
+        _tally(_state.compile_sources, format_line(source))
+
+
+def record_fallback(op_name, source=None):
     with _lock:
         _state.counters["fallbacks"] += 1
-        _state.fallback_ops[op_name] = _state.fallback_ops.get(op_name, 0) + 1
+        _tally(_state.fallback_ops, op_name)
+        _tally(_state.fallback_sources.setdefault(op_name, {}), format_line(source))
 
 
 def metrics():
@@ -54,6 +68,9 @@ def metrics():
         snap["sync_causes"] = dict(_state.sync_causes)
         snap["sync_sources"] = dict(_state.sync_sources)
         snap["fallback_ops"] = dict(_state.fallback_ops)
+        snap["sync_sources_by_cause"] = {c: dict(v) for c, v in _state.sync_sources_by_cause.items()}
+        snap["compile_sources"] = dict(_state.compile_sources)
+        snap["fallback_sources"] = {op: dict(v) for op, v in _state.fallback_sources.items()}
         for name, values in _state.timers.items():
             snap[f"{name}_seconds_total"] = float(sum(values))
             snap[f"{name}_seconds_median"] = float(statistics.median(values)) if values else 0.0

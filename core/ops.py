@@ -15,9 +15,62 @@ from .ir import Node
 OPS = {}  # op name -> builder; backends must cover every key
 
 
+# Canonical forms, so that the same math built by different frontends (or written in a
+# different order) is the same graph: operands of commutative ops are ordered by hash, and
+# no-op layout ops fold away at construction.
+COMMUTATIVE = frozenset(("add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"))
+
+
+def _fold_identity(inputs, attrs, shape, dtype):
+    x = inputs[0]
+    return x if x.shape == shape and x.dtype == dtype else None
+
+
+def _fold_transpose(inputs, attrs, shape, dtype):
+    x, perm = inputs[0], attrs["permutation"]
+    if perm == tuple(range(len(perm))):
+        return x
+    moved = [p for p in perm if x.shape[p] != 1]
+    if moved == sorted(moved):  # only unit axes move (NHWC<->NCHW with C=1): a reshape
+        return OPS["reshape"](x, new_sizes=shape)
+    return None
+
+
+def _fold_reshape(inputs, attrs, shape, dtype):
+    x = inputs[0]
+    if x.shape == shape:
+        return x
+    if x.op == "reshape":  # reshape of a reshape: one reshape of the original
+        return OPS["reshape"](x.inputs[0], new_sizes=shape)
+    return None
+
+
+def _fold_broadcast(inputs, attrs, shape, dtype):
+    x = inputs[0]
+    if x.shape == shape:
+        return x
+    if x.op == "reshape":
+        # broadcasting a reshape that only inserted unit axes (keepdims-style) is the same as
+        # broadcasting the reshape's input directly; emit that single canonical form
+        src = x.inputs[0]
+        if 1 not in src.shape and [d for d in x.shape if d != 1] == list(src.shape):
+            kept = [i for i, d in enumerate(x.shape) if d != 1]
+            dims = tuple(attrs["broadcast_dimensions"][i] for i in kept)
+            return OPS["broadcast_in_dim"](src, shape=shape, broadcast_dimensions=dims)
+    return None
+
+
+SIMPLIFY = {"convert": _fold_identity, "transpose": _fold_transpose,
+            "reshape": _fold_reshape, "broadcast_in_dim": _fold_broadcast,
+            "rev": lambda inputs, attrs, shape, dtype: None if attrs["dimensions"] else inputs[0]}
+
+
 def primitive(rule):
     """Register `rule` (inputs, **attrs) -> (shape, dtype[, normalized attrs]) as an op builder."""
     name = rule.__name__.rstrip("_")
+
+    commutative = name in COMMUTATIVE
+    simplify = SIMPLIFY.get(name)
 
     def build(*inputs, **attrs):
         for x in inputs:
@@ -28,7 +81,14 @@ def primitive(rule):
             shape, dtype, attrs = out
         else:
             shape, dtype = out
-        return Node(name, inputs, attrs, tuple(shape), dtype)
+        shape = tuple(shape)
+        if commutative and inputs[0].hash > inputs[1].hash:
+            inputs = (inputs[1], inputs[0])
+        if simplify is not None:
+            simpler = simplify(inputs, attrs, shape, dtype)
+            if simpler is not None:
+                return simpler
+        return Node(name, inputs, attrs, shape, dtype)
 
     build.__name__ = name
     build.__doc__ = rule.__doc__

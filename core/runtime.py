@@ -26,7 +26,11 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
           "data_dependent",  # an op whose output shape depends on values (nonzero, masks)
           "node_cap",        # the pending graph grew past LAZYX_NODE_CAP
           "fallback")        # an op without a lowering ran eagerly on the real framework
-LISTENERS = []  # objects with optional on_sync/on_compile/on_execute/on_transfer (debug, profile)
+# Objects with optional on_sync(cause, source, program), on_cache_miss(program, cached_programs),
+# on_compile(program, exe, start, seconds), on_execute(program, start, seconds),
+# on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
+# while explanations, dumps or a timeline are on, so a plain run pays nothing for them.
+LISTENERS = []
 
 
 class LazyHandle:
@@ -87,10 +91,11 @@ def from_host(array, dtype=None):
     host = np.asarray(array)
     dtype = dtype or dt.from_numpy(host.dtype)
     host = np.ascontiguousarray(host, dtype=dt.to_numpy(dtype))
+    start = time.perf_counter()
     buffer = get_backend().from_host(host)
     metrics.count("transfers_to_device")
     metrics.count("bytes_to_device", host.nbytes)
-    _notify("on_transfer", "to_device", host.nbytes)
+    _notify("on_transfer", "to_device", host.nbytes, start, time.perf_counter() - start)
     return ir.data(buffer, host.shape, dtype)
 
 
@@ -98,10 +103,11 @@ def to_host(handle, cause="observe", source=None):
     """The handle's value as a NumPy array, syncing first if it is pending."""
     if handle.pending:
         sync(handle, cause=cause, source=source or user_line(2))
+    start = time.perf_counter()
     host = get_backend().to_host(handle.node.value)
     metrics.count("transfers_to_host")
     metrics.count("bytes_to_host", host.nbytes)
-    _notify("on_transfer", "to_host", host.nbytes)
+    _notify("on_transfer", "to_host", host.nbytes, start, time.perf_counter() - start)
     return host
 
 
@@ -113,14 +119,16 @@ class Program:
     Slots 0..len(leaves)-1 are the leaves (data and params, in first-visit order); then one
     slot per instruction. An instruction is (op, attrs, input slots, shape, dtype, const).
     """
-    __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "_digest")
+    __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "leaf_sources", "_digest")
 
-    def __init__(self, leaves, instructions, outputs, key, sources):
+    def __init__(self, leaves, instructions, outputs, key, sources, leaf_sources=None):
         self.leaves = leaves              # [(kind, shape, dtype)]
         self.instructions = instructions
         self.outputs = outputs
         self.key = key
         self.sources = sources            # user source line per instruction (or None)
+        # user source line per leaf: where the input was made (debug output names inputs so)
+        self.leaf_sources = leaf_sources or [None] * len(leaves)
         self._digest = None
 
     @property
@@ -165,7 +173,18 @@ def linearize(roots):
     outputs = tuple(slot[id(r)] for r in roots)
     key = (tuple(signature), outputs)
     leaves = [(n.op, n.shape, n.dtype) for n in leaf_nodes]
-    return Program(leaves, instructions, outputs, key, sources), leaf_nodes
+    leaf_sources = [n.source for n in leaf_nodes]
+    return Program(leaves, instructions, outputs, key, sources, leaf_sources), leaf_nodes
+
+
+def program_of(*tensors):
+    """(Program, leaf nodes) for the graph behind `tensors` of any frontend, without running it."""
+    nodes = []
+    for t in tensors:
+        node = handle_of(t).node
+        if all(node is not n for n in nodes):
+            nodes.append(node)
+    return linearize(nodes)
 
 
 class _Cache:
@@ -205,14 +224,15 @@ def compile_program(program):
     if exe is not None:
         metrics.count("cache_hits")
         return exe, False
-    _notify("on_cache_miss", program, CACHE.programs())
+    if LISTENERS:  # listing the cache is for explanations only
+        _notify("on_cache_miss", program, CACHE.programs())
     start = time.perf_counter()
     exe = get_backend().compile(program)
     elapsed = time.perf_counter() - start
     exe.program = program
     metrics.count("compiles")
     metrics.record_time("compile", elapsed)
-    _notify("on_compile", program, exe, elapsed)
+    _notify("on_compile", program, exe, start, elapsed)
     CACHE.put(program.key, exe)
     return exe, True
 
@@ -240,7 +260,9 @@ def sync(*handles, cause="explicit", source=None):
     program, leaf_nodes = linearize(roots)
     metrics.record_sync(cause, source)
     _notify("on_sync", cause, source, program)
-    exe, _ = compile_program(program)
+    exe, compiled = compile_program(program)
+    if compiled:
+        metrics.record_compile(source)
     run_start = time.perf_counter()
     results = exe([n.value for n in leaf_nodes])
     elapsed = time.perf_counter() - run_start
@@ -248,6 +270,8 @@ def sync(*handles, cause="explicit", source=None):
     metrics.record_time("execute", elapsed)
     _notify("on_execute", program, run_start, elapsed)
     outs = [ir.data(buf, r.shape, r.dtype) for buf, r in zip(results, roots)]
+    for out, root in zip(outs, roots):
+        out.source = root.source  # a result is "made" where its value was computed, not synced
     for h in pending:
         h.node = outs[index[id(h.node)]]
         _live.discard(h)
@@ -263,13 +287,7 @@ def maybe_cut():
 def graph_hash(*tensors):
     """The structural hash (hex) of the graph behind `tensors` (any frontend): equal programs
     built by different frontends hash equally. Data leaves count by shape and dtype only."""
-    nodes = []
-    for t in tensors:
-        node = handle_of(t).node
-        if all(node is not n for n in nodes):
-            nodes.append(node)
-    program, _ = linearize(nodes)
-    return program.graph_hash
+    return program_of(*tensors)[0].graph_hash
 
 
 _warned_fallbacks = set()
@@ -277,7 +295,9 @@ _warned_fallbacks = set()
 
 def fallback(op_name, framework):
     """Frontends call this when an op runs eagerly on the real framework: counted, warned once."""
-    metrics.record_fallback(op_name)
+    source = user_line(2)
+    metrics.record_fallback(op_name, source)
+    _notify("on_fallback", op_name, source)
     if op_name not in _warned_fallbacks:
         _warned_fallbacks.add(op_name)
         warnings.warn(f"lazyx: {op_name} has no lowering; it runs eagerly on {framework} "

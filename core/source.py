@@ -51,7 +51,9 @@ def format_line(source):
         return "<unknown>"
     filename, lineno = source
     try:
-        filename = os.path.relpath(filename)
+        relative = os.path.relpath(filename)
+        if not relative.startswith(os.pardir + os.sep):  # outside the working folder: keep it whole
+            filename = relative
     except ValueError:
         pass
     return f"{filename}:{lineno}"

@@ -1,0 +1,242 @@
+"""Why a graph recompiled, why a sync happened, and an end-of-run analysis (LAZYX_DEBUG).
+
+A recompile is explained by comparing the program that missed the cache with the cached
+program it most resembles: the same ops wired the same way but an input of another shape or
+dtype names that input with its old and new type; otherwise the first op that differs is named
+with its source line. An `Explainer` is a runtime listener: it exists only while explanations
+are on (LAZYX_DEBUG=1 or `lazyx.explain()`), so a plain run pays nothing for it.
+"""
+import atexit
+import collections
+import difflib
+import sys
+
+from . import config, metrics, runtime
+from .debug import graph_id, leaf_text, type_text
+from .source import format_line
+
+CAUSE_TEXT = {
+    "explicit": "explicit barrier (lazyx.sync / mark_step)",
+    "print": "print/repr of a lazy value",
+    "item": "a value read into Python (.item(), float(), int(), bool())",
+    "convert": "conversion to the host framework (np.asarray, .numpy(), .cpu())",
+    "data_dependent": "an op whose output shape depends on values",
+    "node_cap": "the pending graph grew past LAZYX_NODE_CAP nodes",
+    "fallback": "an op with no lowering ran eagerly on the real framework",
+}
+_RECENT = 16       # cached programs compared by op sequence (the exact-skeleton match sees all)
+_RESEMBLES = 0.5   # difflib ratio of op sequences from which two graphs "resemble" each other
+_MAX_LISTED = 4    # changed inputs named in one explanation
+
+
+def _skeleton(program):
+    """Ops and wiring, without shapes, dtypes or attributes: equal when only types changed."""
+    return (tuple(kind for kind, _shape, _dtype in program.leaves),
+            tuple((op, ins) for op, _attrs, ins, *_rest in program.instructions),
+            program.outputs)
+
+
+def _leaf_changes(new, old):
+    changes = []
+    for slot, (new_leaf, old_leaf) in enumerate(zip(new.leaves, old.leaves)):
+        if new_leaf == old_leaf:
+            continue
+        what = [w for w, i in (("shape", 1), ("dtype", 2)) if new_leaf[i] != old_leaf[i]]
+        changes.append(f"{leaf_text(new, slot)} changed {' and '.join(what)}: "
+                       f"{type_text(*old_leaf[1:])} -> {type_text(*new_leaf[1:])}")
+    return changes
+
+
+def _where(program, k):
+    return f" at {format_line(program.sources[k])}" if program.sources[k] else ""
+
+
+def _instruction_change(new, old):
+    """The first instruction whose attributes, type or constant differ (same skeleton)."""
+    base = len(new.leaves)
+    for k, (a, b) in enumerate(zip(new.instructions, old.instructions)):
+        op, attrs, _ins, shape, dtype, const = a
+        _op, old_attrs, _old_ins, old_shape, old_dtype, old_const = b
+        diffs = [f"{key} {old_attrs.get(key)!r} -> {attrs.get(key)!r}"
+                 for key in dict.fromkeys([*old_attrs, *attrs])
+                 if old_attrs.get(key) != attrs.get(key)]
+        if (shape, dtype) != (old_shape, old_dtype):
+            diffs.append(f"type {type_text(old_shape, old_dtype)} -> {type_text(shape, dtype)}")
+        if const is not None and (old_const is None or const.tobytes() != old_const.tobytes()):
+            diffs.append("its constant value changed")
+        if diffs:
+            return f"op %{base + k} `{op}`{_where(new, k)} differs: {'; '.join(diffs)}"
+    return "it differs in a way lazyx cannot name (same ops, inputs and attributes)"
+
+
+def _op_change(new, old):
+    """The first place where the op sequences of two different-looking programs part."""
+    new_ops = [ins[0] for ins in new.instructions]
+    old_ops = [ins[0] for ins in old.instructions]
+    matcher = difflib.SequenceMatcher(None, old_ops, new_ops, autojunk=False)
+    for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        old_at = f" (was at {format_line(old.sources[i1])})" if i1 < len(old_ops) else ""
+        if tag == "replace":
+            return (f"op %{len(new.leaves) + j1} is `{new_ops[j1]}`{_where(new, j1)} where the "
+                    f"cached graph had `{old_ops[i1]}`{old_at}")
+        if tag == "insert":
+            return f"new op %{len(new.leaves) + j1} `{new_ops[j1]}`{_where(new, j1)}"
+        return f"op `{old_ops[i1]}`{old_at} is gone"
+    if len(new.leaves) != len(old.leaves):
+        return f"the same ops take {len(new.leaves)} leaves instead of {len(old.leaves)}"
+    for k, (a, b) in enumerate(zip(new.instructions, old.instructions)):
+        if a[2] != b[2]:
+            return f"op %{len(new.leaves) + k} `{a[0]}`{_where(new, k)} takes other operands"
+    return "the same ops return other values"
+
+
+def explain_recompile(program, cached_programs):
+    """(why, resembled program) for a program that missed the cache, or (None, None) when no
+    cached program resembles it. `cached_programs` is in least-recently-used-first order."""
+    recent = list(reversed(cached_programs))
+    skeleton = _skeleton(program)
+    same = [p for p in recent if _skeleton(p) == skeleton]
+    if same:
+        # fewest changed inputs wins; min() keeps the most recently used on ties
+        old = min(same, key=lambda p: len(_leaf_changes(program, p)))
+        changes = _leaf_changes(program, old)
+        if not changes:
+            return _instruction_change(program, old), old
+        more = len(changes) - _MAX_LISTED
+        return "; ".join(changes[:_MAX_LISTED]) + (f"; and {more} more" if more > 0 else ""), old
+    ops = [ins[0] for ins in program.instructions]
+    best, best_ratio = None, 0.0
+    for old in recent[:_RECENT]:
+        ratio = difflib.SequenceMatcher(None, [i[0] for i in old.instructions], ops,
+                                        autojunk=False).ratio()
+        if ratio > best_ratio:
+            best, best_ratio = old, ratio
+    if best_ratio < _RESEMBLES:
+        return None, None
+    return _op_change(program, best), best
+
+
+class Explainer:
+    """A runtime listener that explains syncs, recompiles and fallbacks as they happen.
+
+    Writes one line per event to `stream` (None: record silently) and keeps what it saw for
+    `analysis()`. Use as a context manager, or `start()` / `stop()`."""
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self.syncs = []       # (cause, source, graph hash)
+        self.recompiles = []  # (why or None, source of the sync, graph hash)
+        self._sync_source = None
+
+    def _say(self, text):
+        if self.stream is not None:
+            print(f"lazyx: {text}", file=self.stream, flush=True)
+
+    def on_sync(self, cause, source, program):
+        self._sync_source = source
+        graph = graph_id(program)
+        self.syncs.append((cause, source, graph))
+        self._say(f"sync at {format_line(source)}: {CAUSE_TEXT.get(cause, cause)} -> runs graph "
+                  f"{graph} ({len(program.instructions)} ops)")
+
+    def on_cache_miss(self, program, cached_programs):
+        why, old = explain_recompile(program, cached_programs)
+        self.recompiles.append((why, self._sync_source, program.graph_hash))
+        where = format_line(self._sync_source)
+        if why is None:
+            self._say(f"compile at {where}: graph {program.graph_hash} is new"
+                      f"{' (no cached graph resembles it)' if cached_programs else ''}")
+        else:
+            self._say(f"recompile at {where}: graph {program.graph_hash} resembles cached graph "
+                      f"{old.graph_hash}, but {why}")
+
+    def on_fallback(self, op_name, source):
+        self._say(f"fallback at {format_line(source)}: {op_name} has no lowering and ran eagerly")
+
+    def start(self):
+        if self not in runtime.LISTENERS:
+            runtime.LISTENERS.append(self)
+        _active.append(self)
+        return self
+
+    def stop(self):
+        if self in runtime.LISTENERS:
+            runtime.LISTENERS.remove(self)
+        if self in _active:
+            _active.remove(self)
+
+    __enter__ = start
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+_active = []
+
+
+def explain(stream=None):
+    """Explain every sync, recompile and fallback on `stream` (default: stderr) from now on, as
+    LAZYX_DEBUG=1 does; returns the Explainer: call its stop(), or use it in a `with` block."""
+    return Explainer(sys.stderr if stream is None else stream).start()
+
+
+# ---------------------------------------------------------------- end-of-run analysis
+
+_MIN_STEPS = 3        # a run of one or two graphs compiling every time is normal
+_MOST = 0.5           # "most": more than half
+_TOP = 5              # source lines listed per finding
+
+
+def _top(counts, indent="      "):
+    rows = sorted(counts.items(), key=lambda kv: -kv[1])[:_TOP]
+    return [f"{indent}{n:>6}  {what}" for what, n in rows]
+
+
+def analysis():
+    """Findings about the run so far, as text (printed to stderr at exit with LAZYX_DEBUG=1):
+    warns when most graph runs compiled, when .item()/print syncs dominate, and when ops fell
+    back to eager execution -- with counts and the top source lines."""
+    m = metrics.metrics()
+    runs, compiles, syncs = m["executions"], m["compiles"], m["syncs"]
+    lines = [f"lazyx analysis: {runs} graph runs, {compiles} compiles "
+             f"({m['compile_seconds_total']:.3f} s), {syncs} syncs, {m['fallbacks']} fallbacks"]
+    if runs >= _MIN_STEPS and compiles > _MOST * runs:
+        lines.append(f"! most steps compile: {compiles} of {runs} graph runs compiled a new "
+                     f"program ({100 * compiles / runs:.0f}%). Syncs that compiled:")
+        lines += _top(m["compile_sources"])
+        reasons = collections.Counter(why for e in _active for why, _s, _h in e.recompiles if why)
+        if reasons:
+            lines.append("  why (compared with the most similar cached graph):")
+            lines += _top(dict(reasons))
+        elif not _active:
+            lines.append("  (set LAZYX_DEBUG=1 or call lazyx.explain() to see why each one "
+                         "recompiled)")
+    by_cause = m["sync_sources_by_cause"]
+    observing = {f"{where}  ({cause})": n for cause in ("item", "print")
+                 for where, n in by_cause.get(cause, {}).items()}
+    observed = sum(observing.values())
+    if syncs >= _MIN_STEPS and observed > _MOST * syncs:
+        lines.append(f"! syncs from .item()/print dominate: {observed} of {syncs} syncs "
+                     f"({100 * observed / syncs:.0f}%) read a value into Python, and each one "
+                     f"cuts the graph and waits for it. Where:")
+        lines += _top(observing)
+    if m["fallbacks"]:
+        lines.append(f"! fallbacks: {m['fallbacks']} ops ran eagerly on the real framework "
+                     f"(their inputs were synced and copied to the host). Where:")
+        lines += _top({f"{op} at {where}": n for op, sites in m["fallback_sources"].items()
+                       for where, n in sites.items()})
+    if len(lines) == 1:
+        lines.append("  no problems found")
+    if m["sync_causes"]:
+        lines.append("  syncs by cause: " + ", ".join(
+            f"{cause} {n}" for cause, n in sorted(m["sync_causes"].items(), key=lambda kv: -kv[1])))
+    return "\n".join(lines)
+
+
+def install_from_env():
+    """LAZYX_DEBUG=1: explain on stderr from import on, and print the analysis at exit."""
+    if config.debug() and not _active:
+        explain()
+        atexit.register(lambda: print(analysis(), file=sys.stderr, flush=True))
