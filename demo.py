@@ -49,7 +49,8 @@ def batches(n_train, epochs):
 class Progress:
     """A one-line progress bar (redrawn in place on a terminal, every 25% otherwise)."""
 
-    def __init__(self, label, total, out=sys.stderr, width=30):
+    def __init__(self, label, total, out=None, width=30):
+        out = out or sys.stderr
         self.label, self.total, self.out, self.width = label, total, out, width
         self.tty = hasattr(out, "isatty") and out.isatty()
         self.last_quarter = -1
@@ -236,10 +237,11 @@ def _print_equal_graphs(rows, out):
         print(f"  {title} graphs by hash: {text}", file=out)
 
 
-def run_demo(frontends=("torch", "numpy", "tf"), epochs=10, out=sys.stdout):
+def run_demo(frontends=("torch", "numpy", "tf"), epochs=10, out=None):
     """Train through each frontend (eager, then lazyx) and print the comparison; returns 0
     when every frontend ran, 1 when one could not (its reason is printed)."""
     import lazyx
+    out = out or sys.stdout
     data = load_digits_split()
     n_steps = len(data[0]) // BATCH * epochs
     print(f"lazyx demo: MLP {'-'.join(map(str, SIZES))} on scikit-learn digits "

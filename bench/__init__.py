@@ -9,9 +9,10 @@ import sys
 
 
 def run_bench(quick=False, json_path=None, png_path=None, markdown_path=None, systems=None,
-              workloads=None, threads=None, out=sys.stdout):
+              workloads=None, threads=None, out=None):
     """Measure `systems` x `workloads` (default: all) and print the table; returns results."""
     from . import harness, report
+    out = out or sys.stdout
     from .workloads import WORKLOADS
     systems = list(systems or harness.SYSTEMS)
     workloads = list(workloads or WORKLOADS)

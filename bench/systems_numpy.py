@@ -85,6 +85,12 @@ def _linear_grad(xp, x, w, dy):
 
 def block_step(xp, p, x, target):
     """One SGD step of the pre-LN encoder block: (new params, loss)."""
+    loss, g = block_grads(xp, p, x, target)
+    return {name: p[name] - wl.LR * g[name] for name in wl.BLOCK_PARAMS}, loss
+
+
+def block_grads(xp, p, x, target):
+    """(loss, {name: gradient}) of the pre-LN encoder block's MSE, by hand-written backprop."""
     b, s, d = x.shape
     dh = d // wl.HEADS
     scale = 1.0 / math.sqrt(dh)
@@ -130,7 +136,7 @@ def block_step(xp, p, x, target):
         dpart, g["w" + c], g["b" + c] = _linear_grad(xp, a, p["w" + c], merge(dt))
         da = dpart if da is None else da + dpart
     _, g["ln1_g"], g["ln1_b"] = _layer_norm_grad(xp, da, ln1)
-    return {name: p[name] - wl.LR * g[name] for name in wl.BLOCK_PARAMS}, loss
+    return loss, g
 
 
 def _build(workload, xp, barrier, trace=False):
