@@ -5,6 +5,7 @@ The model is an MLP (64-128-10, ReLU, cross-entropy, SGD) on scikit-learn's bund
 same batches: once on its real framework (eager) and once through lazyx; the table shows
 that the accuracies agree, what lazyx compiled, and what a step costs each way.
 """
+import importlib
 import os
 import sys
 import time
@@ -84,7 +85,9 @@ def _torch_trainer(data, lazy):
     else:
         device, barrier = "cpu", (lambda: None)
     x_train, y_train, x_test, _ = data
-    params = [torch.nn.Parameter(torch.from_numpy(p).to(device)) for p in initial_params()]
+    # The usual torch idiom: build on the CPU, then move the module to the device.
+    module = torch.nn.ParameterList([torch.from_numpy(p) for p in initial_params()]).to(device)
+    params = list(module)
     opt = torch.optim.SGD(params, lr=LR, foreach=False)
     x_test_t = torch.from_numpy(x_test).to(device)
 
@@ -250,6 +253,10 @@ def run_demo(frontends=("torch", "numpy", "tf"), epochs=10, out=None):
     rows, failures = [], []
     for frontend in frontends:
         try:
+            # Import the frontend first, as a user's script would: torch's autograd engine
+            # sizes its per-device queues at the first backward, so a device registered after
+            # an eager backward has no queue (an INTERNAL ASSERT in engine.cpp).
+            importlib.import_module(f"lazyx.frontends.{frontend}")
             eager = train(frontend, data, epochs, lazy=False)
             lazy = train(frontend, data, epochs, lazy=True)
         except ImportError as err:
