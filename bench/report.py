@@ -138,6 +138,7 @@ def write_png(path, results):
     systems = [s for s in SYSTEMS if any(r["system"] == s for r in results)]
     fig, ax = plt.subplots(figsize=(2.6 * len(workloads) + 2, 4.5))
     width = 0.8 / max(1, len(systems))
+    colors = plt.get_cmap("tab20")
     for i, s in enumerate(systems):
         xs, ys = [], []
         for j, w in enumerate(workloads):
@@ -145,7 +146,8 @@ def write_png(path, results):
             if r and r["median_ms"]:
                 xs.append(j + (i - len(systems) / 2 + 0.5) * width)
                 ys.append(r["median_ms"])
-        ax.bar(xs, ys, width, label=s)
+        ax.bar(xs, ys, width, label=s if ys else f"{s} (n/a)", color=colors(i % 20),
+               hatch="//" if s.startswith("lazyx-") else None, edgecolor="black", linewidth=0.3)
     ax.set_xticks(range(len(workloads)), workloads)
     ax.set_yscale("log")
     ax.set_ylabel("median ms per step (log)")
