@@ -90,7 +90,8 @@ def from_host(array, dtype=None):
     """A data leaf holding `array` (NumPy-convertible) on the backend's device."""
     host = np.asarray(array)
     dtype = dtype or dt.from_numpy(host.dtype)
-    host = np.ascontiguousarray(host, dtype=dt.to_numpy(dtype))
+    # ascontiguousarray alone turns a 0-d array into shape (1,): keep the shape.
+    host = np.ascontiguousarray(host, dtype=dt.to_numpy(dtype)).reshape(host.shape)
     start = time.perf_counter()
     buffer = get_backend().from_host(host)
     metrics.count("transfers_to_device")

@@ -1,0 +1,431 @@
+"""Reverse-mode autodiff on the IR: one table {op: vjp rule}, every rule emits IR.
+
+Because the gradient is itself IR, it stays lazy and lands in the same compiled program as the
+forward pass; any frontend can use it (the TF frontend hands the result to tf.GradientTape).
+
+A rule is `rule(node, g) -> tuple of cotangents, one per input (None = no gradient)`, where
+`node` is the forward node (its inputs are `node.inputs`) and `g` its cotangent (same shape and
+dtype as `node`). Only floating-point values carry cotangents.
+
+Conventions at non-differentiable points follow TensorFlow's gradients (the frontend this was
+written for): max(x, y) sends the gradient to x when x >= y; a reduce_max tie shares it equally.
+"""
+import math
+
+from . import dtypes as dt
+from . import ir, ops
+
+
+def _scalar(value, like):
+    return ir.constant(value, like.dtype)
+
+
+def _full(value, like):
+    return ops.broadcast_in_dim(_scalar(value, like), shape=like.shape, broadcast_dimensions=())
+
+
+def zeros_like(node):
+    return _full(0, node)
+
+
+def _bcast_scalar(value, like):
+    return _full(value, like)
+
+
+def _restore_reduced(g, x, axes):
+    """Broadcast a cotangent of a reduction (axes removed) back to x's shape."""
+    kept = tuple(i for i in range(x.ndim) if i not in axes)
+    return ops.broadcast_in_dim(g, shape=x.shape, broadcast_dimensions=kept)
+
+
+VJP = {}
+
+
+def rule(*names):
+    def register(fn):
+        for name in names:
+            VJP[name] = fn
+        return fn
+    return register
+
+
+# ---------------------------------------------------------------- element-wise
+
+@rule("add")
+def _add(n, g):
+    return g, g
+
+
+@rule("sub")
+def _sub(n, g):
+    return g, ops.neg(g)
+
+
+@rule("mul")
+def _mul(n, g):
+    x, y = n.inputs
+    return ops.mul(g, y), ops.mul(g, x)
+
+
+@rule("div")
+def _div(n, g):
+    x, y = n.inputs
+    return ops.div(g, y), ops.neg(ops.div(ops.mul(g, n), y))
+
+
+@rule("neg")
+def _neg(n, g):
+    return (ops.neg(g),)
+
+
+@rule("exp")
+def _exp(n, g):
+    return (ops.mul(g, n),)
+
+
+@rule("expm1")
+def _expm1(n, g):
+    return (ops.mul(g, ops.add(n, _full(1, n))),)
+
+
+@rule("log")
+def _log(n, g):
+    return (ops.div(g, n.inputs[0]),)
+
+
+@rule("log1p")
+def _log1p(n, g):
+    x = n.inputs[0]
+    return (ops.div(g, ops.add(x, _full(1, x))),)
+
+
+@rule("sqrt")
+def _sqrt(n, g):
+    return (ops.div(ops.mul(g, _full(0.5, n)), n),)
+
+
+@rule("rsqrt")
+def _rsqrt(n, g):
+    x = n.inputs[0]
+    return (ops.mul(ops.mul(g, _full(-0.5, n)), ops.div(n, x)),)
+
+
+@rule("tanh")
+def _tanh(n, g):
+    return (ops.mul(g, ops.sub(_full(1, n), ops.mul(n, n))),)
+
+
+@rule("logistic")
+def _logistic(n, g):
+    return (ops.mul(g, ops.mul(n, ops.sub(_full(1, n), n))),)
+
+
+@rule("sin")
+def _sin(n, g):
+    return (ops.mul(g, ops.cos(n.inputs[0])),)
+
+
+@rule("cos")
+def _cos(n, g):
+    return (ops.neg(ops.mul(g, ops.sin(n.inputs[0]))),)
+
+
+@rule("abs")
+def _abs(n, g):
+    return (ops.mul(g, ops.sign(n.inputs[0])),)
+
+
+@rule("erf")
+def _erf(n, g):
+    x = n.inputs[0]
+    return (ops.mul(g, ops.mul(_full(2 / math.sqrt(math.pi), x), ops.exp(ops.neg(ops.mul(x, x))))),)
+
+
+@rule("pow")
+def _pow(n, g):
+    x, y = n.inputs
+    gx = ops.mul(g, ops.mul(y, ops.pow_(x, ops.sub(y, _full(1, y)))))
+    positive = ops.gt(x, zeros_like(x))
+    safe_x = ops.select(positive, x, _full(1, x))
+    gy = ops.select(positive, ops.mul(g, ops.mul(n, ops.log(safe_x))), zeros_like(g))
+    return gx, gy
+
+
+@rule("max", "min")
+def _max_min(n, g):
+    x, y = n.inputs
+    to_x = (ops.ge if n.op == "max" else ops.le)(x, y)
+    zero = zeros_like(g)
+    return ops.select(to_x, g, zero), ops.select(to_x, zero, g)
+
+
+@rule("select")
+def _select(n, g):
+    pred = n.inputs[0]
+    zero = zeros_like(g)
+    return None, ops.select(pred, g, zero), ops.select(pred, zero, g)
+
+
+@rule("clamp")
+def _clamp(n, g):
+    lo, x, hi = n.inputs
+    lo_b = lo if lo.shape == x.shape else ops.broadcast_in_dim(lo, shape=x.shape,
+                                                                broadcast_dimensions=())
+    hi_b = hi if hi.shape == x.shape else ops.broadcast_in_dim(hi, shape=x.shape,
+                                                                broadcast_dimensions=())
+    inside = ops.and_(ops.ge(x, lo_b), ops.le(x, hi_b))
+    return None, ops.select(inside, g, zeros_like(g)), None
+
+
+@rule("sign", "floor", "ceil", "round")
+def _zero_gradient(n, g):
+    return (None,)
+
+
+@rule("convert")
+def _convert(n, g):
+    x = n.inputs[0]
+    return (ops.convert(g, dtype=x.dtype) if dt.is_float(x.dtype) else None,)
+
+
+# ---------------------------------------------------------------- shapes and layout
+
+@rule("broadcast_in_dim")
+def _broadcast_in_dim(n, g):
+    x = n.inputs[0]
+    dims = n.attrs["broadcast_dimensions"]
+    new_axes = [i for i in range(n.ndim) if i not in dims]
+    stretched = [d for i, d in enumerate(dims) if x.shape[i] == 1 and n.shape[d] != 1]
+    summed = ops.reduce_sum(g, axes=sorted(new_axes + stretched)) if new_axes or stretched else g
+    return (ops.reshape(summed, new_sizes=x.shape),)
+
+
+@rule("reshape")
+def _reshape(n, g):
+    return (ops.reshape(g, new_sizes=n.inputs[0].shape),)
+
+
+@rule("transpose")
+def _transpose(n, g):
+    perm = n.attrs["permutation"]
+    inverse = tuple(perm.index(i) for i in range(len(perm)))
+    return (ops.transpose(g, permutation=inverse),)
+
+
+@rule("slice")
+def _slice(n, g):
+    x = n.inputs[0]
+    config = []
+    for d, s, st, size in zip(x.shape, n.attrs["start_indices"], n.attrs["strides"], n.shape):
+        if size == 0:
+            return (zeros_like(x),)
+        end = s + (size - 1) * st + 1
+        config.append((s, d - end, st - 1))
+    return (ops.pad(g, _scalar(0, g), padding_config=config),)
+
+
+@rule("pad")
+def _pad(n, g):
+    x = n.inputs[0]
+    config = n.attrs["padding_config"]
+    # Undo cropping (negative low/high) by padding the cotangent back with zeros first.
+    grow = [(max(-lo, 0), max(-hi, 0), 0) for lo, hi, _ in config]
+    if any(a or b for a, b, _ in grow):
+        g = ops.pad(g, _scalar(0, g), padding_config=grow)
+    starts = [max(lo, 0) for lo, _, _ in config]
+    strides = [interior + 1 for _, _, interior in config]
+    limits = [s + (d - 1) * st + 1 if d else s for s, st, d in zip(starts, strides, x.shape)]
+    return ops.slice_(g, start_indices=starts, limit_indices=limits, strides=strides), None
+
+
+@rule("concatenate")
+def _concatenate(n, g):
+    axis = n.attrs["dimension"]
+    out, offset = [], 0
+    for x in n.inputs:
+        start = [0] * g.ndim
+        limit = list(g.shape)
+        start[axis], limit[axis] = offset, offset + x.shape[axis]
+        out.append(ops.slice_(g, start_indices=start, limit_indices=limit))
+        offset += x.shape[axis]
+    return tuple(out)
+
+
+@rule("rev")
+def _rev(n, g):
+    return (ops.rev(g, dimensions=n.attrs["dimensions"]),)
+
+
+@rule("dynamic_slice")
+def _dynamic_slice(n, g):
+    x, *starts = n.inputs
+    return (ops.dynamic_update_slice(zeros_like(x), g, *starts),) + (None,) * len(starts)
+
+
+@rule("dynamic_update_slice")
+def _dynamic_update_slice(n, g):
+    x, update, *starts = n.inputs
+    g_x = ops.dynamic_update_slice(g, zeros_like(update), *starts)
+    g_update = ops.dynamic_slice(g, *starts, slice_sizes=update.shape)
+    return (g_x, g_update) + (None,) * len(starts)
+
+
+@rule("gather")
+def _gather(n, g):
+    operand, indices = n.inputs
+    # gather clamps its indices; clamp them here too so scatter does not drop the same rows.
+    k = indices.shape[-1]
+    bounds = [operand.shape[i] - 1 for i in range(k)]
+    hi = ops.broadcast_in_dim(ir.constant(bounds, indices.dtype), shape=indices.shape,
+                              broadcast_dimensions=(indices.ndim - 1,))
+    clamped = ops.clamp(_scalar(0, indices), indices, hi) if operand.size else indices
+    return ops.scatter(zeros_like(operand), clamped, g, mode="add"), None
+
+
+@rule("scatter")
+def _scatter(n, g):
+    operand, indices, updates = n.inputs
+    mode = n.attrs["mode"]
+    if mode == "add":
+        return g, None, ops.gather(g, indices)
+    if mode == "set":
+        return ops.scatter(g, indices, zeros_like(updates), mode="set"), None, \
+            ops.gather(g, indices)
+    raise NotImplementedError(f"lazyx autodiff: no gradient for scatter mode {mode!r}")
+
+
+# ---------------------------------------------------------------- reductions and scans
+
+@rule("reduce_sum")
+def _reduce_sum(n, g):
+    return (_restore_reduced(g, n.inputs[0], n.attrs["axes"]),)
+
+
+@rule("reduce_max", "reduce_min")
+def _reduce_extreme(n, g):
+    x = n.inputs[0]
+    axes = n.attrs["axes"]
+    hit = ops.convert(ops.eq(x, _restore_reduced(n, x, axes)), dtype=x.dtype)
+    count = ops.reduce_sum(hit, axes=axes)
+    share = ops.div(g, count)
+    return (ops.mul(hit, _restore_reduced(share, x, axes)),)
+
+
+@rule("cumsum")
+def _cumsum(n, g):
+    return (ops.cumsum(g, axis=n.attrs["axis"], reverse=not n.attrs["reverse"]),)
+
+
+# ---------------------------------------------------------------- contractions
+
+@rule("dot_general")
+def _dot_general(n, g):
+    lhs, rhs = n.inputs
+    (lc, rc), (lb, rb) = n.attrs["contracting_dimensions"], n.attrs["batch_dimensions"]
+    g = ops.convert(g, dtype=lhs.dtype) if g.dtype != lhs.dtype else g
+    nb = len(lb)
+    lhs_free = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rhs_free = [i for i in range(rhs.ndim) if i not in rc + rb]
+    g_lhs_free = tuple(range(nb, nb + len(lhs_free)))
+    g_rhs_free = tuple(range(nb + len(lhs_free), g.ndim))
+    batch_g = tuple(range(nb))
+
+    d_lhs = ops.dot_general(g, rhs, contracting_dimensions=(g_rhs_free, tuple(rhs_free)),
+                            batch_dimensions=(batch_g, rb))
+    src = list(lb) + lhs_free + [lc[rc.index(r)] for r in sorted(rc)]
+    d_lhs = ops.transpose(d_lhs, permutation=[src.index(i) for i in range(lhs.ndim)])
+
+    d_rhs = ops.dot_general(g, lhs, contracting_dimensions=(g_lhs_free, tuple(lhs_free)),
+                            batch_dimensions=(batch_g, lb))
+    src = list(rb) + rhs_free + [rc[lc.index(a)] for a in sorted(lc)]
+    d_rhs = ops.transpose(d_rhs, permutation=[src.index(i) for i in range(rhs.ndim)])
+    return d_lhs, d_rhs
+
+
+@rule("conv")
+def _conv(n, g):
+    lhs, rhs = n.inputs
+    a = n.attrs
+    if a["feature_group_count"] != 1 or a["batch_group_count"] != 1 or any(
+            d != 1 for d in a["lhs_dilation"]):
+        raise NotImplementedError("lazyx autodiff: conv gradient needs group counts 1 and no "
+                                  "lhs dilation")
+    nsp = lhs.ndim - 2
+    strides, rd, padding = a["window_strides"], a["rhs_dilation"], a["padding"]
+    # d lhs: a transposed convolution of g with the spatially flipped, I/O-swapped kernel.
+    kernel = ops.transpose(ops.rev(rhs, dimensions=range(2, rhs.ndim)),
+                           permutation=(1, 0, *range(2, rhs.ndim)))
+    lhs_pad = []
+    for i in range(nsp):
+        k = (rhs.shape[2 + i] - 1) * rd[i] + 1
+        lo = k - 1 - padding[i][0]
+        size_in = lhs.shape[2 + i]
+        dilated_g = (g.shape[2 + i] - 1) * strides[i] + 1
+        hi = size_in + k - 1 - dilated_g - lo
+        lhs_pad.append((lo, hi))
+    d_lhs = ops.conv(g, kernel, window_strides=(1,) * nsp, padding=lhs_pad,
+                     lhs_dilation=strides, rhs_dilation=rd)
+    # d rhs: correlate the input with g, batch playing the role of channels.
+    lhs_t = ops.transpose(lhs, permutation=(1, 0, *range(2, lhs.ndim)))
+    g_t = ops.transpose(g, permutation=(1, 0, *range(2, g.ndim)))
+    rhs_pad = []
+    for i in range(nsp):
+        k = (rhs.shape[2 + i] - 1) * rd[i] + 1
+        lo = padding[i][0]
+        dilated_g = (g.shape[2 + i] - 1) * strides[i] + 1
+        hi = k - 1 + dilated_g - lhs.shape[2 + i] - lo
+        rhs_pad.append((lo, hi))
+    d_rhs = ops.conv(lhs_t, g_t, window_strides=rd, padding=rhs_pad, rhs_dilation=strides)
+    d_rhs = ops.transpose(d_rhs, permutation=(1, 0, *range(2, rhs.ndim)))
+    return d_lhs, d_rhs
+
+
+# ---------------------------------------------------------------- the reverse pass
+
+def _needs_gradient(order, wrt_ids):
+    """ids of nodes that depend on some wrt node (only those get cotangents)."""
+    needs = set(wrt_ids)
+    for node in order:
+        if id(node) not in needs and any(id(i) in needs for i in node.inputs):
+            needs.add(id(node))
+    return needs
+
+
+def _accumulate(cotangents, node, g):
+    if g is None:
+        return
+    if g.shape != node.shape:
+        raise AssertionError(f"vjp produced shape {g.shape} for {node}")  # a rule bug
+    if g.dtype != node.dtype:
+        g = ops.convert(g, dtype=node.dtype)
+    prev = cotangents.get(id(node))
+    cotangents[id(node)] = g if prev is None else ops.add(prev, g)
+
+
+def vjp(outputs, cotangents, wrt):
+    """Cotangents of `wrt` nodes given cotangents of `outputs` (lists of IR nodes).
+
+    Returns one node per wrt entry: the gradient, or zeros where no path leads from it to an
+    output. Raises NotImplementedError naming the op when a needed rule is missing.
+    """
+    order = ir.topo_order(list(outputs))
+    needs = _needs_gradient(order, {id(w) for w in wrt})
+    acc = {}
+    for out, g in zip(outputs, cotangents):
+        if id(out) in needs and dt.is_float(out.dtype):
+            _accumulate(acc, out, g)
+    wrt_ids = {id(w) for w in wrt}
+    for node in reversed(order):
+        g = acc.get(id(node))
+        if g is None or node.is_leaf or node.op == "constant":
+            continue
+        if id(node) in wrt_ids and not any(id(i) in needs for i in node.inputs):
+            continue
+        fn = VJP.get(node.op)
+        if fn is None:
+            raise NotImplementedError(f"lazyx autodiff: no gradient rule for op {node.op!r} "
+                                      f"(add one to core/autodiff.py VJP)")
+        for inp, gi in zip(node.inputs, fn(node, g)):
+            if gi is not None and id(inp) in needs and dt.is_float(inp.dtype):
+                _accumulate(acc, inp, gi)
+    return [acc.get(id(w)) if acc.get(id(w)) is not None else zeros_like(w) for w in wrt]

@@ -1,0 +1,66 @@
+"""lazyx for TensorFlow (`import lazyx.frontends.tf as ltf`).
+
+`ltf.constant` / `ltf.convert` make lazy tensors; TF's own APIs (operators, tf.math, tf.nn,
+core tf.linalg, layout, reductions, Keras 3 layers) then record IR through TensorFlow's
+type-based dispatch instead of running. `ltf.sync()` is the barrier. Importing this module
+imports TensorFlow; `import lazyx` alone does not.
+"""
+import numpy as np
+import tensorflow as tf
+
+from ... import core  # noqa: F401
+from ...core import runtime
+from . import api_array, api_math, api_nn  # noqa: F401 - registering the lowerings
+from .api_nn import key_from_seed, normal_node, uniform_node
+from .registry import LOWERED
+from .tensor import LazyTensor, ir_dtype, to_tf, wrap, _tf_leaf, sources_of
+
+Tensor = LazyTensor
+
+
+def constant(value, dtype=None, shape=None):
+    """A lazy tensor holding `value`, with tf.constant's dtype rules (float32, int32)."""
+    real = tf.constant(value, dtype=dtype, shape=shape)
+    return LazyTensor(runtime.from_host(real.numpy(), ir_dtype(real.dtype)))
+
+
+def convert(value):
+    """A lazy tensor for a tf.Tensor or tf.Variable (its current value); under a tape the
+    result stays connected, so gradients reach the variable."""
+    if isinstance(value, LazyTensor):
+        return value
+    if isinstance(value, tf.Variable):
+        value = value.value()
+    if not isinstance(value, tf.Tensor):
+        value = tf.convert_to_tensor(value)
+    return LazyTensor(_tf_leaf(value), sources_of(value))
+
+
+def sync():
+    """The barrier: compile (or fetch from the cache) and run everything pending."""
+    runtime.sync(cause="explicit")
+
+
+def _seed_pair(seed):
+    return (0, 0) if seed is None else seed if np.ndim(seed) else (0, int(seed))
+
+
+class random:  # noqa: N801 - a namespace mirroring tf.random
+    """Seeded, counter-based random tensors (Threefry): the same seed gives the same numbers
+    on every backend -- not the numbers TF's Philox stream gives."""
+
+    @staticmethod
+    def uniform(shape, minval=0, maxval=None, dtype=tf.float32, seed=None):
+        d = ir_dtype(dtype)
+        u = uniform_node(key_from_seed(_seed_pair(seed)), tuple(shape), d)
+        out = wrap(u)
+        hi = 1 if maxval is None else maxval
+        return out * (hi - minval) + minval if (minval, hi) != (0, 1) else out
+
+    @staticmethod
+    def normal(shape, mean=0.0, stddev=1.0, dtype=tf.float32, seed=None):
+        out = wrap(normal_node(key_from_seed(_seed_pair(seed)), tuple(shape), ir_dtype(dtype)))
+        return out * stddev + mean if (mean, stddev) != (0.0, 1.0) else out
+
+
+__all__ = ["Tensor", "constant", "convert", "sync", "random", "to_tf", "LOWERED"]

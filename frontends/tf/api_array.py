@@ -1,0 +1,317 @@
+"""Shapes, layout, indexing and conversion: reshape, transpose, concat, stack, split, gather,
+where, slicing, tf.shape (answered from the IR's static shape, without running anything)."""
+import numpy as np
+import tensorflow as tf
+
+from ...core import dtypes as dt
+from ...core import ir, ops
+from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, filled, operand_nodes,
+                       static_ints)
+from .registry import lower
+from .tensor import LazyTensor, ir_dtype, to_tf, wrap
+
+
+@lower(tf.convert_to_tensor, "value")
+def convert_to_tensor(value, dtype=None, dtype_hint=None):
+    if not isinstance(value, LazyTensor):
+        raise Reject()
+    if dtype is not None and tf.as_dtype(dtype) != value.dtype:
+        raise Reject()
+    return to_tf(value, cause="convert")
+
+
+@lower(tf.shape, "input")
+def shape(input, out_type=None):  # noqa: A002 - TF's name
+    return tf.constant(input.node.shape if isinstance(input, LazyTensor) else input.shape,
+                       dtype=out_type or tf.int32)
+
+
+@lower(tf.size, "input")
+def size(input, out_type=None):  # noqa: A002
+    return tf.constant(int(np.prod(input.shape)), dtype=out_type or tf.int32)
+
+
+@lower(tf.rank, "input")
+def rank(input):  # noqa: A002
+    return tf.constant(len(input.shape), dtype=tf.int32)
+
+
+@lower(tf.identity, "input")
+def identity(input):  # noqa: A002
+    return input
+
+
+@lower(tf.stop_gradient, "input")
+def stop_gradient(input):  # noqa: A002
+    (x,) = operand_nodes(input)
+    return wrap(x)  # no tape sources: gradients stop here
+
+
+@lower(tf.reshape, "tensor")
+def reshape(tensor, shape):
+    (x,) = operand_nodes(tensor)
+    sizes = static_ints(shape)
+    sizes = [sizes] if isinstance(sizes, int) else sizes
+    if sizes.count(-1) > 1:
+        raise Reject()
+    if -1 in sizes:
+        known = int(np.prod([s for s in sizes if s != -1]))
+        if known == 0 or x.size % known:
+            raise Reject()
+        sizes[sizes.index(-1)] = x.size // known
+    return wrap(ops.reshape(x, new_sizes=sizes), tensor)
+
+
+@lower(tf.transpose, "a")
+def transpose(a, perm=None, conjugate=False):
+    (x,) = operand_nodes(a)
+    perm = list(range(x.ndim))[::-1] if perm is None else static_ints(perm)
+    perm = [p % x.ndim if -x.ndim <= p < 0 else p for p in perm]
+    return wrap(ops.transpose(x, permutation=perm), a)
+
+
+@lower(tf.expand_dims, "input")
+def expand_dims(input, axis):  # noqa: A002
+    (x,) = operand_nodes(input)
+    axis = static_ints(axis)
+    if not isinstance(axis, int) or not -x.ndim - 1 <= axis <= x.ndim:
+        raise Reject()
+    axis %= x.ndim + 1
+    return wrap(ops.reshape(x, new_sizes=x.shape[:axis] + (1,) + x.shape[axis:]), input)
+
+
+@lower(tf.squeeze, "input")
+def squeeze(input, axis=None):  # noqa: A002
+    (x,) = operand_nodes(input)
+    if axis is None or axis == []:
+        drop = [i for i, d in enumerate(x.shape) if d == 1]
+    else:
+        drop = axes_of(axis, x.ndim, allow_none=False)
+        if any(x.shape[i] != 1 for i in drop):
+            raise Reject()
+    return wrap(ops.reshape(x, new_sizes=[d for i, d in enumerate(x.shape) if i not in drop]),
+                input)
+
+
+@lower(tf.concat, lists=("values",))
+def concat(values, axis):
+    nodes = operand_nodes(*values)
+    (a,) = axes_of(static_ints(axis), nodes[0].ndim, allow_none=False)
+    if nodes[0].ndim == 0:
+        raise Reject()
+    return wrap(ops.concatenate(*nodes, dimension=a), *values)
+
+
+@lower(tf.stack, lists=("values",))
+def stack(values, axis=0):
+    nodes = operand_nodes(*values)
+    rank_out = nodes[0].ndim + 1
+    if not -rank_out <= axis < rank_out or any(n.shape != nodes[0].shape for n in nodes):
+        raise Reject()
+    axis %= rank_out
+    expanded = [ops.reshape(n, new_sizes=n.shape[:axis] + (1,) + n.shape[axis:]) for n in nodes]
+    return wrap(ops.concatenate(*expanded, dimension=axis), *values)
+
+
+def _take_along(x, axis, start, stop):
+    lo = [0] * x.ndim
+    hi = list(x.shape)
+    lo[axis], hi[axis] = start, stop
+    return ops.slice_(x, start_indices=lo, limit_indices=hi)
+
+
+@lower(tf.unstack, "value")
+def unstack(value, num=None, axis=0):
+    (x,) = operand_nodes(value)
+    (a,) = axes_of(axis, x.ndim, allow_none=False)
+    if x.ndim == 0 or (num is not None and num != x.shape[a]):
+        raise Reject()
+    rest = x.shape[:a] + x.shape[a + 1:]
+    return [wrap(ops.reshape(_take_along(x, a, i, i + 1), new_sizes=rest), value)
+            for i in range(x.shape[a])]
+
+
+@lower(tf.split, "value")
+def split(value, num_or_size_splits, axis=0, num=None):
+    (x,) = operand_nodes(value)
+    (a,) = axes_of(static_ints(axis), x.ndim, allow_none=False)
+    sizes = static_ints(num_or_size_splits)
+    if isinstance(sizes, int):
+        if sizes <= 0 or x.shape[a] % sizes:
+            raise Reject()
+        sizes = [x.shape[a] // sizes] * sizes
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = x.shape[a] - (sum(sizes) + 1)
+    if sum(sizes) != x.shape[a] or any(s < 0 for s in sizes):
+        raise Reject()
+    out, start = [], 0
+    for s in sizes:
+        out.append(wrap(_take_along(x, a, start, start + s), value))
+        start += s
+    return out
+
+
+@lower(tf.tile, "input")
+def tile(input, multiples):  # noqa: A002
+    (x,) = operand_nodes(input)
+    reps = static_ints(multiples)
+    if len(reps) != x.ndim or any(r < 0 for r in reps):
+        raise Reject()
+    shape = []
+    for d, r in zip(x.shape, reps):
+        shape += [r, d]
+    dims = tuple(range(1, 2 * x.ndim, 2))
+    big = ops.broadcast_in_dim(x, shape=shape, broadcast_dimensions=dims)
+    return wrap(ops.reshape(big, new_sizes=[d * r for d, r in zip(x.shape, reps)]), input)
+
+
+@lower(tf.broadcast_to, "input")
+def broadcast_to_api(input, shape):  # noqa: A002
+    (x,) = operand_nodes(input)
+    target = tuple(static_ints(shape))
+    if tuple(np.broadcast_shapes(x.shape, target)) != target:
+        raise Reject()
+    return wrap(broadcast_to(x, target), input)
+
+
+@lower(tf.zeros_like, "input")
+def zeros_like(input, dtype=None, layout=None):  # noqa: A002
+    (x,) = operand_nodes(input)
+    return wrap(filled(0, x.shape, ir_dtype(dtype or input.dtype)))
+
+
+@lower(tf.ones_like, "input")
+def ones_like(input, dtype=None, layout=None):  # noqa: A002
+    (x,) = operand_nodes(input)
+    return wrap(filled(1, x.shape, ir_dtype(dtype or input.dtype)))
+
+
+@lower(tf.reverse, "tensor")
+def reverse(tensor, axis):
+    (x,) = operand_nodes(tensor)
+    return wrap(ops.rev(x, dimensions=axes_of(static_ints(axis), x.ndim, allow_none=False)),
+                tensor)
+
+
+@lower(tf.pad, "tensor")
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
+    (x,) = operand_nodes(tensor)
+    pads = np.asarray(static_ints(paddings)).reshape(-1, 2) if x.ndim else np.zeros((0, 2))
+    if mode.upper() != "CONSTANT" or pads.shape[0] != x.ndim or (pads < 0).any():
+        raise Reject()
+    (value,) = operand_nodes(constant_values) if isinstance(constant_values, LazyTensor) \
+        else [ir.param(constant_values, x.dtype)]
+    config = [(int(lo), int(hi), 0) for lo, hi in pads]
+    return wrap(ops.pad(x, value, padding_config=config), tensor)
+
+
+# ---------------------------------------------------------------- gather, where, one_hot
+
+def _index_node(indices):
+    (idx,) = operand_nodes(indices)
+    if not dt.is_int(idx.dtype):
+        raise Reject()
+    return idx
+
+
+@lower(tf.gather, "params", "indices")
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
+    (x,) = operand_nodes(params)
+    idx = _index_node(indices)
+    (a,) = axes_of(static_ints(axis) if axis is not None else 0, x.ndim, allow_none=False)
+    if batch_dims != 0 or x.ndim == 0:
+        raise Reject()
+    # Move the gathered axis first, gather rows, then move the index axes into its place.
+    perm = [a] + [i for i in range(x.ndim) if i != a]
+    moved = ops.transpose(x, permutation=perm) if a else x
+    rows = ops.gather(moved, ops.reshape(idx, new_sizes=idx.shape + (1,)))
+    k = idx.ndim
+    order = list(range(k, k + a)) + list(range(k)) + list(range(k + a, rows.ndim))
+    out = ops.transpose(rows, permutation=order) if a else rows
+    return wrap(out, params)
+
+
+@lower(tf.where, "condition", "x", "y")
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        raise Reject()  # data-dependent shape: the registry runs it eagerly
+    (cond,) = operand_nodes(condition)
+    if cond.dtype != dt.BOOL:
+        raise Reject()
+    a, b = operand_nodes(x, y)
+    cond, a, b = broadcast_all(cond, a, b)
+    return wrap(ops.select(cond, a, b), x, y)
+
+
+@lower(tf.one_hot, "indices")
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None):
+    idx = _index_node(indices)
+    depth = static_ints(depth)
+    out_dtype = ir_dtype(dtype) if dtype is not None else "float32"
+    axis = idx.ndim if axis in (None, -1) else axis
+    shape = list(idx.shape)
+    shape.insert(axis, depth)
+    classes = ops.iota(dtype=idx.dtype, shape=shape, dimension=axis)
+    spread = ops.broadcast_in_dim(idx, shape=shape, broadcast_dimensions=tuple(
+        i for i in range(len(shape)) if i != axis))
+    hit = ops.eq(classes, spread)
+    on = filled(1, shape, out_dtype) if on_value is None else broadcast_to(ir.param(on_value, out_dtype),
+                                                                shape)
+    off = filled(0, shape, out_dtype) if off_value is None else broadcast_to(ir.param(off_value, out_dtype),
+                                                                  shape)
+    return wrap(ops.select(hit, on, off))
+
+
+# ---------------------------------------------------------------- slicing: tensor[...]
+
+@lower(tf.__operators__.getitem, "tensor")
+def getitem(tensor, slice_spec, var=None):
+    (x,) = operand_nodes(tensor)
+    spec = slice_spec if isinstance(slice_spec, tuple) else (slice_spec,)
+    if any(isinstance(s, (LazyTensor, tf.Tensor, list, np.ndarray)) for s in spec):
+        raise Reject()  # tensor indices (masks, gathers): run eagerly
+    spec = _expand_ellipsis(spec, x.ndim)
+    starts, limits, strides, flips, final, axis = [], [], [], [], [], 0
+    for s in spec:
+        if s is None:
+            final.append(1)
+            continue
+        if axis >= x.ndim:
+            raise Reject()
+        d = x.shape[axis]
+        if isinstance(s, slice):
+            lo, hi, step = s.indices(d)
+            if step > 0:
+                n = max(0, -(-(hi - lo) // step))
+                starts.append(lo), limits.append(lo + (n - 1) * step + 1 if n else lo)
+                strides.append(step), flips.append(False)
+            else:
+                n = max(0, -(-(lo - hi) // -step))
+                first = lo - (n - 1) * -step if n else 0  # walk the same elements upward
+                starts.append(first), limits.append(lo + 1 if n else 0)
+                strides.append(-step), flips.append(True)
+            final.append(n)
+        else:
+            i = int(s)
+            if not -d <= i < d:
+                raise Reject()
+            i %= d
+            starts.append(i), limits.append(i + 1), strides.append(1), flips.append(False)
+        axis += 1
+    for d in x.shape[axis:]:
+        starts.append(0), limits.append(d), strides.append(1), flips.append(False)
+        final.append(d)
+    out = ops.slice_(x, start_indices=starts, limit_indices=limits, strides=strides)
+    if any(flips):
+        out = ops.rev(out, dimensions=[i for i, f in enumerate(flips) if f])
+    return wrap(ops.reshape(out, new_sizes=final), tensor)
+
+
+def _expand_ellipsis(spec, ndim):
+    if sum(s is Ellipsis for s in spec) > 1:
+        raise Reject()
+    if Ellipsis not in spec:
+        return spec
+    i = spec.index(Ellipsis)
+    used = sum(1 for s in spec if s is not None and s is not Ellipsis)
+    return spec[:i] + (slice(None),) * max(ndim - used, 0) + spec[i + 1:]

@@ -1,0 +1,423 @@
+"""tf.math, the operators, casting and core tf.linalg, lowered to IR."""
+import math
+
+import tensorflow as tf
+
+from ...core import dtypes as dt
+from ...core import ops
+from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, const, operand_nodes,
+                       scalar)
+from .registry import lower, lower_varargs
+from .tensor import LazyTensor, ir_dtype, wrap
+
+# ---------------------------------------------------------------- element-wise, binary
+
+
+def _floordiv(x, y):
+    if dt.is_float(x.dtype):
+        return ops.floor(ops.div(x, y))
+    q = ops.div(x, y)  # truncates; step down where the remainder has the other sign
+    r = ops.rem(x, y)
+    zero = const(0, r)
+    adjust = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(y, zero)))
+    return ops.select(adjust, ops.sub(q, const(1, q)), q)
+
+
+def _floormod(x, y):
+    r = ops.rem(x, y)
+    zero = const(0, r)
+    adjust = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(y, zero)))
+    return ops.select(adjust, ops.add(r, y), r)
+
+
+def _truediv(x, y):
+    if dt.is_int(x.dtype):  # TF: small ints divide in float32, wide ones in float64
+        target = "float32" if dt.ITEMSIZE[x.dtype] <= 2 else "float64"
+        x, y = ops.convert(x, dtype=target), ops.convert(y, dtype=target)
+    elif not dt.is_float(x.dtype):
+        raise Reject()
+    return ops.div(x, y)
+
+
+def _squared_difference(x, y):
+    d = ops.sub(x, y)
+    return ops.mul(d, d)
+
+
+def _logical(fn):
+    def apply(x, y):
+        if x.dtype != dt.BOOL:
+            raise Reject()
+        return fn(x, y)
+    return apply
+
+
+def _divide_no_nan(x, y):
+    if not dt.is_float(x.dtype):
+        raise Reject()
+    zero = const(0, y)
+    return ops.select(ops.eq(y, zero), zero, ops.div(x, ops.select(ops.eq(y, zero),
+                                                                  const(1, y), y)))
+
+
+def _pow(x, y):
+    return ops.pow_(x, y)
+
+
+BINARY = {
+    tf.math.add: ops.add, tf.__operators__.add: ops.add, tf.math.subtract: ops.sub,
+    tf.math.multiply: ops.mul, tf.math.truediv: _truediv, tf.math.divide: _truediv,
+    tf.math.floordiv: _floordiv, tf.math.floormod: _floormod, tf.math.pow: _pow,
+    tf.math.maximum: ops.max_, tf.math.minimum: ops.min_, tf.math.atan2: ops.atan2,
+    tf.math.squared_difference: _squared_difference, tf.math.divide_no_nan: _divide_no_nan,
+    tf.math.equal: ops.eq, tf.math.not_equal: ops.ne, tf.__operators__.eq: ops.eq,
+    tf.__operators__.ne: ops.ne, tf.math.less: ops.lt, tf.math.less_equal: ops.le,
+    tf.math.greater: ops.gt, tf.math.greater_equal: ops.ge,
+    tf.math.logical_and: _logical(ops.and_), tf.math.logical_or: _logical(ops.or_),
+    tf.math.logical_xor: _logical(ops.xor),
+}
+
+
+def _register_binary(api, fn):
+    x_name, y_name = list(__import__("inspect").signature(api).parameters)[:2]
+
+    def lowering(**a):
+        x, y = a[x_name], a[y_name]
+        if api in (tf.__operators__.eq, tf.__operators__.ne) and not (
+                _tensorish(x) and _tensorish(y)) and not _number_like(x, y):
+            return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
+        nodes = broadcast_all(*operand_nodes(x, y))
+        return wrap(fn(*nodes), x, y)
+    lowering.__name__ = api.__name__
+    lower(api, x_name, y_name)(lowering)
+
+
+def _tensorish(v):
+    return isinstance(v, (LazyTensor, tf.Tensor, tf.Variable))
+
+
+def _number_like(x, y):
+    other = y if _tensorish(x) else x
+    return isinstance(other, (int, float, bool, list, tuple)) or hasattr(other, "__array__")
+
+
+for _api, _fn in BINARY.items():
+    _register_binary(_api, _fn)
+
+# ---------------------------------------------------------------- element-wise, unary
+
+
+def _float_only(fn):
+    def apply(x):
+        if not dt.is_float(x.dtype):
+            raise Reject()
+        return fn(x)
+    return apply
+
+
+def _softplus(x):
+    return ops.add(ops.log1p(ops.exp(ops.neg(ops.abs_(x)))), ops.max_(x, const(0, x)))
+
+
+def _is_inf(x):
+    return ops.eq(ops.abs_(x), const(math.inf, x))
+
+
+def _bool_only(fn):
+    def apply(x):
+        if x.dtype != dt.BOOL:
+            raise Reject()
+        return fn(x)
+    return apply
+
+
+def _not_bool(fn):
+    def apply(x):
+        if x.dtype == dt.BOOL:
+            raise Reject()
+        return fn(x)
+    return apply
+
+
+UNARY = {name: _float_only(ops.OPS[ir_name]) for name, ir_name in (
+    ("exp", "exp"), ("log", "log"), ("log1p", "log1p"), ("expm1", "expm1"), ("sqrt", "sqrt"),
+    ("rsqrt", "rsqrt"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("asin", "asin"),
+    ("acos", "acos"), ("atan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("tanh", "tanh"),
+    ("asinh", "asinh"), ("acosh", "acosh"), ("atanh", "atanh"), ("erf", "erf"),
+    ("erfinv", "erf_inv"), ("lgamma", "lgamma"), ("digamma", "digamma"),
+    ("sigmoid", "logistic"), ("floor", "floor"), ("ceil", "ceil"))}
+UNARY.update({
+    "abs": _not_bool(ops.abs_), "negative": _not_bool(ops.neg), "sign": _not_bool(ops.sign),
+    "square": _not_bool(lambda x: ops.mul(x, x)),
+    "round": lambda x: ops.round(x) if dt.is_float(x.dtype) else x,
+    "reciprocal": _float_only(lambda x: ops.div(const(1, x), x)),
+    "softplus": _float_only(_softplus),
+    "log_sigmoid": _float_only(lambda x: ops.neg(_softplus(ops.neg(x)))),
+    "is_nan": _float_only(lambda x: ops.ne(x, x)), "is_inf": _float_only(_is_inf),
+    "is_finite": _float_only(ops.is_finite), "logical_not": _bool_only(ops.not_),
+})
+
+
+def _register_unary(api, fn):
+    x_name = list(__import__("inspect").signature(api).parameters)[0]
+
+    def lowering(**a):
+        x = a[x_name]
+        (node,) = operand_nodes(x)
+        return wrap(fn(node), x)
+    lowering.__name__ = api.__name__
+    lower(api, x_name)(lowering)
+
+
+for _name, _fn in UNARY.items():
+    _register_unary(getattr(tf.math, _name), _fn)
+
+
+@lower(tf.cast, "x")
+def cast(x, dtype):
+    target = ir_dtype(dtype)
+    (node,) = operand_nodes(x)
+    if node.dtype == target:
+        return x if isinstance(x, LazyTensor) else wrap(node, x)
+    return wrap(ops.convert(node, dtype=target), x)
+
+
+@lower(tf.clip_by_value, "t")
+def clip_by_value(t, clip_value_min, clip_value_max):
+    x, lo, hi = operand_nodes(t, clip_value_min, clip_value_max)
+    lo, hi = broadcast_to(lo, x.shape), broadcast_to(hi, x.shape)
+    return wrap(ops.min_(ops.max_(x, lo), hi), t, clip_value_min, clip_value_max)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def _reduce(api, combine, kinds="fi", post=None):
+    def lowering(input_tensor, axis=None, keepdims=False):
+        (x,) = operand_nodes(input_tensor)
+        if x.dtype not in _KINDS[kinds]:
+            raise Reject()
+        axes = axes_of(axis, x.ndim) if x.ndim else ()
+        out = combine(x, axes) if axes else x
+        if post is not None:
+            out = post(out, x, axes)
+        if keepdims:
+            out = ops.reshape(out, new_sizes=[1 if i in axes else d
+                                              for i, d in enumerate(x.shape)])
+        return wrap(out, input_tensor)
+    lowering.__name__ = api.__name__
+    lower(api, "input_tensor")(lowering)
+
+
+_KINDS = {"fi": dt.FLOATS + dt.SIGNED + dt.UNSIGNED, "f": dt.FLOATS, "b": (dt.BOOL,)}
+
+
+def _mean(total, x, axes):
+    count = math.prod(x.shape[a] for a in axes)
+    return ops.div(total, const(count, total))
+
+
+def _variance(x, axes):
+    mean = ops.reduce_sum(x, axes=axes)
+    mean = ops.div(mean, const(math.prod(x.shape[a] for a in axes), mean))
+    kept = tuple(i for i in range(x.ndim) if i not in axes)
+    centered = ops.sub(x, ops.broadcast_in_dim(mean, shape=x.shape, broadcast_dimensions=kept))
+    return _mean(ops.reduce_sum(ops.mul(centered, centered), axes=axes), x, axes)
+
+
+def _logsumexp(x, axes):
+    kept = tuple(i for i in range(x.ndim) if i not in axes)
+    peak = ops.reduce_max(x, axes=axes)
+    finite = ops.select(ops.is_finite(peak), peak, const(0, peak))
+    shifted = ops.sub(x, ops.broadcast_in_dim(finite, shape=x.shape, broadcast_dimensions=kept))
+    return ops.add(ops.log(ops.reduce_sum(ops.exp(shifted), axes=axes)), finite)
+
+
+_reduce(tf.math.reduce_sum, lambda x, a: ops.reduce_sum(x, axes=a))
+_reduce(tf.math.reduce_prod, lambda x, a: ops.reduce_prod(x, axes=a))
+_reduce(tf.math.reduce_max, lambda x, a: ops.reduce_max(x, axes=a))
+_reduce(tf.math.reduce_min, lambda x, a: ops.reduce_min(x, axes=a))
+_reduce(tf.math.reduce_mean, lambda x, a: ops.reduce_sum(x, axes=a), post=_mean)
+_reduce(tf.math.reduce_any, lambda x, a: ops.reduce_or(x, axes=a), kinds="b")
+_reduce(tf.math.reduce_all, lambda x, a: ops.reduce_and(x, axes=a), kinds="b")
+_reduce(tf.math.reduce_variance, _variance, kinds="f")
+_reduce(tf.math.reduce_std, lambda x, a: ops.sqrt(_variance(x, a)), kinds="f")
+_reduce(tf.math.reduce_logsumexp, _logsumexp, kinds="f")
+
+
+def _arg_reduce(api, op):
+    @lower(api, "input")
+    def lowering(input, axis=None, output_type=tf.int64):  # noqa: A002 - TF's name
+        (x,) = operand_nodes(input)
+        (a,) = axes_of(0 if axis is None else axis, x.ndim, allow_none=False)
+        if x.ndim == 0 or x.dtype == dt.BOOL:
+            raise Reject()
+        return wrap(op(x, axis=a, index_dtype=ir_dtype(output_type)))
+    lowering.__name__ = api.__name__
+
+
+_arg_reduce(tf.math.argmax, ops.argmax)
+_arg_reduce(tf.math.argmin, ops.argmin)
+
+
+@lower(tf.math.cumsum, "x")
+def cumsum(x, axis=0, exclusive=False, reverse=False):
+    (node,) = operand_nodes(x)
+    (a,) = axes_of(axis, node.ndim, allow_none=False)
+    out = ops.cumsum(node, axis=a, reverse=bool(reverse))
+    if exclusive:
+        out = ops.sub(out, node)
+    return wrap(out, x)
+
+
+@lower(tf.math.top_k, "input")
+def top_k(input, k=1, sorted=True, index_type=tf.int32):  # noqa: A002 - TF's names
+    (x,) = operand_nodes(input)
+    k = int(k)
+    if x.ndim == 0 or not 0 <= k <= x.shape[-1] or x.dtype == dt.BOOL:
+        raise Reject()
+    values = wrap(ops.top_k(x, k=k), input)
+    indices = wrap(ops.top_k_indices(x, k=k, index_dtype=ir_dtype(index_type)))
+    return TopKV2(values, indices)
+
+
+class TopKV2(tuple):
+    """TF's (values, indices) namedtuple shape: indexable and with named fields."""
+    _fields = ("values", "indices")
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+# ---------------------------------------------------------------- linear algebra
+
+
+def _swap_last(node):
+    perm = list(range(node.ndim))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return ops.transpose(node, permutation=perm)
+
+
+@lower(tf.linalg.matmul, "a", "b")
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, output_type=None, grad_a=False,
+           grad_b=False):
+    x, y = operand_nodes(a, b)
+    if x.ndim < 2 or y.ndim < 2 or output_type is not None or x.dtype == dt.BOOL:
+        raise Reject()
+    if transpose_a or adjoint_a:
+        x = _swap_last(x)
+    if transpose_b or adjoint_b:
+        y = _swap_last(y)
+    if x.shape[-1] != y.shape[-2]:
+        raise Reject()
+    batch = broadcast_shapes_or_reject(x.shape[:-2], y.shape[:-2])
+    x = broadcast_to(x, batch + x.shape[-2:])
+    y = broadcast_to(y, batch + y.shape[-2:])
+    nb = len(batch)
+    out = ops.dot_general(x, y, contracting_dimensions=((nb + 1,), (nb,)),
+                          batch_dimensions=(tuple(range(nb)), tuple(range(nb))))
+    return wrap(out, a, b)
+
+
+def broadcast_shapes_or_reject(*shapes):
+    from .lowering import broadcast_shapes
+    return broadcast_shapes(*shapes)
+
+
+@lower(tf.linalg.matrix_transpose, "a")
+def matrix_transpose(a, conjugate=False):
+    (x,) = operand_nodes(a)
+    if x.ndim < 2:
+        raise Reject()
+    return wrap(_swap_last(x), a)
+
+
+@lower(tf.linalg.cholesky, "input")
+def cholesky(input):  # noqa: A002
+    (x,) = operand_nodes(input)
+    return wrap(ops.cholesky(x), input)
+
+
+@lower(tf.linalg.triangular_solve, "matrix", "rhs")
+def triangular_solve(matrix, rhs, lower=True, adjoint=False):
+    a, b = operand_nodes(matrix, rhs)
+    return wrap(ops.triangular_solve(a, b, lower=bool(lower), transpose_a=bool(adjoint)),
+                matrix, rhs)
+
+
+@lower(tf.linalg.trace, "x")
+def trace(x):
+    (node,) = operand_nodes(x)
+    if node.ndim < 2 or node.dtype == dt.BOOL:
+        raise Reject()
+    return wrap(ops.reduce_sum(_diag_part(node), axes=(node.ndim - 2,)), x)
+
+
+def _diag_part(node):
+    n = min(node.shape[-2:])
+    rows = ops.iota(dtype="int32", shape=node.shape[-2:], dimension=0)
+    cols = ops.iota(dtype="int32", shape=node.shape[-2:], dimension=1)
+    mask = ops.broadcast_in_dim(ops.eq(rows, cols), shape=node.shape,
+                                broadcast_dimensions=(node.ndim - 2, node.ndim - 1))
+    masked = ops.select(mask, node, const(0, node))
+    summed = ops.reduce_sum(masked, axes=(node.ndim - 1,))  # diagonal entries, one per row
+    start = [0] * summed.ndim
+    limit = list(summed.shape)
+    limit[-1] = n
+    return ops.slice_(summed, start_indices=start, limit_indices=limit)
+
+
+@lower(tf.linalg.diag_part, "input")
+def diag_part(input, k=0, padding_value=0, align="RIGHT_LEFT"):  # noqa: A002
+    (x,) = operand_nodes(input)
+    if k != 0 or x.ndim < 2 or x.dtype == dt.BOOL:
+        raise Reject()
+    return wrap(_diag_part(x), input)
+
+
+__all__ = ["scalar"]
+
+
+# ---------------------------------------------------------------- einsum (one or two operands)
+
+def _sum_unused(node, labels, keep):
+    drop = tuple(i for i, c in enumerate(labels) if c not in keep)
+    if drop:
+        node = ops.reduce_sum(node, axes=drop)
+        labels = "".join(c for c in labels if c in keep)
+    return node, labels
+
+
+@lower_varargs(tf.einsum)
+def einsum(equation, *inputs, **kwargs):
+    if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+        inputs = tuple(inputs[0])
+    eq = equation.replace(" ", "")
+    if "->" not in eq or "." in eq or not 1 <= len(inputs) <= 2:
+        raise Reject()
+    ins, out = eq.split("->")
+    subs = ins.split(",")
+    nodes = operand_nodes(*inputs)
+    if len(subs) != len(nodes) or any(len(s) != n.ndim or len(set(s)) != len(s)
+                                      for s, n in zip(subs, nodes)):
+        raise Reject()
+    if len(nodes) == 1:
+        node, labels = _sum_unused(nodes[0], subs[0], out)
+    else:
+        (a, la), (b, lb) = [_sum_unused(n, s, set(out) | set("".join(subs[1 - i])))
+                            for i, (n, s) in enumerate(zip(nodes, subs))]
+        batch = [c for c in la if c in lb and c in out]
+        contract = [c for c in la if c in lb and c not in out]
+        node = ops.dot_general(a, b, contracting_dimensions=(
+            tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
+            batch_dimensions=(tuple(la.index(c) for c in batch),
+                              tuple(lb.index(c) for c in batch)))
+        labels = "".join(batch) + "".join(c for c in la if c not in batch + contract) + \
+            "".join(c for c in lb if c not in batch + contract)
+    if sorted(labels) != sorted(out):
+        raise Reject()
+    return wrap(ops.transpose(node, permutation=[labels.index(c) for c in out]), *inputs)

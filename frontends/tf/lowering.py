@@ -1,0 +1,107 @@
+"""Helpers every lowering shares: TF's operand rules (no implicit promotion, NumPy-style
+broadcasting, Python scalars take the tensor's dtype) expressed as explicit IR."""
+import numpy as np
+import tensorflow as tf
+
+from ...core import dtypes as dt
+from ...core import ir, ops
+from .tensor import LazyTensor, node_of
+
+TENSORS = (LazyTensor, tf.Tensor, tf.Variable)
+
+
+class Reject(Exception):
+    """A lowering found the call invalid: the registry replays it on real TF for TF's error."""
+
+
+def operand_nodes(*values):
+    """IR nodes of one dtype for TF's element-wise operands, or Reject (mixed dtypes)."""
+    lead = next((v for v in values if isinstance(v, TENSORS)), None)
+    dtype = lead.dtype if lead is not None else None
+    try:
+        nodes = [node_of(v, dtype) for v in values]
+    except (TypeError, ValueError) as err:
+        raise Reject() from err
+    if len({n.dtype for n in nodes}) > 1:
+        raise Reject()
+    return nodes
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError as err:
+        raise Reject() from err
+
+
+def broadcast_to(node, shape):
+    if node.shape == tuple(shape):
+        return node
+    offset = len(shape) - node.ndim
+    if offset < 0:
+        raise Reject()
+    return ops.broadcast_in_dim(node, shape=tuple(shape),
+                                broadcast_dimensions=tuple(range(offset, len(shape))))
+
+
+def broadcast_all(*nodes):
+    shape = broadcast_shapes(*[n.shape for n in nodes])
+    return [broadcast_to(n, shape) for n in nodes]
+
+
+def scalar(value, like):
+    """A Python number as a run-time param of like's dtype, broadcast to like's shape."""
+    return ops.broadcast_in_dim(ir.param(value, like.dtype), shape=like.shape,
+                                broadcast_dimensions=())
+
+
+def const(value, like):
+    """A fixed number (part of the op's definition) of like's dtype and shape."""
+    return ops.broadcast_in_dim(ir.constant(value, like.dtype), shape=like.shape,
+                                broadcast_dimensions=())
+
+
+def axes_of(axis, ndim, allow_none=True):
+    """Normalized non-negative axes (sorted, unique) or Reject when TF would raise."""
+    if axis is None:
+        if not allow_none:
+            raise Reject()
+        return tuple(range(ndim))
+    if isinstance(axis, LazyTensor):
+        raise Reject()
+    if isinstance(axis, (tf.Tensor, np.ndarray)):
+        axis = np.asarray(axis).tolist()
+    items = axis if isinstance(axis, (list, tuple)) else [axis]
+    out = []
+    for a in items:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise Reject()
+        a = int(a)
+        if not -max(ndim, 1) <= a < max(ndim, 1):
+            raise Reject()
+        out.append(a % max(ndim, 1))
+    return tuple(sorted(set(out)))
+
+
+def static_ints(value):
+    """A shape-like argument as Python ints (a lazy one would need its value: Reject)."""
+    if isinstance(value, LazyTensor):
+        raise Reject()
+    if isinstance(value, (tf.Tensor, tf.Variable)):
+        value = value.numpy()
+    if isinstance(value, tf.TensorShape):
+        value = value.as_list()
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise Reject()
+    return [int(v) for v in arr.reshape(-1)] if arr.ndim else int(arr)
+
+
+def float_kind(node):
+    return dt.is_float(node.dtype)
+
+
+def filled(value, shape, dtype):
+    """A constant-filled array (a fixed part of the op, e.g. zeros_like)."""
+    return ops.broadcast_in_dim(ir.constant(value, dtype), shape=tuple(shape),
+                                broadcast_dimensions=())

@@ -1,0 +1,196 @@
+"""How TF APIs reach lazyx: the explicit allowlist of lowerings, the error probe, the fallback.
+
+* `lower(api, "x", "y")` registers a lowering through tf.experimental.dispatch_for_api, for
+  calls where one of the named tensor parameters holds a LazyTensor. The lowering receives the
+  API's arguments by name (defaults applied) and returns IR wrapped as a LazyTensor.
+* `raise_like_tf` is how a lowering rejects a bad call: it replays the call on real
+  placeholder tensors of the same shapes and dtypes, so the user gets exactly the error type
+  and message TF would raise, at the call.
+* Every other TF API that meets a LazyTensor fails to convert it, and TF's fallback dispatch
+  hands the call to `_Fallback`: inputs materialize, real TF runs, the result is wrapped back.
+"""
+import inspect
+import sys
+import typing
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.util import tf_decorator
+
+from ...core import runtime
+from .lowering import Reject
+from .tensor import LazyTensor, node_of, sources_of, to_tf, _tf_leaf
+
+try:  # Keras 3 hands its variables to TF ops unconverted in places (bias_add, divide_no_nan)
+    from keras import Variable as _KerasVariable
+except ImportError:  # pragma: no cover - keras is optional
+    _KerasVariable = tf.Variable
+VARIABLES = (tf.Variable, _KerasVariable)
+OPERAND = typing.Union[LazyTensor, tf.Tensor, tf.Variable, _KerasVariable, int, float, bool,
+                       np.ndarray, np.generic, list, tuple]
+OPERAND_LIST = typing.List[OPERAND]
+LOWERED = {}  # "tf.math.add" -> lowering function: the allowlist
+
+
+def api_name(api):
+    names = getattr(tf_decorator.unwrap(api)[1], "_tf_api_names", None) or \
+        getattr(api, "_tf_api_names", None)
+    return "tf." + names[0] if names else getattr(api, "__name__", repr(api))
+
+
+def lower(api, *params, lists=()):
+    """Register `fn(**arguments)` as the lazy lowering of the TF `api`."""
+    signature = inspect.signature(api)
+    annotations = {p: OPERAND for p in params}
+    annotations.update({p: OPERAND_LIST for p in lists})
+
+    def register(fn):
+        missing = set(signature.parameters) - {"name"} - set(inspect.signature(fn).parameters)
+        if missing and not any(p.kind == p.VAR_KEYWORD
+                               for p in inspect.signature(fn).parameters.values()):
+            raise TypeError(f"lazyx: lowering of {api_name(api)} lacks parameters {missing}")
+
+        def target(*args, **kwargs):
+            runtime.maybe_cut()
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = dict(bound.arguments)
+            arguments.pop("name", None)
+            # Read each variable once, so its IR leaf and its tape source are the same tensor.
+            for p in params:
+                if isinstance(arguments.get(p), VARIABLES):
+                    arguments[p] = tf.convert_to_tensor(arguments[p])
+            for p in lists:
+                if isinstance(arguments.get(p), (list, tuple)):
+                    arguments[p] = [tf.convert_to_tensor(v) if isinstance(v, VARIABLES)
+                                    else v for v in arguments[p]]
+            try:
+                return fn(**arguments)
+            except (Reject, TypeError, ValueError):
+                # TF's own error for a bad call; a call TF accepts but the IR cannot express
+                # (strings, complex, an unsupported mode) runs eagerly instead.
+                if _tf_accepts(api, args, kwargs):
+                    return run_eagerly(api, args, kwargs)
+                raise_like_tf(api, args, kwargs)
+        target.__name__ = f"lazyx_{fn.__name__}"
+        tf.experimental.dispatch_for_api(api, annotations)(target)
+        LOWERED[api_name(api)] = fn
+        return fn
+    return register
+
+
+def _placeholder(value):
+    if isinstance(value, LazyTensor):
+        return tf.zeros(value.node.shape, value.dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_placeholder(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _placeholder(v) for k, v in value.items()}
+    return value
+
+
+def _tf_accepts(api, args, kwargs):
+    try:
+        api(*_placeholder(tuple(args)), **_placeholder(kwargs or {}))
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def raise_like_tf(api, args=(), kwargs=None, otherwise=None):
+    """Re-run the call on real zeros of the same shapes to raise TF's own error for it."""
+    try:
+        api(*_placeholder(tuple(args)), **_placeholder(kwargs or {}))
+    except Exception as err:  # noqa: BLE001 - we re-raise TF's error unchanged
+        raise err.with_traceback(None) from None
+    raise otherwise or tf.errors.InvalidArgumentError(
+        None, None, f"{api_name(api)}: invalid arguments")
+
+
+def _has_lazy(value):
+    if isinstance(value, LazyTensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_lazy(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_lazy(v) for v in value.values())
+    return False
+
+
+def _materialize(value):
+    if isinstance(value, LazyTensor):
+        return to_tf(value, cause="fallback")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_materialize(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _materialize(v) for k, v in value.items()}
+    return value
+
+
+def wrap_result(value):
+    """Real TF results back into lazy tensors (as device data); other values unchanged."""
+    if isinstance(value, tf.Tensor) and not isinstance(value, LazyTensor):
+        return LazyTensor(_tf_leaf(value), sources_of(value))
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(wrap_result(v) for v in value)
+    if hasattr(value, "_fields"):  # namedtuples such as tf.math.top_k's
+        return type(value)(*[wrap_result(v) for v in value])
+    return value
+
+
+def run_eagerly(api, args, kwargs):
+    """Run the real TF api on materialized inputs and wrap the result: a counted fallback."""
+    runtime.fallback(api_name(api), "tensorflow")
+    return wrap_result(api(*_materialize(tuple(args)), **_materialize(kwargs)))
+
+
+VARARG_LOWERINGS = {}  # APIs TF's type-based dispatch cannot take (varargs): tf.einsum
+
+
+def lower_varargs(api):
+    """Lower an API that only has TF's fallback dispatch; `_Fallback` calls the lowering."""
+    def register(fn):
+        VARARG_LOWERINGS[api_name(api)] = fn
+        LOWERED[api_name(api)] = fn
+        return fn
+    return register
+
+
+class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
+    def handle(self, op, args, kwargs):
+        if not (_has_lazy(args) or _has_lazy(kwargs)):
+            return self.NOT_SUPPORTED
+        lowering = VARARG_LOWERINGS.get(api_name(op))
+        if lowering is not None:
+            runtime.maybe_cut()
+            try:
+                return lowering(*args, **{k: v for k, v in kwargs.items() if k != "name"})
+            except (Reject, TypeError, ValueError):
+                pass  # TF's own checks and errors: run it for real below
+        return run_eagerly(op, args, kwargs)
+
+
+_Fallback().register()
+
+
+def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):
+    """TF converts unknown objects through __array__, which would run every API we do not
+    lower silently and uncounted. Refusing sends those calls to _Fallback (counted, wrapped)
+    instead. Variable assignment has no dispatch hook, so it alone materializes here."""
+    frame = sys._getframe(1)
+    for _ in range(8):
+        if frame is None:
+            break
+        if frame.f_globals.get("__name__", "").endswith("resource_variable_ops"):
+            return to_tf(value, cause="convert")
+        frame = frame.f_back
+    raise TypeError(f"lazyx: TensorFlow tried to convert a lazy tensor implicitly "
+                    f"(dtype={dtype}); use tf.convert_to_tensor(x) to materialize it")
+
+
+tf.register_tensor_conversion_function(LazyTensor, _refuse_implicit_conversion)
+
+
+def lift(*values, dtype=None):
+    """IR nodes for operands (see tensor.node_of)."""
+    return [node_of(v, dtype) for v in values]

@@ -1,0 +1,299 @@
+"""The lazy TF tensor: a CompositeTensor, so TensorFlow's type-based dispatch routes TF's own
+APIs to lazyx, and tf.GradientTape can take it as a gradient target.
+
+Gradients: a lazy value that depends on tensors a tape is watching (a Keras layer's variable
+reads) records one op on the tape -- a scalar "token" whose inputs are those watched tensors.
+When the tape reaches the token, its backward function differentiates the *IR* (core/autodiff)
+from the lazy value to those inputs, and runs forward and backward as one compiled program.
+"""
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.eager import record
+from tensorflow.python.framework import composite_tensor, type_spec
+
+from ...core import autodiff, ir, ops, runtime
+from ...core import dtypes as dt
+
+
+def tf_dtype(ir_dtype):
+    return tf.as_dtype(ir_dtype)
+
+
+def ir_dtype(tf_dtype_like):
+    name = tf.as_dtype(tf_dtype_like).name
+    return dt.check(name)
+
+
+class LazySpec(type_spec.TypeSpec):
+    """Shape and dtype only; a lazy value has no TF components to rebuild it from."""
+    __slots__ = ("_shape", "_dtype")
+
+    def __init__(self, shape, dtype):
+        self._shape = tf.TensorShape(shape)
+        self._dtype = tf.as_dtype(dtype)
+
+    value_type = property(lambda self: LazyTensor)
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    def _serialize(self):
+        return (self._shape, self._dtype)
+
+    # The one component is the gradient token (see _GradientHook): tape.watch(lazy) watches it.
+    @property
+    def _component_specs(self):
+        return (tf.TensorSpec((), self._dtype if self._dtype.is_floating else tf.float32),)
+
+    def _to_components(self, value):
+        return (LazyTensor.__composite_gradient__.get_gradient_components(value),)
+
+    def _from_components(self, components):
+        raise TypeError("lazyx: a lazy tensor cannot be rebuilt from TF components; "
+                        "convert it first with tf.convert_to_tensor")
+
+
+class _GradientHook:
+    """What tf.GradientTape differentiates for a lazy value: its token (see module doc)."""
+
+    def get_gradient_components(self, value):
+        if value._token is None:  # a lazy leaf the user watches: give it a token to watch
+            value._token = tf.zeros((), tf_dtype(value.node.dtype)
+                                    if dt.is_float(value.node.dtype) else tf.float32)
+            value._leaf_token = True
+        return value._token
+
+    def replace_gradient_components(self, value, grad):
+        return grad
+
+
+class LazyTensor(composite_tensor.CompositeTensor):
+    """A TF-looking tensor whose value is lazyx IR; TF APIs on it dispatch to lazyx."""
+    __composite_gradient__ = _GradientHook()
+    __array_priority__ = 100  # numpy scalars defer to our reflected operators
+    is_tensor_like = True  # tf.is_tensor (and so keras) treat it as a tensor
+
+    def __init__(self, node, sources=()):
+        self._handle = runtime.LazyHandle(node)
+        self._sources = sources      # ((tf tensor, IR node), ...) watched by a tape
+        self._token = None
+        self._leaf_token = False
+        if sources and dt.is_float(node.dtype) and record.could_possibly_record():
+            self._token = _record_token(self, node, sources)
+
+    # ---- identity
+    @property
+    def __lazyx_handle__(self):
+        return self._handle
+
+    @property
+    def node(self):
+        return self._handle.node
+
+    @property
+    def _type_spec(self):
+        return LazySpec(self.node.shape, self.dtype)
+
+    def _shape_invariant_to_type_spec(self, shape):
+        return LazySpec(shape, self.dtype)
+
+    # ---- static metadata: answered without running anything
+    @property
+    def shape(self):
+        return tf.TensorShape(self.node.shape)
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def dtype(self):
+        return tf_dtype(self.node.dtype)
+
+    @property
+    def ndim(self):
+        return self.node.ndim
+
+    @property
+    def device(self):
+        return f"lazyx:{runtime.backend()}"
+
+    name = property(lambda self: None)
+
+    def __len__(self):
+        if not self.node.ndim:
+            raise TypeError("len is not well defined for a rank-0 tensor")
+        return self.node.shape[0]
+
+    # ---- observation: these materialize
+    def numpy(self):
+        return runtime.to_host(self._handle, cause="convert")
+
+    def __array__(self, dtype=None, copy=None):
+        value = runtime.to_host(self._handle, cause="convert")
+        return value.astype(dtype) if dtype is not None else value
+
+    def __bool__(self):
+        return bool(runtime.to_host(self._handle, cause="item"))
+
+    def __float__(self):
+        return float(runtime.to_host(self._handle, cause="item"))
+
+    def __int__(self):
+        return int(runtime.to_host(self._handle, cause="item"))
+
+    def __index__(self):
+        if not dt.is_int(self.node.dtype):
+            raise TypeError(f"only integer scalar tensors can be indices, got {self.dtype.name}")
+        return int(runtime.to_host(self._handle, cause="item"))
+
+    def __repr__(self):
+        value = runtime.to_host(self._handle, cause="print")
+        return f"<lazyx.tf.Tensor: shape={tuple(self.node.shape)}, dtype={self.dtype.name}, " \
+               f"numpy={value!r}>"
+
+    def __str__(self):
+        value = runtime.to_host(self._handle, cause="print")
+        return f"lazyx.tf.Tensor({value}, shape={tuple(self.node.shape)}, " \
+               f"dtype={self.dtype.name})"
+
+    __hash__ = object.__hash__  # hashable by identity (keras keeps tensors in dicts)
+
+    def __iter__(self):
+        if not self.node.ndim:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        return iter(tf.unstack(self))
+
+
+def _operator(api_path, reflected=False):
+    def method(self, other):
+        fn = _resolve(api_path)
+        return fn(other, self) if reflected else fn(self, other)
+    return method
+
+
+def _resolve(path):
+    obj = tf
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+_OPERATORS = {"add": "__operators__.add", "sub": "math.subtract", "mul": "math.multiply",
+              "truediv": "math.truediv", "floordiv": "math.floordiv", "mod": "math.floormod",
+              "pow": "math.pow", "matmul": "linalg.matmul", "and": "math.logical_and",
+              "or": "math.logical_or", "xor": "math.logical_xor", "lt": "math.less",
+              "le": "math.less_equal", "gt": "math.greater", "ge": "math.greater_equal"}
+for _name, _path in _OPERATORS.items():
+    setattr(LazyTensor, f"__{_name}__", _operator(_path))
+    if _name not in ("lt", "le", "gt", "ge"):
+        setattr(LazyTensor, f"__r{_name}__", _operator(_path, reflected=True))
+LazyTensor.__eq__ = _operator("__operators__.eq")
+LazyTensor.__ne__ = _operator("__operators__.ne")
+LazyTensor.__getitem__ = lambda self, key: tf.__operators__.getitem(self, key)
+LazyTensor.__neg__ = lambda self: tf.math.negative(self)
+LazyTensor.__abs__ = lambda self: tf.math.abs(self)
+LazyTensor.__invert__ = lambda self: tf.math.logical_not(self)
+
+
+# ---------------------------------------------------------------- lifting operands
+
+_lift_cache = {}  # id(tf tensor) -> (tensor, data node): one leaf per tensor per step
+
+
+def _tf_leaf(tensor):
+    hit = _lift_cache.get(id(tensor))
+    if hit is not None and hit[0] is tensor:
+        return hit[1]
+    if len(_lift_cache) > 512:
+        _lift_cache.clear()
+    node = runtime.from_host(tensor.numpy(), ir_dtype(tensor.dtype))
+    _lift_cache[id(tensor)] = (tensor, node)
+    return node
+
+
+def sources_of(*values):
+    """The watched (tf tensor, node) pairs the values depend on, deduplicated."""
+    out, seen = [], set()
+    for v in values:
+        if isinstance(v, LazyTensor):
+            pairs = v._sources
+            if not pairs and v._leaf_token and record.should_record_backprop([v._token]):
+                pairs = ((v._token, v.node),)
+        elif isinstance(v, tf.Tensor) and record.could_possibly_record() \
+                and record.should_record_backprop([v]):
+            pairs = ((v, _tf_leaf(v)),)
+        else:
+            continue
+        for pair in pairs:
+            if id(pair[0]) not in seen:
+                seen.add(id(pair[0]))
+                out.append(pair)
+    return tuple(out)
+
+
+def node_of(value, dtype=None):
+    """An IR node for a lazy tensor, a TF tensor/variable, or anything tf.constant takes.
+
+    Python scalars become run-time params (a new value never recompiles); conversion goes
+    through TF itself, so dtype defaults and conversion errors are TF's own.
+    """
+    if isinstance(value, LazyTensor):
+        return value.node
+    if isinstance(value, tf.Variable):
+        value = value.value()
+    if isinstance(value, tf.Tensor):
+        return _tf_leaf(value)
+    if isinstance(value, (bool, int, float, np.generic)) and dtype is not None:
+        converted = tf.convert_to_tensor(value, dtype=dtype)  # TF's range/type errors
+        return ir.param(converted.numpy(), ir_dtype(converted.dtype))
+    converted = tf.convert_to_tensor(value, dtype=dtype)
+    if converted.shape.rank == 0:
+        return ir.param(converted.numpy(), ir_dtype(converted.dtype))
+    return runtime.from_host(converted.numpy(), ir_dtype(converted.dtype))
+
+
+def wrap(node, *inputs):
+    """A LazyTensor for `node`, inheriting the tape sources of the inputs it was made from."""
+    return LazyTensor(node, sources_of(*inputs) if inputs else ())
+
+
+# ---------------------------------------------------------------- tape integration
+
+def _vjp_to_tf(node, cotangent, sources, also_sync=()):
+    """Gradients (real tf tensors) of `node` w.r.t. the sources, forward+backward in one run."""
+    grads = autodiff.vjp([node], [cotangent], [n for _, n in sources])
+    handles = [runtime.LazyHandle(g) for g in grads]
+    runtime.sync(*handles, *[h for h in also_sync if h.pending], cause="convert")
+    out = []
+    for (tensor, _), h in zip(sources, handles):
+        value = runtime.to_host(h, cause="convert")
+        out.append(tf.constant(value, dtype=tensor.dtype))
+    return out
+
+
+def _record_token(lazy, node, sources):
+    token = tf.zeros((), tf_dtype(node.dtype))
+    handle = lazy._handle
+
+    def backward(d_token):
+        g = ops.broadcast_in_dim(ir.param(np.asarray(d_token), node.dtype), shape=node.shape,
+                                 broadcast_dimensions=())
+        alive = (handle,) if handle.node is node else ()
+        return _vjp_to_tf(node, g, sources, also_sync=alive)
+
+    record.record_operation("LazyxGraph", [token], [t for t, _ in sources], backward)
+    return token
+
+
+def to_tf(value, cause="convert"):
+    """A real tf.Tensor for a lazy value; under a tape, gradients still flow through it."""
+    node = value.node  # the pending graph, before the sync swaps in its result
+    host = runtime.to_host(value._handle, cause=cause)
+    tensor = tf.constant(host, dtype=value.dtype)
+    sources = sources_of(value)
+    if sources and dt.is_float(node.dtype) and record.could_possibly_record():
+
+        def backward(d_tensor):
+            g = runtime.from_host(np.asarray(d_tensor), node.dtype)
+            return _vjp_to_tf(node, g, sources)
+
+        record.record_operation("LazyxMaterialize", [tensor], [t for t, _ in sources], backward)
+    return tensor

@@ -1,0 +1,131 @@
+"""GradientTape over lazy computations, Keras 3 layers on lazy tensors, a lazy training step."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx
+import lazyx.frontends.tf as ltf
+from .conftest import assert_matches
+
+keras = pytest.importorskip("keras")
+RNG = np.random.default_rng(0)
+
+
+def _grads(fn, lazy, *values):
+    variables = [tf.Variable(v) for v in values]
+    x = ltf.constant(RNG_X) if lazy else tf.constant(RNG_X)
+    with tf.GradientTape() as tape:
+        out = fn(x, *variables)
+    return out, tape.gradient(out, variables)
+
+
+RNG_X = RNG.standard_normal((4, 3)).astype(np.float32)
+W = RNG.standard_normal((3, 2)).astype(np.float32)
+B = RNG.standard_normal((2,)).astype(np.float32)
+GRAD_CASES = [
+    lambda x, w, b: tf.reduce_sum(tf.nn.relu(x @ w + b) ** 2),
+    lambda x, w, b: tf.reduce_mean(tf.nn.softmax(tf.tanh(x @ w) * b)[:, 0]),
+    lambda x, w, b: tf.reduce_sum(tf.nn.log_softmax(tf.nn.bias_add(x @ w, b)) *
+                                  tf.one_hot([0, 1, 1, 0], 2)),
+    lambda x, w, b: tf.reduce_max(tf.concat([x @ w, tf.sigmoid(x @ w) * b], 0)),
+    lambda x, w, b: tf.reduce_sum(tf.gather(x @ w, [3, 1, 1]) / (1.0 + b * b)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(GRAD_CASES)))
+def test_gradient_tape_matches_eager(i):
+    lazy_out, lazy_g = _grads(GRAD_CASES[i], True, W, B)
+    eager_out, eager_g = _grads(GRAD_CASES[i], False, W, B)
+    np.testing.assert_allclose(float(lazy_out), float(eager_out), rtol=1e-5)
+    for got, want in zip(lazy_g, eager_g):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_watched_lazy_tensor_and_materialized_path():
+    x = ltf.constant([0.5, -1.0, 2.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        real = tf.convert_to_tensor(tf.exp(x))        # leaves lazyx mid-way
+        y = tf.reduce_sum(real * real)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(),
+                               2 * np.exp(2 * np.array([0.5, -1.0, 2.0])), rtol=1e-5)
+
+
+def _check_layer(layer, x, **kwargs):
+    eager = layer(tf.constant(x), **kwargs)
+    before = lazyx.metrics()["syncs"]
+    lazy = layer(ltf.constant(x), **kwargs)
+    assert isinstance(lazy, ltf.Tensor)
+    assert lazyx.metrics()["syncs"] == before  # the layer call itself stayed lazy
+    assert_matches(lazy, eager, rtol=1e-4, atol=1e-5)
+
+
+def test_keras_layers_stay_lazy_and_match_eager():
+    keras.utils.set_random_seed(1)
+    img = RNG.standard_normal((2, 6, 6, 3)).astype(np.float32)
+    seq = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    _check_layer(keras.layers.Dense(4, activation="gelu"), RNG_X)
+    _check_layer(keras.layers.Conv2D(4, 3, padding="same", strides=2), img)
+    _check_layer(keras.layers.Conv2D(2, (2, 3), dilation_rate=(1, 2)), img)
+    _check_layer(keras.layers.MaxPooling2D(2), img)
+    _check_layer(keras.layers.AveragePooling2D(3, strides=2, padding="same"), img)
+    _check_layer(keras.layers.GlobalAveragePooling2D(), img)
+    bn = keras.layers.BatchNormalization()
+    bn.build(img.shape)
+    bn.moving_mean.assign(RNG.standard_normal(3).astype(np.float32))
+    _check_layer(bn, img, training=False)
+    _check_layer(keras.layers.LayerNormalization(), seq)
+    _check_layer(keras.layers.Dropout(0.5), seq, training=False)
+    _check_layer(keras.layers.Embedding(10, 4), np.array([[1, 9, 0], [3, 3, 2]], np.int32))
+
+
+def test_multi_head_attention_stays_lazy_without_fallbacks():
+    keras.utils.set_random_seed(2)
+    seq = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    mha = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    eager = mha(tf.constant(seq), tf.constant(seq))
+    lazyx.reset_metrics()
+    lazy = mha(ltf.constant(seq), ltf.constant(seq))
+    assert lazyx.metrics()["syncs"] == 0
+    assert_matches(lazy, eager, rtol=1e-4, atol=1e-5)
+    assert not lazyx.metrics()["fallback_ops"]
+
+
+def test_keras_dropout_training_is_lazy_and_scales():
+    out = keras.layers.Dropout(0.5, seed=3)(ltf.constant(np.ones((64, 64), np.float32)),
+                                           training=True)
+    assert isinstance(out, ltf.Tensor)
+    values = out.numpy()
+    assert set(np.unique(values)) <= {0.0, 2.0} and abs((values == 0).mean() - 0.5) < 0.05
+
+
+def _train(lazy, steps=20):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.LayerNormalization(),
+                              keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
+    opt = keras.optimizers.Adam(0.01)
+    loss_fn = keras.losses.MeanSquaredError()
+    rng = np.random.default_rng(5)
+    losses = []
+    for _ in range(steps):
+        xb = rng.standard_normal((32, 8)).astype(np.float32)
+        yb = (xb[:, :1] * 2 - xb[:, 1:2]).astype(np.float32)
+        make = ltf.constant if lazy else tf.constant
+        with tf.GradientTape() as tape:
+            loss = loss_fn(make(yb), model(make(xb), training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        losses.append(float(loss))
+    return np.array(losses)
+
+
+def test_keras_sequential_trains_lazily_one_compile_per_step_graph():
+    eager = _train(False)
+    lazyx.reset_metrics()
+    lazy = _train(True)
+    np.testing.assert_allclose(lazy, eager, rtol=1e-4)
+    m = lazyx.metrics()
+    assert m["compiles"] == 1, m["compiles"]          # forward + backward: one program
+    assert m["executions"] == 20 and not m["fallback_ops"]
+    assert lazy[-1] < lazy[0]
