@@ -33,6 +33,45 @@ class NotAvailable(Exception):
     """A system that cannot run here; the message is the reason shown in the table."""
 
 
+def make_step(run, barrier, read, lazy=False, ops_per_step=None):
+    """step() = run(), barrier(), then read the result on the host (which waits for it).
+
+    For lazyx systems the step also times its host side: tracing (`run`) and tracing + cut +
+    dispatch (through `barrier`, which returns before an asynchronous backend finishes), and
+    counts the IR nodes it traced; `step.extra()` summarizes them for the table.
+    """
+    if not lazy:
+        def step():
+            out = run()
+            barrier()
+            return read(out)
+        return step
+    from lazyx.core import ir
+    trace_s, host_s, nodes = [], [], []
+
+    def lazy_step():
+        created, start = ir.CREATED[0], time.perf_counter()
+        out = run()
+        traced = time.perf_counter()
+        barrier()
+        trace_s.append(traced - start)
+        host_s.append(time.perf_counter() - start)
+        nodes.append(ir.CREATED[0] - created)
+        return read(out)
+
+    def extra():
+        def med(values):  # the first step also compiles: leave it out
+            return statistics.median(values[1:] or values)
+        n = med(nodes)
+        result = {"trace_ms": med(trace_s) * 1e3, "host_ms": med(host_s) * 1e3,
+                  "nodes_per_step": n, "trace_us_per_node": med(trace_s) / max(n, 1) * 1e6}
+        if ops_per_step:
+            result["trace_us_per_op"] = med(trace_s) / ops_per_step * 1e6
+        return result
+    lazy_step.extra = extra
+    return lazy_step
+
+
 def measure(step, plan):
     """Time `step()` (which blocks until its result is on the host and returns a float)."""
     n_steps, n_warm, budget = plan

@@ -44,8 +44,11 @@ def _notes(r):
         if lz["fallbacks"]:
             ops = ", ".join(f"{k}x{v}" for k, v in sorted(lz["fallback_ops"].items()))
             notes.append(f"fallbacks: {ops}")
+    if "host_ms" in r:
+        notes.append(f"host {r['host_ms']:.2f} ms/step: trace {r['trace_ms']:.2f} ms of "
+                     f"{r['nodes_per_step']:.0f} nodes ({r['trace_us_per_node']:.1f} us/node)")
     if "trace_us_per_op" in r:
-        notes.append(f"trace {r['trace_us_per_op']:.1f} us/op")
+        notes.append(f"trace {r['trace_us_per_op']:.1f} us per user op")
     return "; ".join(notes)
 
 

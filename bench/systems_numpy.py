@@ -5,12 +5,11 @@ are written once against an Array API namespace `xp` (NumPy itself, or lazyx's l
 eager and the lazy run execute literally the same code.
 """
 import math
-import time
 
 import numpy as np
 
 from . import workloads as wl
-from .harness import NotAvailable
+from .harness import NotAvailable, make_step
 
 
 def _relu_grad(xp, pre, grad):
@@ -139,7 +138,7 @@ def block_grads(xp, p, x, target):
     return loss, g
 
 
-def _build(workload, xp, barrier, trace=False):
+def _build(workload, xp, barrier, lazy=False):
     if workload in ("W1", "W2"):
         if workload == "W1":
             x, _, onehot = wl.mlp_data()
@@ -151,26 +150,15 @@ def _build(workload, xp, barrier, trace=False):
         batch = tuple(xp.asarray(a) for a in batch)
         state = {"params": params}
 
-        def step():
+        def train():
             state["params"], loss = step_fn(xp, state["params"], *batch)
-            barrier()
-            return float(loss)
-        return step
+            return loss
+        return make_step(train, barrier, float, lazy)
     chain = wl.chain_of(workload)
     unary = {"sin": xp.sin, "tanh": xp.tanh}
     x = xp.asarray(wl.chain_input(workload))
-    trace_s = []
-
-    def step():
-        start = time.perf_counter()
-        out = xp.sum(wl.run_chain(x, chain, unary))
-        trace_s.append(time.perf_counter() - start)
-        barrier()
-        return float(out)
-    if trace:
-        step.extra = lambda: {"trace_us_per_op": float(np.median(trace_s[1:] or trace_s))
-                              / wl.OPS_PER_STEP[workload] * 1e6}
-    return step
+    return make_step(lambda: xp.sum(wl.run_chain(x, chain, unary)), barrier, float, lazy,
+                     wl.OPS_PER_STEP[workload])
 
 
 def numpy_eager(workload):
@@ -183,7 +171,7 @@ def lazyx_numpy(workload):
         import lazyx.frontends.numpy as lnp
     except ImportError as err:
         raise NotAvailable(f"lazyx numpy frontend not importable: {err}")
-    return _build(workload, lnp, lazyx.sync, trace=True)
+    return _build(workload, lnp, lazyx.sync, lazy=True)
 
 
 SYSTEMS = {"numpy-eager": numpy_eager, "lazyx-numpy": lazyx_numpy}

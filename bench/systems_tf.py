@@ -2,13 +2,10 @@
 frontend. One set of functions over tf.Variables serves all three."""
 import math
 import os
-import time
-
-import numpy as np
 import tensorflow as tf
 
 from . import workloads as wl
-from .harness import NotAvailable
+from .harness import NotAvailable, make_step
 
 if os.environ.get("LAZYX_BENCH_THREADS"):  # `lazyx bench --threads N`
     tf.config.threading.set_intra_op_parallelism_threads(int(os.environ["LAZYX_BENCH_THREADS"]))
@@ -54,7 +51,7 @@ def block_loss(params, x, target):
     return tf.reduce_mean(diff * diff)
 
 
-def _build(workload, to_tensor, barrier, compile_fn=None, trace=False):
+def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False):
     if workload in ("W1", "W2"):
         if workload == "W1":
             x, _, onehot = wl.mlp_data()
@@ -74,12 +71,7 @@ def _build(workload, to_tensor, barrier, compile_fn=None, trace=False):
 
         if compile_fn is not None:
             train = compile_fn(train)
-
-        def step():
-            loss = train(*batch)
-            barrier()
-            return float(loss.numpy())
-        return step
+        return make_step(lambda: train(*batch), barrier, _read, lazy)
     chain = wl.chain_of(workload)
     unary = {"sin": tf.sin, "tanh": tf.tanh}
 
@@ -89,18 +81,11 @@ def _build(workload, to_tensor, barrier, compile_fn=None, trace=False):
     if compile_fn is not None:
         fn = compile_fn(fn)
     x = to_tensor(wl.chain_input(workload))
-    trace_s = []
+    return make_step(lambda: fn(x), barrier, _read, lazy, wl.OPS_PER_STEP[workload])
 
-    def step():
-        start = time.perf_counter()
-        out = fn(x)
-        trace_s.append(time.perf_counter() - start)
-        barrier()
-        return float(out.numpy())
-    if trace:
-        step.extra = lambda: {"trace_us_per_op": float(np.median(trace_s[1:] or trace_s))
-                              / wl.OPS_PER_STEP[workload] * 1e6}
-    return step
+
+def _read(t):
+    return float(t.numpy())
 
 
 def tf_eager(workload):
@@ -117,7 +102,7 @@ def lazyx_tf(workload):
         import lazyx.frontends.tf as ltf
     except ImportError as err:
         raise NotAvailable(f"lazyx tf frontend not importable: {err}")
-    return _build(workload, ltf.constant, ltf.sync, trace=True)
+    return _build(workload, ltf.constant, ltf.sync, lazy=True)
 
 
 SYSTEMS = {"tf-eager": tf_eager, "tf.function": tf_function, "lazyx-tf": lazyx_tf}

@@ -2,15 +2,13 @@
 lazyx through its torch frontend. One model definition serves all four; only the device and
 the barrier differ."""
 import math
-import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import workloads as wl
-from .harness import NotAvailable
+from .harness import NotAvailable, make_step
 
 
 def _linear(weight_in_out, bias):
@@ -65,7 +63,7 @@ def _mse(out, target):
     return (diff * diff).mean()
 
 
-def _training(workload, device, barrier, compile_fn=None):
+def _training(workload, device, barrier, compile_fn=None, lazy=False):
     if workload == "W1":
         model = MLP(wl.mlp_params())
         x, labels, _ = wl.mlp_data()
@@ -86,17 +84,16 @@ def _training(workload, device, barrier, compile_fn=None):
     if compile_fn is not None:
         loss_fn = compile_fn(loss_fn)
 
-    def step():
+    def train():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(*inputs)
         loss.backward()
         opt.step()
-        barrier()
-        return loss.item()
-    return step
+        return loss
+    return make_step(train, barrier, _read, lazy)
 
 
-def _chain(workload, device, barrier, compile_fn=None, lazyx_trace=False):
+def _chain(workload, device, barrier, compile_fn=None, lazy=False):
     x = torch.from_numpy(wl.chain_input(workload)).to(device)
     chain = wl.chain_of(workload)
     unary = {"sin": torch.sin, "tanh": torch.tanh}
@@ -106,24 +103,17 @@ def _chain(workload, device, barrier, compile_fn=None, lazyx_trace=False):
 
     if compile_fn is not None:
         fn = compile_fn(fn)
-    trace_s = []
-
-    def step():
-        start = time.perf_counter()
-        out = fn(x)
-        trace_s.append(time.perf_counter() - start)
-        barrier()
-        return out.item()
-    if lazyx_trace:
-        step.extra = lambda: {"trace_us_per_op": float(np.median(trace_s[1:] or trace_s))
-                              / wl.OPS_PER_STEP[workload] * 1e6}
-    return step
+    return make_step(lambda: fn(x), barrier, _read, lazy, wl.OPS_PER_STEP[workload])
 
 
-def _build(workload, device, barrier, compile_fn=None, lazyx_trace=False):
+def _read(t):
+    return t.item()
+
+
+def _build(workload, device, barrier, compile_fn=None, lazy=False):
     if workload in ("W1", "W2"):
-        return _training(workload, device, barrier, compile_fn)
-    return _chain(workload, device, barrier, compile_fn, lazyx_trace)
+        return _training(workload, device, barrier, compile_fn, lazy)
+    return _chain(workload, device, barrier, compile_fn, lazy)
 
 
 def _nothing():
@@ -167,7 +157,7 @@ def lazyx_torch(workload):
         import lazyx.frontends.torch as lt
     except ImportError as err:
         raise NotAvailable(f"lazyx torch frontend not importable: {err}")
-    return _build(workload, lt.device, lt.mark_step, lazyx_trace=True)
+    return _build(workload, lt.device, lt.mark_step, lazy=True)
 
 
 SYSTEMS = {"torch-eager": torch_eager, "torch.compile": torch_compile,
