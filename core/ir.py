@@ -6,6 +6,8 @@ equal programs hash equally whichever frontend built them. Leaves are:
   param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only
   constant  a value baked into the program (hashed by its bytes; frontends ask for it explicitly)
 """
+import zlib
+
 import numpy as np
 
 from . import source as _source
@@ -13,12 +15,26 @@ from . import source as _source
 LEAF_OPS = frozenset(("data", "param"))
 CREATED = [0]  # nodes built so far; read by metrics and by the runtime's node cap
 
+# Hashes must not depend on the process: Python salts str/bytes hashes (PYTHONHASHSEED) and,
+# before 3.12, hashes None by address. Strings and None are replaced by stable integers, so
+# a node's hash -- and the canonical operand order derived from it -- is the same every run.
+_STABLE = {None: -0x5EED}
+
+
+def _stable(value):
+    if type(value) is str or value is None:
+        code = _STABLE.get(value)
+        if code is None:
+            code = _STABLE[value] = zlib.crc32(value.encode())
+        return code
+    return value
+
 
 class Node:
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "source", "value",
                  "__weakref__")
 
-    def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=None):
+    def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=0):
         self.op = op
         self.inputs = inputs
         self.attrs = attrs
@@ -27,8 +43,8 @@ class Node:
         self.value = value
         self.source = _source.user_line(3)
         CREATED[0] += 1
-        self.hash = hash((op, extra_hash, tuple(attrs.values()), shape, dtype,
-                          tuple([i.hash for i in inputs])))
+        self.hash = hash((_stable(op), extra_hash, tuple([_stable(v) for v in attrs.values()]),
+                          shape, _stable(dtype), tuple([i.hash for i in inputs])))
 
     @property
     def ndim(self):
@@ -69,7 +85,7 @@ def constant(value, dtype):
     from .dtypes import to_numpy
     host = np.asarray(value, dtype=to_numpy(dtype))
     return Node("constant", (), _NO_ATTRS, host.shape, dtype, value=host,
-                extra_hash=host.tobytes())
+                extra_hash=zlib.crc32(host.tobytes()))
 
 
 def topo_order(roots):

@@ -53,7 +53,38 @@ class LazyHandle:
         return self.node.op != "data"
 
 
-_live = weakref.WeakSet()
+class _OrderedWeakSet:
+    """Live pending handles in registration order.
+
+    A WeakSet iterates in hash (address) order, which changes from step to step; the roots of
+    a cut would then come out in a different order each time and the same training step would
+    linearize into a different program (a recompile per step). Registration order is the
+    program's own order, so it repeats exactly.
+    """
+
+    def __init__(self):
+        self._refs = {}
+
+    def add(self, obj):
+        key = id(obj)
+        if key not in self._refs:
+            self._refs[key] = weakref.ref(obj, lambda _ref, key=key: self._refs.pop(key, None))
+
+    def discard(self, obj):
+        self._refs.pop(id(obj), None)
+
+    def clear(self):
+        self._refs.clear()
+
+    def __iter__(self):
+        return iter([obj for obj in (ref() for ref in list(self._refs.values()))
+                     if obj is not None])
+
+    def __len__(self):
+        return len(self._refs)
+
+
+_live = _OrderedWeakSet()
 
 
 def handle_of(obj):
@@ -90,8 +121,7 @@ def from_host(array, dtype=None):
     """A data leaf holding `array` (NumPy-convertible) on the backend's device."""
     host = np.asarray(array)
     dtype = dtype or dt.from_numpy(host.dtype)
-    # ascontiguousarray alone turns a 0-d array into shape (1,): keep the shape.
-    host = np.ascontiguousarray(host, dtype=dt.to_numpy(dtype)).reshape(host.shape)
+    host = np.asarray(host, dtype=dt.to_numpy(dtype), order="C")  # ascontiguousarray makes 0-d 1-d
     start = time.perf_counter()
     buffer = get_backend().from_host(host)
     metrics.count("transfers_to_device")

@@ -4,16 +4,34 @@ Walks up the Python stack to the first frame that belongs neither to lazyx nor t
 framework's own code, so that IR dumps and sync reports point at the line a person wrote.
 The verdict per file name is cached, which keeps the walk cheap enough to run per node.
 """
+import importlib.util
 import os
 import sys
 import sysconfig
 
 _LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_FRAMEWORK_PARTS = tuple(os.sep + name + os.sep for name in (
-    "torch", "numpy", "tensorflow", "keras", "tf_keras", "jax", "jaxlib", "ml_dtypes",
-    "_pytest", "pluggy", "hypothesis"))
+_FRAMEWORKS = ("torch", "numpy", "tensorflow", "keras", "tf_keras", "jax", "jaxlib", "ml_dtypes",
+               "_pytest", "pluggy", "hypothesis")
 _STDLIB = sysconfig.get_paths().get("stdlib", "\0") + os.sep
 _verdicts = {}
+_framework_dirs = None
+
+
+def _framework_roots():
+    """Install folders of the frameworks, found without importing them (a user's own folder
+    that happens to be called numpy/ or torch/ is not framework code)."""
+    global _framework_dirs
+    if _framework_dirs is None:
+        roots = []
+        for name in _FRAMEWORKS:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            for location in (spec and spec.submodule_search_locations) or ():
+                roots.append(os.path.abspath(location) + os.sep)
+        _framework_dirs = tuple(roots)
+    return _framework_dirs
 
 ENABLED = os.environ.get("LAZYX_SOURCE_LINES", "1") != "0"
 
@@ -24,7 +42,7 @@ def _is_internal(filename):
         path = os.path.abspath(filename) if not filename.startswith("<") else filename
         verdict = (path.startswith(_LAZYX_DIR) and os.sep + "tests" + os.sep not in path[len(_LAZYX_DIR) - 1:]) \
             or path.startswith(_STDLIB) \
-            or any(part in path for part in _FRAMEWORK_PARTS) \
+            or path.startswith(_framework_roots()) \
             or filename.startswith("<frozen")
         _verdicts[filename] = verdict
     return verdict

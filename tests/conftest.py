@@ -22,3 +22,13 @@ from hypothesis import settings
 settings.register_profile("ci", max_examples=20, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _nothing_pending_between_tests():
+    """lazyx.sync() with no arguments runs every live pending value: flush what earlier tests
+    left alive, so each test's graphs (and its compile counts) are its own."""
+    lazyx.sync()
+    yield

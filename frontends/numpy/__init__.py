@@ -1,0 +1,54 @@
+"""lazyx.frontends.numpy (``lnp``): lazy NumPy arrays and an Array API 2023.12 namespace.
+
+    import numpy as np
+    import lazyx.frontends.numpy as lnp
+    x = lnp.asarray(np.random.rand(3, 4))     # device data
+    y = np.tanh(x @ x.T) + 1                  # plain NumPy calls: recorded, not run
+    print(y)                                  # observation: cut, compile (XLA), run
+
+Plain NumPy dispatches here through ``__array_ufunc__`` (NEP 13) and ``__array_function__``
+(NEP 18); functions without a lowering fall back to eager NumPy (counted, warned once).
+Semantics are NumPy 2's (NEP 50 promotion, float64/int64 defaults), with one difference:
+lazy arrays have value semantics where NumPy would return a view (see docs/numpy.md).
+"""
+import math as _math
+
+from . import _methods
+from ._base import DEVICE, LazyArray
+from ._creation import (arange, array, asarray, empty, empty_like, eye, from_dlpack, full,
+                        full_like, identity, linspace, meshgrid, ones, ones_like, tril, triu,
+                        zeros, zeros_like)
+from ._elementwise import FUNCTIONS as _ELEMENTWISE
+from ._elementwise import imag, real, round  # noqa: A004
+from ._indexing import (argwhere, count_nonzero, flatnonzero, nonzero, take, take_along_axis,
+                        unique, unique_all, unique_counts, unique_inverse, unique_values)
+from ._info import (DTYPES as _DTYPES, __array_namespace_info__, bool, can_cast, finfo,  # noqa
+                    float16, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
+                    result_type, uint8, uint16, uint32, uint64)
+from ._linalg import (diag, diagonal, dot, einsum, inner, matmul, norm, outer, tensordot,
+                      trace, vecdot)
+from ._manipulation import (append, array_split, astype, atleast_1d, atleast_2d, atleast_3d,
+                            broadcast_arrays, broadcast_to, clip, column_stack, concat,
+                            concatenate, copy, diff, dstack, expand_dims, flip, hstack,
+                            matrix_transpose, moveaxis, pad, permute_dims, ravel, repeat,
+                            reshape, roll, split, squeeze, stack, swapaxes, tile, transpose,
+                            unstack, vstack, where)
+from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  # noqa: A004
+                          cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,
+                          sort, std, sum, var)
+from . import linalg, random  # noqa: E402
+
+_methods.install()
+globals().update(_ELEMENTWISE)
+
+__array_api_version__ = "2023.12"
+ndarray = LazyArray
+e, pi, inf, nan = _math.e, _math.pi, _math.inf, _math.nan
+newaxis = None
+amax, amin = max, min
+
+
+def sync():
+    """Run everything pending (the same barrier as lazyx.sync())."""
+    from ...core.runtime import sync as _sync
+    _sync(cause="explicit")

@@ -1,0 +1,195 @@
+"""The lazy array object: a LazyHandle plus NumPy's observation protocols.
+
+Everything that reads values (``__array__``, ``item``, ``float``, ``repr``, ``tolist``) syncs
+through the runtime with the cause it stands for; everything else (shape, dtype, ndim, size,
+len) is known at trace time and never syncs. Operators and methods are attached by
+``_methods.py`` so that this file stays free of the op tables.
+"""
+import numpy as np
+
+from ...core import dtypes as dt
+from ...core import runtime
+from ...core.source import user_line
+
+_NP_DTYPES = {}
+
+
+def np_dtype(ir_dtype):
+    """The numpy dtype object for an IR dtype name (cached: it sits on the hot path)."""
+    d = _NP_DTYPES.get(ir_dtype)
+    if d is None:
+        d = _NP_DTYPES[ir_dtype] = dt.to_numpy(ir_dtype)
+    return d
+
+
+class Device:
+    """The one device lazy arrays live on (the active backend's, behind the runtime)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "Device('lazyx')"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) or other == "lazyx"
+
+    def __hash__(self):
+        return hash("lazyx")
+
+
+DEVICE = Device()
+
+
+class LazyArray:
+    """A NumPy-like array whose operations are recorded into lazyx's IR instead of running."""
+    __slots__ = ("__lazyx_handle__", "__weakref__")
+    __hash__ = None  # __eq__ is element-wise, as for numpy.ndarray
+    __array_priority__ = 100
+
+    def __init__(self, node):
+        self.__lazyx_handle__ = runtime.LazyHandle(node)
+
+    # ------------------------------------------------------------ static facts (no sync)
+    @property
+    def _node(self):
+        return self.__lazyx_handle__.node
+
+    @property
+    def shape(self):
+        return self.__lazyx_handle__.node.shape
+
+    @property
+    def dtype(self):
+        return np_dtype(self.__lazyx_handle__.node.dtype)
+
+    @property
+    def ndim(self):
+        return len(self.__lazyx_handle__.node.shape)
+
+    @property
+    def size(self):
+        return self.__lazyx_handle__.node.size
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    @property
+    def device(self):
+        return DEVICE
+
+    def to_device(self, device, /, *, stream=None):
+        if device != DEVICE:
+            raise ValueError(f"lazyx arrays live on {DEVICE!r}; cannot move to {device!r}")
+        return self
+
+    def __array_namespace__(self, *, api_version=None):
+        if api_version not in (None, "2021.12", "2022.12", "2023.12"):
+            raise ValueError(f"lazyx.frontends.numpy implements the 2023.12 Array API, "
+                             f"not {api_version!r}")
+        from .. import numpy as namespace
+        return namespace
+
+    def __len__(self):
+        # The length is a static fact: it never syncs.
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    # ------------------------------------------------------------ observation (syncs)
+    def _host(self, cause, source=None):
+        host = runtime.to_host(self.__lazyx_handle__, cause=cause, source=source or user_line(3))
+        if not host.flags.writeable:  # XLA may hand out a read-only view of its buffer
+            host = host.copy()
+        return host
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("lazyx: a lazy array lives on its backend's device; it cannot "
+                             "be exposed to NumPy without a copy (use copy=None or True)")
+        host = self._host("convert")
+        return host if dtype is None else host.astype(dtype, copy=False)
+
+    def numpy(self):
+        return self._host("convert")
+
+    def tolist(self):
+        return self._host("convert").tolist()
+
+    def item(self, *args):
+        if not args and self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self._host("item").item(*args)
+
+    def _scalar(self, kind):
+        if self.size != 1:
+            raise TypeError("only length-1 arrays can be converted to Python scalars")
+        return kind(self._host("item").reshape(()).item())
+
+    def __float__(self):
+        return self._scalar(float)
+
+    def __int__(self):
+        return self._scalar(int)
+
+    def __complex__(self):
+        return self._scalar(complex)
+
+    def __index__(self):
+        if self.ndim or not dt.is_int(self._node.dtype):
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._host("item"))
+
+    def __bool__(self):
+        if self.size != 1:  # decided from the shape alone, before any sync
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self._host("item").reshape(()))
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        if self.ndim == 1:
+            # Element-wise Python loops want host scalars: one sync, not one graph per element.
+            return iter(self._host("convert"))
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self):
+        text = repr(self._host("print"))
+        if text.startswith("array("):
+            text = "lazy_" + text.replace("\n      ", "\n           ")
+        return text
+
+    def __str__(self):
+        return str(self._host("print"))
+
+    def __format__(self, spec):
+        if not spec:
+            return str(self)
+        return format(self._host("print").reshape(()).item() if self.size == 1
+                      else self._host("print"), spec)
+
+    def __copy__(self):
+        return wrap(self._node)
+
+    def __deepcopy__(self, memo):
+        return wrap(self._node)
+
+    def __reduce__(self):  # pickling materializes
+        return (_from_host_array, (self._host("convert"),))
+
+
+def _from_host_array(host):
+    return LazyArray(runtime.from_host(host))
+
+
+def wrap(node):
+    """A new lazy array for an IR node."""
+    return LazyArray(node)
+
+
+def is_lazy(x):
+    return type(x) is LazyArray or isinstance(x, LazyArray)

@@ -1,0 +1,188 @@
+"""Array creation. Fill values are runtime parameters (a new fill never recompiles);
+arange/linspace run NumPy's own arithmetic on the host and ship the result as device data,
+so their numbers are NumPy's to the last bit."""
+import operator
+
+import numpy as np
+
+from ...core import ops, runtime
+from ._base import LazyArray, wrap
+from ._promote import as_lazy, as_node, full_node, ir_dtype
+from ._ufuncs import fill
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(operator.index(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError("negative dimensions are not allowed")
+    return shape
+
+
+def asarray(obj, /, dtype=None, device=None, copy=None, *, order=None, like=None):
+    target = ir_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, LazyArray):
+        if copy is False and target is not None and target != obj._node.dtype:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
+        return as_lazy(obj, target)
+    if copy is False:
+        raise ValueError("Unable to avoid copy while creating an array as requested "
+                         "(host data must be copied to the lazyx device).")
+    if target is None and not isinstance(obj, (np.ndarray, np.generic, list, tuple)) \
+            and isinstance(obj, (bool, int, float)):
+        return wrap(runtime.from_host(np.asarray(obj)))
+    return as_lazy(obj, target)
+
+
+def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs):
+    out = asarray(obj, dtype)
+    if out.ndim < ndmin:
+        out = wrap(ops.reshape(out._node, new_sizes=(1,) * (ndmin - out.ndim) + out.shape))
+    return out
+
+
+def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    shape = _shape(shape)
+    if isinstance(fill_value, LazyArray):
+        from ._manipulation import broadcast_to
+        return broadcast_to(fill_value if dtype is None else fill_value.astype(dtype), shape)
+    target = ir_dtype(dtype) if dtype is not None else ir_dtype(np.asarray(fill_value).dtype)
+    if np.ndim(fill_value):
+        from ._manipulation import broadcast_to
+        return broadcast_to(as_lazy(np.asarray(fill_value), target), shape)
+    return wrap(full_node(fill_value, shape, target))
+
+
+def zeros(shape, dtype=None, order="C", *, device=None, like=None):
+    return full(shape, 0, dtype if dtype is not None else "float64")
+
+
+def ones(shape, dtype=None, order="C", *, device=None, like=None):
+    return full(shape, 1, dtype if dtype is not None else "float64")
+
+
+def empty(shape, dtype=None, order="C", *, device=None, like=None):
+    return zeros(shape, dtype)
+
+
+def _like(a, dtype, shape):
+    node = as_node(a)
+    return (node.shape if shape is None else _shape(shape),
+            node.dtype if dtype is None else ir_dtype(dtype))
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    shape, dtype = _like(a, dtype, shape)
+    return full(shape, np.asarray(fill_value).astype(np.dtype(dtype)) if np.ndim(fill_value)
+                else np.array(fill_value).astype(np.dtype(dtype))[()], dtype)
+
+
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    shape, dtype = _like(a, dtype, shape)
+    return full(shape, 0, dtype)
+
+
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    shape, dtype = _like(a, dtype, shape)
+    return full(shape, 1, dtype)
+
+
+def empty_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    return zeros_like(a, dtype, shape=shape)
+
+
+def arange(start, /, stop=None, step=None, *, dtype=None, device=None, like=None):
+    host = np.arange(start, stop, step, dtype=dtype) if step is not None else (
+        np.arange(start, stop, dtype=dtype) if stop is not None else np.arange(start,
+                                                                               dtype=dtype))
+    return wrap(runtime.from_host(host, ir_dtype(host.dtype)))
+
+
+def linspace(start, stop, /, num=50, *, endpoint=True, retstep=False, dtype=None, axis=0,
+             device=None):
+    if isinstance(start, LazyArray) or isinstance(stop, LazyArray):
+        from ._fallback import run_eagerly
+        return run_eagerly(np.linspace, "numpy.linspace", (start, stop, num),
+                           {"endpoint": endpoint, "retstep": retstep, "dtype": dtype,
+                            "axis": axis})
+    result = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
+                         axis=axis)
+    if retstep:
+        return wrap(runtime.from_host(result[0])), result[1]
+    return wrap(runtime.from_host(result))
+
+
+def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
+    M = N if M is None else M
+    shape = _shape((N, M))
+    target = ir_dtype(dtype) if dtype is not None else "float64"
+    rows = ops.iota(dtype="int64", shape=shape, dimension=0)
+    cols = ops.iota(dtype="int64", shape=shape, dimension=1)
+    on = ops.eq(ops.add(rows, fill(int(k), "int64", shape)), cols)
+    return wrap(on if target == "bool" else ops.convert(on, dtype=target))
+
+
+def identity(n, dtype=None, *, like=None):
+    return eye(n, dtype=dtype)
+
+
+def _tri_mask(shape, k, lower):
+    n, m = shape[-2:]
+    rows = ops.iota(dtype="int64", shape=(n, m), dimension=0)
+    cols = ops.iota(dtype="int64", shape=(n, m), dimension=1)
+    diff = ops.sub(cols, rows)
+    kk = fill(int(k), "int64", (n, m))
+    mask = ops.le(diff, kk) if lower else ops.ge(diff, kk)
+    if len(shape) > 2:
+        mask = ops.broadcast_in_dim(mask, shape=shape,
+                                    broadcast_dimensions=(len(shape) - 2, len(shape) - 1))
+    return mask
+
+
+def _tri(m, k, lower):
+    runtime.maybe_cut()
+    node = as_node(m)
+    if node.ndim < 2:
+        if node.ndim == 1:  # NumPy broadcasts a vector to a square matrix
+            n = node.shape[0]
+            node = ops.broadcast_in_dim(node, shape=(n, n), broadcast_dimensions=(1,))
+        else:
+            raise ValueError("input array must be at least 2-d")
+    mask = _tri_mask(node.shape, k, lower)
+    return wrap(ops.select(mask, node, fill(0, node.dtype, node.shape)))
+
+
+def tril(m, k=0):
+    return _tri(m, k, True)
+
+
+def triu(m, k=0):
+    return _tri(m, k, False)
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    nodes = [as_node(x) for x in xi]
+    nodes = [ops.reshape(n, new_sizes=(n.size,)) if n.ndim != 1 else n for n in nodes]
+    shape = [n.shape[0] for n in nodes]
+    if indexing == "xy" and len(nodes) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    shape = tuple(shape)
+    out = []
+    for i, n in enumerate(nodes):
+        axis = i
+        if indexing == "xy" and len(nodes) > 1 and i < 2:
+            axis = 1 - i
+        if sparse:
+            s = [1] * len(shape)
+            s[axis] = n.shape[0]
+            out.append(wrap(ops.reshape(n, new_sizes=tuple(s))))
+        else:
+            out.append(wrap(ops.broadcast_in_dim(n, shape=shape, broadcast_dimensions=(axis,))))
+    return tuple(out)
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    return wrap(runtime.from_host(np.from_dlpack(x)))

@@ -1,0 +1,83 @@
+"""The Array API's element-wise functions, each the NumPy ufunc of the same meaning."""
+import numpy as np
+
+from ...core import ops
+from ._base import wrap
+from ._promote import as_node
+from ._ufuncs import apply, assign, fill
+
+# Array API name -> NumPy ufunc (names differ where NumPy's predate the standard).
+ARRAY_API_UFUNCS = {
+    "abs": np.absolute, "acos": np.arccos, "acosh": np.arccosh, "add": np.add,
+    "asin": np.arcsin, "asinh": np.arcsinh, "atan": np.arctan, "atan2": np.arctan2,
+    "atanh": np.arctanh, "bitwise_and": np.bitwise_and, "bitwise_left_shift": np.left_shift,
+    "bitwise_invert": np.invert, "bitwise_or": np.bitwise_or,
+    "bitwise_right_shift": np.right_shift, "bitwise_xor": np.bitwise_xor, "ceil": np.ceil,
+    "conj": np.conjugate, "copysign": np.copysign, "cos": np.cos, "cosh": np.cosh,
+    "divide": np.true_divide, "equal": np.equal, "exp": np.exp, "expm1": np.expm1,
+    "floor": np.floor, "floor_divide": np.floor_divide, "greater": np.greater,
+    "greater_equal": np.greater_equal, "hypot": np.hypot, "isfinite": np.isfinite,
+    "isinf": np.isinf, "isnan": np.isnan, "less": np.less, "less_equal": np.less_equal,
+    "log": np.log, "log1p": np.log1p, "log2": np.log2, "log10": np.log10,
+    "logaddexp": np.logaddexp, "logical_and": np.logical_and, "logical_not": np.logical_not,
+    "logical_or": np.logical_or, "logical_xor": np.logical_xor, "maximum": np.maximum,
+    "minimum": np.minimum, "multiply": np.multiply, "negative": np.negative,
+    "not_equal": np.not_equal, "positive": np.positive, "pow": np.power,
+    "remainder": np.remainder, "sign": np.sign, "signbit": np.signbit, "sin": np.sin,
+    "sinh": np.sinh, "square": np.square, "sqrt": np.sqrt, "subtract": np.subtract,
+    "tan": np.tan, "tanh": np.tanh, "trunc": np.trunc, "nextafter": np.nextafter,
+    "reciprocal": np.reciprocal,
+    # NumPy spellings people also call through the namespace
+    "absolute": np.absolute, "arccos": np.arccos, "arccosh": np.arccosh, "arcsin": np.arcsin,
+    "arcsinh": np.arcsinh, "arctan": np.arctan, "arctan2": np.arctan2,
+    "arctanh": np.arctanh, "true_divide": np.true_divide, "power": np.power,
+    "mod": np.remainder, "fmod": np.fmod, "exp2": np.exp2, "cbrt": np.cbrt, "rint": np.rint,
+    "fabs": np.fabs, "fmax": np.fmax, "fmin": np.fmin, "logaddexp2": np.logaddexp2,
+    "deg2rad": np.deg2rad, "rad2deg": np.rad2deg, "degrees": np.degrees,
+    "radians": np.radians, "invert": np.invert, "left_shift": np.left_shift,
+    "right_shift": np.right_shift, "float_power": np.float_power, "heaviside": np.heaviside,
+    "ldexp": np.ldexp, "divmod": np.divmod, "conjugate": np.conjugate,
+}
+
+
+def _make(name, ufunc):
+    def fn(*args, out=None, dtype=None):
+        result = apply(ufunc, args, dtype=dtype)
+        return result if out is None else assign(out, result, ufunc)
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = f"Element-wise {name} (numpy.{ufunc.__name__} semantics), traced lazily."
+    return fn
+
+
+FUNCTIONS = {name: _make(name, ufunc) for name, ufunc in ARRAY_API_UFUNCS.items()}
+
+
+def round(x, decimals=0, out=None):  # noqa: A001 - the Array API's name
+    """Half to even; with decimals, NumPy's x * 10**d, rint, / 10**d."""
+    if decimals == 0:
+        result = apply(np.rint, (x,))
+        node = as_node(x)
+        if node.dtype not in ("float16", "bfloat16", "float32", "float64"):
+            result = wrap(node)  # rounding an integer array returns it unchanged
+    else:
+        node = as_node(x)
+        if node.dtype in ("float16", "bfloat16", "float32", "float64"):
+            scale = fill(10.0 ** abs(decimals), node.dtype, node.shape)
+            if decimals > 0:
+                result = wrap(ops.div(ops.round(ops.mul(node, scale)), scale))
+            else:
+                result = wrap(ops.mul(ops.round(ops.div(node, scale)), scale))
+        else:
+            from ._fallback import run_eagerly
+            return run_eagerly(np.round, "numpy.round", (x, decimals), {})
+    return result if out is None else assign(out, result)
+
+
+def real(x):
+    return wrap(as_node(x))
+
+
+def imag(x):
+    node = as_node(x)
+    return wrap(fill(0, node.dtype, node.shape))

@@ -1,0 +1,72 @@
+"""Fallback, never a crash: run a NumPy function eagerly on materialized inputs.
+
+Lazy inputs are synced together (one cut, cause "fallback"), the real NumPy function runs on
+host arrays, and every ndarray in the result comes back as device data. Each fallback is
+counted per function in lazyx.metrics()['fallback_ops'] and warned once.
+"""
+import numpy as np
+
+from ...core import runtime
+from ...core.source import user_line
+from ._base import LazyArray, wrap
+
+
+def _lazy_in(obj, found):
+    if isinstance(obj, LazyArray):
+        found.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _lazy_in(v, found)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _lazy_in(v, found)
+    return found
+
+
+def materialize(obj):
+    """`obj` with every lazy array (inside lists, tuples, dicts) replaced by its host value."""
+    if isinstance(obj, LazyArray):
+        return obj._host("fallback")
+    if isinstance(obj, list):
+        return [materialize(v) for v in obj]
+    if isinstance(obj, tuple):
+        items = [materialize(v) for v in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
+    if isinstance(obj, dict):
+        return {k: materialize(v) for k, v in obj.items()}
+    return obj
+
+
+def rewrap(obj):
+    """Host results back as lazy arrays (device data); scalars and other objects unchanged."""
+    if isinstance(obj, np.ndarray) and obj.dtype != object:
+        return wrap(runtime.from_host(obj))
+    if isinstance(obj, list):
+        return [rewrap(v) for v in obj]
+    if isinstance(obj, tuple):
+        items = [rewrap(v) for v in obj]
+        return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
+    return obj
+
+
+def run_eagerly(fn, name, args, kwargs):
+    """fn(*args, **kwargs) on host values; counted and warned as a fallback."""
+    runtime.fallback(name, "numpy")
+    lazy = _lazy_in(args, _lazy_in(kwargs, []))
+    if lazy:
+        runtime.sync(*lazy, cause="fallback", source=user_line(2))
+    out = kwargs.get("out")
+    lazy_out = isinstance(out, LazyArray) or (
+        isinstance(out, tuple) and any(isinstance(o, LazyArray) for o in out))
+    if lazy_out:
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    result = fn(*materialize(args), **materialize(kwargs))
+    if not lazy_out:
+        return rewrap(result)
+    from ._ufuncs import assign
+    outs = out if isinstance(out, tuple) else (out,)
+    results = result if isinstance(result, tuple) else (result,)
+    for o, r in zip(outs, results):
+        if o is not None:
+            assign(o, wrap(runtime.from_host(np.asarray(r))))
+    return out

@@ -1,0 +1,186 @@
+"""NEP 18: plain NumPy functions called on lazy arrays. One table {numpy function: impl};
+anything else falls back (runs eagerly on NumPy, counted and warned once)."""
+import numpy as np
+
+from . import (_creation, _elementwise, _indexing, _linalg, _manipulation, _reductions,
+               _ufuncs)
+from ._base import LazyArray
+from ._fallback import run_eagerly
+from ._promote import as_lazy, ir_dtype, result_ir_dtype
+
+
+def _shape(a):
+    return tuple(as_lazy(a).shape)
+
+
+def _ndim(a):
+    return as_lazy(a).ndim
+
+
+def _size(a, axis=None):
+    x = as_lazy(a)
+    return x.size if axis is None else x.shape[axis]
+
+
+def _result_type(*arrays_and_dtypes):
+    return np.dtype(result_ir_dtype(*[a if isinstance(a, LazyArray) or not _is_dtype(a)
+                                      else np.empty(0, a) for a in arrays_and_dtypes]))
+
+
+def _is_dtype(x):
+    if isinstance(x, (np.dtype, type)) or isinstance(x, str):
+        return True
+    return False
+
+
+def _can_cast(from_, to, casting="safe"):
+    if isinstance(from_, LazyArray):
+        from_ = from_.dtype
+    return np.can_cast(from_, to, casting=casting)
+
+
+def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    from ._ufuncs import apply
+    a, b = as_lazy(a), as_lazy(b) if isinstance(b, LazyArray) else b
+    dtype = np.dtype(result_ir_dtype(a, b, 1.0))
+    a, b = a.astype(dtype), as_lazy(b, ir_dtype(dtype))
+    diff = apply(np.absolute, (a - b,))
+    close = diff <= atol + rtol * apply(np.absolute, (b,))
+    both_inf = (a == b)
+    result = apply(np.logical_or, (close, both_inf))
+    finite = apply(np.logical_and, (apply(np.isfinite, (a,)), apply(np.isfinite, (b,))))
+    result = _manipulation.where(finite, result, both_inf)
+    if equal_nan:
+        result = apply(np.logical_or, (result, apply(np.logical_and, (
+            apply(np.isnan, (a,)), apply(np.isnan, (b,))))))
+    return result
+
+
+def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(_reductions.all(_isclose(a, b, rtol, atol, equal_nan)))
+
+
+def _array_equal(a1, a2, equal_nan=False):
+    if _shape(a1) != _shape(a2):
+        return False
+    eq = as_lazy(a1) == a2
+    if equal_nan:
+        eq = _ufuncs.apply(np.logical_or, (eq, _ufuncs.apply(np.logical_and, (
+            _ufuncs.apply(np.isnan, (a1,)), _ufuncs.apply(np.isnan, (a2,))))))
+    return bool(_reductions.all(eq))
+
+
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    if weights is None and not returned:
+        return _reductions.mean(a, axis, keepdims=keepdims)
+    return run_eagerly(np.average, "numpy.average", (a,),
+                       {"axis": axis, "weights": weights, "returned": returned,
+                        "keepdims": keepdims})
+
+
+def _amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _reductions.max(a, axis, out, keepdims, initial, where)
+
+
+def _amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    return _reductions.min(a, axis, out, keepdims, initial, where)
+
+
+def _copyto(dst, src, casting="same_kind", where=True):
+    if where is not True:
+        src = _manipulation.where(where, src, dst)
+    _ufuncs.assign(dst, src, casting=casting)
+
+
+def _astype(x, dtype, /, *, copy=True, device=None):
+    return _manipulation.astype(x, dtype)
+
+
+def _nan_reduce(reduce, fill_value):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        from ._ufuncs import apply
+        x = as_lazy(a)
+        if x.dtype.kind == "f":
+            x = _manipulation.where(apply(np.isnan, (x,)), fill_value, x)
+        kw = {"keepdims": keepdims, "out": out}
+        if dtype is not None:
+            kw["dtype"] = dtype
+        return reduce(x, axis, **kw)
+    return fn
+
+
+FUNCTIONS = {
+    # reductions and statistics
+    np.sum: _reductions.sum, np.prod: _reductions.prod, np.mean: _reductions.mean,
+    np.var: _reductions.var, np.std: _reductions.std, np.max: _reductions.max,
+    np.min: _reductions.min, np.amax: _amax, np.amin: _amin, np.all: _reductions.all,
+    np.any: _reductions.any, np.cumsum: _reductions.cumsum, np.cumprod: _reductions.cumprod,
+    np.argmax: _reductions.argmax, np.argmin: _reductions.argmin, np.sort: _reductions.sort,
+    np.argsort: _reductions.argsort, np.searchsorted: _reductions.searchsorted,
+    np.average: _average, np.count_nonzero: _indexing.count_nonzero,
+    np.nansum: _nan_reduce(_reductions.sum, 0), np.nanprod: _nan_reduce(_reductions.prod, 1),
+    # manipulation
+    np.reshape: _manipulation.reshape, np.ravel: _manipulation.ravel,
+    np.transpose: _manipulation.transpose, np.swapaxes: _manipulation.swapaxes,
+    np.moveaxis: _manipulation.moveaxis, np.expand_dims: _manipulation.expand_dims,
+    np.squeeze: _manipulation.squeeze, np.broadcast_to: _manipulation.broadcast_to,
+    np.broadcast_arrays: _manipulation.broadcast_arrays,
+    np.concatenate: _manipulation.concatenate, np.stack: _manipulation.stack,
+    np.vstack: _manipulation.vstack, np.hstack: _manipulation.hstack,
+    np.dstack: _manipulation.dstack, np.column_stack: _manipulation.column_stack,
+    np.atleast_1d: _manipulation.atleast_1d, np.atleast_2d: _manipulation.atleast_2d,
+    np.atleast_3d: _manipulation.atleast_3d, np.flip: _manipulation.flip,
+    np.roll: _manipulation.roll, np.tile: _manipulation.tile, np.repeat: _manipulation.repeat,
+    np.split: _manipulation.split, np.array_split: _manipulation.array_split,
+    np.pad: _manipulation.pad, np.diff: _manipulation.diff, np.append: _manipulation.append,
+    np.copy: _manipulation.copy, np.where: _manipulation.where, np.clip: _manipulation.clip,
+    np.matrix_transpose: _manipulation.matrix_transpose, np.astype: _astype,
+    np.copyto: _copyto,
+    # creation from arrays
+    np.zeros_like: _creation.zeros_like, np.ones_like: _creation.ones_like,
+    np.full_like: _creation.full_like, np.empty_like: _creation.empty_like,
+    np.tril: _creation.tril, np.triu: _creation.triu, np.meshgrid: _creation.meshgrid,
+    # indexing and data-dependent shapes
+    np.take: _indexing.take, np.take_along_axis: _indexing.take_along_axis,
+    np.nonzero: _indexing.nonzero, np.argwhere: _indexing.argwhere,
+    np.flatnonzero: _indexing.flatnonzero, np.unique: _indexing.unique,
+    np.compress: _indexing.compress, np.extract: _indexing.extract,
+    # linear algebra
+    np.dot: _linalg.dot, np.tensordot: _linalg.tensordot, np.inner: _linalg.inner,
+    np.outer: _linalg.outer, np.einsum: _linalg.einsum, np.linalg.norm: _linalg.norm,
+    np.diagonal: _linalg.diagonal, np.trace: _linalg.trace, np.diag: _linalg.diag,
+    # comparisons and facts
+    np.isclose: _isclose, np.allclose: _allclose, np.array_equal: _array_equal,
+    np.shape: _shape, np.ndim: _ndim, np.size: _size, np.result_type: _result_type,
+    np.can_cast: _can_cast, np.round: _elementwise.round, np.around: _elementwise.round,
+    np.real: _elementwise.real, np.imag: _elementwise.imag,
+}
+for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
+    if hasattr(np, _name):
+        FUNCTIONS[getattr(np, _name)] = getattr(_indexing, _name)
+if hasattr(np, "cumulative_sum"):
+    FUNCTIONS[np.cumulative_sum] = _reductions.cumulative_sum
+if hasattr(np, "unstack"):
+    FUNCTIONS[np.unstack] = _manipulation.unstack
+if hasattr(np.linalg, "vecdot"):
+    FUNCTIONS[np.linalg.vecdot] = _linalg.vecdot
+if hasattr(np.linalg, "matmul"):
+    FUNCTIONS[np.linalg.matmul] = _linalg.matmul
+if hasattr(np.linalg, "tensordot"):
+    FUNCTIONS[np.linalg.tensordot] = _linalg.tensordot
+if hasattr(np.linalg, "matrix_transpose"):
+    FUNCTIONS[np.linalg.matrix_transpose] = _manipulation.matrix_transpose
+
+
+def array_function(func, types, args, kwargs):
+    """The body of LazyArray.__array_function__."""
+    for t in types:
+        if not (issubclass(t, LazyArray) or issubclass(t, np.ndarray)):
+            return NotImplemented
+    impl = FUNCTIONS.get(func)
+    if impl is not None:
+        return impl(*args, **kwargs)
+    name = f"{func.__module__.replace('numpy._core', 'numpy').split('.')[0]}.{func.__name__}" \
+        if func.__module__.startswith("numpy") and "linalg" not in func.__module__ else \
+        f"{func.__module__}.{func.__name__}"
+    return run_eagerly(func, name, args, kwargs)

@@ -1,0 +1,76 @@
+"""Data type objects and functions, and the Array API inspection namespace.
+
+The namespace's dtype objects are NumPy's own ``numpy.dtype`` instances, so ``x.dtype ==
+lnp.float32``, ``x.dtype == np.float32`` and ``np.finfo(x.dtype)`` all work as NumPy users
+expect.
+"""
+import numpy as np
+
+from ...core import dtypes as dt
+from ._base import DEVICE, LazyArray, np_dtype
+from ._promote import ir_dtype, result_ir_dtype
+
+bool = np.dtype("bool")  # noqa: A001 - the Array API's name
+int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
+float16, float32, float64 = (np.dtype(n) for n in ("float16", "float32", "float64"))
+DTYPES = {name: np_dtype(name) for name in dt.ALL if name != "bfloat16"}
+
+
+def _dtype_of(x):
+    return x.dtype if isinstance(x, LazyArray) else np.dtype(x)
+
+
+def finfo(type, /):  # noqa: A002 - the Array API's parameter name
+    return np.finfo(_dtype_of(type))
+
+
+def iinfo(type, /):  # noqa: A002
+    return np.iinfo(_dtype_of(type))
+
+
+def isdtype(dtype, kind):
+    return np.isdtype(np.dtype(dtype), kind)
+
+
+def result_type(*arrays_and_dtypes):
+    """NumPy 2's result_type: Python scalars are weak (NEP 50)."""
+    items = [np.empty(0, np.dtype(a)) if isinstance(a, (np.dtype, type, str)) else a
+             for a in arrays_and_dtypes]
+    return np_dtype(result_ir_dtype(*items))
+
+
+def can_cast(from_, to, /, casting="safe"):
+    return np.can_cast(_dtype_of(from_), np.dtype(to), casting=casting)
+
+
+class Info:
+    """What ``__array_namespace_info__()`` returns (Array API 2023.12)."""
+
+    def capabilities(self):
+        # Boolean masks and unique/nonzero work by syncing (cause "data_dependent").
+        return {"boolean indexing": True, "data-dependent shapes": True}
+
+    def default_device(self):
+        return DEVICE
+
+    def devices(self):
+        return [DEVICE]
+
+    def default_dtypes(self, *, device=None):
+        # lazyx has no complex dtypes; the key is present (the standard requires it) but None.
+        return {"real floating": float64, "complex floating": None, "integral": int64,
+                "indexing": int64}
+
+    def dtypes(self, *, device=None, kind=None):
+        names = [n for n in dt.ALL if n != "bfloat16"]
+        chosen = {n: np.dtype(n) for n in names
+                  if kind is None or np.isdtype(np.dtype(n), kind)}
+        return chosen
+
+
+def __array_namespace_info__():
+    return Info()
+
+
+__all__ = ["ir_dtype"]

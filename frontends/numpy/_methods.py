@@ -1,0 +1,178 @@
+"""Operators and ndarray methods for LazyArray, each one line onto the namespace functions.
+
+Kept apart from ``_base.py`` so the class's observation protocols and these API hooks can be
+read separately; ``install()`` runs once when the package is imported.
+"""
+import numpy as np
+
+from ...core import ops
+from . import _creation, _indexing, _linalg, _manipulation, _reductions, _ufuncs
+from ._base import LazyArray, wrap
+
+_OPERANDS = (LazyArray, np.ndarray, np.generic, int, float, bool, list, tuple)
+
+
+def _binary(ufunc):
+    def forward(self, other):
+        if not isinstance(other, _OPERANDS):
+            return NotImplemented
+        return _ufuncs.apply(ufunc, (self, other))
+
+    def reverse(self, other):
+        if not isinstance(other, _OPERANDS):
+            return NotImplemented
+        return _ufuncs.apply(ufunc, (other, self))
+
+    def inplace(self, other):
+        if not isinstance(other, _OPERANDS):
+            return NotImplemented
+        _ufuncs.assign(self, _ufuncs.apply(ufunc, (self, other)), ufunc)
+        return self
+    return forward, reverse, inplace
+
+
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+           "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+           "lshift": np.left_shift, "rshift": np.right_shift, "and": np.bitwise_and,
+           "or": np.bitwise_or, "xor": np.bitwise_xor}
+_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}
+_UNARY = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
+
+
+def _matmul(self, other):
+    if not isinstance(other, _OPERANDS):
+        return NotImplemented
+    return _linalg.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    if not isinstance(other, _OPERANDS):
+        return NotImplemented
+    return _linalg.matmul(other, self)
+
+
+def _imatmul(self, other):
+    _ufuncs.assign(self, _linalg.matmul(self, other), np.matmul)
+    return self
+
+
+def _divmod(self, other):
+    return _ufuncs.apply(np.divmod, (self, other))
+
+
+def _rdivmod(self, other):
+    return _ufuncs.apply(np.divmod, (other, self))
+
+
+def _getitem(self, key):
+    return _indexing.getitem(self, key)
+
+
+def _setitem(self, key, value):
+    _indexing.setitem(self, key, value)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return _ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    from ._functions import array_function
+    return array_function(func, types, args, kwargs)
+
+
+def _shape_args(args):
+    return args[0] if len(args) == 1 and not isinstance(args[0], (int, np.integer)) else args
+
+
+def _reshape(self, *shape, order="C", copy=None):
+    return _manipulation.reshape(self, _shape_args(shape), order)
+
+
+def _transpose(self, *axes):
+    axes = _shape_args(axes) if axes else None
+    return _manipulation.permute_dims(self, axes)
+
+
+def _sort(self, axis=-1, kind=None, order=None, *, stable=None):
+    self.__lazyx_handle__.set(_reductions.sort(self, axis, kind, order)._node)
+
+
+def _fill(self, value):
+    self.__lazyx_handle__.set(_creation.full(self.shape, value, self.dtype)._node)
+
+
+def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting=casting):
+        raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} "
+                        f"according to the rule '{casting}'")
+    return _manipulation.astype(self, dtype)
+
+
+def _round(self, decimals=0, out=None):
+    from ._elementwise import round as round_
+    return round_(self, decimals, out)
+
+
+def _conj(self):
+    return self
+
+
+METHODS = {
+    "__getitem__": _getitem, "__setitem__": _setitem,
+    "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
+    "__matmul__": _matmul, "__rmatmul__": _rmatmul, "__imatmul__": _imatmul,
+    "__divmod__": _divmod, "__rdivmod__": _rdivmod,
+    "sum": _reductions.sum, "prod": _reductions.prod, "mean": _reductions.mean,
+    "var": _reductions.var, "std": _reductions.std, "max": _reductions.max,
+    "min": _reductions.min, "all": _reductions.all, "any": _reductions.any,
+    "argmax": _reductions.argmax, "argmin": _reductions.argmin,
+    "cumsum": _reductions.cumsum, "cumprod": _reductions.cumprod,
+    "argsort": _reductions.argsort, "sort": _sort, "fill": _fill,
+    "reshape": _reshape, "transpose": _transpose, "astype": _astype,
+    "ravel": _manipulation.ravel, "flatten": _manipulation.ravel,
+    "squeeze": _manipulation.squeeze, "swapaxes": _manipulation.swapaxes,
+    "repeat": _manipulation.repeat, "clip": _manipulation.clip, "copy": _manipulation.copy,
+    "take": _indexing.take, "nonzero": _indexing.nonzero, "dot": _linalg.dot,
+    "diagonal": _linalg.diagonal, "trace": _linalg.trace, "round": _round,
+    "conj": _conj, "conjugate": _conj,
+}
+
+
+def _prop_T(self):
+    return _manipulation.permute_dims(self, None)
+
+
+def _prop_mT(self):
+    return _manipulation.matrix_transpose(self)
+
+
+def _prop_real(self):
+    return self
+
+
+def _prop_imag(self):
+    return wrap(ops.broadcast_in_dim(_ufuncs.fill(0, self._node.dtype, ()),
+                                     shape=self.shape, broadcast_dimensions=())
+                if self.shape else _ufuncs.fill(0, self._node.dtype, ()))
+
+
+PROPERTIES = {"T": _prop_T, "mT": _prop_mT, "real": _prop_real, "imag": _prop_imag}
+
+
+def install():
+    for name, ufunc in _BINARY.items():
+        fwd, rev, inp = _binary(ufunc)
+        setattr(LazyArray, f"__{name}__", fwd)
+        setattr(LazyArray, f"__r{name}__", rev)
+        setattr(LazyArray, f"__i{name}__", inp)
+    for name, ufunc in _COMPARE.items():
+        setattr(LazyArray, f"__{name}__", _binary(ufunc)[0])
+    for name, ufunc in _UNARY.items():
+        setattr(LazyArray, f"__{name}__", lambda self, _u=ufunc: _ufuncs.apply(_u, (self,)))
+    for name, fn in METHODS.items():
+        setattr(LazyArray, name, fn)
+    for name, fn in PROPERTIES.items():
+        setattr(LazyArray, name, property(fn))
+    LazyArray.__hash__ = None

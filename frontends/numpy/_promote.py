@@ -1,0 +1,228 @@
+"""NumPy's rules, applied once for every op: dtypes (NEP 50), broadcasting, axes, operands.
+
+The IR never promotes or broadcasts, so every frontend op funnels its operands through here
+and emits explicit ``convert`` / ``broadcast_in_dim``. Python scalars stay *weak* (NEP 50)
+and become ``ir.param`` leaves, so a changing learning rate never recompiles.
+"""
+import functools
+import numbers
+
+import numpy as np
+from numpy.exceptions import AxisError
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from ...core import dtypes as dt
+from ...core import ir, ops, runtime
+from ._base import LazyArray, np_dtype, wrap
+
+__all__ = ["AxisError", "normalize_axis_index", "normalize_axis_tuple"]
+
+_SUPPORTED = frozenset(dt.ALL)
+
+
+def ir_dtype(dtype):
+    """The IR dtype name for anything NumPy accepts as a dtype; TypeError for unsupported ones."""
+    if isinstance(dtype, str) and dtype in _SUPPORTED:
+        return dtype
+    if isinstance(dtype, LazyArray):
+        return dtype._node.dtype
+    d = np.dtype(dtype)
+    if d.name not in _SUPPORTED:
+        raise TypeError(f"lazyx.frontends.numpy: dtype {d.name} is not supported (lazy arrays "
+                        f"hold {', '.join(dt.ALL)})")
+    return d.name
+
+
+# ---------------------------------------------------------------- operands
+
+def scalar_kind(x):
+    """int / float for a Python (weak) scalar, else None. bool is strong: NumPy's bool dtype."""
+    t = type(x)
+    if t is int or t is float:
+        return t
+    if t is bool:
+        return None
+    if isinstance(x, (np.generic, np.ndarray)):
+        return None
+    if isinstance(x, numbers.Integral):
+        return int
+    if isinstance(x, numbers.Real):
+        return float
+    if isinstance(x, complex):
+        raise TypeError("lazyx.frontends.numpy: complex numbers are not supported")
+    return None
+
+
+def dtype_key(x):
+    """What NumPy's promotion sees: a numpy dtype, or the Python type int/float when weak."""
+    if isinstance(x, LazyArray):
+        return np_dtype(x._node.dtype)
+    kind = scalar_kind(x)
+    if kind is not None:
+        return kind
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype
+    return np.asarray(x).dtype
+
+
+def as_lazy(x, dtype=None):
+    """A LazyArray for any array-like (lazy arrays pass through)."""
+    if isinstance(x, LazyArray):
+        return x if dtype is None or x._node.dtype == dtype else wrap(ops.convert(x._node,
+                                                                                    dtype=dtype))
+    return wrap(as_node(x, dtype))
+
+
+def as_node(x, dtype=None):
+    """The IR node for an operand, converted to the IR dtype `dtype` when given.
+
+    Scalars (Python or NumPy) become runtime parameters; host arrays become device data;
+    sequences that hold lazy arrays are stacked lazily.
+    """
+    if isinstance(x, LazyArray):
+        node = x._node
+        return node if dtype is None or node.dtype == dtype else ops.convert(node, dtype=dtype)
+    if isinstance(x, (list, tuple)) and _holds_lazy(x):
+        from ._manipulation import stack
+        return as_node(stack([as_lazy(v) for v in x]), dtype)
+    kind = scalar_kind(x)
+    if kind is not None:
+        if dtype is None:
+            dtype = "int64" if kind is int else "float64"
+        return ir.param(x, dtype)  # OverflowError for out-of-range ints, as NumPy 2 raises
+    if isinstance(x, np.generic) or type(x) is bool:
+        host = np.asarray(x)
+        if dtype is None:
+            dtype = ir_dtype(host.dtype)
+        return ir.param(host.astype(np_dtype(dtype)) if host.dtype.name != dtype else host, dtype)
+    host = np.asarray(x)
+    if host.dtype == object:
+        raise TypeError(f"lazyx.frontends.numpy: cannot convert {type(x).__name__} to a lazy "
+                        f"array")
+    return runtime.from_host(host, dtype or ir_dtype(host.dtype))
+
+
+def _holds_lazy(seq):
+    return any(isinstance(v, LazyArray) or (isinstance(v, (list, tuple)) and _holds_lazy(v))
+               for v in seq)
+
+
+def shape_of(x):
+    if isinstance(x, LazyArray):
+        return x._node.shape
+    if scalar_kind(x) is not None or isinstance(x, np.generic):
+        return ()
+    return np.shape(x)
+
+
+# ---------------------------------------------------------------- broadcasting
+
+@functools.lru_cache(maxsize=4096)
+def broadcast_shapes(*shapes):
+    """NumPy's broadcast of shapes, with NumPy's ValueError wording on mismatch."""
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        for i, d in enumerate(s, ndim - len(s)):
+            if d != 1:
+                if out[i] != 1 and out[i] != d:
+                    listed = " ".join("(" + ",".join(str(v) for v in t) +
+                                      ("," if len(t) == 1 else "") + ")" for t in shapes)
+                    raise ValueError(f"operands could not be broadcast together with shapes "
+                                     f"{listed} ")
+                out[i] = d
+    return tuple(out)
+
+
+def broadcast_node(node, shape):
+    """`node` stretched to `shape` (trailing alignment), or the node itself if it fits."""
+    if node.shape == shape:
+        return node
+    offset = len(shape) - node.ndim
+    if offset < 0:
+        raise ValueError(f"cannot broadcast a shape {node.shape} array to shape {shape}")
+    for d, t in zip(node.shape, shape[offset:]):
+        if d != 1 and d != t:
+            raise ValueError(f"operands could not be broadcast together with remapped shapes "
+                             f"[original->remapped]: {_fmt(node.shape)} and requested shape "
+                             f"{_fmt(shape)}")
+    return ops.broadcast_in_dim(node, shape=shape,
+                                broadcast_dimensions=tuple(range(offset, len(shape))))
+
+
+def _fmt(shape):
+    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# ---------------------------------------------------------------- promotion
+
+def result_ir_dtype(*operands):
+    """np.result_type over operands (weak Python scalars, NEP 50) as an IR dtype name."""
+    keys = tuple(dtype_key(x) for x in operands)
+    return _result_type(keys)
+
+
+@functools.lru_cache(maxsize=4096)
+def _result_type(keys):
+    probes = [0 if k is int else 0.0 if k is float else k for k in keys]
+    return ir_dtype(np.result_type(*probes))
+
+
+def promote(*operands, dtype=None):
+    """Operands converted to one dtype and broadcast to one shape: (nodes, shape, dtype)."""
+    dtype = dtype or result_ir_dtype(*operands)
+    shape = broadcast_shapes(*[shape_of(x) for x in operands])
+    return [broadcast_node(as_node(x, dtype), shape) for x in operands], shape, dtype
+
+
+@functools.lru_cache(maxsize=8192)
+def resolve_ufunc(ufunc, keys, signature=None):
+    """The loop dtypes NumPy picks for `ufunc` on these operand dtype keys (IR names).
+
+    NumPy's own resolver raises the same TypeError NumPy would for a bad combination.
+    """
+    nout = ufunc.nout
+    if signature is None:
+        loop = ufunc.resolve_dtypes(keys + (None,) * nout)
+    else:
+        loop = ufunc.resolve_dtypes(keys + (None,) * nout, signature=signature)
+    return tuple(ir_dtype(d) for d in loop)
+
+
+# ---------------------------------------------------------------- axes
+
+def axes_tuple(axis, ndim):
+    """None -> every axis; an int or a sequence -> sorted non-negative axes (AxisError)."""
+    if axis is None:
+        return tuple(range(ndim))
+    try:
+        return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+    except ValueError as err:
+        if isinstance(err, AxisError):
+            raise
+        raise ValueError("duplicate value in 'axis'") from None
+
+
+def axis_index(axis, ndim, prefix=None):
+    return normalize_axis_index(operator_index(axis), ndim, prefix)
+
+
+def operator_index(value):
+    import operator
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an "
+                        f"integer") from None
+
+
+def scalar_param(value, dtype):
+    """A 0-d runtime parameter of the IR dtype `dtype` (never baked into the program)."""
+    return ir.param(value, dtype)
+
+
+def full_node(value, shape, dtype):
+    """A `shape` array filled with a runtime-parameter scalar."""
+    node = ir.param(value, dtype)
+    return ops.broadcast_in_dim(node, shape=tuple(shape), broadcast_dimensions=()) \
+        if shape else node

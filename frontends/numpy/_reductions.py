@@ -1,0 +1,337 @@
+"""Statistics, searching and sorting: NumPy's reductions as IR reductions and decompositions.
+
+Accumulator dtypes follow NumPy: sums and products of bool / small integers accumulate in the
+default (64-bit) integer of their signedness; means of integers are float64; float16 means
+and variances are computed in float32 and rounded back, as NumPy does.
+"""
+import builtins
+import math
+
+import numpy as np
+
+from ...core import dtypes as dt
+from ...core import ops, runtime
+from ._base import LazyArray, wrap
+from ._promote import as_lazy, as_node, axes_tuple, axis_index, ir_dtype, result_ir_dtype
+from ._ufuncs import assign, const, fill
+
+
+def _node(x):
+    return as_node(x)
+
+
+def _finish(node, shape, axes, keepdims, out=None):
+    if keepdims:
+        node = ops.reshape(node, new_sizes=tuple(1 if i in axes else d
+                                                 for i, d in enumerate(shape)))
+    result = wrap(node)
+    return result if out is None else assign(out, result)
+
+
+def _sum_dtype(dtype):
+    if dtype == dt.BOOL or (dtype in dt.SIGNED and dtype != "int64"):
+        return "int64"
+    if dtype in dt.UNSIGNED and dtype != "uint64":
+        return "uint64"
+    return dtype
+
+
+def _masked(node, where, identity):
+    if where is None or where is True:
+        return node
+    from ._promote import broadcast_node
+    mask = broadcast_node(as_node(where, dt.BOOL), node.shape)
+    return ops.select(mask, node, fill(identity, node.dtype, node.shape))
+
+
+def _sum_like(reduce_op, identity, combine):
+    def reduction(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+                  where=None):
+        runtime.maybe_cut()
+        node = _node(x)
+        axes = axes_tuple(axis, node.ndim)
+        acc = ir_dtype(dtype) if dtype is not None else _sum_dtype(node.dtype)
+        if acc == dt.BOOL:  # numpy allows dtype=bool: compute in int64, then cast
+            return reduction(x, axis, "int64", None, keepdims, initial, where).astype(bool)
+        node = _masked(ops.convert(node, dtype=acc) if node.dtype != acc else node, where,
+                       identity)
+        result = reduce_op(node, axes=axes)
+        if initial is not None:
+            result = combine(result, fill(initial, acc, result.shape))
+        return _finish(result, node.shape, axes, keepdims, out)
+    return reduction
+
+
+sum = _sum_like(ops.reduce_sum, 0, ops.add)  # noqa: A001 - NumPy's name
+prod = _sum_like(ops.reduce_prod, 1, ops.mul)
+
+
+def _extreme(reduce_op, name):
+    def reduction(x, axis=None, out=None, keepdims=False, initial=None, where=None):
+        runtime.maybe_cut()
+        node = _node(x)
+        axes = axes_tuple(axis, node.ndim)
+        if initial is None and builtins.any(node.shape[a] == 0 for a in axes):
+            raise ValueError(f"zero-size array to reduction operation {name} which has no "
+                             f"identity")
+        if where is not None and where is not True:
+            if initial is None:
+                raise ValueError(f"reduction operation '{name}' does not have an identity, "
+                                 f"so to use a where mask one has to specify 'initial'")
+            node = _masked(node, where, initial)
+        result = reduce_op(node, axes=axes)
+        if initial is not None:
+            combine = ops.max_ if reduce_op is ops.reduce_max else ops.min_
+            result = combine(result, fill(initial, node.dtype, result.shape))
+        return _finish(result, node.shape, axes, keepdims, out)
+    return reduction
+
+
+max = _extreme(ops.reduce_max, "maximum")  # noqa: A001
+min = _extreme(ops.reduce_min, "minimum")  # noqa: A001
+
+
+def _logical(reduce_op, identity):
+    def reduction(x, axis=None, out=None, keepdims=False, *, where=None):
+        runtime.maybe_cut()
+        node = _node(x)
+        axes = axes_tuple(axis, node.ndim)
+        if node.dtype != dt.BOOL:
+            node = ops.ne(node, fill(0, node.dtype, node.shape))
+        node = _masked(node, where, identity)
+        return _finish(reduce_op(node, axes=axes), node.shape, axes, keepdims, out)
+    return reduction
+
+
+all = _logical(ops.reduce_and, True)  # noqa: A001
+any = _logical(ops.reduce_or, False)  # noqa: A001
+
+
+def _mean_dtypes(node_dtype, dtype):
+    """(compute dtype, result dtype) for a mean: ints -> float64, float16 via float32."""
+    if dtype is not None:
+        out = ir_dtype(dtype)
+        return ("float32" if out == "float16" else out), out
+    if not dt.is_float(node_dtype):
+        return "float64", "float64"
+    return ("float32" if node_dtype == "float16" else node_dtype), node_dtype
+
+
+def _count(shape, axes):
+    return math.prod(shape[a] for a in axes)
+
+
+def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    runtime.maybe_cut()
+    node = _node(x)
+    axes = axes_tuple(axis, node.ndim)
+    compute, result_dtype = _mean_dtypes(node.dtype, dtype)
+    work = ops.convert(node, dtype=compute) if node.dtype != compute else node
+    if where is not None and where is not True:
+        from ._promote import broadcast_node
+        mask = broadcast_node(as_node(where, dt.BOOL), node.shape)
+        total = ops.reduce_sum(ops.select(mask, work, fill(0, compute, work.shape)), axes=axes)
+        count = ops.reduce_sum(ops.convert(mask, dtype=compute), axes=axes)
+    else:
+        total = ops.reduce_sum(work, axes=axes)
+        count = fill(_count(node.shape, axes), compute, total.shape)
+    result = ops.div(total, count)
+    if result.dtype != result_dtype:
+        result = ops.convert(result, dtype=result_dtype)
+    return _finish(result, node.shape, axes, keepdims, out)
+
+
+def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    runtime.maybe_cut()
+    if correction is not None:
+        ddof = correction
+    node = _node(x)
+    axes = axes_tuple(axis, node.ndim)
+    compute, result_dtype = _mean_dtypes(node.dtype, dtype)
+    work = ops.convert(node, dtype=compute) if node.dtype != compute else node
+    if where is not None and where is not True:
+        raise TypeError("lazyx.frontends.numpy: var/std with where= is not lowered")
+    n = _count(node.shape, axes)
+    total = ops.reduce_sum(work, axes=axes)
+    centre = ops.div(total, fill(n, compute, total.shape))
+    kept = tuple(d for i, d in enumerate(node.shape) if i not in axes)
+    centre = ops.broadcast_in_dim(centre, shape=node.shape, broadcast_dimensions=tuple(
+        i for i in range(node.ndim) if i not in axes)) if kept != node.shape else centre
+    dev = ops.sub(work, centre)
+    sq = ops.reduce_sum(ops.mul(dev, dev), axes=axes)
+    result = ops.div(sq, fill(builtins.max(n - ddof, 0), compute, sq.shape))
+    if result.dtype != result_dtype:
+        result = ops.convert(result, dtype=result_dtype)
+    return _finish(result, node.shape, axes, keepdims, out)
+
+
+def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    v = var(x, axis, dtype, None, ddof, keepdims, where=where, correction=correction)
+    result = wrap(ops.sqrt(v._node))
+    return result if out is None else assign(out, result)
+
+
+# ---------------------------------------------------------------- scans
+
+_SCANS = {"sum": ops.cumsum, "prod": ops.cumprod, "max": ops.cummax, "min": ops.cummin}
+
+
+def _scan(kind, x, axis, dtype, out=None):
+    runtime.maybe_cut()
+    node = _node(x)
+    if axis is None:
+        node = ops.reshape(node, new_sizes=(node.size,))
+        axis = 0
+    axis = axis_index(axis, node.ndim)
+    acc = ir_dtype(dtype) if dtype is not None else (
+        _sum_dtype(node.dtype) if kind in ("sum", "prod") else node.dtype)
+    if node.dtype != acc:
+        node = ops.convert(node, dtype=acc)
+    result = wrap(_SCANS[kind](node, axis=axis))
+    return result if out is None else assign(out, result)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    return _scan("sum", a, axis, dtype, out)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    return _scan("prod", a, axis, dtype, out)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    x = as_lazy(x)
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError("cumulative_sum: axis must be given for arrays of rank > 1")
+        axis = 0
+    axis = axis_index(axis, x.ndim)
+    result = _scan("sum", x, axis, dtype)
+    if include_initial:
+        node = result._node
+        config = tuple((1, 0, 0) if i == axis else (0, 0, 0) for i in range(node.ndim))
+        result = wrap(ops.pad(node, fill(0, node.dtype, ()), padding_config=config))
+    return result
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    x = as_lazy(x)
+    axis = 0 if axis is None else axis
+    return _scan("prod", x, axis, dtype)
+
+
+_UFUNC_REDUCE = {np.add: sum, np.multiply: prod, np.maximum: max, np.minimum: min,
+                 np.logical_and: all, np.logical_or: any}
+
+
+def ufunc_reduce(ufunc, x, axis=0, dtype=None, keepdims=False, initial=None, where=True,
+                 out=None):
+    """np.<ufunc>.reduce for the ufuncs with a reduction primitive."""
+    fn = _UFUNC_REDUCE[ufunc]
+    kwargs = {"keepdims": keepdims, "where": None if where is True else where}
+    if fn in (sum, prod):
+        kwargs.update(dtype=dtype, initial=initial)
+    elif fn in (max, min):
+        kwargs.update(initial=initial)
+    return fn(x, axis, **kwargs)
+
+
+_UFUNC_SCAN = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
+
+
+def ufunc_accumulate(ufunc, x, axis=0, dtype=None):
+    return _scan(_UFUNC_SCAN[ufunc], x, axis, dtype)
+
+
+# ---------------------------------------------------------------- searching
+
+def _arg(op, name):
+    def arg(a, axis=None, out=None, *, keepdims=False):
+        runtime.maybe_cut()
+        node = _node(a)
+        if axis is None:
+            shape = node.shape
+            node = ops.reshape(node, new_sizes=(node.size,))
+            ax = 0
+        else:
+            shape = node.shape
+            ax = axis_index(axis, node.ndim)
+        if node.shape[ax] == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        result = op(node, axis=ax, index_dtype="int64")
+        if keepdims:
+            result = ops.reshape(result, new_sizes=(1,) * len(shape) if axis is None else tuple(
+                1 if i == ax else d for i, d in enumerate(shape)))
+        result = wrap(result)
+        return result if out is None else assign(out, result)
+    return arg
+
+
+argmax = _arg(ops.argmax, "argmax")
+argmin = _arg(ops.argmin, "argmin")
+
+
+def searchsorted(a, v, side="left", sorter=None):
+    """Insertion points by counting: NaN sorts last, as in np.sort."""
+    runtime.maybe_cut()
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
+    a = as_lazy(a)
+    if a.ndim != 1:
+        raise ValueError("object too deep for desired array")
+    if sorter is not None:
+        from ._indexing import take
+        a = take(a, sorter)
+    dtype = result_ir_dtype(a, v)
+    a_node, v_node = as_node(a, dtype), as_node(v, dtype)
+    v_shape = v_node.shape
+    n = a_node.shape[0]
+    a_b = ops.broadcast_in_dim(a_node, shape=v_shape + (n,), broadcast_dimensions=(len(v_shape),))
+    v_b = ops.broadcast_in_dim(v_node, shape=v_shape + (n,),
+                               broadcast_dimensions=tuple(range(len(v_shape))))
+    if side == "left":
+        before = _nan_last_less(a_b, v_b)
+    else:
+        before = ops.not_(_nan_last_less(v_b, a_b))
+    counts = ops.reduce_sum(ops.convert(before, dtype="int64"), axes=(len(v_shape),))
+    return wrap(counts)
+
+
+def _nan_last_less(x, y):
+    """x < y in the order where NaN is above everything (np.sort's order)."""
+    lt = ops.lt(x, y)
+    if not dt.is_float(x.dtype):
+        return lt
+    x_nan, y_nan = ops.ne(x, x), ops.ne(y, y)
+    return ops.or_(lt, ops.and_(y_nan, ops.not_(x_nan)))
+
+
+# ---------------------------------------------------------------- sorting
+
+def _sort_axis(node, axis):
+    if axis is None:
+        return ops.reshape(node, new_sizes=(node.size,)), 0
+    return node, axis_index(axis, node.ndim)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+    runtime.maybe_cut()
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")
+    node, ax = _sort_axis(_node(a), axis)
+    return wrap(ops.sort(node, axis=ax, descending=bool(descending)))
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
+    """Always stable (NumPy's default quicksort may order ties differently)."""
+    runtime.maybe_cut()
+    if order is not None:
+        raise ValueError("Cannot specify order when the array has no fields.")
+    node, ax = _sort_axis(_node(a), axis)
+    return wrap(ops.argsort(node, axis=ax, descending=bool(descending), index_dtype="int64"))
+
+
+def is_lazy_array(x):
+    return isinstance(x, LazyArray)

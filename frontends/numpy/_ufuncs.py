@@ -1,0 +1,396 @@
+"""NumPy ufuncs on lazy arrays: one table {ufunc: lowering} and the NEP 13 entry point.
+
+A lowering receives IR nodes already converted to the loop dtypes NumPy's own resolver picks
+(``ufunc.resolve_dtypes``, NEP 50 weak scalars included) and broadcast to one shape, and
+returns the node(s) of the ufunc's outputs. Decompositions of ufuncs that are not primitives
+(floor_divide, remainder, hypot, logaddexp, ...) follow NumPy's C formulas, so edge cases
+(signs of zero, Python-style modulus) come out as NumPy's.
+"""
+import math
+
+import numpy as np
+
+from ...core import dtypes as dt
+from ...core import ir, ops, runtime
+from ._base import LazyArray, np_dtype, wrap
+from ._promote import (broadcast_node, broadcast_shapes, as_node, dtype_key, ir_dtype,
+                       resolve_ufunc, shape_of)
+
+
+def fill(value, dtype, shape):
+    """A structural constant (baked in: it is not a user value) of this dtype and shape."""
+    node = ir.constant(value, dtype)
+    return ops.broadcast_in_dim(node, shape=shape, broadcast_dimensions=()) if shape else node
+
+
+def const(value, like):
+    return fill(value, like.dtype, like.shape)
+
+
+def _is_float(x):
+    return dt.is_float(x.dtype)
+
+
+def _is_signed(x):
+    return x.dtype in dt.SIGNED
+
+
+def _to_bool(x):
+    return x if x.dtype == dt.BOOL else ops.ne(x, const(0, x))
+
+
+def _for_bool(int_op, bool_op):
+    return lambda a, b: bool_op(a, b) if a.dtype == dt.BOOL else int_op(a, b)
+
+
+def _identity(x):
+    return x
+
+
+def _isnan(x):
+    return ops.ne(x, x) if _is_float(x) else fill(False, dt.BOOL, x.shape)
+
+
+def _isinf(x):
+    if not _is_float(x):
+        return fill(False, dt.BOOL, x.shape)
+    return ops.eq(ops.abs_(x), const(math.inf, x))
+
+
+def _isfinite(x):
+    return ops.is_finite(x) if _is_float(x) else fill(True, dt.BOOL, x.shape)
+
+
+_INT_OF_WIDTH = {2: "int16", 4: "int32", 8: "int64"}
+
+
+def signbit(x):
+    if not _is_float(x):
+        return ops.lt(x, const(0, x)) if _is_signed(x) else fill(False, dt.BOOL, x.shape)
+    bits = ops.bitcast_convert(x, dtype=_INT_OF_WIDTH[dt.ITEMSIZE[x.dtype]])
+    return ops.lt(bits, const(0, bits))  # sees the sign of -0.0 and of NaNs too
+
+
+def copysign(a, b):
+    magnitude = ops.abs_(a)
+    return ops.select(signbit(b), ops.neg(magnitude), magnitude)
+
+
+def trunc(x):
+    if not _is_float(x):
+        return x
+    return ops.select(ops.lt(x, const(0, x)), ops.ceil(x), ops.floor(x))
+
+
+def _rounding(op):
+    return lambda x: op(x) if _is_float(x) else x
+
+
+def _int_floor_divide(a, b):
+    zero = ops.eq(b, const(0, b))
+    safe = ops.select(zero, const(1, b), b)
+    q = ops.div(a, safe)
+    if _is_signed(a):
+        r = ops.sub(a, ops.mul(q, safe))
+        adjust = ops.and_(ops.ne(r, const(0, r)),
+                          ops.ne(ops.lt(r, const(0, r)), ops.lt(safe, const(0, safe))))
+        q = ops.select(adjust, ops.sub(q, const(1, q)), q)
+    return ops.select(zero, const(0, q), q)  # NumPy gives 0 (and a warning) for x // 0
+
+
+def _int_remainder(a, b, python_sign=True):
+    zero = ops.eq(b, const(0, b))
+    safe = ops.select(zero, const(1, b), b)
+    r = ops.rem(a, safe)
+    if python_sign and _is_signed(a):
+        adjust = ops.and_(ops.ne(r, const(0, r)),
+                          ops.ne(ops.lt(r, const(0, r)), ops.lt(safe, const(0, safe))))
+        r = ops.select(adjust, ops.add(r, safe), r)
+    return ops.select(zero, const(0, r), r)
+
+
+def _float_divmod(a, b):
+    """NumPy's npy_divmod: (floor quotient, Python-style modulus) with its signs of zero."""
+    mod = ops.rem(a, b)
+    zero_b = ops.eq(b, const(0, b))
+    div = ops.div(ops.sub(a, mod), b)
+    mod_nonzero = ops.ne(mod, const(0, mod))
+    flip = ops.and_(mod_nonzero, ops.ne(ops.lt(b, const(0, b)), ops.lt(mod, const(0, mod))))
+    mod_adj = ops.select(flip, ops.add(mod, b), mod)
+    div = ops.select(flip, ops.sub(div, const(1, div)), div)
+    mod_adj = ops.select(mod_nonzero, mod_adj, copysign(const(0, mod), b))
+    floordiv = ops.floor(div)
+    floordiv = ops.select(ops.gt(ops.sub(div, floordiv), const(0.5, div)),
+                          ops.add(floordiv, const(1, div)), floordiv)
+    quotient = ops.div(a, b)
+    floordiv = ops.select(ops.ne(div, const(0, div)), floordiv,
+                          copysign(const(0, div), quotient))
+    return ops.select(zero_b, quotient, floordiv), ops.select(zero_b, mod, mod_adj)
+
+
+def floor_divide(a, b):
+    return _float_divmod(a, b)[0] if _is_float(a) else _int_floor_divide(a, b)
+
+
+def remainder(a, b):
+    return _float_divmod(a, b)[1] if _is_float(a) else _int_remainder(a, b)
+
+
+def divmod_(a, b):
+    if _is_float(a):
+        return _float_divmod(a, b)
+    return _int_floor_divide(a, b), _int_remainder(a, b)
+
+
+def fmod(a, b):
+    return ops.rem(a, b) if _is_float(a) else _int_remainder(a, b, python_sign=False)
+
+
+def true_divide(a, b):
+    return ops.div(a, b)
+
+
+def reciprocal(x):
+    return ops.div(const(1, x), x)
+
+
+def square(x):
+    return ops.mul(x, x)
+
+
+def hypot(a, b):
+    a, b = ops.abs_(a), ops.abs_(b)
+    big, small = ops.max_(a, b), ops.min_(a, b)
+    safe = ops.select(ops.eq(big, const(0, big)), const(1, big), big)
+    ratio = ops.div(small, safe)
+    out = ops.mul(big, ops.sqrt(ops.add(const(1, ratio), ops.mul(ratio, ratio))))
+    inf = ops.or_(_isinf(a), _isinf(b))  # hypot(inf, nan) is inf
+    return ops.select(inf, const(math.inf, out), out)
+
+
+def _logaddexp(log_of_1p_exp, scale):
+    def lower(a, b):
+        big = ops.max_(a, b)
+        diff = ops.neg(ops.abs_(ops.sub(a, b)))
+        out = ops.add(big, log_of_1p_exp(diff))
+        same = ops.eq(a, b)  # equal infinities: avoid inf - inf
+        return ops.select(same, ops.add(a, const(scale, a)), out)
+    return lower
+
+
+logaddexp = _logaddexp(lambda d: ops.log1p(ops.exp(d)), math.log(2))
+logaddexp2 = _logaddexp(
+    lambda d: ops.div(ops.log1p(ops.exp2(d)), const(math.log(2), d)), 1.0)
+
+
+def _fminmax(op):
+    def lower(a, b):
+        if not _is_float(a):
+            return op(a, b)
+        return ops.select(_isnan(a), b, ops.select(_isnan(b), a, op(a, b)))
+    return lower
+
+
+def _log_base(base):
+    return lambda x: ops.div(ops.log(x), const(math.log(base), x))
+
+
+def _scale(factor):
+    return lambda x: ops.mul(x, const(factor, x))
+
+
+def right_shift(a, b):
+    return (ops.shift_right_arithmetic if _is_signed(a) else ops.shift_right_logical)(a, b)
+
+
+def heaviside(x, h0):
+    zero = const(0, x)
+    out = ops.select(ops.lt(x, zero), zero, ops.select(ops.gt(x, zero), const(1, x), h0))
+    return ops.select(_isnan(x), x, out)
+
+
+def ldexp(x, e):
+    return ops.mul(x, ops.exp2(ops.convert(e, dtype=x.dtype)))
+
+
+def _logical(op):
+    return lambda a, b: op(_to_bool(a), _to_bool(b))
+
+
+def _sign(x):
+    return ops.sign(x)
+
+
+def _power(a, b):
+    return ops.pow_(a, b)
+
+
+def _abs(x):
+    return x if x.dtype == dt.BOOL or dt.is_unsigned(x.dtype) else ops.abs_(x)
+
+
+UFUNCS = {
+    np.add: _for_bool(ops.add, ops.or_), np.subtract: ops.sub,
+    np.multiply: _for_bool(ops.mul, ops.and_), np.true_divide: true_divide,
+    np.floor_divide: floor_divide, np.remainder: remainder, np.fmod: fmod, np.divmod: divmod_,
+    np.power: _power, np.float_power: _power, np.negative: ops.neg, np.positive: _identity,
+    np.absolute: _abs, np.fabs: _abs, np.sign: _sign, np.conjugate: _identity,
+    np.sqrt: ops.sqrt, np.cbrt: ops.cbrt, np.square: square, np.reciprocal: reciprocal,
+    np.exp: ops.exp, np.exp2: ops.exp2, np.expm1: ops.expm1, np.log: ops.log,
+    np.log2: _log_base(2), np.log10: _log_base(10), np.log1p: ops.log1p,
+    np.logaddexp: logaddexp, np.logaddexp2: logaddexp2,
+    np.sin: ops.sin, np.cos: ops.cos, np.tan: ops.tan, np.arcsin: ops.asin,
+    np.arccos: ops.acos, np.arctan: ops.atan, np.sinh: ops.sinh, np.cosh: ops.cosh,
+    np.tanh: ops.tanh, np.arcsinh: ops.asinh, np.arccosh: ops.acosh, np.arctanh: ops.atanh,
+    np.arctan2: ops.atan2, np.hypot: hypot,
+    np.deg2rad: _scale(math.pi / 180), np.radians: _scale(math.pi / 180),
+    np.rad2deg: _scale(180 / math.pi), np.degrees: _scale(180 / math.pi),
+    np.maximum: ops.max_, np.minimum: ops.min_, np.fmax: _fminmax(ops.max_),
+    np.fmin: _fminmax(ops.min_),
+    np.floor: _rounding(ops.floor), np.ceil: _rounding(ops.ceil), np.trunc: trunc,
+    np.rint: _rounding(ops.round),
+    np.isnan: _isnan, np.isinf: _isinf, np.isfinite: _isfinite, np.signbit: signbit,
+    np.copysign: copysign, np.nextafter: ops.nextafter, np.heaviside: heaviside,
+    np.ldexp: ldexp,
+    np.logical_and: _logical(ops.and_), np.logical_or: _logical(ops.or_),
+    np.logical_xor: _logical(ops.xor), np.logical_not: lambda x: ops.not_(_to_bool(x)),
+    np.bitwise_and: ops.and_, np.bitwise_or: ops.or_, np.bitwise_xor: ops.xor,
+    np.invert: ops.not_, np.left_shift: ops.shift_left, np.right_shift: right_shift,
+    np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt, np.less_equal: ops.le,
+    np.greater: ops.gt, np.greater_equal: ops.ge,
+}
+
+
+# ---------------------------------------------------------------- applying a ufunc
+
+def apply(ufunc, args, dtype=None):
+    """ufunc(*args) traced: a LazyArray (or a tuple of them for multi-output ufuncs)."""
+    runtime.maybe_cut()
+    lower = UFUNCS[ufunc]
+    keys = tuple([dtype_key(a) for a in args])
+    signature = None
+    if dtype is not None:
+        signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+    loop = resolve_ufunc(ufunc, keys, signature)
+    if len(args) == 1:
+        nodes = [as_node(args[0], loop[0])]
+    else:
+        shape = broadcast_shapes(*[shape_of(a) for a in args])
+        nodes = [broadcast_node(as_node(a, loop[i]), shape) for i, a in enumerate(args)]
+    if ufunc is np.power and dt.is_int(loop[1]):
+        _check_int_power(args[1])
+    out = lower(*nodes)
+    if ufunc.nout == 1:
+        return wrap(_as_dtype(out, loop[-1]))
+    return tuple(wrap(_as_dtype(o, d)) for o, d in zip(out, loop[ufunc.nin:]))
+
+
+def _as_dtype(node, dtype):
+    return node if node.dtype == dtype else ops.convert(node, dtype=dtype)
+
+
+def _check_int_power(exponent):
+    # Known at trace time only for host values; lazy exponents follow the IR (0 unless +-1).
+    if not isinstance(exponent, LazyArray) and np.any(np.asarray(exponent) < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+def _output_casting_error(ufunc, src, dst, index):
+    err_type = getattr(getattr(np, "_core", None), "_exceptions", None)
+    err_type = getattr(err_type, "_UFuncOutputCastingError", None)
+    if err_type is not None:
+        return err_type(ufunc, "same_kind", np.dtype(src), np.dtype(dst), index)
+    return TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from dtype('{src}') to "
+                     f"dtype('{dst}') with casting rule 'same_kind'")
+
+
+def assign(out, result, ufunc=None, casting="same_kind", index=0):
+    """Write `result` into `out` (a lazy or NumPy array), as a ufunc's out= does."""
+    src = result._node.dtype if isinstance(result, LazyArray) else ir_dtype(np.asarray(result).dtype)
+    dst_dtype = out.dtype
+    if not np.can_cast(np_dtype(src), dst_dtype, casting=casting):
+        if ufunc is not None:
+            raise _output_casting_error(ufunc, src, dst_dtype.name, index)
+        raise TypeError(f"Cannot cast array data from dtype('{src}') to "
+                        f"dtype('{dst_dtype.name}') according to the rule '{casting}'")
+    res_shape = shape_of(result)
+    if broadcast_shapes_or_none(res_shape, out.shape) != tuple(out.shape):
+        raise ValueError(f"non-broadcastable output operand with shape {tuple(out.shape)} "
+                         f"doesn't match the broadcast shape "
+                         f"{broadcast_shapes_or_none(res_shape, out.shape) or res_shape}")
+    if isinstance(out, LazyArray):
+        node = broadcast_node(as_node(result, out._node.dtype), out.shape)
+        out.__lazyx_handle__.set(node)
+    else:
+        np.copyto(out, np.asarray(result), casting=casting)
+    return out
+
+
+def broadcast_shapes_or_none(*shapes):
+    try:
+        return broadcast_shapes(*[tuple(s) for s in shapes])
+    except ValueError:
+        return None
+
+
+_REDUCE_KWARGS = frozenset(("axis", "dtype", "out", "keepdims", "initial", "where"))
+
+
+def array_ufunc(ufunc, method, inputs, kwargs):
+    """The body of LazyArray.__array_ufunc__ (NEP 13)."""
+    for x in inputs + tuple(kwargs.get("out", ())):
+        if not isinstance(x, (LazyArray, np.ndarray, np.generic, int, float, bool, list, tuple)):
+            if hasattr(type(x), "__array_ufunc__"):
+                return NotImplemented
+    out = kwargs.pop("out", None)
+    if method == "__call__" and _traceable_call(ufunc, kwargs):
+        if ufunc in _GUFUNCS:
+            result = _GUFUNCS[ufunc](*inputs, **kwargs)
+        else:
+            kwargs.pop("casting", None)
+            result = apply(ufunc, inputs, dtype=kwargs.get("dtype"))
+    elif method == "reduce" and ufunc in _REDUCTIONS and set(kwargs) <= _REDUCE_KWARGS:
+        from . import _reductions
+        result = _reductions.ufunc_reduce(ufunc, inputs[0], **kwargs)
+    elif method == "accumulate" and ufunc in _ACCUMULATIONS and set(kwargs) <= {"axis", "dtype"}:
+        from . import _reductions
+        result = _reductions.ufunc_accumulate(ufunc, inputs[0], **kwargs)
+    else:
+        from ._fallback import run_eagerly
+        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        return run_eagerly(getattr(ufunc, method), name, inputs,
+                           dict(kwargs, out=out) if out is not None else kwargs)
+    if out is None:
+        return result
+    results = result if isinstance(result, tuple) else (result,)
+    for i, (o, r) in enumerate(zip(out, results)):
+        if o is not None:
+            assign(o, r, ufunc, index=i)
+    written = tuple(o if o is not None else r for o, r in zip(out, results))
+    return written if isinstance(result, tuple) else written[0]
+
+
+def _traceable_call(ufunc, kwargs):
+    if ufunc not in UFUNCS and ufunc not in _GUFUNCS:
+        return False
+    if kwargs.get("where", True) is not True or kwargs.get("casting", "same_kind") != "same_kind":
+        return False
+    return set(kwargs) <= {"dtype", "casting", "where"}
+
+
+def _matmul(a, b, dtype=None, where=True, casting="same_kind"):
+    from ._linalg import matmul
+    return matmul(a, b) if dtype is None else matmul(a, b).astype(dtype)
+
+
+def _vecdot(a, b, dtype=None, where=True, casting="same_kind"):
+    from ._linalg import vecdot
+    return vecdot(a, b) if dtype is None else vecdot(a, b).astype(dtype)
+
+
+_GUFUNCS = {np.matmul: _matmul}
+if hasattr(np, "vecdot"):
+    _GUFUNCS[np.vecdot] = _vecdot
+_REDUCTIONS = frozenset((np.add, np.multiply, np.maximum, np.minimum, np.logical_and,
+                         np.logical_or, np.fmax, np.fmin))
+_ACCUMULATIONS = frozenset((np.add, np.multiply, np.maximum, np.minimum))

@@ -1,0 +1,26 @@
+"""lnp.linalg: the Array API linalg extension's functions that lazyx lowers."""
+import operator
+
+from ._linalg import diagonal, matmul, norm, tensordot, trace, vecdot
+from ._manipulation import matrix_transpose, moveaxis, reshape
+from ._promote import as_lazy, axes_tuple
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    x = as_lazy(x)
+    axes = axes_tuple(axis if axis is None or not isinstance(axis, list) else tuple(axis),
+                      x.ndim)
+    moved = moveaxis(x, axes, tuple(range(x.ndim - len(axes), x.ndim)))
+    flat = reshape(moved, moved.shape[:x.ndim - len(axes)] + (-1,))
+    out = norm(flat, ord=ord, axis=-1)
+    if keepdims:
+        out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
+    return out
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+__all__ = ["diagonal", "matmul", "norm", "tensordot", "trace", "vecdot", "matrix_transpose",
+           "vector_norm", "matrix_norm", "operator"]

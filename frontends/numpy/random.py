@@ -1,0 +1,253 @@
+"""lnp.random: keyed, counter-based generators whose numbers are the same on every backend.
+
+Each draw asks ``ops.random_bits`` (Threefry-2x32) for bits under a fresh key derived on the
+host from (seed, call counter). The key enters the graph as a runtime parameter, so a new draw
+of the same shape reuses the compiled program. The streams are lazyx's own: they are not the
+numbers ``numpy.random`` would give for the same seed.
+"""
+import math
+import operator
+import os
+
+import numpy as np
+
+from ...core import ir, ops, runtime
+from ._base import LazyArray, wrap
+from ._promote import as_lazy, ir_dtype
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _size(size):
+    if size is None:
+        return ()
+    if isinstance(size, (int, np.integer)):
+        return (operator.index(size),)
+    return tuple(operator.index(d) for d in size)
+
+
+class Generator:
+    """A keyed generator: ``lnp.random.default_rng(seed)``."""
+
+    def __init__(self, seed=None):
+        if seed is None:
+            seed = int.from_bytes(os.urandom(8), "little")
+        self._state = _splitmix64(operator.index(seed) & _MASK64)
+        self._counter = 0
+
+    def _key(self):
+        k = _splitmix64((self._state + self._counter * 0xD1B54A32D192ED03) & _MASK64)
+        self._counter += 1
+        return ir.param(np.array([k >> 32, k & 0xFFFFFFFF], dtype=np.uint32), "uint32")
+
+    def _uniforms(self, shape, count, dtype):
+        """`count` independent uniform [0, 1) arrays of `shape` from one key."""
+        runtime.maybe_cut()
+        words = 2 if dtype == "float64" else 1
+        bits = ops.random_bits(self._key(), shape=(count * words,) + shape)
+        out = []
+        for i in range(count):
+            out.append(_to_unit(bits, i * words, words, shape, dtype))
+        return out
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        dtype = ir_dtype(dtype)
+        if dtype not in ("float32", "float64"):
+            raise TypeError(f"Unsupported dtype {np.dtype(dtype)!r} for random")
+        result = wrap(self._uniforms(_size(size), 1, dtype)[0])
+        if out is not None:
+            from ._ufuncs import assign
+            return assign(out, result)
+        return result
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        shape = _size(size) if size is not None else _broadcast(low, high)
+        u = wrap(self._uniforms(shape, 1, "float64")[0])
+        return low + (high - low) * u if _any_lazy(low, high) or not (low == 0.0 and
+                                                                       high == 1.0) else u
+
+    def standard_normal(self, size=None, dtype=np.float64, out=None):
+        dtype = ir_dtype(dtype)
+        u1, u2 = self._uniforms(_size(size), 2, dtype)
+        one = _fill(1.0, u1)
+        radius = ops.sqrt(ops.mul(_fill(-2.0, u1), ops.log(ops.sub(one, u1))))
+        result = wrap(ops.mul(radius, ops.cos(ops.mul(_fill(2 * math.pi, u2), u2))))
+        if out is not None:
+            from ._ufuncs import assign
+            return assign(out, result)
+        return result
+
+    def normal(self, loc=0.0, scale=1.0, size=None):
+        shape = _size(size) if size is not None else _broadcast(loc, scale)
+        z = self.standard_normal(shape)
+        return loc + scale * z
+
+    def exponential(self, scale=1.0, size=None):
+        shape = _size(size) if size is not None else _broadcast(scale)
+        u = self._uniforms(shape, 1, "float64")[0]
+        e = wrap(ops.neg(ops.log1p(ops.neg(u))))
+        return e * scale
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        if high is None:
+            low, high = 0, low
+        target = ir_dtype(dtype)
+        if not _any_lazy(low, high):
+            lo, hi = np.asarray(low), np.asarray(high) + (1 if endpoint else 0)
+            if np.any(hi <= lo):
+                raise ValueError("high <= low" if not endpoint else "low > high")
+        elif endpoint:
+            high = high + 1
+        shape = _size(size) if size is not None else _broadcast(low, high)
+        u = wrap(self._uniforms(shape, 1, "float64")[0])
+        span = high - low
+        if isinstance(span, LazyArray):
+            span = span.astype("float64")
+        else:
+            span = float(span) if np.ndim(span) == 0 else np.asarray(span, np.float64)
+        k = np.minimum(np.floor(u * span), span - 1)  # u * span can round up to span
+        return (k + low).astype(target) if _any_lazy(low) or np.ndim(low) else \
+            k.astype(target) + np.asarray(low).astype(np.dtype(target))[()]
+
+    def permutation(self, x):
+        if isinstance(x, (int, np.integer)):
+            n = operator.index(x)
+            return self._order(n)
+        x = as_lazy(x)
+        if x.ndim == 0:
+            raise IndexError("x must be an integer or at least 1-dimensional")
+        return x[self._order(x.shape[0])]
+
+    def shuffle(self, x, axis=0):
+        if not isinstance(x, LazyArray):
+            raise TypeError("lnp.random: shuffle works in place on lazy arrays")
+        from ._indexing import take
+        x.__lazyx_handle__.set(take(x, self._order(x.shape[axis]), axis=axis)._node)
+
+    def _order(self, n):
+        u = self._uniforms((n,), 1, "float64")[0]
+        return wrap(ops.argsort(u, axis=0, index_dtype="int64"))
+
+    def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True):
+        pool = operator.index(a) if isinstance(a, (int, np.integer)) else None
+        n = pool if pool is not None else as_lazy(a).shape[axis]
+        shape = _size(size)
+        count = math.prod(shape)
+        if p is not None:
+            cdf = np.cumsum(p) if not isinstance(p, LazyArray) else p.cumsum()
+            cdf = cdf / cdf[-1]
+            from ._reductions import searchsorted
+            idx = searchsorted(cdf, self.random(shape), side="right")
+            idx = np.minimum(idx, n - 1)
+        elif replace:
+            idx = self.integers(0, n, shape)
+        else:
+            if count > n:
+                raise ValueError("Cannot take a larger sample than population when "
+                                 "replace=False")
+            idx = self._order(n)[:count].reshape(shape)
+        if pool is not None:
+            return idx
+        from ._indexing import take
+        return take(as_lazy(a), idx, axis=axis)
+
+
+def _to_unit(bits, first, words, shape, dtype):
+    def word(i):
+        n = bits.shape[0]
+        lo = (i,) + (0,) * len(shape)
+        hi = (i + 1,) + shape
+        w = ops.slice_(bits, start_indices=lo, limit_indices=hi, strides=(1,) * (len(shape) + 1))
+        del n
+        return ops.reshape(w, new_sizes=shape)
+
+    def shifted(w, k):
+        return ops.shift_right_logical(w, _fill(k, w))
+
+    if words == 2:  # 53 random bits: NumPy's (a >> 5) * 2**26 + (b >> 6), scaled by 2**-53
+        a = ops.convert(shifted(word(first), 5), dtype="float64")
+        b = ops.convert(shifted(word(first + 1), 6), dtype="float64")
+        return ops.mul(ops.add(ops.mul(a, _fill(67108864.0, a)), b),
+                       _fill(1.0 / 9007199254740992.0, a))
+    a = ops.convert(shifted(word(first), 8), dtype=dtype)  # 24 bits
+    return ops.mul(a, _fill(1.0 / 16777216.0, a))
+
+
+def _fill(value, like):
+    from ._ufuncs import const
+    return const(value, like)
+
+
+def _any_lazy(*xs):
+    return any(isinstance(x, LazyArray) for x in xs)
+
+
+def _broadcast(*xs):
+    from ._promote import broadcast_shapes, shape_of
+    return broadcast_shapes(*[tuple(shape_of(x)) for x in xs])
+
+
+def default_rng(seed=None):
+    if isinstance(seed, Generator):
+        return seed
+    return Generator(seed)
+
+
+# ---------------------------------------------------------------- legacy module-level API
+_global = Generator(0)
+
+
+def seed(seed=None):
+    global _global
+    _global = Generator(seed)
+
+
+def random(size=None):
+    return _global.random(size)
+
+
+random_sample = random
+
+
+def rand(*shape):
+    return _global.random(shape)
+
+
+def randn(*shape):
+    return _global.standard_normal(shape)
+
+
+def randint(low, high=None, size=None, dtype=int):
+    return _global.integers(low, high, size, dtype)
+
+
+def uniform(low=0.0, high=1.0, size=None):
+    return _global.uniform(low, high, size)
+
+
+def normal(loc=0.0, scale=1.0, size=None):
+    return _global.normal(loc, scale, size)
+
+
+def standard_normal(size=None):
+    return _global.standard_normal(size)
+
+
+def permutation(x):
+    return _global.permutation(x)
+
+
+def shuffle(x):
+    return _global.shuffle(x)
+
+
+def choice(a, size=None, replace=True, p=None):
+    return _global.choice(a, size, replace, p)

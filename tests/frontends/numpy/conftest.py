@@ -1,0 +1,5 @@
+"""Shared helpers for the NumPy frontend tests (importable as `numpy_checks`)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -1,0 +1,235 @@
+"""Every lowered ufunc against NumPy on the same inputs: dtype, shape and numbers.
+
+Dtype combinations NumPy rejects must be rejected with the same exception type, at the call.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import lazyx
+import lazyx.frontends.numpy as lnp
+from lazyx.frontends.numpy._ufuncs import UFUNCS
+from numpy_checks import assert_matches
+
+DTYPES = ["float64", "float32", "int64", "int32", "int8", "uint8", "bool"]
+UNARY = sorted((u for u in UFUNCS if u.nin == 1), key=lambda u: u.__name__)
+BINARY = sorted((u for u in UFUNCS if u.nin == 2), key=lambda u: u.__name__)
+# Looser tolerance where XLA's float32 kernels differ from NumPy's by a few ulps.
+TOL = {"float32": 2e-5, "float64": 1e-12, "float16": 2e-3}
+# Few shapes: every new (op, shape, dtype) is an XLA compile; broadcasting is still covered.
+SHAPE_PAIRS = [((), ()), ((3,), ()), ((), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)),
+               ((2, 3), (2, 3))]
+
+
+def values(dtype, shape, ufunc):
+    small = ufunc in (np.power, np.float_power, np.ldexp, np.left_shift, np.right_shift)
+    if dtype == "bool":
+        elements = st.just(True) if ufunc is np.reciprocal else st.booleans()
+    elif np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = (0, 6) if small else (max(info.min, -50), min(info.max, 50))
+        elements = st.integers(lo, hi)
+        if ufunc is np.reciprocal:  # NumPy's own 1 // 0 differs by dtype (hardware division)
+            elements = elements.filter(lambda v: v != 0)
+    else:
+        bound = 4.0 if small else 20.0
+        # no subnormals: XLA on CPU flushes them to zero
+        elements = st.floats(-bound, bound, width=np.dtype(dtype).itemsize * 8,
+                             allow_subnormal=False) | \
+            st.sampled_from([0.0, -0.0, 0.5, -1.5, 2.0])
+    return hnp.arrays(dtype, shape, elements=elements)
+
+
+def run_both(ufunc, arrays):
+    with np.errstate(all="ignore"):
+        try:
+            expected = ufunc(*arrays)
+        except TypeError as err:
+            with pytest.raises(TypeError):
+                ufunc(*[lnp.asarray(a) for a in arrays])
+            return None, err
+    lazy = ufunc(*[lnp.asarray(a) for a in arrays])
+    return lazy, expected
+
+
+@pytest.mark.parametrize("ufunc", UNARY, ids=lambda u: u.__name__)
+@settings(max_examples=6)
+@given(data=st.data())
+def test_unary_ufunc(ufunc, data):
+    dtype = data.draw(st.sampled_from(DTYPES))
+    shape = data.draw(st.sampled_from([(), (3,), (2, 3)]))
+    x = data.draw(values(dtype, shape, ufunc))
+    lazy, expected = run_both(ufunc, [x])
+    if lazy is not None:
+        assert_matches(lazy, expected, rtol=TOL.get(np.asarray(expected).dtype.name))
+
+
+@pytest.mark.parametrize("ufunc", BINARY, ids=lambda u: u.__name__)
+@settings(max_examples=6)
+@given(data=st.data())
+def test_binary_ufunc(ufunc, data):
+    dtypes = data.draw(st.tuples(st.sampled_from(DTYPES), st.sampled_from(DTYPES)))
+    if ufunc is np.ldexp:
+        dtypes = (dtypes[0] if dtypes[0].startswith("float") else "float64", "int32")
+    shape_x, shape_y = data.draw(st.sampled_from(SHAPE_PAIRS))
+    x = data.draw(values(dtypes[0], shape_x, ufunc))
+    y = data.draw(values(dtypes[1], shape_y, ufunc))
+    lazy, expected = run_both(ufunc, [x, y])
+    if lazy is None:
+        return
+    if ufunc.nout == 2:
+        for a, b in zip(lazy, expected):
+            assert_matches(a, b, rtol=TOL.get(b.dtype.name))
+    else:
+        assert_matches(lazy, expected, rtol=TOL.get(np.asarray(expected).dtype.name))
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.subtract, np.true_divide,
+                                   np.power, np.maximum, np.less, np.floor_divide,
+                                   np.remainder], ids=lambda u: u.__name__)
+@pytest.mark.parametrize("dtype", ["float32", "int8", "uint8", "int64", "float64"])
+@pytest.mark.parametrize("scalar", [3, 2.5, True])
+def test_python_scalars_are_weak(ufunc, dtype, scalar):
+    x = np.arange(1, 5).astype(dtype)
+    with np.errstate(all="ignore"):
+        try:
+            expected, expected_r = ufunc(x, scalar), ufunc(scalar, x)
+        except TypeError:
+            with pytest.raises(TypeError):
+                ufunc(lnp.asarray(x), scalar)
+            return
+    assert_matches(ufunc(lnp.asarray(x), scalar), expected, rtol=1e-6)
+    assert_matches(ufunc(scalar, lnp.asarray(x)), expected_r, rtol=1e-6)
+
+
+def test_out_of_range_python_int_raises_like_numpy():
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        np.ones(3, np.int8) + 1000
+    with pytest.raises(OverflowError, match="out of bounds for int8"):
+        lnp.ones(3, dtype=lnp.int8) + 1000
+
+
+def test_new_scalar_value_does_not_recompile():
+    x = lnp.asarray(np.linspace(0, 1, 8))
+    lazyx.sync()
+    lazyx.reset_metrics()
+    for lr in (0.1, 0.2, 0.3):
+        np.asarray(x * lr + 1)
+    m = lazyx.metrics()
+    assert m["compiles"] == 1 and m["cache_hits"] == 2
+
+
+OPERATORS = ["__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__",
+             "__pow__", "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__",
+             "__and__", "__or__", "__xor__", "__lshift__", "__rshift__", "__radd__",
+             "__rsub__", "__rmul__", "__rtruediv__", "__rpow__", "__rfloordiv__", "__rmod__"]
+
+
+@pytest.mark.parametrize("op", OPERATORS)
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_operators(op, dtype):
+    x = np.array([[1, 2, 3], [4, 5, 6]], dtype)
+    y = np.array([3, 1, 2], dtype)
+    if dtype.startswith("float") and op.strip("_") in ("and", "or", "xor", "lshift",
+                                                       "rshift"):
+        with pytest.raises(TypeError):
+            getattr(lnp.asarray(x), op)(lnp.asarray(y))
+        return
+    with np.errstate(all="ignore"):
+        expected = getattr(x, op)(y)
+    assert_matches(getattr(lnp.asarray(x), op)(lnp.asarray(y)), expected)
+    assert_matches(getattr(lnp.asarray(x), op)(y), expected)
+
+
+@pytest.mark.parametrize("op", ["__neg__", "__pos__", "__abs__", "__invert__"])
+def test_unary_operators(op):
+    x = np.array([-2, 0, 3], np.int16)
+    assert_matches(getattr(lnp.asarray(x), op)(), getattr(x, op)())
+
+
+@pytest.mark.parametrize("op,value", [("__iadd__", 2), ("__isub__", 1.5), ("__imul__", 3),
+                                      ("__itruediv__", 4.0), ("__ipow__", 2),
+                                      ("__ifloordiv__", 3), ("__imod__", 4)])
+def test_inplace_operators(op, value):
+    x = np.arange(6.0).reshape(2, 3)
+    lx = lnp.asarray(x)
+    handle = lx.__lazyx_handle__
+    getattr(x, op)(value)
+    result = getattr(lx, op)(value)
+    assert result is lx and lx.__lazyx_handle__ is handle
+    assert_matches(lx, x)
+
+
+def test_inplace_cast_error_matches_numpy():
+    a = np.ones(3, np.int64)
+    with pytest.raises(TypeError) as numpy_err:
+        a += 1.5
+    la = lnp.ones(3, dtype=lnp.int64)
+    with pytest.raises(type(numpy_err.value), match="Cannot cast ufunc 'add' output"):
+        la += 1.5
+
+
+def test_inplace_shape_error_matches_numpy():
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        a = np.ones(3)
+        a += np.ones((2, 3))
+    la = lnp.ones(3)
+    with pytest.raises(ValueError, match="non-broadcastable output operand"):
+        la += lnp.ones((2, 3))
+
+
+def test_out_argument_with_lazy_array():
+    x = np.arange(4.0)
+    out = lnp.zeros(4)
+    returned = np.multiply(lnp.asarray(x), 2, out=out)
+    assert returned is out
+    assert_matches(out, x * 2)
+    q, r = lnp.zeros(4), lnp.zeros(4)
+    np.divmod(lnp.asarray(x), 3, out=(q, r))
+    assert_matches(q, x // 3)
+    assert_matches(r, x % 3)
+
+
+def test_out_argument_with_numpy_array():
+    out = np.zeros(4)
+    np.add(lnp.arange(4.0), 1, out=out)
+    np.testing.assert_array_equal(out, np.arange(4.0) + 1)
+
+
+REDUCE = [np.add, np.multiply, np.maximum, np.minimum, np.logical_and, np.logical_or]
+
+
+@pytest.mark.parametrize("ufunc", REDUCE, ids=lambda u: u.__name__)
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bool"])
+@pytest.mark.parametrize("axis", [0, 1, None, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_ufunc_reduce(ufunc, dtype, axis, keepdims):
+    x = (np.arange(12).reshape(3, 4) % 5).astype(dtype)
+    try:
+        expected = ufunc.reduce(x, axis=axis, keepdims=keepdims)
+    except TypeError:
+        with pytest.raises(TypeError):
+            ufunc.reduce(lnp.asarray(x), axis=axis, keepdims=keepdims)
+        return
+    assert_matches(ufunc.reduce(lnp.asarray(x), axis=axis, keepdims=keepdims), expected,
+                   rtol=1e-6)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.minimum],
+                         ids=lambda u: u.__name__)
+@pytest.mark.parametrize("dtype", ["float64", "int16"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_ufunc_accumulate(ufunc, dtype, axis):
+    x = (np.arange(12).reshape(3, 4) % 5 + 1).astype(dtype)
+    assert_matches(ufunc.accumulate(lnp.asarray(x), axis=axis), ufunc.accumulate(x, axis=axis))
+
+
+def test_unlowered_ufunc_method_falls_back():
+    lazyx.reset_metrics()
+    x = np.arange(4.0)
+    with pytest.warns(RuntimeWarning, match="no lowering"):
+        result = np.add.outer(lnp.asarray(x), lnp.asarray(x))
+    assert_matches(result, np.add.outer(x, x))
+    assert lazyx.metrics()["fallback_ops"] == {"numpy.add.outer": 1}
