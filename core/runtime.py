@@ -278,7 +278,9 @@ def sync(*handles, cause="explicit", source=None):
     else:
         handles = list(_live)
         _live.clear()
-    pending = [h for h in handles if h.pending]
+    # Roots in structural-hash order (stable: ties keep registration order), so the same step
+    # linearizes to the same program key however its values were created.
+    pending = sorted((h for h in handles if h.pending), key=lambda h: h.node.hash)
     _created_at_last_cut[0] = ir.CREATED[0]
     if not pending:
         return

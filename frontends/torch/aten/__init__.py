@@ -1,0 +1,3 @@
+"""The aten table: importing these modules fills tensor.LOWERINGS (one entry per overload)."""
+from . import elementwise, indexing, linalg, random, reductions, shapes  # noqa: F401
+from . import prims  # noqa: F401  (after the aten twins it reuses)

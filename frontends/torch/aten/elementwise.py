@@ -1,0 +1,384 @@
+"""Element-wise aten ops. torch's meta kernel already chose the result dtype (type promotion,
+int -> float for true division and transcendental functions); lowerings compute in it (half
+types in float32, as torch's CPU kernels do) and broadcast explicitly."""
+import math
+
+import torch
+
+from ....core import ops
+from .table import (aten, bcast, compute_dtype, const, ir_dtype, is_float, lower, node_of,
+                    operands, scalar)
+
+# ---------------------------------------------------------------- unary
+
+_UNARY = {
+    "exp": ops.exp, "exp2": ops.exp2, "expm1": ops.expm1, "log": ops.log, "log1p": ops.log1p,
+    "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "sin": ops.sin, "cos": ops.cos, "tan": ops.tan,
+    "asin": ops.asin, "acos": ops.acos, "atan": ops.atan, "sinh": ops.sinh, "cosh": ops.cosh,
+    "tanh": ops.tanh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
+    "erf": ops.erf, "erfinv": ops.erf_inv, "lgamma": ops.lgamma, "digamma": ops.digamma,
+    "sigmoid": ops.logistic, "neg": ops.neg, "abs": ops.abs_, "sign": ops.sign,
+}
+
+
+def _unary(fn):
+    def lowering(out, x):
+        (a,) = operands(out, x)
+        return fn(a)
+    return lowering
+
+
+for _name, _fn in _UNARY.items():
+    lower(getattr(aten, _name).default)(_unary(_fn))
+
+
+def _log_base(base):
+    def fn(a):
+        return ops.div(ops.log(a), const(math.log(base), a.dtype, a.shape))
+    return fn
+
+
+lower(aten.log2.default)(_unary(_log_base(2.0)))
+lower(aten.log10.default)(_unary(_log_base(10.0)))
+
+
+@lower(aten.erfc.default)
+def _erfc(out, x):
+    (a,) = operands(out, x)
+    return ops.sub(const(1, a.dtype, a.shape), ops.erf(a))
+
+
+@lower(aten.reciprocal.default)
+def _reciprocal(out, x):
+    (a,) = operands(out, x)
+    return ops.div(const(1, a.dtype, a.shape), a)
+
+
+@lower(aten.relu.default)
+def _relu(out, x):
+    (a,) = operands(out, x)
+    return ops.max_(a, const(0, a.dtype, a.shape))
+
+
+def _rounding(fn):
+    def lowering(out, x):
+        (a,) = operands(out, x)
+        return fn(a) if is_float(a) else a  # integers are already whole
+    return lowering
+
+
+def _trunc(a):
+    return ops.mul(ops.sign(a), ops.floor(ops.abs_(a)))
+
+
+lower(aten.floor.default)(_rounding(ops.floor))
+lower(aten.ceil.default)(_rounding(ops.ceil))
+lower(aten.round.default)(_rounding(ops.round))
+lower(aten.trunc.default)(_rounding(_trunc))
+
+
+@lower(aten.round.decimals)
+def _round_decimals(out, x, *, decimals=0):
+    (a,) = operands(out, x)
+    scale = const(10.0 ** decimals, a.dtype, a.shape)
+    return ops.div(ops.round(ops.mul(a, scale)), scale)
+
+
+@lower(aten.isnan.default)
+def _isnan(out, x):
+    a = node_of(x)
+    return ops.ne(a, a)
+
+
+@lower(aten.isinf.default)
+def _isinf(out, x):
+    a = node_of(x)
+    if not is_float(a):
+        return const(False, "bool", a.shape)
+    return ops.eq(ops.abs_(a), const(math.inf, a.dtype, a.shape))
+
+
+@lower(aten.isfinite.default)
+def _isfinite(out, x):
+    a = node_of(x)
+    return ops.is_finite(a) if is_float(a) else const(True, "bool", a.shape)
+
+
+@lower(aten.logical_not.default)
+def _logical_not(out, x):
+    return ops.not_(node_of(x, "bool"))
+
+
+@lower(aten.bitwise_not.default)
+def _bitwise_not(out, x):
+    (a,) = operands(out, x)
+    return ops.not_(a)
+
+
+# ---------------------------------------------------------------- binary arithmetic
+
+def _scaled(b, alpha, dtype):
+    if alpha is None or (alpha == 1 and not isinstance(alpha, bool)):
+        return b
+    return ops.mul(b, scalar(alpha, dtype, b.shape))
+
+
+@lower(aten.add.Tensor, aten.add.Scalar)
+def _add(out, x, y, *, alpha=1):
+    a, b = operands(out, x, y)
+    if a.dtype == "bool":
+        return ops.or_(a, b)
+    return ops.add(a, _scaled(b, alpha, a.dtype))
+
+
+def _is_bool(x):
+    return isinstance(x, bool) or isinstance(x, torch.Tensor) and x.dtype == torch.bool
+
+
+def _sub_check(x, y):
+    """torch's CPU kernel (not its meta kernel) refuses bool subtraction; so do we."""
+    if _is_bool(x) and _is_bool(y):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool(x) or _is_bool(y):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+
+
+@lower(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(out, x, y, *, alpha=1):
+    _sub_check(x, y)
+    a, b = operands(out, x, y)
+    return ops.sub(a, _scaled(b, alpha, a.dtype))
+
+
+@lower(aten.rsub.Tensor, aten.rsub.Scalar)
+def _rsub(out, x, y, *, alpha=1):
+    _sub_check(x, y)
+    a, b = operands(out, x, y)
+    return ops.sub(b, _scaled(a, alpha, a.dtype))
+
+
+@lower(aten.mul.Tensor, aten.mul.Scalar)
+def _mul(out, x, y):
+    a, b = operands(out, x, y)
+    return ops.and_(a, b) if a.dtype == "bool" else ops.mul(a, b)
+
+
+def _floor_div(a, b):
+    """torch's floor division: integers correct the truncating quotient; floats follow
+    torch's div_floor (fmod-based, so that a // b is consistent with a % b)."""
+    zero = const(0, a.dtype, a.shape)
+    if not is_float(a):
+        q, r = ops.div(a, b), ops.rem(a, b)
+        fix = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(a, zero), ops.lt(b, zero)))
+        return ops.sub(q, ops.convert(fix, dtype=a.dtype))
+    mod = ops.rem(a, b)
+    div = ops.div(ops.sub(a, mod), b)
+    fix = ops.and_(ops.ne(mod, zero), ops.ne(ops.lt(b, zero), ops.lt(mod, zero)))
+    div = ops.sub(div, ops.convert(fix, dtype=a.dtype))
+    floor = ops.floor(div)
+    half = const(0.5, a.dtype, a.shape)
+    floor = ops.add(floor, ops.convert(ops.gt(ops.sub(div, floor), half), dtype=a.dtype))
+    plain = ops.div(a, b)
+    # div == 0 keeps the sign of the true quotient; b == 0 gives the IEEE quotient
+    floor = ops.select(ops.eq(div, zero), ops.mul(zero, plain), floor)
+    return ops.select(ops.eq(b, zero), plain, floor)
+
+
+@lower(aten.div.Tensor, aten.div.Scalar)
+def _div(out, x, y):
+    a, b = operands(out, x, y)
+    return ops.div(a, b)
+
+
+@lower(aten.div.Tensor_mode, aten.div.Scalar_mode)
+def _div_mode(out, x, y, *, rounding_mode=None):
+    a, b = operands(out, x, y)
+    if rounding_mode is None:
+        return ops.div(a, b)
+    if rounding_mode == "trunc":
+        return _trunc(ops.div(a, b)) if is_float(a) else ops.div(a, b)
+    return _floor_div(a, b)
+
+
+@lower(aten.floor_divide.default, aten.floor_divide.Scalar)
+def _floor_divide(out, x, y):
+    a, b = operands(out, x, y)
+    return _floor_div(a, b)
+
+
+@lower(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
+def _remainder(out, x, y):
+    a, b = operands(out, x, y)
+    zero = const(0, a.dtype, a.shape)
+    r = ops.rem(a, b)
+    fix = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(b, zero)))
+    return ops.select(fix, ops.add(r, b), r)
+
+
+@lower(aten.fmod.Tensor, aten.fmod.Scalar)
+def _fmod(out, x, y):
+    a, b = operands(out, x, y)
+    return ops.rem(a, b)
+
+
+@lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
+def _pow(out, x, y):
+    if isinstance(y, (int, float)) and not isinstance(y, bool) and y == 2:
+        (a,) = operands(out, x)
+        return ops.mul(a, a)  # what torch does for x ** 2, exact and cheap
+    a, b = operands(out, x, y)
+    return ops.pow_(a, b)
+
+
+_BINARY = {"maximum": ops.max_, "minimum": ops.min_, "atan2": ops.atan2,
+           "nextafter": ops.nextafter}
+for _name, _fn in _BINARY.items():
+    def _make(fn):
+        def lowering(out, x, y):
+            a, b = operands(out, x, y)
+            return fn(a, b)
+        return lowering
+    lower(getattr(aten, _name).default)(_make(_fn))
+
+
+_BITWISE = {"bitwise_and": (ops.and_,), "bitwise_or": (ops.or_,), "bitwise_xor": (ops.xor,)}
+for _name, (_fn,) in _BITWISE.items():
+    def _make(fn):
+        def lowering(out, x, y):
+            a, b = operands(out, x, y)
+            return fn(a, b)
+        return lowering
+    packet = getattr(aten, _name)
+    lower(packet.Tensor, packet.Scalar)(_make(_fn))
+
+
+@lower(aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar)
+def _shl(out, x, y):
+    a, b = operands(out, x, y)
+    return ops.shift_left(a, b)
+
+
+@lower(aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar)
+def _shr(out, x, y):
+    a, b = operands(out, x, y)
+    return ops.shift_right_arithmetic(a, b) if not a.dtype.startswith("u") \
+        else ops.shift_right_logical(a, b)
+
+
+# ---------------------------------------------------------------- comparisons and logic
+
+def _promoted(x, y):
+    from ..tensor import _to_meta
+    return compute_dtype(torch.result_type(_to_meta(x), _to_meta(y)))
+
+
+_COMPARE = {"eq": ops.eq, "ne": ops.ne, "lt": ops.lt, "le": ops.le, "gt": ops.gt, "ge": ops.ge}
+for _name, _fn in _COMPARE.items():
+    def _make(fn):
+        def lowering(out, x, y):
+            a, b = operands(out, x, y, dtype=_promoted(x, y))
+            return fn(a, b)
+        return lowering
+    packet = getattr(aten, _name)
+    lower(packet.Tensor, packet.Scalar)(_make(_fn))
+
+_LOGICAL = {"logical_and": ops.and_, "logical_or": ops.or_, "logical_xor": ops.xor}
+for _name, _fn in _LOGICAL.items():
+    def _make(fn):
+        def lowering(out, x, y):
+            a, b = operands(out, x, y, dtype="bool")
+            return fn(a, b)
+        return lowering
+    lower(getattr(aten, _name).default)(_make(_fn))
+
+
+@lower(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(out, condition, x, y):
+    shape = tuple(out.shape)
+    a, b = operands(out, x, y)
+    return ops.select(bcast(node_of(condition, "bool"), shape), a, b)
+
+
+@lower(aten.clamp.default, aten.clamp.Tensor)
+def _clamp(out, x, min=None, max=None):
+    (a,) = operands(out, x)
+    if min is not None:
+        a = ops.max_(a, operands(out, min)[0])
+    if max is not None:
+        a = ops.min_(a, operands(out, max)[0])
+    return a
+
+
+@lower(aten.clamp_min.default, aten.clamp_min.Tensor)
+def _clamp_min(out, x, min):
+    return _clamp(out, x, min=min)
+
+
+@lower(aten.clamp_max.default, aten.clamp_max.Tensor)
+def _clamp_max(out, x, max):
+    return _clamp(out, x, max=max)
+
+
+@lower(aten.gelu.default)
+def _gelu(out, x, *, approximate="none"):
+    (a,) = operands(out, x)
+    shape, dtype = a.shape, a.dtype
+    half = const(0.5, dtype, shape)
+    if approximate == "tanh":
+        inner = ops.mul(const(math.sqrt(2 / math.pi), dtype, shape),
+                        ops.add(a, ops.mul(const(0.044715, dtype, shape),
+                                           ops.mul(a, ops.mul(a, a)))))
+        return ops.mul(ops.mul(half, a), ops.add(const(1, dtype, shape), ops.tanh(inner)))
+    cdf = ops.mul(half, ops.add(const(1, dtype, shape),
+                                ops.erf(ops.mul(a, const(1 / math.sqrt(2), dtype, shape)))))
+    return ops.mul(a, cdf)
+
+
+@lower(aten.silu.default)
+def _silu(out, x):
+    (a,) = operands(out, x)
+    return ops.mul(a, ops.logistic(a))
+
+
+@lower(aten.sigmoid_backward.default)
+def _sigmoid_backward(out, grad, y):
+    g, s = operands(out, grad, y)
+    return ops.mul(g, ops.mul(s, ops.sub(const(1, s.dtype, s.shape), s)))
+
+
+@lower(aten.tanh_backward.default)
+def _tanh_backward(out, grad, y):
+    g, t = operands(out, grad, y)
+    return ops.mul(g, ops.sub(const(1, t.dtype, t.shape), ops.mul(t, t)))
+
+
+@lower(aten.threshold_backward.default)
+def _threshold_backward(out, grad, x, threshold):
+    g, a = operands(out, grad, x)
+    keep = ops.gt(a, scalar(threshold, a.dtype, a.shape))
+    return ops.select(keep, g, const(0, g.dtype, g.shape))
+
+
+@lower(aten.lerp.Scalar, aten.lerp.Tensor)
+def _lerp(out, x, end, weight):
+    a, b, w = operands(out, x, end, weight)
+    return ops.add(a, ops.mul(w, ops.sub(b, a)))
+
+
+@lower(aten.addcmul.default)
+def _addcmul(out, x, t1, t2, *, value=1):
+    a, b, c = operands(out, x, t1, t2)
+    return ops.add(a, ops.mul(scalar(value, a.dtype, a.shape), ops.mul(b, c)))
+
+
+@lower(aten.addcdiv.default)
+def _addcdiv(out, x, t1, t2, *, value=1):
+    a, b, c = operands(out, x, t1, t2)
+    return ops.add(a, ops.mul(scalar(value, a.dtype, a.shape), ops.div(b, c)))
+
+
+def _ir(x):
+    return ir_dtype(x)

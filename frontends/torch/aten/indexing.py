@@ -1,0 +1,181 @@
+"""Gathers and scatters: torch's dim-wise and advanced indexing mapped onto the IR's one
+canonical form (indices (*B, k) address the first k axes of the operand)."""
+from ....core import ops
+from .table import Unsupported, aten, bcast, const, dim_of, lower, node_of
+
+
+def _wrap_negative(index, size):
+    """torch counts negative indices from the end."""
+    zero = const(0, index.dtype, index.shape)
+    return ops.select(ops.lt(index, zero), ops.add(index, const(size, index.dtype, index.shape)),
+                      index)
+
+
+def _full_coordinates(index, axis, ndim):
+    """(*index.shape, ndim) coordinates: iota on every axis except `axis`, which is `index`."""
+    shape = index.shape + (1,)
+    parts = []
+    for d in range(ndim):
+        if d == axis:
+            parts.append(ops.reshape(index, new_sizes=shape))
+        else:
+            parts.append(ops.iota(dtype="int64", shape=shape, dimension=d))
+    return ops.concatenate(*parts, dimension=ndim) if ndim > 1 else parts[0]
+
+
+@lower(aten.index_select.default)
+def _index_select(out, x, dim, index):
+    a = node_of(x)
+    if a.ndim == 0:
+        return ops.reshape(a, new_sizes=tuple(out.shape))
+    axis = dim_of(dim, a.ndim)
+    flat = node_of(index, "int64")
+    idx = _wrap_negative(ops.reshape(flat, new_sizes=(flat.size,)), a.shape[axis])
+    perm = (axis, *[i for i in range(a.ndim) if i != axis])
+    picked = ops.gather(ops.transpose(a, permutation=perm),
+                        ops.reshape(idx, new_sizes=(idx.shape[0], 1)))
+    inverse = tuple(perm.index(i) for i in range(a.ndim))
+    return ops.transpose(picked, permutation=inverse)
+
+
+@lower(aten.gather.default)
+def _gather(out, x, dim, index, *, sparse_grad=False):
+    a = node_of(x)
+    idx = node_of(index, "int64")
+    if a.ndim == 0:
+        return ops.reshape(a, new_sizes=tuple(out.shape))
+    axis = dim_of(dim, a.ndim)
+    if idx.size == 0:
+        return const(0, a.dtype, idx.shape)
+    coords = _full_coordinates(_wrap_negative(idx, a.shape[axis]), axis, a.ndim)
+    return ops.gather(a, coords)
+
+
+def _scatter_nodes(out, x, dim, index, src, mode):
+    a = node_of(x)
+    idx = node_of(index, "int64")
+    if idx.size == 0:
+        return a
+    if a.ndim == 0:
+        raise Unsupported("scatter into a 0-d tensor")
+    axis = dim_of(dim, a.ndim)
+    if isinstance(src, (int, float, bool)) or node_of(src).ndim == 0:
+        updates = bcast(node_of(src, a.dtype), idx.shape)
+    else:
+        s = node_of(src, a.dtype)
+        updates = ops.slice_(s, start_indices=(0,) * s.ndim, limit_indices=idx.shape)
+    coords = _full_coordinates(_wrap_negative(idx, a.shape[axis]), axis, a.ndim)
+    return ops.scatter(a, coords, updates, mode=mode)
+
+
+@lower(aten.scatter.src, aten.scatter.value)
+def _scatter(out, x, dim, index, src):
+    return _scatter_nodes(out, x, dim, index, src, "set")
+
+
+@lower(aten.scatter_add.default)
+def _scatter_add(out, x, dim, index, src):
+    return _scatter_nodes(out, x, dim, index, src, "add")
+
+
+_REDUCE_MODES = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul",
+                 "amax": "max", "amin": "min"}
+
+
+@lower(aten.scatter.reduce, aten.scatter.value_reduce)
+def _scatter_reduce_legacy(out, x, dim, index, src, *, reduce):
+    return _scatter_nodes(out, x, dim, index, src, _REDUCE_MODES[reduce])
+
+
+@lower(aten.scatter_reduce.two)
+def _scatter_reduce(out, x, dim, index, src, reduce, *, include_self=True):
+    if not include_self or reduce not in _REDUCE_MODES:
+        raise Unsupported(f"scatter_reduce {reduce} include_self={include_self}")
+    return _scatter_nodes(out, x, dim, index, src, _REDUCE_MODES[reduce])
+
+
+# ---------------------------------------------------------------- advanced indexing
+
+def _advanced(a, indices):
+    """(operand moved so the indexed axes lead, stacked coordinates (*B, k), axes, B, adjacent)."""
+    indices = list(indices) + [None] * (a.ndim - len(indices))
+    axes = [i for i, t in enumerate(indices) if t is not None]
+    for i in axes:
+        if indices[i].dtype in ("bool", "uint8"):
+            raise Unsupported("boolean mask index")  # data-dependent; handled before us
+    batch = ()
+    for i in axes:
+        batch = _broadcast_shapes(batch, indices[i].shape)
+    coords = [ops.reshape(_wrap_negative(bcast(ops.convert(indices[i], dtype="int64")
+                                               if indices[i].dtype != "int64" else indices[i],
+                                               batch), a.shape[i]),
+                          new_sizes=batch + (1,)) for i in axes]
+    stacked = ops.concatenate(*coords, dimension=len(batch)) if len(coords) > 1 else coords[0]
+    rest = [i for i in range(a.ndim) if i not in axes]
+    moved = ops.transpose(a, permutation=(*axes, *rest)) if axes + rest != list(range(a.ndim)) \
+        else a
+    adjacent = axes == list(range(axes[0], axes[-1] + 1))
+    return moved, stacked, axes, batch, adjacent
+
+
+def _broadcast_shapes(s1, s2):
+    n = max(len(s1), len(s2))
+    s1, s2 = (1,) * (n - len(s1)) + tuple(s1), (1,) * (n - len(s2)) + tuple(s2)
+    return tuple(max(a, b) if 1 in (a, b) else a for a, b in zip(s1, s2))
+
+
+def _layout(axes, batch, adjacent, ndim):
+    """Permutation from gather order (B..., rest...) to torch's order: B at the first indexed
+    axis when the indexed axes are adjacent, else in front."""
+    nb, rest = len(batch), ndim - len(axes)
+    if not adjacent or axes[0] == 0:
+        return None
+    first = axes[0]
+    return tuple(range(nb, nb + first)) + tuple(range(nb)) + tuple(range(nb + first, nb + rest))
+
+
+@lower(aten.index.Tensor)
+def _index(out, x, indices):
+    a = node_of(x)
+    nodes = [None if t is None else node_of(t) for t in indices]
+    moved, stacked, axes, batch, adjacent = _advanced(a, nodes)
+    picked = ops.gather(moved, stacked)
+    perm = _layout(axes, batch, adjacent, a.ndim)
+    return ops.transpose(picked, permutation=perm) if perm else picked
+
+
+@lower(aten.index_put.default, aten._unsafe_index_put.default)
+def _index_put(out, x, indices, values, accumulate=False):
+    a = node_of(x)
+    nodes = [None if t is None else node_of(t) for t in indices]
+    moved, stacked, axes, batch, adjacent = _advanced(a, nodes)
+    gathered_shape = batch + moved.shape[len(axes):]
+    perm = _layout(axes, batch, adjacent, a.ndim)
+    torch_shape = tuple(gathered_shape[p] for p in perm) if perm else gathered_shape
+    v = bcast(node_of(values, a.dtype), torch_shape)
+    if perm:
+        v = ops.transpose(v, permutation=tuple(perm.index(i) for i in range(len(perm))))
+    result = ops.scatter(moved, stacked, v, mode="add" if accumulate else "set")
+    order = (*axes, *[i for i in range(a.ndim) if i not in axes])
+    if list(order) == list(range(a.ndim)):
+        return result
+    return ops.transpose(result, permutation=tuple(order.index(i) for i in range(a.ndim)))
+
+
+@lower(aten.masked_fill.Scalar, aten.masked_fill.Tensor)
+def _masked_fill(out, x, mask, value):
+    a = node_of(x)
+    shape = tuple(out.shape)
+    return ops.select(bcast(node_of(mask, "bool"), shape), bcast(node_of(value, a.dtype), shape),
+                      bcast(a, shape))
+
+
+@lower(aten.embedding.default)
+def _embedding(out, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    w = node_of(weight)
+    idx = node_of(indices, "int64")
+    flat = ops.reshape(idx, new_sizes=(idx.size, 1))
+    rows = ops.gather(w, flat)
+    return ops.reshape(rows, new_sizes=tuple(out.shape))
+
+

@@ -1,0 +1,124 @@
+"""Matrix products and convolutions (forward and backward) as dot_general / conv."""
+from ....core import ops
+from .table import Unsupported, aten, bcast, compute_dtype, lower, node_of, scalar
+
+
+def _matmul(a, b, contract, batch=((), ())):
+    wide = a.dtype in ("float16", "bfloat16")
+    return ops.dot_general(a, b, contracting_dimensions=contract, batch_dimensions=batch,
+                           preferred_element_type="float32" if wide else None)
+
+
+@lower(aten.mm.default)
+def _mm(out, x, y):
+    return _matmul(node_of(x), node_of(y), ((1,), (0,)))
+
+
+@lower(aten.bmm.default)
+def _bmm(out, x, y):
+    return _matmul(node_of(x), node_of(y), ((2,), (1,)), ((0,), (0,)))
+
+
+@lower(aten.addmm.default)
+def _addmm(out, bias, x, y, *, beta=1, alpha=1):
+    shape = tuple(out.shape)
+    dtype = compute_dtype(out.dtype)
+    product = _matmul(node_of(x), node_of(y), ((1,), (0,)))
+    product = ops.convert(product, dtype=dtype) if product.dtype != dtype else product
+    if alpha != 1:
+        product = ops.mul(product, scalar(alpha, dtype, shape))
+    if beta == 0:
+        return product  # torch ignores bias (even NaN) when beta is 0
+    b = bcast(node_of(bias, dtype), shape)
+    if beta != 1:
+        b = ops.mul(b, scalar(beta, dtype, shape))
+    return ops.add(b, product)
+
+
+@lower(aten.dot.default)
+def _dot(out, x, y):
+    return _matmul(node_of(x), node_of(y), ((0,), (0,)))
+
+
+@lower(aten.mv.default)
+def _mv(out, x, y):
+    return _matmul(node_of(x), node_of(y), ((1,), (0,)))
+
+
+# ---------------------------------------------------------------- convolution
+
+def _transposed_kernel(w, groups):
+    """A transposed conv's (I, O/g, *K) weight as the forward kernel (O, I/g, *K), flipped."""
+    i, og = w.shape[:2]
+    k = w.shape[2:]
+    g = groups
+    w = ops.reshape(w, new_sizes=(g, i // g, og, *k))
+    w = ops.transpose(w, permutation=(0, 2, 1, *range(3, 3 + len(k))))
+    w = ops.reshape(w, new_sizes=(g * og, i // g, *k))
+    return ops.rev(w, dimensions=tuple(range(2, 2 + len(k))))
+
+
+def _conv_forward(x, w, stride, padding, dilation, transposed, output_padding, groups):
+    nsp = x.ndim - 2
+    stride, padding, dilation = (tuple(v) * (nsp if len(v) == 1 else 1) for v in
+                                 (stride, padding, dilation))
+    if not transposed:
+        return ops.conv(x, w, window_strides=stride, padding=tuple((p, p) for p in padding),
+                        rhs_dilation=dilation, feature_group_count=groups)
+    output_padding = tuple(output_padding) * (nsp if len(output_padding) == 1 else 1)
+    k = w.shape[2:]
+    pads = tuple((d * (kk - 1) - p, d * (kk - 1) - p + op)
+                 for kk, d, p, op in zip(k, dilation, padding, output_padding))
+    return ops.conv(x, _transposed_kernel(w, groups), window_strides=(1,) * nsp, padding=pads,
+                    lhs_dilation=stride, rhs_dilation=dilation, feature_group_count=groups)
+
+
+@lower(aten.convolution.default)
+def _convolution(out, x, weight, bias, stride, padding, dilation, transposed, output_padding,
+                 groups):
+    dtype = compute_dtype(out.dtype)
+    a, w = node_of(x, dtype), node_of(weight, dtype)
+    if isinstance(padding, str):
+        raise Unsupported("string padding")
+    y = _conv_forward(a, w, stride, padding, dilation, transposed, output_padding, groups)
+    if bias is not None:
+        y = ops.add(y, ops.broadcast_in_dim(node_of(bias, dtype), shape=y.shape,
+                                            broadcast_dimensions=(1,)))
+    return y
+
+
+@lower(aten.convolution_backward.default)
+def _convolution_backward(out, grad, x, weight, bias_sizes, stride, padding, dilation,
+                          transposed, output_padding, groups, output_mask):
+    if transposed or groups != 1:
+        raise Unsupported("transposed or grouped convolution backward")
+    g, a, w = node_of(grad), node_of(x), node_of(weight)
+    nsp = a.ndim - 2
+    stride, padding, dilation = (tuple(v) * (nsp if len(v) == 1 else 1) for v in
+                                 (stride, padding, dilation))
+    results = [None, None, None]
+    if output_mask[0]:
+        # the input gradient is the transposed convolution of grad with the same weight
+        k = w.shape[2:]
+        extra = tuple(size - ((gs - 1) * s - 2 * p + d * (kk - 1) + 1)
+                      for size, gs, s, p, d, kk in zip(a.shape[2:], g.shape[2:], stride, padding,
+                                                       dilation, k))
+        flipped = ops.rev(ops.transpose(w, permutation=(1, 0, *range(2, 2 + nsp))),
+                          dimensions=tuple(range(2, 2 + nsp)))
+        pads = tuple((d * (kk - 1) - p, d * (kk - 1) - p + e)
+                     for kk, d, p, e in zip(k, dilation, padding, extra))
+        results[0] = ops.conv(g, flipped, window_strides=(1,) * nsp, padding=pads,
+                              lhs_dilation=stride, rhs_dilation=dilation)
+    if output_mask[1]:
+        # the weight gradient correlates the input (batch as channels) with grad as kernel
+        lhs = ops.transpose(a, permutation=(1, 0, *range(2, 2 + nsp)))
+        rhs = ops.transpose(g, permutation=(1, 0, *range(2, 2 + nsp)))
+        full = ops.conv(lhs, rhs, window_strides=dilation,
+                        padding=tuple((p, p) for p in padding), rhs_dilation=stride)
+        k = w.shape[2:]
+        full = ops.slice_(full, start_indices=(0,) * full.ndim,
+                          limit_indices=full.shape[:2] + tuple(k))
+        results[1] = ops.transpose(full, permutation=(1, 0, *range(2, 2 + nsp)))
+    if output_mask[2]:
+        results[2] = ops.reduce_sum(g, axes=(0, *range(2, 2 + nsp)))
+    return tuple(results)

@@ -1,0 +1,75 @@
+"""torch.prims: what torch._refs-based decompositions bottom out in. The element-wise prims
+share their aten twin's lowering; the structural ones map straight onto IR primitives."""
+import torch
+
+from ....core import ops
+from .table import aten, bcast, compute_dtype, ir_dtype, lower, node_of, operands
+from ..tensor import LOWERINGS
+
+prims = torch.ops.prims
+
+# prims.X(a, b) is aten.X.default / aten.X.Tensor on already-broadcast, already-promoted inputs
+for _name in ("abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sqrt",
+              "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+              "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "sign",
+              "floor", "ceil", "round", "trunc", "reciprocal", "atan2", "maximum", "minimum",
+              "nextafter", "pow", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "add", "sub", "mul",
+              "div", "isfinite"):
+    prim = getattr(prims, _name, None)
+    twin = getattr(aten, {"erf_inv": "erfinv"}.get(_name, _name), None)
+    if prim is None or twin is None:
+        continue
+    for overload in ("Tensor", "default"):
+        if hasattr(twin, overload) and getattr(twin, overload) in LOWERINGS:
+            LOWERINGS[prim.default] = LOWERINGS[getattr(twin, overload)]
+            break
+
+
+@lower(prims.broadcast_in_dim.default)
+def _broadcast_in_dim(out, x, shape, broadcast_dimensions):
+    return ops.broadcast_in_dim(node_of(x), shape=tuple(shape),
+                                broadcast_dimensions=tuple(broadcast_dimensions))
+
+
+@lower(prims.convert_element_type.default)
+def _convert(out, x, dtype):
+    return node_of(x, ir_dtype(dtype))
+
+
+def _prim_reduce(reduce):
+    def lowering(out, x, dims, *, output_dtype=None):
+        a = node_of(x, compute_dtype(out.dtype))
+        return reduce(a, axes=tuple(dims))
+    return lowering
+
+
+lower(prims.sum.default)(_prim_reduce(ops.reduce_sum))
+lower(prims.prod.default)(_prim_reduce(ops.reduce_prod))
+lower(prims.amax.default)(_prim_reduce(ops.reduce_max))
+lower(prims.amin.default)(_prim_reduce(ops.reduce_min))
+
+
+@lower(prims.var.default)
+def _var(out, x, dims, correction=1, *, output_dtype=None):
+    from .reductions import _variance
+    return _variance(out, x, list(dims), correction)
+
+
+@lower(prims.where.default)
+def _where(out, pred, a, b):
+    x, y = operands(out, a, b)
+    return ops.select(bcast(node_of(pred, "bool"), out.shape), x, y)
+
+
+@lower(prims.squeeze.default, prims.reshape.default, prims.collapse_view.default,
+       prims.view_of.default)
+def _reshape(out, x, *args, **kwargs):
+    return ops.reshape(node_of(x), new_sizes=tuple(out.shape))
+
+
+@lower(prims.transpose.default)
+def _transpose(out, x, permutation):
+    return ops.transpose(node_of(x), permutation=tuple(permutation))
+
+

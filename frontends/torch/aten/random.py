@@ -1,0 +1,141 @@
+"""Counter-based randomness: torch.manual_seed(s) resets (seed, counter); every random op
+draws Threefry bits under key (seed, counter++) fed as a run-time parameter, so the numbers
+are the same on both backends and a training step with dropout never recompiles."""
+import math
+
+import numpy as np
+import torch
+
+from ....core import ir, ops
+from .table import aten, bcast, lower, node_of
+
+_rng = {"seed": 0, "counter": 0}
+
+
+def manual_seed(seed):
+    _rng["seed"] = int(seed) & 0xFFFFFFFF
+    _rng["counter"] = 0
+
+
+def _next_key():
+    key = np.array([_rng["seed"], _rng["counter"] & 0xFFFFFFFF], dtype=np.uint32)
+    _rng["counter"] += 1
+    return ir.param(key, "uint32")
+
+
+def uniform01(shape):
+    """float32 in [0, 1): 23 random mantissa bits under exponent 0, minus one."""
+    bits = ops.random_bits(_next_key(), shape=tuple(shape))
+    shift = bcast(ir.constant(9, "uint32"), shape)
+    one_bits = bcast(ir.constant(0x3F800000, "uint32"), shape)
+    mantissa = ops.or_(ops.shift_right_logical(bits, shift), one_bits)
+    return ops.sub(ops.bitcast_convert(mantissa, dtype="float32"),
+                   bcast(ir.constant(1.0, "float32"), shape))
+
+
+def _scaled(u, low, high, dtype, shape):
+    u = ops.convert(u, dtype=dtype) if dtype != "float32" else u
+    lo, hi = bcast(node_of(low, dtype), shape), bcast(node_of(high, dtype), shape)
+    return ops.add(lo, ops.mul(u, ops.sub(hi, lo)))
+
+
+@lower(aten.uniform.default)
+def _uniform(out, x, from_=0.0, to=1.0, generator=None):
+    return _scaled(uniform01(out.shape), from_, to, node_of(x).dtype, tuple(out.shape))
+
+
+def standard_normal(shape, dtype):
+    # Inverse CDF on the open interval: shift u by half a step so erf_inv never sees -1.
+    u = ops.add(uniform01(shape), bcast(ir.constant(2.0 ** -24, "float32"), shape))
+    two_u_minus_1 = ops.sub(ops.mul(u, bcast(ir.constant(2.0, "float32"), shape)),
+                            bcast(ir.constant(1.0, "float32"), shape))
+    z = ops.mul(ops.erf_inv(two_u_minus_1), bcast(ir.constant(math.sqrt(2.0), "float32"), shape))
+    return ops.convert(z, dtype=dtype) if dtype != "float32" else z
+
+
+def _normal_nodes(out, mean, std):
+    shape = tuple(out.shape)
+    dtype = _ir_dtype(out.dtype)
+    z = standard_normal(shape, dtype)
+    return ops.add(bcast(node_of(mean, dtype), shape), ops.mul(z, bcast(node_of(std, dtype), shape)))
+
+
+def _ir_dtype(torch_dtype):
+    from .. import dtypes
+    return dtypes.to_ir(torch_dtype)
+
+
+@lower(aten.normal_functional.default)
+def _normal_functional(out, x, mean=0.0, std=1.0, generator=None):
+    return _normal_nodes(out, mean, std)
+
+
+@lower(aten.normal.Tensor_float, aten.normal.float_Tensor, aten.normal.Tensor_Tensor)
+def _normal(out, mean, std=1.0, generator=None):
+    return _normal_nodes(out, mean, std)
+
+
+@lower(aten.normal.float_float)
+def _normal_ff(out, mean, std, size, generator=None, dtype=None, layout=None, device=None,
+               pin_memory=None):
+    return _normal_nodes(out, mean, std)
+
+
+def _bernoulli_nodes(out, p):
+    shape = tuple(out.shape)
+    u = uniform01(shape)
+    mask = ops.lt(u, bcast(node_of(p, "float32"), shape))
+    return ops.convert(mask, dtype=_ir_dtype(out.dtype))
+
+
+@lower(aten.bernoulli.p)
+def _bernoulli_p(out, x, p=0.5, generator=None):
+    return _bernoulli_nodes(out, p)
+
+
+@lower(aten.bernoulli.default)
+def _bernoulli(out, x, generator=None):
+    return _bernoulli_nodes(out, x)
+
+
+@lower(aten.bernoulli.Tensor)
+def _bernoulli_t(out, x, p, generator=None):
+    return _bernoulli_nodes(out, p)
+
+
+def _randint_nodes(out, low, high):
+    shape = tuple(out.shape)
+    span = ops.convert(ops.sub(node_of(high, "float64"), node_of(low, "float64")), dtype="float64")
+    u = ops.convert(uniform01(shape), dtype="float64")
+    r = ops.floor(ops.mul(u, bcast(span, shape)))
+    r = ops.add(r, bcast(node_of(low, "float64"), shape))
+    return ops.convert(r, dtype=_ir_dtype(out.dtype))
+
+
+@lower(getattr(aten.random, "from"))
+def _random_from(out, x, from_, to=None, generator=None):
+    if to is None:
+        raise NotImplementedError("random_(from, None)")
+    return _randint_nodes(out, from_, to)
+
+
+@lower(aten.random.to)
+def _random_to(out, x, to, generator=None):
+    return _randint_nodes(out, 0, to)
+
+
+@lower(aten.randint.low, aten.randint.default)
+def _randint(out, *args, **kwargs):
+    low, high = (0, args[0]) if len(args) == 2 or "size" in kwargs and len(args) == 1 else args[:2]
+    return _randint_nodes(out, low, high)
+
+
+@lower(aten.rand.default)
+def _rand(out, size, **kwargs):
+    u = uniform01(tuple(out.shape))
+    return u
+
+
+@lower(aten.randn.default)
+def _randn(out, size, **kwargs):
+    return standard_normal(tuple(out.shape), _ir_dtype(out.dtype))

@@ -1,0 +1,244 @@
+"""Reductions, scans and softmax. torch's meta result fixes the output dtype (integer sums
+are int64, `dtype=` overrides); lowerings reduce in the computation dtype and restore kept
+dims with a reshape."""
+import math
+
+from ....core import ops
+from .table import (aten, bcast, compute_dtype, const, dims_of, dim_of, is_float,
+                    ir_dtype, lower, node_of, scalar)
+
+
+def _input(out, x, dtype=None):
+    return node_of(x, dtype or compute_dtype(out.dtype))
+
+
+def _finish(node, out):
+    shape = tuple(out.shape)
+    return node if node.shape == shape else ops.reshape(node, new_sizes=shape)
+
+
+def _reducer(reduce):
+    def lowering(out, x, dim=None, keepdim=False, *, dtype=None):
+        a = _input(out, x)
+        return _finish(reduce(a, axes=dims_of(dim, a.ndim)), out)
+    return lowering
+
+
+lower(aten.sum.dim_IntList)(_reducer(ops.reduce_sum))
+lower(aten.amax.default)(_reducer(ops.reduce_max))
+lower(aten.amin.default)(_reducer(ops.reduce_min))
+
+
+@lower(aten.sum.default)
+def _sum(out, x, *, dtype=None):
+    a = _input(out, x)
+    return ops.reduce_sum(a, axes=tuple(range(a.ndim)))
+
+
+@lower(aten.prod.default)
+def _prod(out, x, *, dtype=None):
+    a = _input(out, x)
+    return ops.reduce_prod(a, axes=tuple(range(a.ndim)))
+
+
+@lower(aten.prod.dim_int)
+def _prod_dim(out, x, dim, keepdim=False, *, dtype=None):
+    a = _input(out, x)
+    return _finish(ops.reduce_prod(a, axes=dims_of(dim, a.ndim)), out)
+
+
+def _count(a, axes):
+    return math.prod(a.shape[i] for i in axes)
+
+
+@lower(aten.mean.dim)
+def _mean_dim(out, x, dim, keepdim=False, *, dtype=None):
+    a = _input(out, x)
+    axes = dims_of(dim, a.ndim)
+    total = ops.reduce_sum(a, axes=axes)
+    return _finish(ops.div(total, const(_count(a, axes), a.dtype, total.shape)), out)
+
+
+@lower(aten.mean.default)
+def _mean(out, x, *, dtype=None):
+    return _mean_dim(out, x, None, dtype=dtype)
+
+
+@lower(aten.max.default)
+def _max_all(out, x):
+    a = node_of(x)
+    return ops.reduce_max(a, axes=tuple(range(a.ndim)))
+
+
+@lower(aten.min.default)
+def _min_all(out, x):
+    a = node_of(x)
+    return ops.reduce_min(a, axes=tuple(range(a.ndim)))
+
+
+def _bool_reducer(reduce):
+    def lowering(out, x, dim=None, keepdim=False):
+        a = node_of(x, "bool")
+        return _finish(reduce(a, axes=dims_of(dim, a.ndim)), out)
+    return lowering
+
+
+for _name, _fn in (("any", ops.reduce_or), ("all", ops.reduce_and)):
+    _packet = getattr(aten, _name)
+    lower(_packet.default, _packet.dim, _packet.dims)(_bool_reducer(_fn))
+
+
+def _value_and_index(reduce, arg):
+    def lowering(out, x, dim, keepdim=False):
+        a = node_of(x)
+        if a.ndim == 0:
+            return a, const(0, "int64", ())
+        axis = dim_of(dim, a.ndim)
+        values = reduce(a, axes=(axis,))
+        index = arg(a, axis=axis, index_dtype="int64")
+        return _finish(values, out[0]), _finish(index, out[1])
+    return lowering
+
+
+lower(aten.max.dim)(_value_and_index(ops.reduce_max, ops.argmax))
+lower(aten.min.dim)(_value_and_index(ops.reduce_min, ops.argmin))
+
+
+def _arg_reducer(arg):
+    def lowering(out, x, dim=None, keepdim=False):
+        a = node_of(x)
+        if dim is None:
+            a = ops.reshape(a, new_sizes=(a.size,))
+            axis = 0
+        elif a.ndim == 0:
+            return const(0, "int64", ())
+        else:
+            axis = dim_of(dim, a.ndim)
+        return _finish(arg(a, axis=axis, index_dtype="int64"), out)
+    return lowering
+
+
+lower(aten.argmax.default)(_arg_reducer(ops.argmax))
+lower(aten.argmin.default)(_arg_reducer(ops.argmin))
+
+
+def _variance(out, x, dim, correction):
+    if not x.dtype.is_floating_point:  # torch's CPU kernel check (its meta kernel lacks it)
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    a = node_of(x, compute_dtype(out.dtype))
+    axes = dims_of(dim, a.ndim)
+    keep = tuple(i for i in range(a.ndim) if i not in axes)
+    n = _count(a, axes)
+    mean = ops.div(ops.reduce_sum(a, axes=axes), const(n, a.dtype, ()) if not keep else
+                   const(n, a.dtype, tuple(a.shape[i] for i in keep)))
+    dev = ops.sub(a, ops.broadcast_in_dim(mean, shape=a.shape, broadcast_dimensions=keep))
+    total = ops.reduce_sum(ops.mul(dev, dev), axes=axes)
+    c = 1 if correction is None else correction
+    return ops.div(total, bcast(node_of(max(n - c, 0), a.dtype), total.shape))
+
+
+@lower(aten.var.correction)
+def _var(out, x, dim=None, *, correction=None, keepdim=False):
+    return _finish(_variance(out, x, dim, correction), out)
+
+
+@lower(aten.std.correction)
+def _std(out, x, dim=None, *, correction=None, keepdim=False):
+    return _finish(ops.sqrt(_variance(out, x, dim, correction)), out)
+
+
+def _scan(scan):
+    def lowering(out, x, dim, *, dtype=None):
+        a = _input(out, x)
+        if a.ndim == 0:
+            return a
+        return scan(a, axis=dim_of(dim, a.ndim))
+    return lowering
+
+
+lower(aten.cumsum.default)(_scan(ops.cumsum))
+lower(aten.cumprod.default)(_scan(ops.cumprod))
+
+
+def _softmax_parts(out, x, dim, half_to_float):
+    a = node_of(x, compute_dtype(out.dtype))
+    if a.ndim == 0:
+        return a, None, None
+    axis = dim_of(dim, a.ndim)
+    keep = tuple(i for i in range(a.ndim) if i != axis)
+    peak = ops.reduce_max(a, axes=(axis,))
+    # an all -inf row: subtract 0 instead, so the row gives NaN as torch does, not -inf - -inf
+    peak = ops.select(ops.is_finite(peak), peak, const(0, a.dtype, peak.shape))
+    shifted = ops.sub(a, ops.broadcast_in_dim(peak, shape=a.shape, broadcast_dimensions=keep))
+    e = ops.exp(shifted)
+    total = ops.broadcast_in_dim(ops.reduce_sum(e, axes=(axis,)), shape=a.shape,
+                                 broadcast_dimensions=keep)
+    return shifted, e, total
+
+
+@lower(aten._softmax.default)
+def _softmax(out, x, dim, half_to_float):
+    shifted, e, total = _softmax_parts(out, x, dim, half_to_float)
+    if e is None:
+        return const(1, shifted.dtype, ())
+    return ops.div(e, total)
+
+
+@lower(aten._log_softmax.default)
+def _log_softmax(out, x, dim, half_to_float):
+    shifted, e, total = _softmax_parts(out, x, dim, half_to_float)
+    if e is None:
+        return const(0, shifted.dtype, ())
+    return ops.sub(shifted, ops.log(total))
+
+
+@lower(aten.native_layer_norm.default)
+def _native_layer_norm(out, x, normalized_shape, weight, bias, eps):
+    dtype = compute_dtype(out[0].dtype)
+    a = node_of(x, dtype)
+    axes = tuple(range(a.ndim - len(normalized_shape), a.ndim))
+    keep = tuple(i for i in range(a.ndim) if i not in axes)
+    n = _count(a, axes)
+    stat_shape = tuple(out[1].shape)
+    mean = ops.div(ops.reduce_sum(a, axes=axes), const(n, dtype, tuple(a.shape[i] for i in keep)))
+    centered = ops.sub(a, ops.broadcast_in_dim(mean, shape=a.shape, broadcast_dimensions=keep))
+    var = ops.div(ops.reduce_sum(ops.mul(centered, centered), axes=axes),
+                  const(n, dtype, mean.shape))
+    rstd = ops.rsqrt(ops.add(var, scalar(eps, dtype, var.shape)))
+    y = ops.mul(centered, ops.broadcast_in_dim(rstd, shape=a.shape, broadcast_dimensions=keep))
+    if weight is not None:
+        y = ops.mul(y, bcast(node_of(weight, dtype), a.shape))
+    if bias is not None:
+        y = ops.add(y, bcast(node_of(bias, dtype), a.shape))
+    return (y, ops.reshape(mean, new_sizes=stat_shape), ops.reshape(rstd, new_sizes=stat_shape))
+
+
+def _sorted(a, axis, descending):
+    return (ops.sort(a, axis=axis, descending=descending),
+            ops.argsort(a, axis=axis, descending=descending, index_dtype="int64"))
+
+
+@lower(aten.sort.default)
+def _sort(out, x, dim=-1, descending=False):
+    a = node_of(x)
+    if a.ndim == 0:
+        return a, const(0, "int64", ())
+    return _sorted(a, dim_of(dim, a.ndim), descending)
+
+
+@lower(aten.sort.stable)
+def _sort_stable(out, x, *, stable=None, dim=-1, descending=False):
+    return _sort(out, x, dim, descending)
+
+
+@lower(aten.topk.default)
+def _topk(out, x, k, dim=-1, largest=True, sorted=True):
+    a = node_of(x)
+    if a.ndim == 0:
+        return a, const(0, "int64", ())
+    axis = dim_of(dim, a.ndim)
+    values, indices = _sorted(a, axis, descending=largest)
+    limit = list(a.shape)
+    limit[axis] = k
+    take = dict(start_indices=(0,) * a.ndim, limit_indices=tuple(limit))
+    return ops.slice_(values, **take), ops.slice_(indices, **take)

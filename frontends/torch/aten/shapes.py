@@ -1,0 +1,324 @@
+"""Views (functionalization hands us their *_copy forms; torch._decomp calls the plain ones),
+joins, padding, and the functional scatters that functionalization writes views back with."""
+from ....core import ops
+from .table import (Unsupported, aten, bcast, const, dim_of, ir_dtype, lower, node_of,
+                    scalar)
+
+
+def _both(name, overload="default"):
+    """The view op and its *_copy twin (functionalization emits the latter)."""
+    found = []
+    for n in (name, name + "_copy"):
+        packet = getattr(aten, n, None)
+        if packet is not None and hasattr(packet, overload):
+            found.append(getattr(packet, overload))
+    return found
+
+
+def _reshape_to_out(out, x, *args, **kwargs):
+    a = node_of(x)
+    shape = tuple(out.shape)
+    return a if a.shape == shape else ops.reshape(a, new_sizes=shape)
+
+
+lower(*_both("view"), *_both("_unsafe_view"), *_both("alias"), *_both("detach"),
+      *_both("squeeze"), *_both("squeeze", "dim"), *_both("squeeze", "dims"),
+      *_both("unsqueeze"), *_both("_reshape_alias"), *_both("view", "dtype"),
+      aten.clone.default, aten.lift_fresh_copy.default, aten.reshape.default,
+      aten.contiguous.default, aten._unsafe_view.default)(_reshape_to_out)
+
+
+@lower(*_both("view", "dtype"))
+def _view_dtype(out, x, dtype):
+    a = node_of(x)
+    if a.dtype == ir_dtype(dtype):
+        return a
+    if tuple(out.shape) != a.shape:
+        raise Unsupported("view(dtype) of a different width")
+    return ops.bitcast_convert(a, dtype=ir_dtype(dtype))
+
+
+@lower(*_both("expand"))
+def _expand(out, x, size, *, implicit=False):
+    return bcast(node_of(x), out.shape)
+
+
+@lower(*_both("permute"))
+def _permute(out, x, dims):
+    a = node_of(x)
+    return ops.transpose(a, permutation=tuple(dim_of(d, a.ndim) for d in dims)) if a.ndim else a
+
+
+@lower(*_both("transpose", "int"))
+def _transpose(out, x, dim0, dim1):
+    a = node_of(x)
+    if a.ndim < 2:
+        return a
+    perm = list(range(a.ndim))
+    d0, d1 = dim_of(dim0, a.ndim), dim_of(dim1, a.ndim)
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return ops.transpose(a, permutation=tuple(perm))
+
+
+@lower(*_both("t"))
+def _t(out, x):
+    a = node_of(x)
+    return ops.transpose(a, permutation=(1, 0)) if a.ndim == 2 else a
+
+
+@lower(aten.numpy_T.default, *_both("permute"))
+def _permute_all(out, x, dims=None):
+    a = node_of(x)
+    if a.ndim == 0:
+        return a
+    perm = tuple(dim_of(d, a.ndim) for d in dims) if dims is not None \
+        else tuple(reversed(range(a.ndim)))
+    return ops.transpose(a, permutation=perm)
+
+
+def _slice_bounds(size, start, end, step):
+    """torch's clamping of slice bounds (negative wraps once, then clamps into range)."""
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end, step
+
+
+def _slice(a, axis, start, end, step):
+    starts = [0] * a.ndim
+    limits = list(a.shape)
+    strides = [1] * a.ndim
+    starts[axis], limits[axis], strides[axis] = start, end, step
+    return ops.slice_(a, start_indices=tuple(starts), limit_indices=tuple(limits),
+                      strides=tuple(strides))
+
+
+@lower(*_both("slice", "Tensor"))
+def _slice_tensor(out, x, dim=0, start=None, end=None, step=1):
+    a = node_of(x)
+    axis = dim_of(dim, a.ndim)
+    return _slice(a, axis, *_slice_bounds(a.shape[axis], start, end, step))
+
+
+@lower(*_both("select", "int"))
+def _select(out, x, dim, index):
+    a = node_of(x)
+    axis = dim_of(dim, a.ndim)
+    index = index + a.shape[axis] if index < 0 else index
+    return ops.reshape(_slice(a, axis, index, index + 1, 1), new_sizes=tuple(out.shape))
+
+
+@lower(*_both("narrow"))
+def _narrow(out, x, dim, start, length):
+    a = node_of(x)
+    axis = dim_of(dim, a.ndim)
+    start = start + a.shape[axis] if start < 0 else start
+    return _slice(a, axis, start, start + length, 1)
+
+
+def _split(out, x, sizes, dim=0):
+    a = node_of(x)
+    axis = dim_of(dim, a.ndim)
+    pieces, start = [], 0
+    for piece in out:
+        n = piece.shape[axis]
+        pieces.append(_slice(a, axis, start, start + n, 1))
+        start += n
+    return tuple(pieces)
+
+
+lower(*_both("split", "Tensor"), *_both("split_with_sizes"))(_split)
+
+
+@lower(*_both("unbind", "int"))
+def _unbind(out, x, dim=0):
+    a = node_of(x)
+    axis = dim_of(dim, a.ndim)
+    return tuple(ops.reshape(_slice(a, axis, i, i + 1, 1), new_sizes=tuple(o.shape))
+                 for i, o in enumerate(out))
+
+
+@lower(*_both("diagonal"))
+def _diagonal(out, x, offset=0, dim1=0, dim2=1):
+    a = node_of(x)
+    d1, d2 = dim_of(dim1, a.ndim), dim_of(dim2, a.ndim)
+    rest = [i for i in range(a.ndim) if i not in (d1, d2)]
+    moved = ops.transpose(a, permutation=(d1, d2, *rest))
+    n = out.shape[-1]
+    if n == 0:
+        return const(0, a.dtype, tuple(out.shape))
+    rows = ops.iota(dtype="int64", shape=(n, 1), dimension=0)
+    lo, hi = max(-offset, 0), max(offset, 0)
+    index = ops.concatenate(ops.add(rows, const(lo, "int64", (n, 1))),
+                            ops.add(rows, const(hi, "int64", (n, 1))), dimension=1)
+    picked = ops.gather(moved, index)  # (n, *rest)
+    return ops.transpose(picked, permutation=(*range(1, picked.ndim), 0))
+
+
+@lower(aten.cat.default)
+def _cat(out, tensors, dim=0):
+    dtype = ir_dtype(out.dtype)
+    nodes = [node_of(t, dtype) for t in tensors]
+    # torch skips legacy empty 1-d inputs whatever the other inputs' rank
+    nodes = [n for n in nodes if not (n.shape == (0,) and len(out.shape) != 1)]
+    if not nodes:
+        return const(0, dtype, tuple(out.shape))
+    axis = dim_of(dim, nodes[0].ndim)
+    return ops.concatenate(*nodes, dimension=axis) if len(nodes) > 1 else nodes[0]
+
+
+@lower(aten.flip.default)
+def _flip(out, x, dims):
+    a = node_of(x)
+    if a.ndim == 0:
+        return a
+    return ops.rev(a, dimensions=tuple({dim_of(d, a.ndim) for d in dims}))
+
+
+@lower(aten.constant_pad_nd.default)
+def _pad(out, x, pad, value=0):
+    a = node_of(x)
+    config = [(0, 0, 0)] * a.ndim
+    for i in range(len(pad) // 2):
+        axis = a.ndim - 1 - i
+        config[axis] = (pad[2 * i], pad[2 * i + 1], 0)
+    return ops.pad(a, node_of(value, a.dtype), padding_config=tuple(config))
+
+
+def _slice_scatter_nodes(a, src, axis, start, end, step):
+    """a with src written at a[start:end:step] along axis: src padded into place, then a
+    mask (an iota test) picks it."""
+    n = src.shape[axis]
+    if n == 0:
+        return a
+    size = a.shape[axis]
+    high = size - (start + (n - 1) * step + 1)
+    config = [(0, 0, 0)] * a.ndim
+    config[axis] = (start, high, step - 1)
+    placed = ops.pad(src, const(0, a.dtype, ()), padding_config=tuple(config))
+    pos = ops.iota(dtype="int64", shape=a.shape, dimension=axis)
+    in_range = ops.and_(ops.ge(pos, const(start, "int64", a.shape)),
+                        ops.lt(pos, const(start + (n - 1) * step + 1, "int64", a.shape)))
+    on_step = ops.eq(ops.rem(ops.sub(pos, const(start, "int64", a.shape)),
+                             const(step, "int64", a.shape)), const(0, "int64", a.shape))
+    return ops.select(ops.and_(in_range, on_step), placed, a)
+
+
+@lower(aten.slice_scatter.default)
+def _slice_scatter(out, x, src, dim=0, start=None, end=None, step=1):
+    a = node_of(x)
+    axis = dim_of(dim, a.ndim)
+    start, end, step = _slice_bounds(a.shape[axis], start, end, step)
+    return _slice_scatter_nodes(a, node_of(src, a.dtype), axis, start, end, step)
+
+
+@lower(aten.select_scatter.default)
+def _select_scatter(out, x, src, dim, index):
+    a = node_of(x)
+    axis = dim_of(dim, a.ndim)
+    index = index + a.shape[axis] if index < 0 else index
+    shape = list(a.shape)
+    shape[axis] = 1
+    s = ops.reshape(node_of(src, a.dtype), new_sizes=tuple(shape))
+    return _slice_scatter_nodes(a, s, axis, index, index + 1, 1)
+
+
+# ---------------------------------------------------------------- fills and copies
+
+@lower(aten.copy.default)
+def _copy(out, x, src, non_blocking=False):
+    a = node_of(x)
+    return bcast(node_of(src, a.dtype), a.shape)
+
+
+@lower(aten.fill.Scalar, aten.fill.Tensor)
+def _fill(out, x, value):
+    return bcast(node_of(value, ir_dtype(out.dtype)), out.shape)
+
+
+@lower(aten.zero.default)
+def _zero(out, x):
+    return const(0, ir_dtype(out.dtype), tuple(out.shape))
+
+
+def _filled_like(value):
+    def lowering(out, *args, **kwargs):
+        return const(value, ir_dtype(out.dtype), tuple(out.shape))
+    return lowering
+
+
+lower(aten.zeros_like.default, aten.empty_like.default, aten.new_zeros.default,
+      aten.new_empty.default, aten.new_empty_strided.default, aten.zeros.default,
+      aten.empty.memory_format)(_filled_like(0))
+lower(aten.ones_like.default, aten.new_ones.default, aten.ones.default)(_filled_like(1))
+
+
+@lower(aten.full_like.default)
+def _full_like(out, x, fill_value, **kwargs):
+    return scalar(fill_value, ir_dtype(out.dtype), tuple(out.shape))
+
+
+@lower(aten.new_full.default)
+def _new_full(out, x, size, fill_value, **kwargs):
+    return scalar(fill_value, ir_dtype(out.dtype), tuple(out.shape))
+
+
+@lower(aten.full.default)
+def _full(out, size, fill_value, **kwargs):
+    return scalar(fill_value, ir_dtype(out.dtype), tuple(out.shape))
+
+
+@lower(aten.scalar_tensor.default)
+def _scalar_tensor(out, value, **kwargs):
+    return node_of(value, ir_dtype(out.dtype))
+
+
+@lower(aten.arange.start_step)
+def _arange(out, start, end=None, step=1, **kwargs):
+    n = out.shape[0]
+    dtype = ir_dtype(out.dtype)
+    wide = "float64" if dtype.startswith("float") else "int64"
+    counts = ops.iota(dtype=wide, shape=(n,), dimension=0)
+    return ops.add(scalar(start, wide, (n,)), ops.mul(counts, scalar(step, wide, (n,))))
+
+
+@lower(aten.arange.default)
+def _arange_end(out, end, **kwargs):
+    return _arange(out, 0, end, 1)
+
+
+@lower(aten.arange.start)
+def _arange_start(out, start, end, **kwargs):
+    return _arange(out, start, end, 1)
+
+
+
+
+@lower(aten.linspace.default)
+def _linspace(out, start, end, steps, **kwargs):
+    dtype = ir_dtype(out.dtype)
+    wide = "float64" if dtype == "float64" else "float32"
+    if steps <= 1:
+        return scalar(start, wide, (steps,))
+    shape = (steps,)
+    i = ops.iota(dtype=wide, shape=shape, dimension=0)
+    lo, hi = scalar(start, wide, shape), scalar(end, wide, shape)
+    step = ops.div(ops.sub(hi, lo), const(steps - 1, wide, shape))
+    # torch fills the first half from start and the second half back from end
+    from_start = ops.add(lo, ops.mul(i, step))
+    from_end = ops.sub(hi, ops.mul(ops.sub(const(steps - 1, wide, shape), i), step))
+    first_half = ops.lt(i, const(steps // 2, wide, shape))
+    return ops.select(first_half, from_start, from_end)
+
+
+@lower(aten.eye.default, aten.eye.m)
+def _eye(out, n, m=None, **kwargs):
+    shape = tuple(out.shape)
+    rows = ops.iota(dtype="int64", shape=shape, dimension=0)
+    cols = ops.iota(dtype="int64", shape=shape, dimension=1)
+    return ops.convert(ops.eq(rows, cols), dtype=ir_dtype(out.dtype))

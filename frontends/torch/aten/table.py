@@ -1,0 +1,111 @@
+"""The aten lowering table and the helpers every lowering shares.
+
+A lowering is `fn(out, *args, **kwargs)`: `out` is torch's meta result (shape and dtype already
+checked by torch, errors already raised), the rest are the aten call's arguments. It returns an
+IR node (or a tuple of them, mirroring `out`); a dtype that differs from torch's is converted
+by the dispatcher. Raising Unsupported hands the call to torch._decomp or the CPU fallback.
+"""
+import torch
+
+from ....core import ir, ops
+from .. import dtypes
+from ..tensor import LOWERINGS, LazyTensor, Unsupported  # noqa: F401 (lowerings raise it)
+
+aten = torch.ops.aten
+
+
+def lower(*overloads):
+    def register(fn):
+        for op in overloads:
+            LOWERINGS[op] = fn
+        return fn
+    return register
+
+
+def ir_dtype(torch_dtype):
+    return dtypes.to_ir(torch_dtype)
+
+
+def _scalar_dtype(value):
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float32" if torch.get_default_dtype() == torch.float32 else "float64"
+    raise Unsupported(f"scalar of type {type(value).__name__}")
+
+
+def node_of(x, dtype=None):
+    """An IR node for a lazy tensor, a CPU scalar tensor or a Python number (a run-time param,
+    never a constant, so a changing learning rate does not recompile), converted to `dtype`."""
+    if isinstance(x, LazyTensor):
+        node = x._lazyx_handle.node
+    elif isinstance(x, torch.Tensor):
+        if not dtypes.supported(x.dtype) or x.device.type not in ("cpu",):
+            raise Unsupported(f"tensor {x.dtype} on {x.device}")
+        if x.dim() == 0:
+            node = ir.param(x.item(), dtypes.to_ir(x.dtype))
+        else:
+            from ....core import runtime
+            node = runtime.from_host(dtypes.to_numpy_array(x), dtypes.to_ir(x.dtype))
+    elif isinstance(x, ir.Node):
+        node = x
+    else:
+        if isinstance(x, complex):
+            raise Unsupported("complex scalar")
+        return ir.param(x, dtype or _scalar_dtype(x))
+    if dtype is not None and node.dtype != dtype:
+        node = ops.convert(node, dtype=dtype)
+    return node
+
+
+def bcast(node, shape):
+    """NumPy/torch broadcasting of `node` to `shape` (trailing axes aligned)."""
+    shape = tuple(shape)
+    if node.shape == shape:
+        return node
+    offset = len(shape) - node.ndim
+    return ops.broadcast_in_dim(node, shape=shape, broadcast_dimensions=tuple(
+        range(offset, len(shape))))
+
+
+def scalar(value, dtype, shape=()):
+    """A Python number as a param broadcast to `shape`."""
+    return bcast(node_of(value, dtype), shape)
+
+
+def const(value, dtype, shape=()):
+    """A fixed number baked into the program (for structural constants like 0, 1, inf)."""
+    return bcast(ir.constant(value, dtype), shape)
+
+
+def compute_dtype(torch_dtype):
+    """Half types compute in float32, as torch's CPU kernels do (opmath)."""
+    d = ir_dtype(torch_dtype)
+    return "float32" if d in ("float16", "bfloat16") else d
+
+
+def operands(out, *xs, dtype=None):
+    """Inputs converted to the computation dtype and broadcast to the output's shape."""
+    dtype = dtype or compute_dtype(out.dtype)
+    shape = tuple(out.shape)
+    return [bcast(node_of(x, dtype), shape) for x in xs]
+
+
+def dim_of(dim, ndim):
+    """torch's wrap of a negative dim (torch already validated it through the meta kernel)."""
+    n = max(ndim, 1)
+    return dim % n if ndim else 0
+
+
+def dims_of(dims, ndim):
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return tuple(range(ndim))
+    if isinstance(dims, int):
+        dims = (dims,)
+    return tuple(sorted({dim_of(d, ndim) for d in dims})) if ndim else ()
+
+
+def is_float(node):
+    return node.dtype in ("float16", "bfloat16", "float32", "float64")

@@ -1,0 +1,174 @@
+"""The `lazyx` device: torch's PrivateUse1 backend renamed, plus what a backend must provide.
+
+* `torch.device("lazyx")` exists; allocation (`empty`, `empty_strided`) on it is registered
+  with torch.library, so every factory (zeros, randn, arange, ...) and `.to("lazyx")` work:
+  torch's composite kernels allocate with `empty` and fill in place, and functionalization
+  turns the fill into a functional op that our dispatcher lowers.
+* Tensors handed to users are `torch._to_functional_tensor(LazyTensor)`: torch's
+  FunctionalTensorWrapper, the functionalization PyTorch/XLA uses. Views and in-place writes
+  are resolved by torch before our dispatcher sees them.
+* A few torch.Tensor methods learn about the device: `numpy()` and `repr` materialize (torch
+  would refuse or print the wrapper's internals), and `__lazyx_handle__` reaches the IR.
+"""
+import torch
+from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+from ...core import ir, ops
+from . import dtypes, tensor
+from .aten import random as lazy_random
+
+
+class _BackendModule:
+    """What torch looks for at `torch.lazyx` (manual_seed reaches our RNG through it)."""
+
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def device_count():
+        return 1
+
+    @staticmethod
+    def current_device():
+        return 0
+
+    @staticmethod
+    def _is_in_bad_fork():
+        return False
+
+    @staticmethod
+    def manual_seed_all(seed):
+        lazy_random.manual_seed(seed)
+
+    manual_seed = manual_seed_all
+
+    @staticmethod
+    def synchronize(device=None):
+        from ...core import runtime
+        runtime.sync(cause="explicit")
+
+
+def user_tensor(lazy):
+    """What users hold: the lazy tensor inside torch's functionalization wrapper."""
+    if tensor.inside_dispatch():
+        return lazy
+    return torch._to_functional_tensor(lazy)
+
+
+def _filled(shape, dtype, value=0):
+    dtype = dtype or torch.get_default_dtype()
+    ir_dtype = dtypes.to_ir(dtype)
+    node = ops.broadcast_in_dim(ir.constant(value, ir_dtype), shape=tuple(shape),
+                                broadcast_dimensions=())
+    return user_tensor(tensor.from_node(node, dtype))
+
+
+def _check_size(size):
+    for s in size:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(size)}")
+
+
+def _empty(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    _check_size(size)
+    return _filled(size, dtype)  # torch leaves empty memory undefined; zeros are a valid choice
+
+
+def _empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
+    _check_size(size)
+    return _filled(size, dtype)
+
+
+def _copy_from(src, dst, non_blocking=False):
+    """Backend copy, reached when torch copies with functionalization off (torch.tensor(...,
+    device=lt.device) builds on CPU, then copies): rebind the destination's value."""
+    if src.device.type == "lazyx":
+        dst.copy_(src.detach().to("cpu"))
+        return dst
+    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(
+            torch._C.DispatchKey.Python)):
+        host = src.to(dst.dtype).expand(dst.shape).contiguous()
+    value = tensor.from_cpu(host)
+    if isinstance(dst, tensor.LazyTensor):
+        dst._lazyx_handle.set(value._lazyx_handle.node)
+    else:
+        torch._functionalize_replace(dst, value)
+        torch._functionalize_commit_update(dst)
+    return dst
+
+
+def _factory(op):
+    """A direct PrivateUse1 kernel for a factory: lowered by the dispatcher, then wrapped."""
+    def kernel(*args, **kwargs):
+        return user_tensor(tensor.dispatch(op, args, kwargs))
+    return kernel
+
+
+FACTORIES = ("arange.default", "arange.start", "arange.start_step", "linspace.default",
+             "eye.default", "eye.m", "full.default", "zeros.default", "ones.default",
+             "randn.default", "rand.default", "randint.default", "randint.low",
+             "scalar_tensor.default", "normal.float_float")
+
+_ORIGINAL = {}
+
+
+def _numpy(self, *, force=False):
+    if self.device.type == "lazyx":
+        return self.detach().to("cpu").numpy()
+    return _ORIGINAL["numpy"](self, force=force)
+
+
+def _repr(self, *, tensor_contents=None):
+    if self.device.type != "lazyx" or isinstance(self, tensor.LazyTensor):
+        return _ORIGINAL["__repr__"](self, tensor_contents=tensor_contents)
+    tensor._state.cause = "print"
+    try:
+        host = self.detach().to("cpu")
+    finally:
+        tensor._state.cause = None
+    text = _ORIGINAL["__repr__"](host)[:-1] + ", device='lazyx:0'"
+    if self.grad_fn is not None:
+        text += f", grad_fn=<{type(self.grad_fn).__name__}>"
+    elif self.requires_grad:
+        text += ", requires_grad=True"
+    return text + ")"
+
+
+def _handle(self):
+    """The LazyHandle behind a lazyx tensor (pending view writes applied first)."""
+    if isinstance(self, tensor.LazyTensor):
+        return self._lazyx_handle
+    if self.device.type != "lazyx" or not torch._is_functional_tensor(self):
+        raise AttributeError("__lazyx_handle__")
+    torch._sync(self)
+    return torch._from_functional_tensor(self)._lazyx_handle
+
+
+_registered = []
+
+
+def register():
+    if _registered:
+        return
+    _registered.append(True)
+    _setup_privateuseone_for_python_backend("lazyx", backend_module=_BackendModule())
+    tensor.DEVICE = torch.device("lazyx", 0)
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("empty.memory_format", _empty, "PrivateUse1")
+    lib.impl("empty_strided", _empty_strided, "PrivateUse1")
+    lib.impl("_copy_from", _copy_from, "PrivateUse1")
+    for name in FACTORIES:
+        packet, overload = name.split(".")
+        lib.impl(name.replace(".default", ""),
+                 _factory(getattr(getattr(torch.ops.aten, packet), overload)), "PrivateUse1")
+    _registered.append(lib)  # the registrations live as long as the Library object
+    for name, patched in (("numpy", _numpy), ("__repr__", _repr)):
+        _ORIGINAL[name] = getattr(torch.Tensor, name)
+        setattr(torch.Tensor, name, patched)
+    torch.Tensor.__lazyx_handle__ = property(_handle)
+    # model.to(lt.device) must keep tied weights tied (HF models share embeddings with the
+    # output layer). torch only re-creates Parameters per module for a wrapper it cannot
+    # shallow-copy into; swapping (torch's announced future default) updates them in place.
+    torch.__future__.set_swap_module_params_on_conversion(True)

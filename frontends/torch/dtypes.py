@@ -1,0 +1,39 @@
+"""torch dtypes <-> IR dtype names, and CPU tensors <-> NumPy arrays (bfloat16 included)."""
+import numpy as np
+import torch
+
+from ...core import dtypes as dt
+
+_TO_IR = {torch.bool: "bool", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
+          torch.int64: "int64", torch.uint8: "uint8", torch.uint16: "uint16",
+          torch.uint32: "uint32", torch.uint64: "uint64", torch.float16: "float16",
+          torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64"}
+_TO_TORCH = {v: k for k, v in _TO_IR.items()}
+
+
+def supported(torch_dtype):
+    return torch_dtype in _TO_IR
+
+
+def to_ir(torch_dtype):
+    try:
+        return _TO_IR[torch_dtype]
+    except KeyError:
+        raise TypeError(f"lazyx: torch dtype {torch_dtype} has no lazyx equivalent") from None
+
+
+def to_torch(ir_dtype):
+    return _TO_TORCH[ir_dtype]
+
+
+def to_numpy_array(tensor):
+    tensor = tensor.detach().contiguous()
+    if tensor.dtype == torch.bfloat16:  # NumPy has no bfloat16: move the bits
+        return tensor.view(torch.int16).numpy().view(dt.to_numpy("bfloat16"))
+    return tensor.numpy()
+
+
+def from_numpy_array(array, torch_dtype):
+    if torch_dtype == torch.bfloat16:
+        return torch.from_numpy(np.ascontiguousarray(array).view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(np.array(array, copy=True))

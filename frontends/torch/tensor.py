@@ -1,0 +1,347 @@
+"""The lazy tensor: a torch.Tensor wrapper subclass holding a LazyHandle, and its dispatcher.
+
+Users never hold a LazyTensor directly: factories and `.to(lt.device)` wrap it in torch's own
+FunctionalTensorWrapper (see device.py), so views and in-place ops reach `__torch_dispatch__`
+already functionalized (view_copy, select_scatter, ...) and autograd runs above both.
+
+Every call: cut at the node cap, then ask torch's meta kernel for the output's shape and dtype
+(raising torch's own error at the call for a bad one; memoized per signature), then lower
+through the aten table, else torch._decomp, else run eagerly on CPU torch (a counted fallback).
+"""
+import threading
+
+import numpy as np
+import torch
+from torch._decomp import decomposition_table
+
+from ...core import ir, runtime
+from . import dtypes
+
+DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the name exists
+LOWERINGS = {}      # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes
+EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
+_state = threading.local()
+
+
+class Unsupported(Exception):
+    """A lowering does not cover these arguments: try a decomposition, then eager torch."""
+
+
+def inside_dispatch():
+    """True while lowering: factories made then must be raw LazyTensors, not user wrappers."""
+    return getattr(_state, "depth", 0) > 0
+
+
+class LazyTensor(torch.Tensor):
+    """Shape and dtype come from the IR node; the storage is the LazyHandle.
+
+    The handle lives in `_lazyx_handle`; the public `__lazyx_handle__` is a property that
+    device.py puts on torch.Tensor, so it also answers for the user's functional wrapper.
+    """
+
+    @staticmethod
+    def __new__(cls, handle, dtype):
+        node = handle.node
+        t = torch.Tensor._make_wrapper_subclass(cls, node.shape, dtype=dtype, device=DEVICE)
+        t._lazyx_handle = handle
+        return t
+
+    def __repr__(self):
+        return f"LazyTensor(shape={tuple(self.shape)}, dtype={self.dtype}, " \
+               f"pending={self._lazyx_handle.pending})"
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return dispatch(func, args, kwargs or {})
+
+
+def from_node(node, torch_dtype=None):
+    return LazyTensor(runtime.LazyHandle(node), torch_dtype or dtypes.to_torch(node.dtype))
+
+
+def from_cpu(tensor):
+    """A lazy copy of a CPU tensor (a device data leaf)."""
+    return from_node(runtime.from_host(dtypes.to_numpy_array(tensor), dtypes.to_ir(tensor.dtype)),
+                     tensor.dtype)
+
+
+def to_cpu(lazy, cause):
+    host = runtime.to_host(lazy._lazyx_handle, cause=_cause(cause))
+    return dtypes.from_numpy_array(host, lazy.dtype)
+
+
+def _cause(default):
+    """A patched Tensor method (repr: 'print') may name the cause for the ops it runs."""
+    return getattr(_state, "cause", None) or default
+
+
+# ---------------------------------------------------------------- meta: shapes, dtypes, errors
+
+_meta_cache = {}
+
+
+def _key(x):
+    if isinstance(x, LazyTensor):
+        node = x._lazyx_handle.node
+        return (node.shape, node.dtype)
+    if isinstance(x, torch.Tensor):
+        return ("cpu", tuple(x.shape), x.dtype)
+    if isinstance(x, (list, tuple)):
+        return tuple([_key(i) for i in x])
+    if isinstance(x, dict):
+        return tuple((k, _key(v)) for k, v in x.items())
+    return (type(x), x)  # 1, 1.0 and True promote differently
+
+
+def _to_meta(x):
+    if isinstance(x, torch.Tensor):
+        if isinstance(x, LazyTensor) or x.dim() > 0 or x.device.type == "meta":
+            return torch.empty(x.shape, dtype=x.dtype, device="meta")
+        return x  # a CPU scalar tensor stays CPU, as torch treats it: like a Python number
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_meta(i) for i in x)
+    if isinstance(x, torch.device) and x.type == "lazyx":
+        return torch.device("meta")
+    return x
+
+
+# copy_ is how CPU data enters the device; CPU index tensors are fine for indexing (as on CUDA)
+_CPU_ARGS_OK = {torch.ops.aten.copy.default, torch.ops.aten.index.Tensor,
+                torch.ops.aten.index_put.default, torch.ops.aten._unsafe_index_put.default}
+
+
+def _check_devices(func, args):
+    """torch refuses to mix a device tensor with a non-scalar CPU tensor; so do we."""
+    for x in args:
+        if isinstance(x, (list, tuple)):
+            _check_devices(func, x)
+        elif isinstance(x, torch.Tensor) and not isinstance(x, LazyTensor) and x.dim() > 0 \
+                and x.device.type == "cpu":
+            raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                               f"least two devices, lazyx:0 and cpu! (when checking argument "
+                               f"for {func})")
+
+
+def meta_of(func, args, kwargs):
+    """torch's meta kernel on the inputs' shapes: the output's shapes/dtypes, or torch's error."""
+    try:
+        key = (func, _key(args), _key(kwargs))
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None:
+        hit = _meta_cache.get(key)
+        if hit is not None:
+            return hit
+    kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
+    if "device" in kwargs:
+        kwargs["device"] = torch.device("meta")
+    out = func(*_to_meta(args), **kwargs)
+    if key is not None:
+        if len(_meta_cache) > 20000:
+            _meta_cache.clear()
+        _meta_cache[key] = out
+    return out
+
+
+def _to_cpu_zeros(x):
+    if isinstance(x, LazyTensor):
+        return torch.zeros(x.shape, dtype=x.dtype)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_cpu_zeros(i) for i in x)
+    if isinstance(x, torch.device) and x.type == "lazyx":
+        return torch.device("cpu")
+    return x
+
+
+def _cpu_error(func, args, kwargs, meta_error):
+    """torch's meta kernels word some errors differently from its CPU kernels: on a bad call,
+    replay it on CPU zeros of the same shapes for the message users know (only on error)."""
+    try:
+        func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
+    except Exception as cpu_error:
+        if isinstance(cpu_error, type(meta_error)):
+            return cpu_error
+    return meta_error
+
+
+# ---------------------------------------------------------------- the dispatcher
+
+def dispatch(func, args, kwargs):
+    runtime.maybe_cut()
+    _state.depth = getattr(_state, "depth", 0) + 1
+    try:
+        special = SPECIAL.get(func)
+        if special is not None:
+            return special(*args, **kwargs)
+        lowering = LOWERINGS.get(func)
+        if lowering is not None and func not in EAGER_ONLY:
+            if func not in _CPU_ARGS_OK:
+                _check_devices(func, args)
+            try:
+                out = meta_of(func, args, kwargs)
+            except NotImplementedError:
+                out = None  # no meta kernel, or a data-dependent shape: run it eagerly
+            except Exception as err:
+                if "data-dependent" in str(err) or "DynamicOutputShape" in type(err).__name__:
+                    out = None
+                else:
+                    raise _cpu_error(func, args, kwargs, err).with_traceback(None) from None
+            if out is not None:
+                try:
+                    return _wrap(lowering(out, *args, **kwargs), out)
+                except Unsupported:
+                    pass
+                except (TypeError, ValueError) as err:
+                    # The IR refused a dtype torch's meta kernel let through (e.g. remainder
+                    # of bools): CPU torch either computes it or raises its own error.
+                    if "lazyx" in str(err) or ": " not in str(err):
+                        raise
+                    return eager(func, args, kwargs, cause="fallback")
+            else:
+                return eager(func, args, kwargs, cause="data_dependent")
+        elif func.__name__.startswith("_foreach_"):
+            return foreach(func, args, kwargs)
+        elif _is_in_place(func, args):
+            return _in_place(func, args, kwargs)
+        decomposition = decomposition_table.get(func)
+        if decomposition is not None:
+            out = decomposition(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        # Below autograd, torch's composite ops (x.to(dtype), result_type, ...) reach us
+        # whole when a decomposition calls them: expand them as torch would above us.
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(),
+                                                          "CompositeImplicitAutograd"):
+            out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        return eager(func, args, kwargs, cause="fallback")
+    finally:
+        _state.depth -= 1
+
+
+def _wrap(result, out):
+    if isinstance(result, ir.Node):
+        want = dtypes.to_ir(out.dtype)
+        if result.shape != tuple(out.shape):
+            raise AssertionError(f"lazyx: lowering made shape {result.shape}, torch says "
+                                 f"{tuple(out.shape)}")
+        if result.dtype != want:
+            from ...core import ops
+            result = ops.convert(result, dtype=want)
+        return from_node(result, out.dtype)
+    if isinstance(result, (tuple, list)):
+        return type(out)(_wrap(r, o) for r, o in zip(result, out))
+    return result  # a pass-through value (e.g. an input tensor returned as is)
+
+
+def eager(func, args, kwargs, cause):
+    """Run `func` on CPU torch: inputs materialized, outputs become device data."""
+    if cause == "fallback":
+        runtime.fallback(str(func), "torch")
+    lazies = [x for x in _flatten(args) + _flatten(list(kwargs.values()))
+              if isinstance(x, LazyTensor) and x._lazyx_handle.pending]
+    if lazies:
+        runtime.sync(*[x._lazyx_handle for x in lazies], cause=cause)
+
+    def cpu(x):
+        if isinstance(x, LazyTensor):
+            return to_cpu(x, cause)
+        if isinstance(x, (list, tuple)):
+            return type(x)(cpu(i) for i in x)
+        if isinstance(x, torch.device) and x.type == "lazyx":
+            return torch.device("cpu")
+        return x
+
+    out = func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
+    return _lazify(out)
+
+
+def _lazify(out):
+    if isinstance(out, torch.Tensor):
+        return from_cpu(out) if dtypes.supported(out.dtype) else out
+    if isinstance(out, (list, tuple)):
+        return type(out)(_lazify(o) for o in out)
+    return out
+
+
+def _flatten(xs):
+    flat = []
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            flat.extend(_flatten(x))
+        else:
+            flat.append(x)
+    return flat
+
+
+def _is_in_place(func, args):
+    name = func._opname
+    return name.endswith("_") and not name.startswith("_") and args and \
+        isinstance(args[0], LazyTensor)
+
+
+def _in_place(func, args, kwargs):
+    """x.op_(...) on a raw lazy tensor (decompositions do this, e.g. batch norm's running
+    stats): compute the functional op, rebind x's handle. Users' in-place ops never get here:
+    torch's functionalization rewrote them above us."""
+    packet = getattr(torch.ops.aten, func._opname[:-1], None)
+    functional = getattr(packet, func._overloadname, None) if packet is not None else None
+    if functional is None:
+        return eager(func, args, kwargs, cause="fallback")
+    result = dispatch(functional, args, kwargs)
+    target = args[0]
+    node = result._lazyx_handle.node
+    if result.dtype != target.dtype:
+        from ...core import ops
+        node = ops.convert(node, dtype=dtypes.to_ir(target.dtype))
+    target._lazyx_handle.set(node)
+    return target
+
+
+def foreach(func, args, kwargs):
+    """torch._foreach_X(lists, ...) (what optimizers call): X per element, lists zipped."""
+    name = func.__name__.split(".")[0][len("_foreach_"):]
+    fn = getattr(torch, name, None) or getattr(torch.Tensor, name)
+    length = next(len(a) for a in args if isinstance(a, (list, tuple)))
+    if name in ("addcmul", "addcdiv") and len(args) == 4:  # value is keyword-only in torch.X
+        args, kwargs = args[:3], dict(kwargs, value=args[3])
+    results = []
+    for i in range(length):
+        pick = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
+        kw = {k: v[i] if isinstance(v, (list, tuple)) else v for k, v in kwargs.items()}
+        results.append(fn(*pick, **kw))
+    return results
+
+
+# ---------------------------------------------------------------- ops that leave the device
+
+def _local_scalar_dense(x):
+    return to_cpu(x, "item").item()
+
+
+def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+             memory_format=None):
+    if device is not None and torch.device(device).type != "lazyx":
+        cpu = to_cpu(x, "convert")
+        return cpu.to(device=device, dtype=dtype or cpu.dtype)
+    target = dtype or x.dtype
+    if not dtypes.supported(target):
+        return eager(torch.ops.aten._to_copy.default, (x,), {"dtype": target}, "fallback")
+    node = x._lazyx_handle.node
+    from ...core import ops
+    want = dtypes.to_ir(target)
+    # Values are immutable: a same-dtype copy is a second handle on the same node.
+    return from_node(ops.convert(node, dtype=want) if node.dtype != want else node, target)
+
+
+def _fused_sdp_choice(*args, **kwargs):
+    return 0  # SDPBackend.MATH: attention as ordinary ops that we lower
+
+
+SPECIAL = {
+    torch.ops.aten._local_scalar_dense.default: _local_scalar_dense,
+    torch.ops.aten._to_copy.default: _to_copy,
+    torch.ops.aten._fused_sdp_choice.default: _fused_sdp_choice,
+}

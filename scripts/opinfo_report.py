@@ -1,0 +1,184 @@
+"""Run PyTorch's OpInfo database (float32 samples) on lazyx tensors against eager CPU torch.
+
+    python scripts/opinfo_report.py [--ops add,mul] [--max-samples N] [--out docs/torch_opinfo.md]
+
+A sample passes when the lazy result matches eager (torch.testing.assert_close, float32
+tolerances) with no CPU fallback during it. Samples whose eager run raises are skipped, and
+so are ops whose values are random or undefined (the skip list below, with reasons).
+The pytest suite runs a representative subset through `run_op` from this file.
+"""
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import torch
+
+# Values are random or unspecified: nothing to compare against eager.
+SKIP = {
+    "bernoulli": "random", "normal": "random", "rand_like": "random", "randn_like": "random",
+    "randint_like": "random", "randint": "random", "multinomial": "random",
+    "uniform": "random", "nn.functional.dropout": "random", "nn.functional.dropout2d": "random",
+    "nn.functional.dropout3d": "random", "nn.functional.alpha_dropout": "random",
+    "nn.functional.feature_alpha_dropout": "random", "nn.functional.rrelu": "random",
+    "cauchy": "random", "exponential": "random", "geometric": "random", "log_normal": "random",
+    "empty": "undefined values", "empty_like": "undefined values", "new_empty": "undefined values",
+    "empty_strided": "undefined values", "new_empty_strided": "undefined values",
+    "empty_permuted": "undefined values", "torch.empty": "undefined values",
+    "nn.functional.fractional_max_pool2d": "random", "nn.functional.fractional_max_pool3d": "random",
+    "item": "returns a Python number (covered by unit tests)",
+    "to_sparse": "sparse layout", "sparse.sampled_addmm": "sparse layout",
+    "sparse.mm": "sparse layout", "sparse.sum": "sparse layout",
+}
+
+
+def _lt():
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        import lazyx  # noqa: F401
+    except ImportError:
+        shim = os.path.join(here, ".dev")
+        os.makedirs(shim, exist_ok=True)
+        if not os.path.islink(os.path.join(shim, "lazyx")):
+            os.symlink(here, os.path.join(shim, "lazyx"))
+        sys.path.insert(0, shim)
+    import lazyx.frontends.torch as lt
+    return lt
+
+
+def _to(x, device):
+    if isinstance(x, torch.Tensor):
+        return x.detach().to(device).requires_grad_(x.requires_grad) if x.is_floating_point() \
+            else x.to(device)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to(i, device) for i in x)
+    if isinstance(x, dict):
+        return {k: _to(v, device) for k, v in x.items()}
+    return x
+
+
+def _cpu(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_cpu(i) for i in x)
+    return x
+
+
+def run_sample(op, sample, lt):
+    """'pass', 'fallback', 'skip' (eager refused), or 'fail: reason'."""
+    import lazyx
+    try:
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+    except Exception:
+        return "skip"
+    before = lazyx.metrics()["fallbacks"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = op(_to(sample.input, lt.device), *_to(sample.args, lt.device),
+                     **_to(sample.kwargs, lt.device))
+            got = _cpu(got)
+    except Exception as err:
+        return f"fail: {type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
+    fell_back = lazyx.metrics()["fallbacks"] > before
+    try:
+        torch.testing.assert_close(got, _cpu(expected), rtol=1e-4, atol=1e-5, equal_nan=True,
+                                   check_device=False, check_stride=False)
+    except Exception as err:
+        return f"fail: mismatch {str(err).splitlines()[0][:100]}"
+    return "fallback" if fell_back else "pass"
+
+
+def run_op(op, lt, max_samples=None):
+    results = []
+    samples = op.sample_inputs("cpu", torch.float32, requires_grad=False)
+    for i, sample in enumerate(samples):
+        if max_samples is not None and i >= max_samples:
+            break
+        results.append(run_sample(op, sample, lt))
+    return results
+
+
+def float32_ops(names=None):
+    from torch.testing._internal.common_methods_invocations import op_db
+    chosen = []
+    for op in op_db:
+        full = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
+        if names is not None and op.name not in names and full not in names:
+            continue
+        if torch.float32 not in op.supported_dtypes("cpu"):
+            continue
+        chosen.append((full, op))
+    return chosen
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", help="comma-separated OpInfo names (default: all)")
+    parser.add_argument("--max-samples", type=int, default=None)
+    parser.add_argument("--out", help="write a markdown report here")
+    args = parser.parse_args()
+    lt = _lt()
+    import lazyx
+    names = set(args.ops.split(",")) if args.ops else None
+    totals = {"pass": 0, "fallback": 0, "fail": 0, "skip": 0}
+    per_op, skipped, failures = {}, {}, {}
+    start = time.time()
+    for full, op in float32_ops(names):
+        if op.name in SKIP:
+            skipped[full] = SKIP[op.name]
+            continue
+        try:
+            results = run_op(op, lt, args.max_samples)
+        except Exception as err:  # sample generation itself failed
+            skipped[full] = f"sample inputs raised {type(err).__name__}"
+            continue
+        counts = {"pass": 0, "fallback": 0, "fail": 0, "skip": 0}
+        for r in results:
+            kind = r.split(":")[0]
+            counts[kind] += 1
+            if kind == "fail":
+                failures.setdefault(full, r)
+        per_op[full] = counts
+        for k in totals:
+            totals[k] += counts[k]
+        lazyx.sync()
+    ran = totals["pass"] + totals["fallback"] + totals["fail"]
+    rate = 100.0 * totals["pass"] / max(ran, 1)
+    m = lazyx.metrics()
+    fallback_ops = sorted(m["fallback_ops"].items(), key=lambda kv: -kv[1])
+    lines = [
+        "# OpInfo float32 report (lazyx torch frontend)",
+        "",
+        f"backend: {lazyx.backend()}; torch {torch.__version__}; ops run: {len(per_op)}; "
+        f"ops skipped: {len(skipped)}; time: {time.time() - start:.0f} s",
+        "",
+        f"samples compared: {ran}; **pass without fallback: {totals['pass']} ({rate:.1f} %)**; "
+        f"pass only through a fallback: {totals['fallback']}; fail: {totals['fail']}; "
+        f"skipped (eager raised): {totals['skip']}",
+        f"fallback count (aten calls run on CPU torch): {m['fallbacks']}",
+        "",
+        "## Fallback ops (calls)",
+        "",
+        *[f"- `{name}`: {n}" for name, n in fallback_ops],
+        "",
+        "## Skipped OpInfos",
+        "",
+        *[f"- `{name}`: {why}" for name, why in sorted(skipped.items())],
+        "",
+        "## Ops with failing samples (first failure)",
+        "",
+        *[f"- `{name}` ({per_op[name]['fail']}/{sum(per_op[name].values())}): {why}"
+          for name, why in sorted(failures.items())],
+    ]
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+import pytest
+
+torch = pytest.importorskip("torch")

@@ -1,0 +1,94 @@
+"""The lazyx device: factories, transfers, materialization and its sync causes, mark_step."""
+import numpy as np
+import pytest
+import torch
+
+import lazyx
+import lazyx.frontends.torch as lt
+
+
+def _causes():
+    return dict(lazyx.metrics()["sync_causes"])
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: torch.zeros(2, 3, device=d), lambda d: torch.ones(4, device=d),
+    lambda d: torch.full((2, 2), 7.5, device=d), lambda d: torch.arange(2, 11, 3, device=d),
+    lambda d: torch.linspace(-1, 1, 7, device=d), lambda d: torch.eye(3, 4, device=d),
+    lambda d: torch.empty(2, 2, device=d).fill_(3), lambda d: torch.tensor([1, 2], device=d),
+    lambda d: torch.arange(5, dtype=torch.float64, device=d),
+])
+def test_factories_match_cpu(make):
+    lazy = make(lt.device)
+    assert lazy.device == lt.device and lt.is_lazy(lazy)
+    expected = make("cpu")
+    got = lazy.cpu()
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    torch.testing.assert_close(got, expected)
+
+
+def test_random_factories_follow_manual_seed():
+    torch.manual_seed(3)
+    a = torch.randn(5, device=lt.device), torch.rand(5, device=lt.device), \
+        torch.randint(0, 10, (5,), device=lt.device)
+    torch.manual_seed(3)
+    b = torch.randn(5, device=lt.device), torch.rand(5, device=lt.device), \
+        torch.randint(0, 10, (5,), device=lt.device)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x.cpu(), y.cpu())
+    assert a[2].dtype == torch.int64 and 0 <= a[2].cpu().min() and a[2].cpu().max() < 10
+    u = torch.rand(20000, device=lt.device).cpu()
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.02
+    n = torch.randn(20000, device=lt.device).cpu()
+    assert abs(n.mean()) < 0.05 and abs(n.std() - 1) < 0.05
+
+
+def test_materialization_and_sync_causes():
+    x = torch.arange(6.0).reshape(2, 3)
+    lazy = x.to(lt.device) * 2
+    lazyx.reset_metrics()
+    assert lazy.__lazyx_handle__.pending
+    np.testing.assert_allclose(lazy.numpy(), (x * 2).numpy())
+    assert _causes() == {"convert": 1}
+    lazy = x.to(lt.device) + 1
+    assert lazy.sum().item() == (x + 1).sum().item()
+    assert lazy.tolist() == (x + 1).tolist()
+    assert bool((lazy > 0).all())
+    if lazy[0, 0] > 100:  # Python control flow on a lazy value
+        pytest.fail("wrong branch")
+    fresh = x.to(lt.device) + 1
+    assert "device='lazyx:0'" in repr(fresh) and "tensor([[1., 2., 3.]" in str(fresh)
+    causes = _causes()
+    assert causes["item"] >= 3 and causes["print"] >= 1
+
+
+def test_mark_step_is_the_barrier():
+    a = torch.randn(3, 3).to(lt.device)
+    b = a @ a + 1
+    handle = b.__lazyx_handle__
+    assert handle.pending
+    lazyx.reset_metrics()
+    lt.mark_step()
+    assert not b.__lazyx_handle__.pending
+    assert lazyx.metrics()["sync_causes"] == {"explicit": 1}
+
+
+def test_module_to_device_keeps_parameters_and_ties():
+    model = torch.nn.Linear(3, 2)
+    shared = torch.nn.Sequential(model, torch.nn.ReLU(), torch.nn.Linear(2, 3))
+    shared[2].weight = torch.nn.Parameter(model.weight.t().contiguous().t().clone())
+    shared[0].bias = shared[0].bias  # same object twice below: ties must survive
+    tied = torch.nn.ModuleDict({"a": torch.nn.Linear(2, 2), "b": torch.nn.Linear(2, 2)})
+    tied["b"].weight = tied["a"].weight
+    tied.to(lt.device)
+    assert tied["a"].weight is tied["b"].weight
+    assert isinstance(tied["a"].weight, torch.nn.Parameter) and tied["a"].weight.is_leaf
+    assert tied["a"].weight.device == lt.device
+
+
+def test_cpu_tensor_mixed_with_lazy_raises_like_torch():
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.ones(3, device=lt.device) + torch.ones(3)
+    # a CPU scalar tensor is fine, as in torch
+    torch.testing.assert_close((torch.ones(3, device=lt.device) + torch.tensor(2.0)).cpu(),
+                               torch.full((3,), 3.0))
