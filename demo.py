@@ -238,6 +238,10 @@ def _print_equal_graphs(rows, out):
             groups.setdefault(key(lazy), []).append(frontend)
         text = "; ".join(f"{h}: {', '.join(fs)}" for h, fs in groups.items())
         print(f"  {title} graphs by hash: {text}", file=out)
+        for fs in groups.values():
+            if len(fs) > 1:  # the compile cache is keyed by structure, not by frontend
+                print(f"    {' and '.join(fs)} built the same {title} program: it compiled "
+                      f"once, for {fs[0]}; the others found it in the cache", file=out)
 
 
 def run_demo(frontends=("torch", "numpy", "tf"), epochs=10, out=None):
