@@ -25,8 +25,16 @@ def _f32_for_half(fn):
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
-_lgamma = np.vectorize(lambda v: math.lgamma(v) if v > 0 or v != math.floor(v) else math.inf,
-                       otypes=[np.float64])
+def _lgamma_scalar(v):
+    """math.lgamma, with XLA's answers where it raises: +inf at poles and +-inf, NaN for NaN."""
+    if math.isnan(v):
+        return v
+    if math.isinf(v) or (v <= 0 and v == math.floor(v)):
+        return math.inf
+    return math.lgamma(v)
+
+
+_lgamma = np.vectorize(_lgamma_scalar, otypes=[np.float64])
 
 
 def _erf_inv(y):
@@ -73,12 +81,16 @@ def _logistic(x):
 
 
 def _int_div(a, b):
-    """Truncating integer division; x / 0 gives -1 (all bits set), as XLA does."""
-    safe = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe) if not dt.is_unsigned(a.dtype.name) else a // safe
-    if not dt.is_unsigned(a.dtype.name):
-        q = np.where((a < 0) != (safe < 0), -q, q)
-    return np.where(b == 0, np.array(-1).astype(a.dtype), q).astype(a.dtype)
+    """Truncating integer division; x / 0 gives -1 (all bits set) and MIN / -1 wraps to MIN,
+    as XLA does. (Not via abs(): abs(MIN) overflows.)"""
+    by_zero = b == 0
+    overflow = (b == -1) & (a == np.iinfo(a.dtype).min) if not dt.is_unsigned(a.dtype.name) \
+        else np.zeros(a.shape, bool)
+    safe = np.where(by_zero | overflow, np.ones_like(b), b)
+    q = np.floor_divide(a, safe)
+    q = np.where((q * safe != a) & ((a < 0) != (safe < 0)), q + 1, q)  # floor -> truncate
+    q = np.where(overflow, a, q)
+    return np.where(by_zero, np.array(-1).astype(a.dtype), q).astype(a.dtype)
 
 
 def _div(a, b):
@@ -128,9 +140,13 @@ def _shift_right_logical(a, b):
 
 
 def _shift_right_arithmetic(a, b):
+    """Sign-filling shift of the bit pattern, unsigned types included (XLA treats their top
+    bit as the sign: uint8 128 >> 1 == 192); past the width every bit is the sign bit."""
+    signed = a.view(np.dtype(f"int{_bits(a)}"))
     over = (b < 0) | (b >= _bits(a))
-    fill = np.where(a < 0, -1, 0) if not dt.is_unsigned(a.dtype.name) else 0
-    return np.where(over, fill, np.right_shift(a, np.where(over, 0, b))).astype(a.dtype)
+    fill = np.where(signed < 0, -1, 0)
+    shifted = np.right_shift(signed, np.where(over, 0, b).astype(signed.dtype))
+    return np.where(over, fill, shifted).astype(signed.dtype).view(a.dtype)
 
 
 def _convert(x, *, dtype):
@@ -171,6 +187,8 @@ def _dynamic_update_slice(x, update, *starts):
 
 def _pad(x, value, *, padding_config):
     # interior padding first, then low/high (negative values crop)
+    if not padding_config:
+        return x.copy()  # rank 0: nothing to pad (np.pad rejects an empty width list)
     shape = [d + max(d - 1, 0) * i for d, (_, _, i) in zip(x.shape, padding_config)]
     out = np.full(shape, value, dtype=x.dtype)
     out[tuple(slice(None, None, i + 1) for _, _, i in padding_config)] = x
@@ -304,6 +322,8 @@ def _scatter(operand, indices, updates, *, mode):
 
 
 def _argsort_impl(x, axis, descending):
+    if x.dtype.name == "bfloat16":
+        x = x.astype(np.float32)  # exact; ml_dtypes' own sort does not order NaN last
     if not descending:
         return np.argsort(x, axis=axis, kind="stable")
     n = x.shape[axis]

@@ -58,6 +58,19 @@ def _shift_right_arithmetic(a, b):
     return lax.shift_right_arithmetic(a, jnp.where((b < 0) | (b >= bits), bits - 1, b).astype(a.dtype))
 
 
+def _exp2(x):
+    # XLA's half-precision exp2 multiplies by ln 2 rounded to the half type (8 ulps off in
+    # bfloat16 near 2**10); compute in float32 and round once, like the other half math
+    if x.dtype in (jnp.float16, jnp.bfloat16):
+        return lax.exp2(x.astype(jnp.float32)).astype(x.dtype)
+    return lax.exp2(x)
+
+
+def _abs(x):
+    # lax.abs rejects unsigned integers, for which abs is the identity
+    return x if jnp.issubdtype(x.dtype, jnp.unsignedinteger) else lax.abs(x)
+
+
 def _convert(x, *, dtype):
     if dtype == dt.BOOL:
         return x != 0
@@ -146,14 +159,14 @@ def _pad(x, value, *, padding_config):
 
 
 TABLE = {
-    "exp": lax.exp, "exp2": lax.exp2, "expm1": lax.expm1, "log": lax.log, "log1p": lax.log1p,
+    "exp": lax.exp, "exp2": _exp2, "expm1": lax.expm1, "log": lax.log, "log1p": lax.log1p,
     "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt, "sin": lax.sin, "cos": lax.cos,
     "tan": lax.tan, "asin": lax.asin, "acos": lax.acos, "atan": lax.atan, "sinh": lax.sinh,
     "cosh": lax.cosh, "tanh": lax.tanh, "asinh": lax.asinh, "acosh": lax.acosh,
     "atanh": lax.atanh, "erf": lax.erf, "erf_inv": lax.erf_inv, "lgamma": lax.lgamma,
     "digamma": lax.digamma, "logistic": lax.logistic, "floor": lax.floor, "ceil": lax.ceil,
     "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
-    "neg": lax.neg, "abs": lax.abs, "sign": lax.sign, "not": lax.bitwise_not,
+    "neg": lax.neg, "abs": _abs, "sign": lax.sign, "not": lax.bitwise_not,
     "is_finite": lax.is_finite,
     "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": _div, "rem": lax.rem, "pow": _pow,
     "max": lax.max, "min": lax.min, "atan2": lax.atan2, "nextafter": lax.nextafter,
@@ -171,8 +184,11 @@ TABLE = {
     "transpose": lambda x, *, permutation: lax.transpose(x, permutation),
     "slice": lambda x, *, start_indices, limit_indices, strides: lax.slice(
         x, start_indices, limit_indices, strides),
-    "dynamic_slice": lambda x, *starts, slice_sizes: lax.dynamic_slice(x, starts, slice_sizes),
-    "dynamic_update_slice": lambda x, u, *starts: lax.dynamic_update_slice(x, u, starts),
+    # the IR clamps starts into range (StableHLO); jax would first wrap negative ones
+    "dynamic_slice": lambda x, *starts, slice_sizes: lax.dynamic_slice(
+        x, starts, slice_sizes, allow_negative_indices=False),
+    "dynamic_update_slice": lambda x, u, *starts: lax.dynamic_update_slice(
+        x, u, starts, allow_negative_indices=False),
     "pad": _pad,
     "concatenate": lambda *xs, dimension: lax.concatenate(xs, dimension),
     "rev": lambda x, *, dimensions: lax.rev(x, dimensions),

@@ -6,6 +6,7 @@ equal programs hash equally whichever frontend built them. Leaves are:
   param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only
   constant  a value baked into the program (hashed by its bytes; frontends ask for it explicitly)
 """
+import hashlib
 import zlib
 
 import numpy as np
@@ -15,24 +16,33 @@ from . import source as _source
 LEAF_OPS = frozenset(("data", "param"))
 CREATED = [0]  # nodes built so far; read by metrics and by the runtime's node cap
 
-# Hashes must not depend on the process: Python salts str/bytes hashes (PYTHONHASHSEED) and,
-# before 3.12, hashes None by address. Strings and None are replaced by stable integers, so
-# a node's hash -- and the canonical operand order derived from it -- is the same every run.
-_STABLE = {None: -0x5EED}
+# Exact structure, interned: each distinct (op, attrs, shape, dtype[, constant digest]) gets a
+# small int once. Compile-cache keys are built from these ids, so two graphs share a compiled
+# program only if they are really equal -- never because Python's hash() collided (it does:
+# hash(-1) == hash(-2), so pad configs (-1, -2, 0) and (-2, -1, 0) used to share a program).
+_LOCAL_IDS = {}
+# ...and a process-independent hash per interned structure. Python salts str/bytes hashes
+# (PYTHONHASHSEED) and, before 3.12, hashes None by address; node hashes feed the canonical
+# operand order and graph_hash, which must be the same in every run, so strings and None are
+# replaced by stable integers (once per distinct structure, off the hot path).
+_LOCAL_HASHES = []
 
 
 def _stable(value):
-    if type(value) is str or value is None:
-        code = _STABLE.get(value)
-        if code is None:
-            code = _STABLE[value] = zlib.crc32(value.encode())
-        return code
+    if type(value) is str:
+        return zlib.crc32(value.encode())
+    if value is None:
+        return -0x5EED
+    if type(value) is tuple:
+        return tuple(_stable(v) for v in value)
+    if type(value) is bytes:
+        return int.from_bytes(value, "little")
     return value
 
 
 class Node:
-    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "source", "value",
-                 "__weakref__")
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "serial", "source",
+                 "value", "__weakref__")
 
     def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=0):
         self.op = op
@@ -41,10 +51,18 @@ class Node:
         self.shape = shape
         self.dtype = dtype
         self.value = value
-        self.source = _source.user_line(3)
+        self.source = _source.user_line(3) if _source.ENABLED else None
         CREATED[0] += 1
-        self.hash = hash((_stable(op), extra_hash, tuple([_stable(v) for v in attrs.values()]),
-                          shape, _stable(dtype), tuple([i.hash for i in inputs])))
+        self.serial = CREATED[0]  # creation order is a topological order: inputs come first
+        signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)
+        local = _LOCAL_IDS.get(signature)
+        if local is None:
+            local = _LOCAL_IDS[signature] = len(_LOCAL_IDS)
+            _LOCAL_HASHES.append(hash(_stable(signature)))
+        self.local = local  # exact id of this node's own structure (inputs excluded)
+        # structural hash of the whole expression (for graph identity; keys use `local`)
+        stable = _LOCAL_HASHES[local]
+        self.hash = hash((stable, tuple([i.hash for i in inputs]))) if inputs else stable
 
     @property
     def ndim(self):
@@ -84,8 +102,9 @@ def constant(value, dtype):
     """A value baked into the compiled program; its bytes are part of the graph's hash."""
     from .dtypes import to_numpy
     host = np.asarray(value, dtype=to_numpy(dtype))
-    return Node("constant", (), _NO_ATTRS, host.shape, dtype, value=host,
-                extra_hash=zlib.crc32(host.tobytes()))
+    # a digest rather than the bytes: the interned structure table must not keep big arrays
+    digest = hashlib.blake2b(host.tobytes(), digest_size=16).digest()
+    return Node("constant", (), _NO_ATTRS, host.shape, dtype, value=host, extra_hash=digest)
 
 
 def topo_order(roots):

@@ -6,6 +6,7 @@ from . import ir
 from .source import format_line
 
 _lock = threading.Lock()
+_formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is slow per sync
 COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "nodes_traced",
             "transfers_to_device", "bytes_to_device", "transfers_to_host", "bytes_to_host")
 TIMERS = ("trace", "compile", "execute")
@@ -43,7 +44,9 @@ def record_sync(cause, source):
     with _lock:
         _state.counters["syncs"] += 1
         _tally(_state.sync_causes, cause)
-        where = format_line(source)
+        where = _formatted.get(source)
+        if where is None:
+            where = _formatted[source] = format_line(source)
         _tally(_state.sync_sources, where)
         _tally(_state.sync_sources_by_cause.setdefault(cause, {}), where)
 
