@@ -12,8 +12,8 @@ def run_bench(quick=False, json_path=None, png_path=None, markdown_path=None, sy
               workloads=None, threads=None, out=None):
     """Measure `systems` x `workloads` (default: all) and print the table; returns results."""
     from . import harness, report
-    out = out or sys.stdout
     from .workloads import WORKLOADS
+    out = out or sys.stdout
     systems = list(systems or harness.SYSTEMS)
     workloads = list(workloads or WORKLOADS)
     machine = harness.machine_info()
