@@ -98,7 +98,7 @@ def chain_of(workload):
 
 
 def run_chain(x, chain, unary):
-    """Apply `chain` to x; `unary` maps 'sin'/'tanh' to the framework's function. The scalar
+    """Apply `chain` to x; `unary` maps "tanh" to the framework's function. The scalar
     ops use Python operators, which every framework (and every lazyx frontend) overloads."""
     for op, c in chain:
         if op == "mul":
