@@ -39,6 +39,11 @@ def broadcast_to(x, shape):
     return ops.broadcast_in_dim(x, shape=shape, broadcast_dimensions=tuple(range(offset, len(shape))))
 
 
+def const(value, dtype, shape=()):
+    """A number the graph itself needs (a shape-derived count, 0 for relu): baked in."""
+    return broadcast_to(ir.constant(value, dtype), shape)
+
+
 def scalar(value, dtype, shape=()):
     """A Python number as a run-time parameter (never a constant: no recompiles), broadcast."""
     return broadcast_to(ir.param(value, dtype), shape)
@@ -50,6 +55,48 @@ def keepdims(reduced, shape, axes):
     return ops.reshape(reduced, new_sizes=kept)
 
 
+# ---------------------------------------------------------------- element-wise
+
+def relu(x):
+    """max(x, 0), the 0 a run-time scalar: the same graph as NumPy's np.maximum(x, 0.0)."""
+    return ops.max_(x, scalar(0, x.dtype, x.shape))
+
+
+def power_scalar(x, exponent):
+    """x ** exponent for a Python number: x * x for 2 (exact, and what every framework
+    computes for a square), x for 1, else pow with a run-time exponent."""
+    if exponent == 2:
+        return ops.mul(x, x)
+    if exponent == 1:
+        return x
+    return ops.pow_(x, scalar(exponent, x.dtype, x.shape))
+
+
+def _int_division(a, b):
+    """(b is zero, b with zeros replaced by one, truncated quotient, C remainder, floor fix)."""
+    zero, one = const(0, a.dtype, a.shape), const(1, a.dtype, a.shape)
+    b_zero = ops.eq(b, zero)
+    safe = ops.select(b_zero, one, b)
+    q, r = ops.div(a, safe), ops.rem(a, safe)
+    # truncation rounds toward zero: step down when the remainder and divisor differ in sign
+    fix = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(safe, zero)))
+    return b_zero, safe, q, r, fix, zero
+
+
+def floor_divide(a, b):
+    """Integer a // b rounding toward -inf, as NumPy, torch and TF all do; x // 0 gives 0
+    (NumPy's answer; torch and TF raise eagerly, which a lazy value cannot)."""
+    b_zero, _, q, _, fix, zero = _int_division(a, b)
+    q = ops.select(fix, ops.sub(q, const(1, a.dtype, a.shape)), q)
+    return ops.select(b_zero, zero, q)
+
+
+def floor_mod(a, b):
+    """Integer a % b with the divisor's sign (Python's); x % 0 gives 0 (as floor_divide)."""
+    b_zero, safe, _, r, fix, zero = _int_division(a, b)
+    return ops.select(b_zero, zero, ops.select(fix, ops.add(r, safe), r))
+
+
 # ---------------------------------------------------------------- statistics
 
 def mean(x, axes, keep=False):
@@ -57,7 +104,7 @@ def mean(x, axes, keep=False):
     axes = tuple(sorted(axes))
     n = math.prod(x.shape[a] for a in axes)
     total = ops.reduce_sum(x, axes=axes)
-    out = ops.div(total, scalar(n, x.dtype, total.shape))
+    out = ops.div(total, const(n, x.dtype, total.shape))
     return keepdims(out, x.shape, axes) if keep else out
 
 
@@ -67,7 +114,7 @@ def var(x, axes, correction=0, keep=False):
     n = math.prod(x.shape[a] for a in axes)
     centered = ops.sub(x, broadcast_to(keepdims(mean(x, axes), x.shape, axes), x.shape))
     total = ops.reduce_sum(ops.mul(centered, centered), axes=axes)
-    out = ops.div(total, scalar(max(n - correction, 0), x.dtype, total.shape))
+    out = ops.div(total, const(max(n - correction, 0), x.dtype, total.shape))
     return keepdims(out, x.shape, axes) if keep else out
 
 
@@ -87,6 +134,59 @@ def log_softmax(x, axis):
     return ops.sub(shifted, broadcast_to(ops.log(s), x.shape))
 
 
+# ---------------------------------------------------------------- layout and indexing
+
+def stack(xs, axis):
+    """Insert a unit axis in each operand, then concatenate along it."""
+    shape = xs[0].shape[:axis] + (1,) + xs[0].shape[axis:]
+    return ops.concatenate(*[ops.reshape(x, new_sizes=shape) for x in xs], dimension=axis)
+
+
+def wrap_index(index, size):
+    """Negative indices count from the end (a baked-in size: it is part of the shape)."""
+    zero = const(0, index.dtype, index.shape)
+    return ops.select(ops.lt(index, zero), ops.add(const(size, index.dtype, index.shape), index),
+                      index)
+
+
+def take_along_axis(x, index, axis):
+    """out[..., j, ...] = x[..., index[..., j, ...], ...] along `axis` (index has x's rank)."""
+    shape = index.shape
+    coords = []
+    for d in range(x.ndim):
+        if d == axis:
+            c = wrap_index(index, x.shape[axis])
+        else:
+            c = ops.iota(dtype=index.dtype, shape=shape, dimension=d)
+        coords.append(ops.reshape(c, new_sizes=shape + (1,)))
+    return ops.gather(x, ops.concatenate(*coords, dimension=x.ndim))
+
+
+def tensordot(a, b, a_axes, b_axes):
+    """Contract a_axes of a with b_axes of b: move them together, flatten to one matrix
+    product, unflatten (the formulation torch uses, so every frontend records the same)."""
+    a_free = [d for d in range(a.ndim) if d not in a_axes]
+    b_free = [d for d in range(b.ndim) if d not in b_axes]
+    a_mat = ops.transpose(a, permutation=tuple(a_free) + tuple(a_axes))
+    b_mat = ops.transpose(b, permutation=tuple(b_axes) + tuple(b_free))
+    k = math.prod(a.shape[d] for d in a_axes)
+    m = math.prod(a.shape[d] for d in a_free)
+    n = math.prod(b.shape[d] for d in b_free)
+    out = ops.dot_general(ops.reshape(a_mat, new_sizes=(m, k)), ops.reshape(b_mat, new_sizes=(k, n)),
+                          contracting_dimensions=((1,), (0,)))
+    return ops.reshape(out, new_sizes=tuple(a.shape[d] for d in a_free) +
+                       tuple(b.shape[d] for d in b_free))
+
+
+def convolve_valid(x, w):
+    """1-d true convolution, NumPy's mode 'valid' (the kernel reversed, then correlated)."""
+    n, k = x.shape[0], w.shape[0]
+    out = ops.conv(ops.reshape(x, new_sizes=(1, 1, n)),
+                   ops.reshape(ops.rev(w, dimensions=(0,)), new_sizes=(1, 1, k)),
+                   window_strides=(1,), padding=((0, 0),))
+    return ops.reshape(out, new_sizes=(out.shape[-1],))
+
+
 # ---------------------------------------------------------------- randomness
 
 def random_key(seed, counter=0):
@@ -94,45 +194,40 @@ def random_key(seed, counter=0):
     return ir.param(seed_key(seed, counter), "uint32")
 
 
-_MANTISSA = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+def uniform(key, shape, dtype="float32"):
+    """Uniform floats in [0, 1): random mantissa bits under the exponent of 1.0, minus one.
 
-
-def uniform(key, shape, dtype="float32", low=0.0, high=1.0):
-    """Uniform floats in [low, high) from random_bits: mantissa bits over [1, 2), minus 1."""
+    float32 (and the half types, rounded from it) take 23 bits of one word; float64 takes 52
+    bits of two words. Scaling to [low, high) is the frontend's (with its own scalars).
+    """
     if not dt.is_float(dtype):
         raise TypeError(f"uniform: dtype must be floating, got {dtype}")
-    work = "float64" if dtype == "float64" else "float32"
-    nbits = 64 if work == "float64" else 32
-    bits = ops.random_bits(key, shape=tuple(shape) + ((2,) if nbits == 64 else ()))
-    if nbits == 64:
-        hi = ops.convert(ops.slice_(bits, start_indices=(0,) * len(shape) + (0,),
-                                    limit_indices=tuple(shape) + (1,)), dtype="uint64")
-        lo = ops.convert(ops.slice_(bits, start_indices=(0,) * len(shape) + (1,),
-                                    limit_indices=tuple(shape) + (2,)), dtype="uint64")
-        bits = ops.reshape(ops.or_(ops.shift_left(hi, scalar(32, "uint64", hi.shape)), lo),
-                           new_sizes=tuple(shape))
-    utype = "uint64" if nbits == 64 else "uint32"
-    mantissa = _MANTISSA[work]
-    one_bits = 0x3FF0000000000000 if nbits == 64 else 0x3F800000
-    shifted = ops.shift_right_logical(bits, scalar(nbits - mantissa, utype, tuple(shape)))
-    floats = ops.bitcast_convert(ops.or_(shifted, scalar(one_bits, utype, tuple(shape))),
-                                 dtype=work)
-    unit = ops.sub(floats, scalar(1.0, work, tuple(shape)))
-    span = ops.mul(unit, scalar(high - low, work, tuple(shape)))
-    out = ops.add(span, scalar(low, work, tuple(shape)))
-    return ops.convert(out, dtype=dtype)
+    shape = tuple(shape)
+    if dtype == "float64":
+        words = ops.random_bits(key, shape=shape + (2,))
+        start = (0,) * len(shape)
+
+        def word(i):
+            w = ops.slice_(words, start_indices=start + (i,), limit_indices=shape + (i + 1,))
+            return ops.convert(ops.reshape(w, new_sizes=shape), dtype="uint64")
+        bits = ops.or_(ops.shift_left(word(0), const(32, "uint64", shape)), word(1))
+        mantissa = ops.shift_right_logical(bits, const(12, "uint64", shape))
+        one = ops.or_(mantissa, const(0x3FF0000000000000, "uint64", shape))
+        return ops.sub(ops.bitcast_convert(one, dtype="float64"), const(1.0, "float64", shape))
+    bits = ops.random_bits(key, shape=shape)
+    mantissa = ops.shift_right_logical(bits, const(9, "uint32", shape))
+    one = ops.or_(mantissa, const(0x3F800000, "uint32", shape))
+    u = ops.sub(ops.bitcast_convert(one, dtype="float32"), const(1.0, "float32", shape))
+    return ops.convert(u, dtype=dtype)
 
 
 def normal(key, shape, dtype="float32"):
-    """Standard normal by Box-Muller over two uniform halves of one draw."""
+    """Standard normal by the inverse CDF: sqrt(2) * erf_inv(2u - 1), u moved half a step
+    into the open interval (0, 1) so erf_inv never sees -1."""
+    shape = tuple(shape)
     work = "float64" if dtype == "float64" else "float32"
-    u = uniform(key, (2,) + tuple(shape), work)
-    u1 = ops.reshape(ops.slice_(u, start_indices=(0,) * (len(shape) + 1),
-                                limit_indices=(1,) + tuple(shape)), new_sizes=tuple(shape))
-    u2 = ops.reshape(ops.slice_(u, start_indices=(1,) + (0,) * len(shape),
-                                limit_indices=(2,) + tuple(shape)), new_sizes=tuple(shape))
-    # 1 - u1 lies in (0, 1], so the log is finite
-    radius = ops.sqrt(ops.mul(scalar(-2.0, work, tuple(shape)),
-                              ops.log(ops.sub(scalar(1.0, work, tuple(shape)), u1))))
-    angle = ops.mul(scalar(2 * math.pi, work, tuple(shape)), u2)
-    return ops.convert(ops.mul(radius, ops.cos(angle)), dtype=dtype)
+    half_step = 2.0 ** -53 if work == "float64" else 2.0 ** -24
+    u = ops.add(uniform(key, shape, work), const(half_step, work, shape))
+    centered = ops.sub(ops.mul(u, const(2.0, work, shape)), const(1.0, work, shape))
+    z = ops.mul(ops.erf_inv(centered), const(math.sqrt(2.0), work, shape))
+    return ops.convert(z, dtype=dtype)

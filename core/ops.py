@@ -42,6 +42,12 @@ def _fold_reshape(inputs, attrs, shape, dtype):
         return x
     if x.op == "reshape":  # reshape of a reshape: one reshape of the original
         return OPS["reshape"](x.inputs[0], new_sizes=shape)
+    if x.op == "iota" and x.shape[x.attrs["dimension"]] != 1 \
+            and [d for d in x.shape if d != 1] == [d for d in shape if d != 1]:
+        # an iota with unit axes added or removed is an iota of the new shape
+        rank = sum(1 for d in x.shape[:x.attrs["dimension"]] if d != 1)
+        dim = [i for i, d in enumerate(shape) if d != 1][rank]
+        return OPS["iota"](dtype=x.dtype, shape=shape, dimension=dim)
     return None
 
 
@@ -60,7 +66,39 @@ def _fold_broadcast(inputs, attrs, shape, dtype):
     return None
 
 
-SIMPLIFY = {"convert": _fold_identity, "transpose": _fold_transpose,
+def _fold_slice(inputs, attrs, shape, dtype):
+    x = inputs[0]
+    start, strides = attrs["start_indices"], attrs["strides"]
+    if shape == x.shape and not any(start):
+        return x
+    if x.op == "slice":  # a slice of a slice (torch indexes one axis at a time): one slice
+        inner_start, inner_strides = x.attrs["start_indices"], x.attrs["strides"]
+        new_start = tuple(a + b * c for a, b, c in zip(inner_start, start, inner_strides))
+        new_strides = tuple(a * b for a, b in zip(inner_strides, strides))
+        limit = tuple(s + (n - 1) * st + 1 if n else s
+                      for s, st, n in zip(new_start, new_strides, shape))
+        return OPS["slice"](x.inputs[0], start_indices=new_start, limit_indices=limit,
+                            strides=new_strides)
+    return None
+
+
+def _push_unary(name, first=None):
+    """Element-wise unary ops commute with broadcast and reshape: apply them before (on fewer
+    elements, and one canonical form however a frontend ordered the two)."""
+    def fold(inputs, attrs, shape, dtype):
+        if first is not None:
+            simpler = first(inputs, attrs, shape, dtype)
+            if simpler is not None:
+                return simpler
+        x = inputs[0]
+        if x.op in ("broadcast_in_dim", "reshape"):
+            return OPS[x.op](OPS[name](x.inputs[0], **attrs), **x.attrs)
+        return None
+    return fold
+
+
+SIMPLIFY = {"convert": _push_unary("convert", first=_fold_identity),
+            "transpose": _fold_transpose, "slice": _fold_slice,
             "reshape": _fold_reshape, "broadcast_in_dim": _fold_broadcast,
             "rev": lambda inputs, attrs, shape, dtype: None if attrs["dimensions"] else inputs[0]}
 
@@ -169,6 +207,7 @@ def _unary(name, kinds, result=None):
         return x.shape, result or x.dtype
     rule.__name__ = name
     rule.__doc__ = f"Element-wise {name.rstrip('_')}."
+    SIMPLIFY.setdefault(name.rstrip("_"), _push_unary(name.rstrip("_")))
     return primitive(rule)
 
 
@@ -297,6 +336,9 @@ def slice_(x, *, start_indices, limit_indices, strides=None):
         if not (0 <= s <= l <= d) or st < 1:
             _fail_shape(op, f"bad bounds start={start} limit={limit} strides={strides}", x)
     shape = tuple(-(-(l - s) // st) for s, l, st in zip(start, limit, strides))
+    # canonical bounds: x[0:6:2] and x[0:5:2] are one slice, and so are strides over <= 1 item
+    strides = tuple(st if n > 1 else 1 for st, n in zip(strides, shape))
+    limit = tuple(s + (n - 1) * st + 1 if n else s for s, st, n in zip(start, strides, shape))
     return shape, x.dtype, {"start_indices": start, "limit_indices": limit, "strides": strides}
 
 

@@ -96,7 +96,9 @@ def test_float_unary(dtype, data):
                 for name in names] + [np.isfinite(x)]
     scale = 1.0 if dtype in ("float32", "float64") else 10.0
     atol = {name: tol * scale for name, tol in LOOSE.items()} if dtype != "float64" else None
-    check(roots, expected, atol=atol, names=names + ["is_finite"])
+    # in float64 the same functions lose a few more digits than the default 1e-11 next to a pole
+    rtol = {name: 1e-9 for name in LOOSE} if dtype == "float64" else None
+    check(roots, expected, rtol=rtol, atol=atol, names=names + ["is_finite"])
 
 
 @pytest.mark.parametrize("dtype", dt.FLOATS)
