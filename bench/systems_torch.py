@@ -1,0 +1,164 @@
+"""PyTorch systems: eager, torch.compile (inductor), torch._lazy (TorchScript backend), and
+lazyx through its torch frontend. One model definition serves all four; only the device and
+the barrier differ."""
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import workloads as wl
+from .harness import NotAvailable, make_step
+
+
+def _linear(weight_in_out, bias):
+    lin = nn.Linear(*weight_in_out.shape)
+    with torch.no_grad():
+        lin.weight.copy_(torch.from_numpy(weight_in_out.T.copy()))
+        lin.bias.copy_(torch.from_numpy(bias))
+    return lin
+
+
+class MLP(nn.Module):
+    def __init__(self, params):
+        super().__init__()
+        w1, b1, w2, b2, w3, b3 = params
+        self.net = nn.Sequential(_linear(w1, b1), nn.ReLU(), _linear(w2, b2), nn.ReLU(),
+                                 _linear(w3, b3))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class EncoderBlock(nn.Module):
+    """Pre-LN encoder block written out, so every framework computes the same math."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.ln1, self.ln2 = (nn.LayerNorm(wl.D_MODEL, eps=wl.LN_EPS) for _ in range(2))
+        with torch.no_grad():
+            for ln, name in ((self.ln1, "ln1"), (self.ln2, "ln2")):
+                ln.weight.copy_(torch.from_numpy(p[name + "_g"]))
+                ln.bias.copy_(torch.from_numpy(p[name + "_b"]))
+        self.q, self.k, self.v, self.o = (_linear(p["w" + c], p["b" + c]) for c in "qkvo")
+        self.ff1, self.ff2 = _linear(p["w1"], p["b1"]), _linear(p["w2"], p["b2"])
+
+    def forward(self, x):
+        b, s, d = x.shape
+        dh = d // wl.HEADS
+
+        def heads(t):
+            return t.reshape(b, s, wl.HEADS, dh).transpose(1, 2)
+
+        a = self.ln1(x)
+        q, k, v = heads(self.q(a)), heads(self.k(a)), heads(self.v(a))
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(dh))
+        ctx = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, d)
+        h = x + self.o(ctx)
+        return h + self.ff2(F.relu(self.ff1(self.ln2(h))))
+
+
+def _mse(out, target):
+    diff = out - target
+    return (diff * diff).mean()
+
+
+def _training(workload, device, barrier, compile_fn=None, lazy=False):
+    if workload == "W1":
+        model = MLP(wl.mlp_params())
+        x, labels, _ = wl.mlp_data()
+        inputs = (torch.from_numpy(x), torch.from_numpy(labels))
+        loss_of_model = F.cross_entropy
+    else:
+        model = EncoderBlock(wl.block_params())
+        inputs = tuple(torch.from_numpy(a) for a in wl.block_data())
+        loss_of_model = _mse
+    model = model.to(device)
+    inputs = tuple(t.to(device) for t in inputs)
+    # foreach=False: the same per-parameter update on every device (CPU eager uses it anyway).
+    opt = torch.optim.SGD(model.parameters(), lr=wl.LR, foreach=False)
+
+    def loss_fn(x, y):
+        return loss_of_model(model(x), y)
+
+    if compile_fn is not None:
+        loss_fn = compile_fn(loss_fn)
+
+    def train():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(*inputs)
+        loss.backward()
+        opt.step()
+        return loss
+    return make_step(train, barrier, _read, lazy)
+
+
+def _chain(workload, device, barrier, compile_fn=None, lazy=False):
+    x = torch.from_numpy(wl.chain_input(workload)).to(device)
+    chain = wl.chain_of(workload)
+    unary = {"tanh": torch.tanh}
+
+    def fn(t):
+        return wl.run_chain(t, chain, unary).sum()
+
+    if compile_fn is not None:
+        fn = compile_fn(fn)
+    return make_step(lambda: fn(x), barrier, _read, lazy, wl.OPS_PER_STEP[workload])
+
+
+def _read(t):
+    return t.item()
+
+
+def _build(workload, device, barrier, compile_fn=None, lazy=False):
+    if workload in ("W1", "W2"):
+        return _training(workload, device, barrier, compile_fn, lazy)
+    return _chain(workload, device, barrier, compile_fn, lazy)
+
+
+def _nothing():
+    pass
+
+
+def torch_eager(workload):
+    return _build(workload, "cpu", _nothing)
+
+
+def torch_compile(workload):
+    import shutil
+    if shutil.which("gcc") is None and shutil.which("g++") is None:
+        raise NotAvailable("inductor needs a C++ compiler (none on PATH)")
+    torch._dynamo.reset()
+    return _build(workload, "cpu", _nothing, compile_fn=torch.compile)
+
+
+_lazy_ready = []
+
+
+def torch_lazy(workload):
+    if not _lazy_ready:  # the backend registers itself once per process
+        try:
+            from torch._lazy import ts_backend
+            ts_backend.init()
+        except Exception as err:  # the TorchScript backend is not built into every torch
+            raise NotAvailable(f"torch._lazy TorchScript backend: {type(err).__name__}: {err}")
+        _lazy_ready.append(True)
+
+    from torch import _lazy
+
+    def barrier():
+        _lazy.mark_step()
+        _lazy.wait_device_ops()
+    return _build(workload, "lazy", barrier)
+
+
+def lazyx_torch(workload):
+    try:
+        import lazyx.frontends.torch as lt
+    except ImportError as err:
+        raise NotAvailable(f"lazyx torch frontend not importable: {err}")
+    return _build(workload, lt.device, lt.mark_step, lazy=True)
+
+
+SYSTEMS = {"torch-eager": torch_eager, "torch.compile": torch_compile,
+           "torch._lazy": torch_lazy, "lazyx-torch": lazyx_torch}

@@ -1,0 +1,87 @@
+"""Smoke tests of `lazyx bench` and `lazyx demo` (timings are never asserted)."""
+import json
+
+import numpy as np
+import pytest
+
+from lazyx.bench import harness, report
+from lazyx.bench import workloads as wl
+from lazyx.cli import run
+
+
+def test_bench_quick_writes_json_table_and_agreeing_values(tmp_path, capsys):
+    pytest.importorskip("jax")
+    path = tmp_path / "bench.json"
+    assert run(["bench", "--quick", "--threads", "1", "--systems", "numpy-eager,jax.jit",
+                "--workloads", "W4", "--json", str(path)]) == 0
+    data = json.loads(path.read_text())
+    assert data["machine"]["cpus"] >= 1
+    rows = {r["system"]: r for r in data["results"]}
+    assert set(rows) == {"numpy-eager", "jax.jit"}
+    for r in rows.values():
+        assert r["workload"] == "W4" and r["median_ms"] > 0 and r["first_ms"] > 0
+    # The same math: both systems' results equal the chain computed here with NumPy.
+    x = wl.chain_input("W4")
+    expected = float(np.sum(wl.run_chain(x, wl.W4_CHAIN, {"tanh": np.tanh})))
+    for r in rows.values():
+        np.testing.assert_allclose(r["values"], expected, rtol=1e-5)
+    out = capsys.readouterr().out
+    assert "| W4 | numpy-eager |" in out and "Targets (this run):" in out
+
+
+def test_a_system_that_cannot_run_is_reported_not_dropped(monkeypatch):
+    monkeypatch.setitem(harness.SYSTEMS, "broken", "numpy")
+    import lazyx.bench.systems_numpy as sn
+
+    def broken(workload):
+        if workload == "W3":
+            raise harness.NotAvailable("no such backend here")
+        raise ZeroDivisionError("boom")
+    monkeypatch.setitem(sn.SYSTEMS, "broken", broken)
+    results = list(harness.run_system_here("broken", ["W3", "W4"], harness.PLANS["quick"]))
+    assert [r["na"] for r in results] == ["no such backend here",
+                                          "failed: ZeroDivisionError: boom"]
+    table = report.markdown(results, harness.machine_info())
+    assert "n/a (no such backend here)" in table and "n/a (failed: ZeroDivisionError" in table
+
+
+def test_numpy_backprop_matches_torch_autograd():
+    """numpy-eager's hand-written W2 backward (also lazyx-numpy's) against torch autograd."""
+    torch = pytest.importorskip("torch")
+    from lazyx.bench.systems_numpy import block_grads
+    from lazyx.bench.systems_torch import EncoderBlock, _mse
+    params = wl.block_params()
+    x, target = wl.block_data()
+    loss, numpy_grads = block_grads(np, params, x, target)
+    model = EncoderBlock(params)
+    torch_loss = _mse(model(torch.from_numpy(x)), torch.from_numpy(target))
+    torch_loss.backward()
+    np.testing.assert_allclose(float(loss), torch_loss.item(), rtol=1e-5)
+    grads = {"ln1_g": model.ln1.weight, "ln1_b": model.ln1.bias, "ln2_g": model.ln2.weight,
+             "ln2_b": model.ln2.bias, "w1": model.ff1.weight, "b1": model.ff1.bias,
+             "w2": model.ff2.weight, "b2": model.ff2.bias}
+    for c in "qkvo":
+        grads["w" + c], grads["b" + c] = getattr(model, c).weight, getattr(model, c).bias
+    for name, p in grads.items():
+        g = p.grad.numpy()
+        g = g.T if g.ndim == 2 else g  # torch keeps Linear weights as (out, in)
+        np.testing.assert_allclose(numpy_grads[name], g, rtol=1e-3, atol=1e-6, err_msg=name)
+
+
+def test_unknown_system_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as err:
+        run(["bench", "--systems", "numpy-eager,pytorch"])
+    assert err.value.code == 2
+    assert "unknown systems: pytorch" in capsys.readouterr().err
+
+
+def test_demo_numpy_lazy_matches_eager(capsys):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("lazyx.frontends.numpy")
+    from lazyx.demo import run_demo
+    assert run_demo(frontends=["numpy"], epochs=1) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.strip().startswith("numpy"))
+    lazy_acc, eager_acc, compiles = float(row[1]), float(row[2]), int(row[3])
+    assert abs(lazy_acc - eager_acc) <= 0.01 and eager_acc > 0.5
+    assert compiles <= 3  # the step compiles once, the prediction once: no per-step compile
