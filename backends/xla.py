@@ -229,13 +229,53 @@ from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
 TABLE.update(_LINALG)
 
 
-def _as_function(program):
+class _Signature:
+    """How leaf values become the jitted function's arguments.
+
+    Scalar parameters (every Python number a program uses: learning rates, `x * 0.5`) are
+    packed into one array per dtype: a step with 200 scalars then passes a handful of
+    arguments instead of 200, each of which jax would otherwise check and transfer on its own.
+    """
+
+    def __init__(self, program):
+        self.data = [i for i, (kind, shape, _) in enumerate(program.leaves)
+                     if not (kind == "param" and shape == ())]
+        groups = {}
+        for i, (kind, shape, dtype) in enumerate(program.leaves):
+            if kind == "param" and shape == ():
+                groups.setdefault(dtype, []).append(i)
+        self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
+        self.n_leaves = len(program.leaves)
+
+    def specs(self, program):
+        specs = [jax.ShapeDtypeStruct(program.leaves[i][1], _jdt(program.leaves[i][2]))
+                 for i in self.data]
+        return specs + [jax.ShapeDtypeStruct((len(idx),), _jdt(dtype)) for dtype, idx in self.packs]
+
+    def arguments(self, leaf_values):
+        args = [leaf_values[i] for i in self.data]
+        for dtype, idx in self.packs:
+            args.append(np.array([leaf_values[i] for i in idx], dtype=dt.to_numpy(dtype)))
+        return args
+
+    def unpack(self, args):
+        """Inside the traced function: the leaf values in program order."""
+        env = [None] * self.n_leaves
+        for i, value in zip(self.data, args):
+            env[i] = value
+        for (dtype, idx), packed in zip(self.packs, args[len(self.data):]):
+            for k, i in enumerate(idx):
+                env[i] = packed[k]
+        return env
+
+
+def _as_function(program, signature):
     steps = [(TABLE[op] if op != "constant" else None, attrs, ins, const)
              for op, attrs, ins, _shape, _dtype, const in program.instructions]
     outputs = program.outputs
 
     def run(*args):
-        env = list(args)
+        env = signature.unpack(args)
         for fn, attrs, ins, const in steps:
             env.append(jnp.asarray(const) if fn is None else fn(*[env[i] for i in ins], **attrs))
         return [env[i] for i in outputs]
@@ -243,16 +283,18 @@ def _as_function(program):
 
 
 class _Executable:
-    def __init__(self, jitted, x64, lowered):
+    def __init__(self, jitted, x64, lowered, signature):
         self.jitted = jitted
         self.x64 = x64
         self.lowered = lowered
+        self.signature = signature
 
     def __call__(self, leaf_values):
+        args = self.signature.arguments(leaf_values)
         if self.x64:
             with jax.enable_x64(True):
-                return self.jitted(*leaf_values)
-        return self.jitted(*leaf_values)
+                return self.jitted(*args)
+        return self.jitted(*args)
 
 
 class XlaBackend:
@@ -271,16 +313,16 @@ class XlaBackend:
         return np.asarray(buffer)
 
     def _lower(self, program):
-        jitted = jax.jit(_as_function(program))
-        specs = [jax.ShapeDtypeStruct(shape, _jdt(dtype)) for _kind, shape, dtype in program.leaves]
-        return jitted, jitted.lower(*specs)
+        signature = _Signature(program)
+        jitted = jax.jit(_as_function(program, signature))
+        return jitted, jitted.lower(*signature.specs(program)), signature
 
     def compile(self, program):
         x64 = program.needs_x64()
         with jax.enable_x64(x64):
-            jitted, lowered = self._lower(program)
+            jitted, lowered, signature = self._lower(program)
             lowered.compile()  # populates jit's cache, so compile time is paid here, not later
-        return _Executable(jitted, x64, lowered)
+        return _Executable(jitted, x64, lowered, signature)
 
     def lowered_text(self, program):
         with jax.enable_x64(program.needs_x64()):
