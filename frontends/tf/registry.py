@@ -211,13 +211,13 @@ def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):
         if frame is None:
             break
         if frame.f_globals.get("__name__", "").endswith("resource_variable_ops"):
-            return _assign_conversion(frame, value)
+            return _assign_conversion(frame, value, dtype)
         frame = frame.f_back
     raise TypeError(f"lazyx: TensorFlow tried to convert a lazy tensor implicitly "
                     f"(dtype={dtype}); use tf.convert_to_tensor(x) to materialize it")
 
 
-def _assign_conversion(frame, value):
+def _assign_conversion(frame, value, dtype):
     """`tf.Variable.assign*(lazy)` on a variable not yet lazy-aware: record the lazy value as
     its shadow (see variables.py) and hand TF's assign op a value that leaves the variable
     as it is (itself for assign, zero for assign_add/assign_sub). A call we cannot record
@@ -228,7 +228,12 @@ def _assign_conversion(frame, value):
         unchanged = var.value() if kind == "assign" else tf.zeros(var.shape, var.dtype)
         if variables.record_assign(var, kind, value):
             return unchanged
-    return to_tf(value, cause="convert")
+    real = to_tf(value, cause="convert")
+    if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
+        # what TF says converting a real tensor of the wrong dtype
+        raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "
+                         f"Tensor with dtype {real.dtype.name}: {real!r}")
+    return real
 
 
 tf.register_tensor_conversion_function(LazyTensor, _refuse_implicit_conversion)

@@ -21,7 +21,7 @@ from tensorflow.python.util import dispatch
 
 from ...core import runtime
 from . import tensor as _tensor
-from .tensor import LazyTensor, _tf_leaf, wrap
+from .tensor import LazyTensor, _tf_leaf, to_tf, wrap
 
 try:
     from keras.src.backend.tensorflow.core import Variable as _KerasTFVariable
@@ -129,10 +129,9 @@ def write_back(variables=None, cause="convert"):
     """Run what is pending for the shadows (one program) and store them into their
     tf.Variables; the variables are plain (eager) again afterwards."""
     targets = list(_SHADOWED.values()) if variables is None else variables
-    handles = [v._lazyx_shadow._handle for v in targets
-               if v._lazyx_shadow is not None and v._lazyx_shadow._handle.pending]
-    if handles:  # sync every pending shadow together: one program, not one per variable
-        runtime.sync(*handles, *pending_handles(), cause=cause)
+    if any(v._lazyx_shadow is not None and v._lazyx_shadow._handle.pending for v in targets):
+        # every pending shadow together: one program, not one per variable
+        runtime.sync(*pending_handles(), cause=cause)
     for var in targets:
         shadow = var._lazyx_shadow
         if shadow is None:
@@ -152,6 +151,8 @@ class _LazyMethods:
         if self._lazyx_shadow is not None:  # an eager value replaces the lazy one
             self._lazyx_shadow = None
             _SHADOWED.pop(id(self), None)
+        if isinstance(value, LazyTensor):  # a mismatch: TF's own assign raises its error
+            value = to_tf(value)
         return super().assign(value, use_locking, name, read_value)
 
     def _assign_delta(self, kind, delta, use_locking, name, read_value):
@@ -161,6 +162,8 @@ class _LazyMethods:
             if record_assign(self, kind, lazy):
                 return self if read_value else None
             write_back([self])
+            if isinstance(delta, LazyTensor):  # a mismatch: TF's own op raises its error
+                delta = to_tf(delta)
         method = getattr(super(), kind)
         return method(delta, use_locking, name, read_value)
 
@@ -174,3 +177,22 @@ class _LazyMethods:
         if self._lazyx_shadow is not None:  # eager code reads it: store the lazy value first
             write_back([self])
         return super()._read_variable_op(*args, **kwargs)
+
+
+def _shadow_operator(name):
+    """`var * 2` on a variable holding a lazy value computes on that value (tf.Variable's
+    own operators would read it eagerly, running the pending step)."""
+    def method(self, *args):
+        shadow = self._lazyx_shadow
+        if shadow is not None:
+            return getattr(shadow, name)(*args)
+        return getattr(super(_LazyMethods, self), name)(*args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
+    for _form in (f"__{_name}__", f"__r{_name}__"):
+        setattr(_LazyMethods, _form, _shadow_operator(_form))
+for _form in ("__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__abs__", "__getitem__"):
+    setattr(_LazyMethods, _form, _shadow_operator(_form))
