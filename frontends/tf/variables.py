@@ -17,6 +17,7 @@ How the calls reach lazyx, without patching a TF function:
   only lazy operand is a shadowed variable (Adam's `m * alpha`) dispatches to the lowering.
 """
 import tensorflow as tf
+from tensorflow.python.eager import record
 from tensorflow.python.util import dispatch
 
 from ...core import runtime
@@ -91,6 +92,11 @@ def read(value):
     if var is None:
         return None
     shadow = getattr(var, "_lazyx_shadow", None)
+    if shadow is not None and not _lazy_tapes[0] and var.trainable \
+            and record.could_possibly_record():
+        # a plain tf.GradientTape records: it must see a real read of the variable
+        write_back([var])
+        return None
     if shadow is None and _lazy_tapes[0]:
         _make_lazy(var)
         shadow = LazyTensor(_tf_leaf(var.value()))

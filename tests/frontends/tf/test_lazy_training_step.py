@@ -115,3 +115,14 @@ def test_lazy_tape_gradients_match_eager_and_stay_lazy():
         assert isinstance(g, ltf.Tensor)
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-6)
     ltf.sync()
+
+
+def test_plain_tape_after_lazy_assign_sees_the_variable():
+    w = tf.Variable([1.0, 2.0])
+    w.assign_add(ltf.constant([0.5, 0.5]))         # lazy: a shadow
+    x = ltf.constant([3.0, 4.0])
+    with tf.GradientTape() as tape:                # plain tape: real gradients
+        loss = tf.reduce_sum(x * w * w)
+    g = tape.gradient(loss, w)
+    np.testing.assert_allclose(g.numpy(), 2 * np.array([3.0, 4.0]) * [1.5, 2.5], rtol=1e-6)
+    np.testing.assert_allclose(float(loss), 3 * 1.5 ** 2 + 4 * 2.5 ** 2, rtol=1e-6)
