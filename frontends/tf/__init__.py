@@ -10,7 +10,8 @@ import tensorflow as tf
 
 from ... import core  # noqa: F401
 from ...core import runtime
-from . import api_array, api_math, api_nn  # noqa: F401 - registering the lowerings
+from . import api_array, api_math, api_nn, variables  # noqa: F401 - registering the lowerings
+from .tape import GradientTape
 from .api_nn import key_from_seed, normal_node, uniform_node
 from .registry import LOWERED
 from .tensor import LazyTensor, ir_dtype, to_tf, wrap, _tf_leaf, sources_of
@@ -37,8 +38,11 @@ def convert(value):
 
 
 def sync():
-    """The barrier: compile (or fetch from the cache) and run everything pending."""
+    """The barrier: compile (or fetch from the cache) and run everything pending -- one
+    program -- then store the new values of variables assigned lazily into their
+    tf.Variables, so eager code and checkpoints see them."""
     runtime.sync(cause="explicit")
+    variables.write_back(cause="explicit")
 
 
 def _seed_pair(seed):
@@ -73,4 +77,4 @@ class random:  # noqa: N801 - a namespace mirroring tf.random
         return out * stddev + mean if (mean, stddev) != (0.0, 1.0) else out
 
 
-__all__ = ["Tensor", "constant", "convert", "sync", "random", "to_tf", "LOWERED"]
+__all__ = ["Tensor", "GradientTape", "constant", "convert", "sync", "random", "to_tf", "LOWERED"]

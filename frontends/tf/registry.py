@@ -18,6 +18,7 @@ import tensorflow as tf
 from tensorflow.python.util import tf_decorator
 
 from ...core import runtime
+from . import variables
 from .lowering import Reject
 from .tensor import LazyTensor, node_of, sources_of, to_tf, _tf_leaf
 
@@ -56,14 +57,13 @@ def lower(api, *params, lists=()):
             bound.apply_defaults()
             arguments = dict(bound.arguments)
             arguments.pop("name", None)
-            # Read each variable once, so its IR leaf and its tape source are the same tensor.
-            for p in params:
-                if isinstance(arguments.get(p), VARIABLES):
-                    arguments[p] = tf.convert_to_tensor(arguments[p])
-            for p in lists:
-                if isinstance(arguments.get(p), (list, tuple)):
-                    arguments[p] = [tf.convert_to_tensor(v) if isinstance(v, VARIABLES)
-                                    else v for v in arguments[p]]
+            if not _any_lazy(arguments, params, lists):
+                # only a dispatchable variable (Keras', or one that once held a lazy value)
+                # brought the call here, and none holds a lazy value now: plain eager TF
+                return api(**_read_variables(arguments, params, lists, _read_eagerly))
+            # Read each variable once, so its IR leaf and its tape source are the same tensor;
+            # a variable holding a lazy value (a shadow) is read as that value.
+            arguments = _read_variables(arguments, params, lists, _read_for_lowering)
             try:
                 return fn(**arguments)
             except (Reject, TypeError, ValueError):
@@ -77,6 +77,35 @@ def lower(api, *params, lists=()):
         LOWERED[api_name(api)] = fn
         return fn
     return register
+
+
+def _any_lazy(arguments, params, lists):
+    for p in params:
+        if variables.is_lazy(arguments.get(p)):
+            return True
+    return any(isinstance(arguments.get(p), (list, tuple)) and
+               any(variables.is_lazy(v) for v in arguments[p]) for p in lists)
+
+
+def _read_eagerly(value):
+    # the variable's own read, not tf.convert_to_tensor: that API is lowered (dispatches)
+    return variables.tf_variable(value).value()
+
+
+def _read_for_lowering(value):
+    shadow = variables.read(value)
+    return shadow if shadow is not None else _read_eagerly(value)
+
+
+def _read_variables(arguments, params, lists, reader):
+    arguments = dict(arguments)
+    for p in params:
+        if isinstance(arguments.get(p), VARIABLES):
+            arguments[p] = reader(arguments[p])
+    for p in lists:
+        if isinstance(arguments.get(p), (list, tuple)):
+            arguments[p] = [reader(v) if isinstance(v, VARIABLES) else v for v in arguments[p]]
+    return arguments
 
 
 def _placeholder(value):
@@ -182,10 +211,29 @@ def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):
         if frame is None:
             break
         if frame.f_globals.get("__name__", "").endswith("resource_variable_ops"):
-            return to_tf(value, cause="convert")
+            return _assign_conversion(frame, value, dtype)
         frame = frame.f_back
     raise TypeError(f"lazyx: TensorFlow tried to convert a lazy tensor implicitly "
                     f"(dtype={dtype}); use tf.convert_to_tensor(x) to materialize it")
+
+
+def _assign_conversion(frame, value, dtype):
+    """`tf.Variable.assign*(lazy)` on a variable not yet lazy-aware: record the lazy value as
+    its shadow (see variables.py) and hand TF's assign op a value that leaves the variable
+    as it is (itself for assign, zero for assign_add/assign_sub). A call we cannot record
+    (dtype or shape mismatch, another variable method) materializes, so TF decides."""
+    kind, var = frame.f_code.co_name, frame.f_locals.get("self")
+    if kind in ("assign", "assign_add", "assign_sub") and isinstance(var, tf.Variable) \
+            and not isinstance(var, variables.LazyVariable):
+        unchanged = var.value() if kind == "assign" else tf.zeros(var.shape, var.dtype)
+        if variables.record_assign(var, kind, value):
+            return unchanged
+    real = to_tf(value, cause="convert")
+    if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
+        # what TF says converting a real tensor of the wrong dtype
+        raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "
+                         f"Tensor with dtype {real.dtype.name}: {real!r}")
+    return real
 
 
 tf.register_tensor_conversion_function(LazyTensor, _refuse_implicit_conversion)

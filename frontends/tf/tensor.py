@@ -6,6 +6,8 @@ reads) records one op on the tape -- a scalar "token" whose inputs are those wat
 When the tape reaches the token, its backward function differentiates the *IR* (core/autodiff)
 from the lazy value to those inputs, and runs forward and backward as one compiled program.
 """
+import sys
+
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record
@@ -13,6 +15,21 @@ from tensorflow.python.framework import composite_tensor, type_spec
 
 from ...core import autodiff, ir, ops, runtime
 from ...core import dtypes as dt
+
+
+# Handles that run with every observed value: variables.py points this at its pending
+# shadows, so observing a step's loss also runs that step's variable updates -- in the same
+# program, instead of leaving them to pile up into the next step's graph.
+pending_state = list
+
+
+def _observe(handle, cause):
+    """An observed value as NumPy; the pending variable updates run in the same program."""
+    if handle.pending:
+        extra = [h for h in pending_state() if h is not handle]
+        if extra:
+            runtime.sync(handle, *extra, cause=cause, source=runtime.user_line(3))
+    return runtime.to_host(handle, cause=cause)
 
 
 def tf_dtype(ir_dtype):
@@ -62,7 +79,15 @@ class _GradientHook:
         return value._token
 
     def replace_gradient_components(self, value, grad):
-        return grad
+        # tf.custom_gradient (tf.distribute's all_reduce of Keras gradients goes through
+        # one) swaps each output's component for an identity of it: the lazy value itself
+        # is that output. Otherwise this is tape.gradient handing back a source's gradient.
+        frame = sys._getframe(1)
+        while frame is not None and \
+                frame.f_globals.get("__name__", "").endswith("composite_tensor_gradient"):
+            frame = frame.f_back
+        caller = frame.f_globals.get("__name__", "") if frame is not None else ""
+        return value if caller.endswith("custom_gradient") else grad
 
 
 class LazyTensor(composite_tensor.CompositeTensor):
@@ -124,33 +149,33 @@ class LazyTensor(composite_tensor.CompositeTensor):
 
     # ---- observation: these materialize
     def numpy(self):
-        return runtime.to_host(self._handle, cause="convert")
+        return _observe(self._handle, cause="convert")
 
     def __array__(self, dtype=None, copy=None):
-        value = runtime.to_host(self._handle, cause="convert")
+        value = _observe(self._handle, cause="convert")
         return value.astype(dtype) if dtype is not None else value
 
     def __bool__(self):
-        return bool(runtime.to_host(self._handle, cause="item"))
+        return bool(_observe(self._handle, cause="item"))
 
     def __float__(self):
-        return float(runtime.to_host(self._handle, cause="item"))
+        return float(_observe(self._handle, cause="item"))
 
     def __int__(self):
-        return int(runtime.to_host(self._handle, cause="item"))
+        return int(_observe(self._handle, cause="item"))
 
     def __index__(self):
         if not dt.is_int(self.node.dtype):
             raise TypeError(f"only integer scalar tensors can be indices, got {self.dtype.name}")
-        return int(runtime.to_host(self._handle, cause="item"))
+        return int(_observe(self._handle, cause="item"))
 
     def __repr__(self):
-        value = runtime.to_host(self._handle, cause="print")
+        value = _observe(self._handle, cause="print")
         return f"<lazyx.tf.Tensor: shape={tuple(self.node.shape)}, dtype={self.dtype.name}, " \
                f"numpy={value!r}>"
 
     def __str__(self):
-        value = runtime.to_host(self._handle, cause="print")
+        value = _observe(self._handle, cause="print")
         return f"lazyx.tf.Tensor({value}, shape={tuple(self.node.shape)}, " \
                f"dtype={self.dtype.name})"
 

@@ -1,0 +1,204 @@
+"""Lazy values for tf.Variables: the optimizer update and variable assigns join the step graph.
+
+PyTorch/XLA keeps parameters on the device and records their updates; this is the same idea
+for TF. A variable that receives a lazy value (`assign`, `assign_add`, `assign_sub`, as Keras
+3 optimizers and BatchNormalization call them) gets a *shadow*: a LazyTensor holding its new
+value. Nothing runs. Reads of the variable by lowered TF APIs use the shadow, so the next
+update (Adam's `m`, then the weight) builds on it inside the same graph. The barrier runs the
+whole step as one program; `ltf.sync()` then writes every shadow back into its tf.Variable.
+Eager code that reads a shadowed variable (`.numpy()`, `value()`, an API with no lowering,
+a checkpoint) writes it back first, so TF never sees a stale value.
+
+How the calls reach lazyx, without patching a TF function:
+* the first lazy assign of a plain tf.Variable arrives through TF's tensor conversion
+  (registry._refuse_implicit_conversion); its instance's class becomes a subclass of its own
+  class (`_lazy_class`) whose assign/read methods know about the shadow;
+* that subclass, and Keras' Variable, are registered dispatchable types, so a TF API whose
+  only lazy operand is a shadowed variable (Adam's `m * alpha`) dispatches to the lowering.
+"""
+import tensorflow as tf
+from tensorflow.python.eager import record
+from tensorflow.python.util import dispatch
+
+from ...core import runtime
+from . import tensor as _tensor
+from .tensor import LazyTensor, _tf_leaf, to_tf, wrap
+
+try:
+    from keras.src.backend.tensorflow.core import Variable as _KerasTFVariable
+except ImportError:  # pragma: no cover - keras is optional
+    _KerasTFVariable = None
+
+_SHADOWED = {}  # id(tf.Variable) -> tf.Variable, for every variable holding a lazy shadow
+_CLASSES = {}   # original variable class -> its lazy subclass
+_lazy_tapes = [0]  # > 0 while an ltf.GradientTape records: variable reads become shadows
+
+
+class LazyVariable:
+    """Marker base of the per-class lazy subclasses (a registered dispatchable type)."""
+
+
+dispatch.register_dispatchable_type(LazyVariable)
+if _KerasTFVariable is not None:
+    dispatch.register_dispatchable_type(_KerasTFVariable)
+
+
+def tf_variable(value):
+    """The tf.Variable behind a Keras Variable (or the variable itself); None otherwise."""
+    if _KerasTFVariable is not None and isinstance(value, _KerasTFVariable):
+        value = value._value
+    return value if isinstance(value, tf.Variable) else None
+
+
+def shadow_of(value):
+    var = tf_variable(value)
+    return getattr(var, "_lazyx_shadow", None) if var is not None else None
+
+
+def is_lazy(value):
+    """A lazy tensor, a variable holding a shadow, or any variable while an ltf.GradientTape
+    records (its read becomes a shadow, see read)."""
+    if isinstance(value, LazyTensor):
+        return True
+    var = tf_variable(value)
+    return var is not None and (_lazy_tapes[0] > 0 or
+                                getattr(var, "_lazyx_shadow", None) is not None)
+
+
+def _make_lazy(var):
+    """Give this variable instance the shadow-aware methods (its class, subclassed once)."""
+    if isinstance(var, LazyVariable):
+        return var
+    base = type(var)
+    cls = _CLASSES.get(base)
+    if cls is None:
+        cls = _CLASSES[base] = type(f"Lazy{base.__name__}", (_LazyMethods, base, LazyVariable),
+                                    {"__module__": __name__})
+    var.__class__ = cls
+    var._lazyx_shadow = None
+    return var
+
+
+def _set_shadow(var, lazy):
+    var._lazyx_shadow = lazy
+    _SHADOWED[id(var)] = var
+
+
+def read(value):
+    """What a lowering reads for a variable: its shadow, or (under an ltf.GradientTape) a
+    new shadow holding its current value, so every read in the step is the same IR node and
+    gradients can be taken with respect to it. None: read it the ordinary way."""
+    var = tf_variable(value)
+    if var is None:
+        return None
+    shadow = getattr(var, "_lazyx_shadow", None)
+    if shadow is not None and not _lazy_tapes[0] and var.trainable \
+            and record.could_possibly_record():
+        # a plain tf.GradientTape records: it must see a real read of the variable
+        write_back([var])
+        return None
+    if shadow is None and _lazy_tapes[0]:
+        _make_lazy(var)
+        shadow = LazyTensor(_tf_leaf(var.value()))
+        _set_shadow(var, shadow)
+    return shadow
+
+
+def _compatible(var, value):
+    return value.dtype == var.dtype and var.shape.is_compatible_with(value.shape)
+
+
+def record_assign(var, kind, value):
+    """Record `var.assign*(value)` with a lazy value; False when TF itself must handle it
+    (a dtype or shape mismatch: materializing lets TF raise its own error)."""
+    if not _compatible(var, value):
+        return False
+    _make_lazy(var)
+    current = var._lazyx_shadow
+    if kind != "assign":
+        if current is None:
+            current = LazyTensor(_tf_leaf(var.value()))
+        value = current + value if kind == "assign_add" else current - value
+    _set_shadow(var, wrap(value.node))
+    return True
+
+
+def pending_handles():
+    return [v._lazyx_shadow._handle for v in _SHADOWED.values()
+            if v._lazyx_shadow is not None and v._lazyx_shadow._handle.pending]
+
+
+_tensor.pending_state = pending_handles
+
+
+def write_back(variables=None, cause="convert"):
+    """Run what is pending for the shadows (one program) and store them into their
+    tf.Variables; the variables are plain (eager) again afterwards."""
+    targets = list(_SHADOWED.values()) if variables is None else variables
+    if any(v._lazyx_shadow is not None and v._lazyx_shadow._handle.pending for v in targets):
+        # every pending shadow together: one program, not one per variable
+        runtime.sync(*pending_handles(), cause=cause)
+    for var in targets:
+        shadow = var._lazyx_shadow
+        if shadow is None:
+            continue
+        host = runtime.to_host(shadow._handle, cause=cause)
+        var._lazyx_shadow = None
+        _SHADOWED.pop(id(var), None)
+        super(_LazyMethods, var).assign(host)
+
+
+class _LazyMethods:
+    """Shadow-aware assign and read methods, placed before the variable's own class."""
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        if isinstance(value, LazyTensor) and record_assign(self, "assign", value):
+            return self if read_value else None
+        if self._lazyx_shadow is not None:  # an eager value replaces the lazy one
+            self._lazyx_shadow = None
+            _SHADOWED.pop(id(self), None)
+        if isinstance(value, LazyTensor):  # a mismatch: TF's own assign raises its error
+            value = to_tf(value)
+        return super().assign(value, use_locking, name, read_value)
+
+    def _assign_delta(self, kind, delta, use_locking, name, read_value):
+        if isinstance(delta, LazyTensor) or self._lazyx_shadow is not None:
+            lazy = delta if isinstance(delta, LazyTensor) else \
+                LazyTensor(_tf_leaf(tf.convert_to_tensor(delta, self.dtype)))
+            if record_assign(self, kind, lazy):
+                return self if read_value else None
+            write_back([self])
+            if isinstance(delta, LazyTensor):  # a mismatch: TF's own op raises its error
+                delta = to_tf(delta)
+        method = getattr(super(), kind)
+        return method(delta, use_locking, name, read_value)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        return self._assign_delta("assign_add", delta, use_locking, name, read_value)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        return self._assign_delta("assign_sub", delta, use_locking, name, read_value)
+
+    def _read_variable_op(self, *args, **kwargs):
+        if self._lazyx_shadow is not None:  # eager code reads it: store the lazy value first
+            write_back([self])
+        return super()._read_variable_op(*args, **kwargs)
+
+
+def _shadow_operator(name):
+    """`var * 2` on a variable holding a lazy value computes on that value (tf.Variable's
+    own operators would read it eagerly, running the pending step)."""
+    def method(self, *args):
+        shadow = self._lazyx_shadow
+        if shadow is not None:
+            return getattr(shadow, name)(*args)
+        return getattr(super(_LazyMethods, self), name)(*args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
+    for _form in (f"__{_name}__", f"__r{_name}__"):
+        setattr(_LazyMethods, _form, _shadow_operator(_form))
+for _form in ("__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__abs__", "__getitem__"):
+    setattr(_LazyMethods, _form, _shadow_operator(_form))

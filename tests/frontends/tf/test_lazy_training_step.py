@@ -1,0 +1,128 @@
+"""The whole Keras training step -- forward, backward, optimizer update, variable assigns --
+recorded lazily and run as one program per step (ltf.GradientTape + lazy variable shadows)."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx
+import lazyx.frontends.tf as ltf
+
+keras = pytest.importorskip("keras")
+
+
+def _model(norm):
+    return keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                             norm(), keras.layers.Dense(8, activation="tanh"),
+                             keras.layers.Dense(1)])
+
+
+def _stored(variable):
+    """What the tf.Variable's buffer holds, read by the raw op (no lazyx hook on the way)."""
+    var = variable.value if isinstance(variable, keras.Variable) else variable
+    return tf.raw_ops.ReadVariableOp(resource=var.handle, dtype=var.dtype).numpy()
+
+
+def _train(lazy, optimizer, norm, barrier, steps=20):
+    keras.utils.set_random_seed(0)
+    model, opt = _model(norm), optimizer()
+    loss_fn = keras.losses.MeanSquaredError()
+    rng = np.random.default_rng(5)
+    losses, per_step = [], []
+    make = ltf.constant if lazy else tf.constant
+    for _ in range(steps):
+        xb = rng.standard_normal((32, 8)).astype(np.float32)
+        yb = (xb[:, :1] * 2 - xb[:, 1:2]).astype(np.float32)
+        before = lazyx.metrics()
+        with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
+            loss = loss_fn(make(yb), model(make(xb), training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        if lazy and barrier:
+            ltf.sync()
+        losses.append(float(loss))
+        after = lazyx.metrics()
+        per_step.append({k: after[k] - before[k] for k in ("syncs", "compiles", "executions")})
+    if lazy:
+        ltf.sync()
+    return np.array(losses), model.variables + opt.variables, per_step
+
+
+CASES = [
+    (lambda: keras.optimizers.SGD(0.05, momentum=0.9), keras.layers.LayerNormalization, False),
+    (lambda: keras.optimizers.Adam(0.01), keras.layers.BatchNormalization, True),
+]
+
+
+@pytest.mark.parametrize("optimizer,norm,barrier", CASES, ids=["sgd-momentum", "adam-bn"])
+def test_training_step_is_one_program_and_matches_eager(optimizer, norm, barrier):
+    eager_losses, eager_vars, _ = _train(False, optimizer, norm, barrier)
+    lazy_losses, lazy_vars, per_step = _train(True, optimizer, norm, barrier)
+    np.testing.assert_allclose(lazy_losses, eager_losses, rtol=1e-4)
+    assert lazy_losses[-1] < lazy_losses[0]
+    # after ltf.sync() every tf.Variable (weights, optimizer slots, BN moving statistics,
+    # the step counter) holds in its own buffer what eager training left there
+    assert len(lazy_vars) == len(eager_vars)
+    for got, want in zip(lazy_vars, eager_vars):
+        np.testing.assert_allclose(_stored(got), _stored(want), rtol=1e-4, atol=1e-5,
+                                   err_msg=got.path)
+    # each step is one sync running one program; the repeated step never recompiles
+    assert all(s["syncs"] == 1 and s["executions"] == 1 for s in per_step), per_step
+    assert sum(s["compiles"] for s in per_step[2:]) == 0, per_step
+    assert not lazyx.metrics()["fallback_ops"]
+
+
+def test_lazy_assigns_record_and_eager_reads_see_them():
+    v = tf.Variable([1.0, 2.0, 3.0])
+    before = lazyx.metrics()["syncs"]
+    v.assign_add(ltf.constant([1.0, 1.0, 1.0]) * 2)
+    v.assign_sub(tf.math.square(ltf.constant([1.0, 2.0, 0.0])))
+    v.assign(v * 10)                       # reads the lazy value: stays lazy
+    assert lazyx.metrics()["syncs"] == before
+    np.testing.assert_allclose(_stored(v), [1.0, 2.0, 3.0])   # nothing ran yet
+    want = (np.array([1.0, 2.0, 3.0]) + 2 - [1.0, 4.0, 0.0]) * 10
+    np.testing.assert_allclose(v.numpy(), want)               # an eager read writes it back
+    assert lazyx.metrics()["syncs"] == before + 1
+    np.testing.assert_allclose(_stored(v), want)
+    v.assign([0.0, 0.0, 1.0])              # an eager assign replaces any lazy value
+    np.testing.assert_allclose((tf.convert_to_tensor(v) + 1).numpy(), [1.0, 1.0, 2.0])
+
+
+def test_lazy_assign_errors_are_tf_errors_at_the_call():
+    v = tf.Variable([1.0, 2.0])
+    with pytest.raises(ValueError) as lazy_err:
+        v.assign(ltf.constant([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError) as eager_err:
+        tf.Variable([1.0, 2.0]).assign(tf.constant([1.0, 2.0, 3.0]))
+    assert type(lazy_err.value) is type(eager_err.value)
+    with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
+        v.assign_add(ltf.constant([1, 2]))
+    np.testing.assert_allclose(v.numpy(), [1.0, 2.0])
+
+
+def test_lazy_tape_gradients_match_eager_and_stay_lazy():
+    keras.utils.set_random_seed(3)
+    layer = keras.layers.Dense(3, activation="tanh")
+    x = np.random.default_rng(1).standard_normal((5, 4)).astype(np.float32)
+    with tf.GradientTape() as tape:
+        eager = tf.reduce_sum(layer(tf.constant(x)) ** 2)
+    want = tape.gradient(eager, layer.trainable_variables)
+    unused = tf.Variable([1.0])
+    with ltf.GradientTape() as tape:
+        lazy = tf.reduce_sum(layer(ltf.constant(x)) ** 2)
+    got = tape.gradient(lazy, layer.trainable_variables + [unused])
+    assert got[-1] is None                 # unconnected, as TF says it
+    for g, w in zip(got, want):
+        assert isinstance(g, ltf.Tensor)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-6)
+    ltf.sync()
+
+
+def test_plain_tape_after_lazy_assign_sees_the_variable():
+    w = tf.Variable([1.0, 2.0])
+    w.assign_add(ltf.constant([0.5, 0.5]))         # lazy: a shadow
+    x = ltf.constant([3.0, 4.0])
+    with tf.GradientTape() as tape:                # plain tape: real gradients
+        loss = tf.reduce_sum(x * w * w)
+    g = tape.gradient(loss, w)
+    np.testing.assert_allclose(g.numpy(), 2 * np.array([3.0, 4.0]) * [1.5, 2.5], rtol=1e-6)
+    np.testing.assert_allclose(float(loss), 3 * 1.5 ** 2 + 4 * 2.5 ** 2, rtol=1e-6)
