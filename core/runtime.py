@@ -361,7 +361,7 @@ def sync(*handles, cause="explicit", source=None):
     if source is None:
         source = user_line(2)
     if handles:
-        handles = [handle_of(h) for h in handles]
+        handles = list({id(h): h for h in map(handle_of, handles)}.values())  # each once
     else:
         handles = list(_live)
         _live.clear()

@@ -218,3 +218,11 @@ def test_unknown_backend_names_the_valid_choices(monkeypatch):
 
 def test_backend_reports_the_active_name():
     assert lazyx.backend() == config.backend_name()
+
+
+def test_sync_takes_the_same_value_twice():
+    x = runtime.from_host(np.arange(3, dtype=np.float32))
+    h = runtime.LazyHandle(ops.neg(x))
+    runtime.sync(h, h)
+    assert not h.pending
+    np.testing.assert_array_equal(runtime.to_host(h), -np.arange(3, dtype=np.float32))
