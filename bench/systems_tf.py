@@ -51,7 +51,7 @@ def block_loss(params, x, target):
     return tf.reduce_mean(diff * diff)
 
 
-def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False):
+def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False, tape=tf.GradientTape):
     if workload in ("W1", "W2"):
         if workload == "W1":
             x, _, onehot = wl.mlp_data()
@@ -63,9 +63,9 @@ def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False):
         batch = tuple(to_tensor(a) for a in batch)
 
         def train(x, y):
-            with tf.GradientTape() as tape:
+            with tape() as recorder:
                 loss = loss_fn(variables, x, y)
-            for var, grad in zip(variables, tape.gradient(loss, variables)):
+            for var, grad in zip(variables, recorder.gradient(loss, variables)):
                 var.assign_sub(wl.LR * grad)
             return loss
 
@@ -102,7 +102,8 @@ def lazyx_tf(workload):
         import lazyx.frontends.tf as ltf
     except ImportError as err:
         raise NotAvailable(f"lazyx tf frontend not importable: {err}")
-    return _build(workload, ltf.constant, ltf.sync, lazy=True)
+    # ltf.GradientTape keeps gradients lazy, so the update joins the step's one program
+    return _build(workload, ltf.constant, ltf.sync, lazy=True, tape=ltf.GradientTape)
 
 
 SYSTEMS = {"tf-eager": tf_eager, "tf.function": tf_function, "lazyx-tf": lazyx_tf}
