@@ -26,6 +26,7 @@ _LOCAL_IDS = {}
 # operand order and graph_hash, which must be the same in every run, so strings and None are
 # replaced by stable integers (once per distinct structure, off the hot path).
 _LOCAL_HASHES = []
+_OP_KEYS = {}
 
 
 def _stable(value):
@@ -42,7 +43,7 @@ def _stable(value):
 
 class Node:
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "serial", "source",
-                 "value", "__weakref__")
+                 "value", "order", "__weakref__")
 
     def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=0):
         self.op = op
@@ -63,6 +64,12 @@ class Node:
         # structural hash of the whole expression (for graph identity; keys use `local`)
         stable = _LOCAL_HASHES[local]
         self.hash = hash((stable, tuple([i.hash for i in inputs]))) if inputs else stable
+        # ops alone, no shapes or attributes: the key that orders a commutative op's operands,
+        # so a new input shape does not flip the order (and a recompile reads as one)
+        op_key = _OP_KEYS.get(op)
+        if op_key is None:
+            op_key = _OP_KEYS[op] = zlib.crc32(op.encode())
+        self.order = hash((op_key, tuple([i.order for i in inputs]))) if inputs else op_key
 
     @property
     def ndim(self):

@@ -16,7 +16,8 @@ OPS = {}  # op name -> builder; backends must cover every key
 
 
 # Canonical forms, so that the same math built by different frontends (or written in a
-# different order) is the same graph: operands of commutative ops are ordered by hash, and
+# different order) is the same graph: operands of commutative ops are ordered by their op
+# structure (Node.order; ties keep the caller's order), and
 # no-op layout ops fold away at construction.
 COMMUTATIVE = frozenset(("add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"))
 
@@ -120,7 +121,7 @@ def primitive(rule):
         else:
             shape, dtype = out
         shape = tuple(shape)
-        if commutative and inputs[0].hash > inputs[1].hash:
+        if commutative and inputs[0].order > inputs[1].order:
             inputs = (inputs[1], inputs[0])
         if simplify is not None:
             simpler = simplify(inputs, attrs, shape, dtype)
