@@ -303,6 +303,9 @@ def _reduce_window(x, *, kind, window_dimensions, window_strides, padding, base_
     config = tuple((lo, hi, a - 1) for (lo, hi), a in zip(padding, base_dilation))
     x = _pad(x, identity, padding_config=config)
     spans = tuple((k - 1) * d + 1 for k, d in zip(window_dimensions, window_dilation))
+    if 0 in x.shape:  # an empty axis has no windows (sliding_window_view would refuse it)
+        shape = [(n - w) // s + 1 if n else 0 for n, w, s in zip(x.shape, spans, window_strides)]
+        return np.zeros(shape, x.dtype)
     axes = tuple(range(x.ndim))
     windows = np.lib.stride_tricks.sliding_window_view(x, spans, axis=axes)
     # keep every stride-th window, and within a window every dilation-th tap

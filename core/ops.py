@@ -582,11 +582,12 @@ def reduce_window(x, *, kind, window_dimensions, window_strides, padding, base_d
                         f"and padding {padding} >= 0", x)
     shape = []
     for size, k, s, (lo, hi), a, b in zip(x.shape, window, strides, padding, bd, wd):
-        span = ((size - 1) * a + 1 if size else 0) + lo + hi - ((k - 1) * b + 1)
-        if span < 0:
+        padded = ((size - 1) * a + 1 if size else 0) + lo + hi
+        span = padded - ((k - 1) * b + 1)
+        if span < 0 and padded:  # an empty axis has no windows, whatever their size (as XLA)
             _fail_shape(op, f"window {window} (dilation {wd}) is larger than the padded "
                             f"operand (padding {padding}, base dilation {bd})", x)
-        shape.append(span // s + 1)
+        shape.append(span // s + 1 if padded else 0)
     return shape, x.dtype, {"kind": kind, "window_dimensions": window, "window_strides": strides,
                             "padding": padding, "base_dilation": bd, "window_dilation": wd}
 

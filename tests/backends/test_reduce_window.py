@@ -18,9 +18,10 @@ REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}  # NaN propagates
 def _direct(x, kind, window, strides, padding, base_dil, win_dil):
     """out[p] = reduce over taps k of x_padded[p*s + k*wd], where position q of the padded,
     base-dilated operand reads x[(q - low) / bd] when that lands on an element, else identity."""
-    out_shape = [((d - 1) * a + 1 + lo + hi - ((k - 1) * b + 1)) // s + 1
-                 for d, k, s, (lo, hi), a, b in zip(x.shape, window, strides, padding, base_dil,
-                                                    win_dil)]
+    padded = [((d - 1) * a + 1 if d else 0) + lo + hi
+              for d, (lo, hi), a in zip(x.shape, padding, base_dil)]
+    out_shape = [(n - ((k - 1) * b + 1)) // s + 1 if n else 0  # an empty axis: no windows
+                 for n, k, s, b in zip(padded, window, strides, win_dil)]
     identity = IDENTITY[kind](x.dtype)
     out = np.empty(out_shape, np.float64 if x.dtype.kind == "f" else np.int64)
     for p in itertools.product(*map(range, out_shape)):
@@ -46,11 +47,12 @@ def window_case(draw):
     rank = draw(st.integers(1, 3))
     shape, window, strides, padding, base_dil, win_dil = [], [], [], [], [], []
     for _ in range(rank):
-        d, k = draw(st.integers(1, 5)), draw(st.integers(1, 3))
+        d, k = draw(st.integers(0, 5)), draw(st.integers(1, 3))
         a, b = draw(st.integers(1, 2)), draw(st.integers(1, 2))
         lo, hi = draw(st.integers(0, 2)), draw(st.integers(0, 2))
-        span = (d - 1) * a + 1 + lo + hi - ((k - 1) * b + 1)
-        if span < 0:  # keep the case valid: pad the high side up to the window
+        padded = ((d - 1) * a + 1 if d else 0) + lo + hi
+        span = padded - ((k - 1) * b + 1)
+        if span < 0 and padded:  # keep the case valid: pad the high side up to the window
             hi -= span
         shape.append(d)
         window.append(k)
