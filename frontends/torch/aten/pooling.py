@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ....core import ir, ops
+from ....core import autodiff, ir, ops
 from .table import Unsupported, aten, bcast, compute_dtype, is_float, lower, node_of
 
 
@@ -76,7 +76,7 @@ lower(aten.avg_pool3d.default)(_avg_pool(3))
 
 
 def _adaptive_avg_pool(nsp):
-    def lowering(out, x, output_size):
+    def lowering(out, x, output_size=None):  # the size is read from out (backward: none)
         dtype = compute_dtype(out.dtype)
         a = node_of(x, dtype)
         sizes, out_sizes = a.shape[-nsp:], tuple(out.shape[-nsp:])
@@ -210,3 +210,53 @@ def _adaptive_max_pool(nsp):
 
 lower(aten.adaptive_max_pool2d.default)(_adaptive_max_pool(2))
 lower(aten.adaptive_max_pool3d.default)(_adaptive_max_pool(3))
+
+
+# ---------------------------------------------------------------- gradients
+
+def _max_pool_backward(nsp):
+    """A max pool's input gradient: each output's cotangent added at the input position its
+    index names (indices are flat within one (batch, channel) plane)."""
+    def lowering(out, grad_output, x, *args):
+        indices = args[-1]
+        dtype = compute_dtype(out.dtype)
+        g = node_of(grad_output, dtype)
+        idx = node_of(indices, "int64")
+        lead = len(out.shape) - nsp
+        planes, plane = math.prod(out.shape[:lead]), math.prod(out.shape[lead:])
+        count = math.prod(g.shape[lead:])
+        g = ops.reshape(g, new_sizes=(planes, count))
+        base = ops.mul(ops.iota(dtype="int64", shape=(planes, count), dimension=0),
+                       bcast(ir.constant(plane, "int64"), (planes, count)))
+        flat = ops.add(base, ops.reshape(idx, new_sizes=(planes, count)))
+        zeros = bcast(ir.constant(0, dtype), (planes * plane,))
+        summed = ops.scatter(zeros, ops.reshape(flat, new_sizes=(planes, count, 1)), g,
+                             mode="add")
+        return ops.reshape(summed, new_sizes=tuple(out.shape))
+    return lowering
+
+
+lower(aten.max_pool2d_with_indices_backward.default)(_max_pool_backward(2))
+lower(aten.max_pool3d_with_indices_backward.default)(_max_pool_backward(3))
+lower(aten.adaptive_max_pool2d_backward.default)(_max_pool_backward(2))
+lower(aten.adaptive_max_pool3d_backward.default)(_max_pool_backward(3))
+
+
+def _linear_pool_backward(forward):
+    """An average pool is linear in its input: its input gradient is the IR's own VJP of the
+    forward lowering (a window sum of the spread cotangent, or the transposed contraction)."""
+    def lowering(out, grad_output, x, *args):
+        dtype = compute_dtype(out.dtype)
+        a = node_of(x, dtype)
+        y = forward(grad_output, a, *args)  # grad_output has the forward result's shape
+        (dx,) = autodiff.vjp([y], [node_of(grad_output, y.dtype)], [a])
+        return dx
+    return lowering
+
+
+lower(aten.avg_pool2d_backward.default)(_linear_pool_backward(_avg_pool(2)))
+lower(aten.avg_pool3d_backward.default)(_linear_pool_backward(_avg_pool(3)))
+lower(aten._adaptive_avg_pool2d_backward.default)(
+    _linear_pool_backward(_adaptive_avg_pool(2)))
+lower(aten._adaptive_avg_pool3d_backward.default)(
+    _linear_pool_backward(_adaptive_avg_pool(3)))

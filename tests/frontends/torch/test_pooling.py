@@ -84,3 +84,29 @@ def test_bad_pooling_calls_raise_torchs_error_at_the_call(call):
         call(x)
     with pytest.raises(type(eager.value)):
         call(x.to(lt.device))
+
+
+GRAD_POOLS = [lambda t: F.avg_pool2d(t, 3, 2, 1),
+              lambda t: F.avg_pool2d(t, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+              lambda t: F.avg_pool3d(t.unsqueeze(2), (1, 2, 2), divisor_override=3),
+              lambda t: F.max_pool2d(t, 3, 2, 1, dilation=2, ceil_mode=True),
+              lambda t: F.max_pool3d(t.unsqueeze(2), (1, 2, 2)),
+              lambda t: F.adaptive_avg_pool2d(t, 3), lambda t: F.adaptive_avg_pool2d(t, (2, 7)),
+              lambda t: F.adaptive_avg_pool3d(t.unsqueeze(2), (1, 2, 3)),
+              lambda t: F.adaptive_max_pool2d(t, 3),
+              lambda t: F.adaptive_max_pool3d(t.unsqueeze(2), (1, 2, 3))]
+
+
+@pytest.mark.parametrize("index", range(len(GRAD_POOLS)))
+def test_pooling_gradients_match_eager_without_fallback(index):
+    pool = GRAD_POOLS[index]
+    x = torch.randn(2, 3, 7, 7, generator=torch.Generator().manual_seed(index))
+    x.round_()  # ties: the gradient goes where torch's index points
+    x.requires_grad_()
+    pool(x).square().sum().backward()
+    lazy = x.detach().to(lt.device).requires_grad_()
+    before = lazyx.metrics()["fallbacks"]
+    pool(lazy).square().sum().backward()
+    grad = lazy.grad.cpu()
+    assert lazyx.metrics()["fallbacks"] == before, lazyx.metrics()["fallback_ops"]
+    torch.testing.assert_close(grad, x.grad, rtol=1e-5, atol=1e-5)
