@@ -291,6 +291,32 @@ def _conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     return out.reshape((n // bg, o) + out_sp)
 
 
+_WINDOW_REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min}
+
+
+@_f32_for_half
+def _reduce_window(x, *, kind, window_dimensions, window_strides, padding, base_dilation,
+                   window_dilation):
+    # base dilation and padding both fill with the kind's identity, so one _pad does both
+    identity = np.zeros((), x.dtype) if kind == "sum" else np.asarray(_identity(kind, x.dtype),
+                                                                      x.dtype)
+    config = tuple((lo, hi, a - 1) for (lo, hi), a in zip(padding, base_dilation))
+    x = _pad(x, identity, padding_config=config)
+    spans = tuple((k - 1) * d + 1 for k, d in zip(window_dimensions, window_dilation))
+    if 0 in x.shape:  # an empty axis has no windows (sliding_window_view would refuse it)
+        shape = [(n - w) // s + 1 if n else 0 for n, w, s in zip(x.shape, spans, window_strides)]
+        return np.zeros(shape, x.dtype)
+    axes = tuple(range(x.ndim))
+    windows = np.lib.stride_tricks.sliding_window_view(x, spans, axis=axes)
+    # keep every stride-th window, and within a window every dilation-th tap
+    windows = windows[tuple(slice(None, None, s) for s in window_strides)
+                      + tuple(slice(None, None, d) for d in window_dilation)]
+    reduce_axes = tuple(range(x.ndim, 2 * x.ndim))
+    if kind == "sum":
+        return np.sum(windows, axis=reduce_axes, dtype=x.dtype)
+    return _WINDOW_REDUCERS[kind](windows, axis=reduce_axes)
+
+
 def _index_tuple(operand, indices):
     k = indices.shape[-1]
     comps = [np.clip(indices[..., j], 0, operand.shape[j] - 1) for j in range(k)]
@@ -419,7 +445,7 @@ TABLE = {
     "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
     "cumsum": _scan(np.cumsum), "cumprod": _scan(np.cumprod),
     "cummax": _scan(np.maximum.accumulate), "cummin": _scan(np.minimum.accumulate),
-    "dot_general": _dot_general, "conv": _conv,
+    "dot_general": _dot_general, "conv": _conv, "reduce_window": _reduce_window,
     "gather": _gather, "scatter": _scatter,
     "sort": _sort, "argsort": _argsort, "top_k": _top_k, "top_k_indices": _top_k_indices,
     "cholesky": _cholesky, "triangular_solve": _triangular_solve,

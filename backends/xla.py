@@ -115,6 +115,24 @@ def _conv(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
         precision=_HIGHEST)
 
 
+_WINDOW_REDUCERS = {"sum": lax.add, "max": lax.max, "min": lax.min}
+
+
+def _reduce_window(x, *, kind, window_dimensions, window_strides, padding, base_dilation,
+                   window_dilation):
+    if kind == "sum":
+        init = jnp.zeros((), x.dtype)
+    elif jnp.issubdtype(x.dtype, jnp.floating):
+        init = jnp.array(-jnp.inf if kind == "max" else jnp.inf, x.dtype)
+    elif x.dtype == jnp.bool_:
+        init = jnp.array(kind == "min", x.dtype)
+    else:
+        info = jnp.iinfo(x.dtype)
+        init = jnp.array(info.min if kind == "max" else info.max, x.dtype)
+    return lax.reduce_window(x, init, _WINDOW_REDUCERS[kind], window_dimensions, window_strides,
+                             padding, base_dilation, window_dilation)
+
+
 def _gather(operand, indices):
     k = indices.shape[-1]
     batch = indices.ndim - 1
@@ -214,7 +232,8 @@ TABLE = {
     "cumprod": lambda x, *, axis, reverse: lax.cumprod(x, axis, reverse),
     "cummax": lambda x, *, axis, reverse: lax.cummax(x, axis, reverse),
     "cummin": lambda x, *, axis, reverse: lax.cummin(x, axis, reverse),
-    "dot_general": _dot_general, "conv": _conv, "gather": _gather, "scatter": _scatter,
+    "dot_general": _dot_general, "conv": _conv, "reduce_window": _reduce_window,
+    "gather": _gather, "scatter": _scatter,
     "sort": _sort,
     "argsort": lambda x, *, axis, descending, index_dtype: _argsort_impl(
         x, axis, descending).astype(_jdt(index_dtype)),

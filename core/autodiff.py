@@ -380,6 +380,31 @@ def _conv(n, g):
     return d_lhs, d_rhs
 
 
+@rule("reduce_window")
+def _reduce_window(n, g):
+    (x,) = n.inputs
+    a = n.attrs
+    if a["kind"] != "sum" or any(d != 1 for d in a["base_dilation"]):
+        raise NotImplementedError(f"lazyx autodiff: reduce_window gradient is only for kind "
+                                  f"'sum' without base dilation (got kind {a['kind']!r}, base "
+                                  f"dilation {a['base_dilation']}); frontends lower max "
+                                  f"pooling's gradient themselves")
+    # each input element receives the cotangent of every window that covers it: a window sum
+    # of the stride-dilated cotangent, padded so that window q ends where the first one
+    # covering element q begins (the same padding as conv's input gradient)
+    config = []
+    for size, k, s, (lo, _), wd, out in zip(x.shape, a["window_dimensions"], a["window_strides"],
+                                            a["padding"], a["window_dilation"], g.shape):
+        span = (k - 1) * wd + 1
+        low = span - 1 - lo
+        dilated = (out - 1) * s + 1 if out else 0
+        config.append((low, size + span - 1 - dilated - low, s - 1))
+    spread = ops.pad(g, ir.constant(0, g.dtype), padding_config=config)
+    return (ops.reduce_window(spread, kind="sum", window_dimensions=a["window_dimensions"],
+                              window_strides=(1,) * x.ndim, padding=((0, 0),) * x.ndim,
+                              window_dilation=a["window_dilation"]),)
+
+
 # ---------------------------------------------------------------- the reverse pass
 
 def _needs_gradient(order, wrt_ids):

@@ -553,6 +553,45 @@ def conv(lhs, rhs, *, window_strides, padding, lhs_dilation=None, rhs_dilation=N
         "feature_group_count": g, "batch_group_count": bg}
 
 
+WINDOW_KINDS = ("sum", "max", "min")  # padding and base-dilation holes hold the kind's identity
+
+
+@primitive
+def reduce_window(x, *, kind, window_dimensions, window_strides, padding, base_dilation=None,
+                  window_dilation=None):
+    """Reduce each window (one per output element, over every axis) by sum, max or min.
+
+    As jax.lax.reduce_window with the kind's identity as init value: padding is
+    ((low, high), ...) per axis (non-negative), base_dilation spreads the operand's elements
+    apart (the holes hold the identity), window_dilation spreads the window's taps apart.
+    """
+    op = "reduce_window"
+    if kind not in WINDOW_KINDS:
+        raise ValueError(f"{op}: kind must be one of {WINDOW_KINDS}, got {kind!r}")
+    _kinds(op, "fi" if kind == "sum" else "fib", x)
+    n = x.ndim
+    window = _ints(op, "window_dimensions", window_dimensions, n)
+    strides = _ints(op, "window_strides", window_strides, n)
+    padding = tuple(tuple(_ints(op, "padding entry", p, 2)) for p in padding)
+    if len(padding) != n:
+        _fail_shape(op, f"padding needs {n} (low, high) pairs, got {padding}", x)
+    bd = _ints(op, "base_dilation", base_dilation or (1,) * n, n)
+    wd = _ints(op, "window_dilation", window_dilation or (1,) * n, n)
+    if any(v < 1 for v in window + strides + bd + wd) or any(v < 0 for p in padding for v in p):
+        _fail_shape(op, f"window {window}, strides {strides}, dilations {bd}/{wd} must be >= 1 "
+                        f"and padding {padding} >= 0", x)
+    shape = []
+    for size, k, s, (lo, hi), a, b in zip(x.shape, window, strides, padding, bd, wd):
+        padded = ((size - 1) * a + 1 if size else 0) + lo + hi
+        span = padded - ((k - 1) * b + 1)
+        if span < 0 and padded:  # an empty axis has no windows, whatever their size (as XLA)
+            _fail_shape(op, f"window {window} (dilation {wd}) is larger than the padded "
+                            f"operand (padding {padding}, base dilation {bd})", x)
+        shape.append(span // s + 1 if padded else 0)
+    return shape, x.dtype, {"kind": kind, "window_dimensions": window, "window_strides": strides,
+                            "padding": padding, "base_dilation": bd, "window_dilation": wd}
+
+
 # ---------------------------------------------------------------- indexing
 
 def _check_indices(op, operand, indices):

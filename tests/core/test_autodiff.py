@@ -119,6 +119,25 @@ def test_conv(strides, padding, dil):
                                  rhs_dilation=dil), _a(2, 2, 5, 6), _a(3, 2, 2, 2))
 
 
+@pytest.mark.parametrize("window,strides,padding,dil", [
+    ((2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ((3, 2), (2, 3), ((1, 2), (0, 1)), (1, 1)),
+    ((2, 3), (2, 1), ((1, 0), (2, 2)), (2, 1)),
+    ((2, 2), (1, 2), ((2, 1), (0, 3)), (1, 1))])  # windows wholly in the padding
+def test_reduce_window_sum(window, strides, padding, dil):
+    _check(lambda x: ops.reduce_window(x, kind="sum", window_dimensions=window,
+                                       window_strides=strides, padding=padding,
+                                       window_dilation=dil), _a(5, 6))
+
+
+def test_reduce_window_max_gradient_is_refused_by_name():
+    x = runtime.from_host(_a(4))
+    y = ops.reduce_window(x, kind="max", window_dimensions=(2,), window_strides=(1,),
+                          padding=((0, 0),))
+    with pytest.raises(NotImplementedError, match="reduce_window gradient is only for kind"):
+        autodiff.vjp([y], [runtime.from_host(np.ones(3))], [x])
+
+
 def test_unused_input_gets_zeros_and_missing_rule_is_named():
     x, y = runtime.from_host(_a(2)), runtime.from_host(_a(2))
     gx, gy = autodiff.vjp([ops.exp(x)], [runtime.from_host(np.ones(2))], [x, y])

@@ -31,7 +31,12 @@ SUBSET = ["add", "sub", "mul", "div", "true_divide", "pow", "exp", "log", "tanh"
           "searchsorted", "histc", "put", "as_strided", "linalg.solve", "linalg.inv",
           "linalg.det", "linalg.slogdet", "linalg.lu_factor", "linalg.lu_solve", "lu_unpack",
           "linalg.qr", "linalg.svd", "linalg.pinv", "linalg.cholesky", "cholesky_solve",
-          "triangular_solve", "linalg.solve_triangular", "cdist", "scatter_reduce"]
+          "triangular_solve", "linalg.solve_triangular", "cdist", "scatter_reduce",
+          # pooling on reduce_window
+          "nn.functional.avg_pool1d", "nn.functional.avg_pool2d", "nn.functional.avg_pool3d",
+          "nn.functional.adaptive_avg_pool3d", "nn.functional.adaptive_max_pool1d",
+          "nn.functional.adaptive_max_pool2d", "nn.functional.adaptive_max_pool3d",
+          "nn.functional.max_pool2d"]
 # as_strided.partial_views strides over a view's base storage, which a lazy value (its own
 # contiguous flattening) does not keep: a known failure; hermitian pinv falls back (eigh route)
 OPS = [(name, op) for name, op in report.float32_ops(set(SUBSET))
