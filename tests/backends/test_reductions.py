@@ -55,8 +55,10 @@ def test_reductions_over_any_axes(dtype, shape, data):
     expected = [np.sum(wide, axis=axes).astype(x.dtype), np.prod(wide, axis=axes).astype(x.dtype),
                 identity_full("max", x, axes) if empty else np.max(x, axis=axes),
                 identity_full("min", x, axes) if empty else np.min(x, axis=axes)]
-    # summation order differs between the backends; the half types accumulate in float32
-    rtol = {"reduce_sum": 1e-2, "reduce_prod": 1e-2} if dt.ITEMSIZE[dtype] == 2 else None
+    # summation order differs between the backends; the half types accumulate in float32 on
+    # the reference and may round every step on XLA (a product of 12 bfloat16 values can then
+    # be several ulps of 2**-8 apart)
+    rtol = {"reduce_sum": 1e-2, "reduce_prod": 5e-2} if dt.ITEMSIZE[dtype] == 2 else None
     atol = {"reduce_sum": 0.1} if dt.ITEMSIZE[dtype] == 2 else None
     check(roots, expected, rtol=rtol, atol=atol)
 
