@@ -167,6 +167,14 @@ def _argsort_impl(x, axis, descending):
     return n - 1 - lax.rev(order, (axis,))
 
 
+def _top_k_indices(x, k):
+    # XLA's TopK ranks -0.0 below +0.0, while sorting (and NumPy, torch, TF) take them as equal
+    # and keep the lower index first: compare with every zero made +0.0
+    keys = jnp.where(x == 0, jnp.zeros((), x.dtype), x) \
+        if jnp.issubdtype(x.dtype, jnp.floating) else x
+    return lax.top_k(keys, k)[1]
+
+
 def _sort(x, *, axis, descending):
     if not descending:
         return lax.sort(x, dimension=axis, is_stable=True)
@@ -237,8 +245,8 @@ TABLE = {
     "sort": _sort,
     "argsort": lambda x, *, axis, descending, index_dtype: _argsort_impl(
         x, axis, descending).astype(_jdt(index_dtype)),
-    "top_k": lambda x, *, k: lax.top_k(x, k)[0],
-    "top_k_indices": lambda x, *, k, index_dtype: lax.top_k(x, k)[1].astype(_jdt(index_dtype)),
+    "top_k": lambda x, *, k: jnp.take_along_axis(x, _top_k_indices(x, k), axis=-1),
+    "top_k_indices": lambda x, *, k, index_dtype: _top_k_indices(x, k).astype(_jdt(index_dtype)),
     "cholesky": lambda x: lax.linalg.cholesky(x, symmetrize_input=False),
     "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,

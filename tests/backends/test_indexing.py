@@ -112,3 +112,11 @@ def test_top_k_largest_first_lower_index_on_ties(dtype, shape, data):
     node = leaf(x)
     check([ops.top_k(node, k=k), ops.top_k_indices(node, k=k, index_dtype="int32")],
           [np.take_along_axis(x, order, -1), order])
+
+
+def test_top_k_takes_signed_zeros_as_equal():
+    """-0.0 and +0.0 tie: the lower index comes first, on both backends (XLA's TopK alone
+    would rank -0.0 lower), as in NumPy's stable sort, torch and TF."""
+    x = np.array([[-0.0, 0.0, 0.0, -1.0], [0.0, -0.0, 2.0, 0.0]], np.float32)
+    expected = np.argsort(-x, axis=-1, kind="stable")[..., :3]
+    check([ops.top_k_indices(leaf(x), k=3)], [expected.astype(np.int64)])
