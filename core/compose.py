@@ -1,6 +1,6 @@
 """Decompositions shared by every frontend, written once over the primitives.
 
-When torch, NumPy and TF all build softmax, a mean or a random draw through these functions,
+When torch, NumPy and TF all build softmax, relu or a random draw through these functions,
 the same program yields the same graph (and hash) whichever frontend recorded it. Frontends
 apply their own promotion and broadcasting rules first and call these with operands that
 already agree in dtype.
@@ -13,22 +13,6 @@ from .prng import seed_key
 
 
 # ---------------------------------------------------------------- shapes
-
-def broadcast_shapes(*shapes):
-    """NumPy-style broadcast of shapes, or None when they are incompatible."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(ndim):
-        size = 1
-        for s in shapes:
-            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
-            if d != 1:
-                if size not in (1, d):
-                    return None
-                size = d
-        out.append(size)
-    return tuple(out)
-
 
 def broadcast_to(x, shape):
     """x broadcast to `shape` (trailing axes aligned), as one broadcast_in_dim."""
@@ -97,26 +81,7 @@ def floor_mod(a, b):
     return ops.select(b_zero, zero, ops.select(fix, ops.add(r, safe), r))
 
 
-# ---------------------------------------------------------------- statistics
-
-def mean(x, axes, keep=False):
-    """sum(x) / n, with n a run-time parameter of x's dtype."""
-    axes = tuple(sorted(axes))
-    n = math.prod(x.shape[a] for a in axes)
-    total = ops.reduce_sum(x, axes=axes)
-    out = ops.div(total, const(n, x.dtype, total.shape))
-    return keepdims(out, x.shape, axes) if keep else out
-
-
-def var(x, axes, correction=0, keep=False):
-    """mean((x - mean(x))**2) with n - correction in the denominator."""
-    axes = tuple(sorted(axes))
-    n = math.prod(x.shape[a] for a in axes)
-    centered = ops.sub(x, broadcast_to(keepdims(mean(x, axes), x.shape, axes), x.shape))
-    total = ops.reduce_sum(ops.mul(centered, centered), axes=axes)
-    out = ops.div(total, const(max(n - correction, 0), x.dtype, total.shape))
-    return keepdims(out, x.shape, axes) if keep else out
-
+# ---------------------------------------------------------------- softmax
 
 def softmax(x, axis):
     """exp(x - max) / sum(exp(x - max)) along axis."""
@@ -135,6 +100,14 @@ def log_softmax(x, axis):
 
 
 # ---------------------------------------------------------------- layout and indexing
+
+def slice_axis(x, axis, start, stop, step=1):
+    """x[..., start:stop:step, ...] along one axis."""
+    starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    starts[axis], limits[axis], strides[axis] = start, stop, step
+    return ops.slice_(x, start_indices=tuple(starts), limit_indices=tuple(limits),
+                      strides=tuple(strides))
+
 
 def stack(xs, axis):
     """Insert a unit axis in each operand, then concatenate along it."""
@@ -205,10 +178,9 @@ def uniform(key, shape, dtype="float32"):
     shape = tuple(shape)
     if dtype == "float64":
         words = ops.random_bits(key, shape=shape + (2,))
-        start = (0,) * len(shape)
 
         def word(i):
-            w = ops.slice_(words, start_indices=start + (i,), limit_indices=shape + (i + 1,))
+            w = slice_axis(words, len(shape), i, i + 1)
             return ops.convert(ops.reshape(w, new_sizes=shape), dtype="uint64")
         bits = ops.or_(ops.shift_left(word(0), const(32, "uint64", shape)), word(1))
         mantissa = ops.shift_right_logical(bits, const(12, "uint64", shape))

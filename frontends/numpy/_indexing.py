@@ -106,6 +106,14 @@ class _Key:
                                        for i in self.items)
 
 
+def _checked_index(item, axis, n):
+    """An integer index into an axis of size n, as a non-negative position (IndexError if out)."""
+    i = int(item)
+    if not -n <= i < n:
+        raise _out_of_bounds(i, axis, n)
+    return i % n
+
+
 def _basic(node, items):
     """Apply ints and slices; arrays/None keep their axis whole. Returns (node, plan).
 
@@ -118,10 +126,7 @@ def _basic(node, items):
             continue
         n = node.shape[axis]
         if _is_int_scalar(item):
-            i = int(item)
-            if not -n <= i < n:
-                raise _out_of_bounds(i, axis, n)
-            starts.append(i % n)
+            starts.append(_checked_index(item, axis, n))
             sizes.append(1)
             steps.append(1)
             plan.append("int")
@@ -292,10 +297,7 @@ def _update_window(node, items, value):
             continue
         n = node.shape[axis]
         if _is_int_scalar(item):
-            i = int(item)
-            if not -n <= i < n:
-                raise _out_of_bounds(i, axis, n)
-            starts.append(i % n)
+            starts.append(_checked_index(item, axis, n))
             sizes.append(1)
         else:
             start, stop, _ = item.indices(n)

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ops, runtime
+from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
 from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, ir_dtype, normalize_axis_tuple, promote,
@@ -242,20 +242,11 @@ def column_stack(tup):
     return concatenate([reshape(a, (-1, 1)) if a.ndim < 2 else a for a in arrs], 1)
 
 
-def _slice_axis(node, axis, start, stop, step=1):
-    starts = [0] * node.ndim
-    limits = list(node.shape)
-    strides = [1] * node.ndim
-    starts[axis], limits[axis], strides[axis] = start, stop, step
-    return ops.slice_(node, start_indices=tuple(starts), limit_indices=tuple(limits),
-                      strides=tuple(strides))
-
-
 def unstack(x, /, *, axis=0):
     node = as_node(x)
     axis = axis_index(axis, node.ndim)
     shape = node.shape[:axis] + node.shape[axis + 1:]
-    return tuple(wrap(ops.reshape(_slice_axis(node, axis, i, i + 1), new_sizes=shape))
+    return tuple(wrap(ops.reshape(compose.slice_axis(node, axis, i, i + 1), new_sizes=shape))
                  for i in range(node.shape[axis]))
 
 
@@ -288,7 +279,7 @@ def roll(a, shift, axis=None):
         if n == 0 or s % n == 0:
             continue
         k = s % n
-        node = ops.concatenate(_slice_axis(node, ax, n - k, n), _slice_axis(node, ax, 0, n - k),
+        node = ops.concatenate(compose.slice_axis(node, ax, n - k, n), compose.slice_axis(node, ax, 0, n - k),
                                dimension=ax)
     return wrap(node)
 
@@ -360,7 +351,7 @@ def array_split(ary, indices_or_sections, axis=0):
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         lo, hi = builtins.min(builtins.max(lo + n if lo < 0 else lo, 0), n), \
             builtins.min(builtins.max(hi + n if hi < 0 else hi, 0), n)
-        out.append(wrap(_slice_axis(node, ax, lo, builtins.max(lo, hi))))
+        out.append(wrap(compose.slice_axis(node, ax, lo, builtins.max(lo, hi))))
     return out
 
 
@@ -400,8 +391,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     from ._ufuncs import apply
     for _ in range(n):
         m = x.shape[ax]
-        hi = wrap(_slice_axis(x._node, ax, builtins.min(1, m), m))
-        lo = wrap(_slice_axis(x._node, ax, 0, builtins.max(m - 1, 0)))
+        hi = wrap(compose.slice_axis(x._node, ax, builtins.min(1, m), m))
+        lo = wrap(compose.slice_axis(x._node, ax, 0, builtins.max(m - 1, 0)))
         x = apply(np.not_equal if x.dtype == np.bool_ else np.subtract, (hi, lo))
     return x
 

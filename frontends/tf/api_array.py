@@ -108,16 +108,7 @@ def stack(values, axis=0):
     rank_out = nodes[0].ndim + 1
     if not -rank_out <= axis < rank_out or any(n.shape != nodes[0].shape for n in nodes):
         raise Reject()
-    axis %= rank_out
-    expanded = [ops.reshape(n, new_sizes=n.shape[:axis] + (1,) + n.shape[axis:]) for n in nodes]
-    return wrap(ops.concatenate(*expanded, dimension=axis), *values)
-
-
-def _take_along(x, axis, start, stop):
-    lo = [0] * x.ndim
-    hi = list(x.shape)
-    lo[axis], hi[axis] = start, stop
-    return ops.slice_(x, start_indices=lo, limit_indices=hi)
+    return wrap(compose.stack(nodes, axis % rank_out), *values)
 
 
 @lower(tf.unstack, "value")
@@ -127,7 +118,7 @@ def unstack(value, num=None, axis=0):
     if x.ndim == 0 or (num is not None and num != x.shape[a]):
         raise Reject()
     rest = x.shape[:a] + x.shape[a + 1:]
-    return [wrap(ops.reshape(_take_along(x, a, i, i + 1), new_sizes=rest), value)
+    return [wrap(ops.reshape(compose.slice_axis(x, a, i, i + 1), new_sizes=rest), value)
             for i in range(x.shape[a])]
 
 
@@ -146,7 +137,7 @@ def split(value, num_or_size_splits, axis=0, num=None):
         raise Reject()
     out, start = [], 0
     for s in sizes:
-        out.append(wrap(_take_along(x, a, start, start + s), value))
+        out.append(wrap(compose.slice_axis(x, a, start, start + s), value))
         start += s
     return out
 

@@ -89,20 +89,11 @@ def _slice_bounds(size, start, end, step):
     return start, end, step
 
 
-def _slice(a, axis, start, end, step):
-    starts = [0] * a.ndim
-    limits = list(a.shape)
-    strides = [1] * a.ndim
-    starts[axis], limits[axis], strides[axis] = start, end, step
-    return ops.slice_(a, start_indices=tuple(starts), limit_indices=tuple(limits),
-                      strides=tuple(strides))
-
-
 @lower(*_both("slice", "Tensor"))
 def _slice_tensor(out, x, dim=0, start=None, end=None, step=1):
     a = node_of(x)
     axis = dim_of(dim, a.ndim)
-    return _slice(a, axis, *_slice_bounds(a.shape[axis], start, end, step))
+    return compose.slice_axis(a, axis, *_slice_bounds(a.shape[axis], start, end, step))
 
 
 @lower(*_both("select", "int"))
@@ -110,7 +101,7 @@ def _select(out, x, dim, index):
     a = node_of(x)
     axis = dim_of(dim, a.ndim)
     index = index + a.shape[axis] if index < 0 else index
-    return ops.reshape(_slice(a, axis, index, index + 1, 1), new_sizes=tuple(out.shape))
+    return ops.reshape(compose.slice_axis(a, axis, index, index + 1, 1), new_sizes=tuple(out.shape))
 
 
 @lower(*_both("narrow"))
@@ -118,7 +109,7 @@ def _narrow(out, x, dim, start, length):
     a = node_of(x)
     axis = dim_of(dim, a.ndim)
     start = start + a.shape[axis] if start < 0 else start
-    return _slice(a, axis, start, start + length, 1)
+    return compose.slice_axis(a, axis, start, start + length, 1)
 
 
 def _split(out, x, sizes, dim=0):
@@ -127,7 +118,7 @@ def _split(out, x, sizes, dim=0):
     pieces, start = [], 0
     for piece in out:
         n = piece.shape[axis]
-        pieces.append(_slice(a, axis, start, start + n, 1))
+        pieces.append(compose.slice_axis(a, axis, start, start + n, 1))
         start += n
     return tuple(pieces)
 
@@ -139,7 +130,7 @@ lower(*_both("split", "Tensor"), *_both("split_with_sizes"))(_split)
 def _unbind(out, x, dim=0):
     a = node_of(x)
     axis = dim_of(dim, a.ndim)
-    return tuple(ops.reshape(_slice(a, axis, i, i + 1, 1), new_sizes=tuple(o.shape))
+    return tuple(ops.reshape(compose.slice_axis(a, axis, i, i + 1, 1), new_sizes=tuple(o.shape))
                  for i, o in enumerate(out))
 
 
