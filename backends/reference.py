@@ -153,6 +153,8 @@ def _convert(x, *, dtype):
     target = dt.to_numpy(dtype)
     if dtype == dt.BOOL:
         return x != 0
+    if x.dtype.kind == "c" and not dt.is_complex(dtype):
+        x = np.real(x)  # the IR's complex -> real keeps the real part (NumPy would warn)
     if dt.is_int(dtype) and x.dtype.kind == "f":
         x = np.trunc(x)
     return x.astype(target)
@@ -398,6 +400,14 @@ def _random_bits(key, *, shape):
     y0, y1 = threefry2x32(key[0], key[1], counts[:half], counts[half:])
     return np.concatenate([y0, y1])[:n].reshape(shape)
 
+_NUMPY_FFT = {"fft": np.fft.fftn, "ifft": np.fft.ifftn, "rfft": np.fft.rfftn,
+              "irfft": np.fft.irfftn}
+
+
+def _fft(x, *, fft_type, fft_lengths):
+    axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
+    return _NUMPY_FFT[fft_type](x, s=fft_lengths, axes=axes)
+
 
 def _float(fn):
     return _f32_for_half(fn)
@@ -450,6 +460,8 @@ TABLE = {
     "sort": _sort, "argsort": _argsort, "top_k": _top_k, "top_k_indices": _top_k_indices,
     "cholesky": _cholesky, "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,
+    "complex": lambda re, im: re + 1j * im.astype(np.result_type(re.dtype, np.complex64)),
+    "real": np.real, "imag": np.imag, "conj": np.conj, "fft": _fft,
 }
 
 from .reference_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)

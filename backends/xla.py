@@ -74,6 +74,8 @@ def _abs(x):
 def _convert(x, *, dtype):
     if dtype == dt.BOOL:
         return x != 0
+    if jnp.iscomplexobj(x) and not dt.is_complex(dtype):
+        x = lax.real(x)  # the IR's complex -> real keeps the real part
     if x.dtype == jnp.bool_ and dt.is_float(dtype):
         # XLA's simplifier rewrites convert(pred) / y into select(pred, 1/y, 0), which loses
         # 0/0 = NaN; a select from the start is left alone
@@ -250,6 +252,8 @@ TABLE = {
     "cholesky": lambda x: lax.linalg.cholesky(x, symmetrize_input=False),
     "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,
+    "complex": lax.complex, "real": lax.real, "imag": lax.imag, "conj": lax.conj,
+    "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
 }
 
 from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
@@ -331,7 +335,8 @@ class XlaBackend:
         self.device = jax.devices()[0]
 
     def from_host(self, array):
-        if array.dtype.itemsize == 8 and array.dtype.kind in "iuf":
+        if (array.dtype.itemsize == 8 and array.dtype.kind in "iuf") or \
+                array.dtype == np.complex128:
             with jax.enable_x64(True):
                 return jax.device_put(array, self.device)
         return jax.device_put(array, self.device)

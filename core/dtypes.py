@@ -9,14 +9,35 @@ BOOL = "bool"
 SIGNED = ("int8", "int16", "int32", "int64")
 UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
 FLOATS = ("float16", "bfloat16", "float32", "float64")
-ALL = (BOOL,) + SIGNED + UNSIGNED + FLOATS
+COMPLEX = ("complex64", "complex128")  # pairs of float32 / float64, as in NumPy and XLA
+REAL = (BOOL,) + SIGNED + UNSIGNED + FLOATS
+ALL = REAL + COMPLEX
 
 ITEMSIZE = {BOOL: 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
-            "uint32": 4, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+            "uint32": 4, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
+            "complex64": 8, "complex128": 16}
+_PARTS = {"complex64": "float32", "complex128": "float64"}
 
 
 def is_float(dtype):
     return dtype in FLOATS
+
+
+def is_complex(dtype):
+    return dtype in COMPLEX
+
+
+def real_part(dtype):
+    """The float dtype of a complex dtype's real and imaginary parts."""
+    return _PARTS[dtype]
+
+
+def complex_of(dtype):
+    """The complex dtype whose parts are `dtype` (float32 or float64)."""
+    for c, part in _PARTS.items():
+        if part == dtype:
+            return c
+    raise TypeError(f"lazyx: no complex dtype has {dtype} parts (only float32 and float64)")
 
 
 def is_int(dtype):

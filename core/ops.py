@@ -191,11 +191,12 @@ def _same(op, *nodes, dtype=True):
 
 
 def _kinds(op, allowed, *nodes):
-    """allowed: a string of kinds: f float, i signed/unsigned int, b bool."""
+    """allowed: a string of kinds: f float, i signed/unsigned int, b bool, c complex."""
     for n in nodes:
-        kind = "f" if dt.is_float(n.dtype) else "i" if dt.is_int(n.dtype) else "b"
+        kind = ("f" if dt.is_float(n.dtype) else "i" if dt.is_int(n.dtype)
+                else "c" if dt.is_complex(n.dtype) else "b")
         if kind not in allowed:
-            names = {"f": "floating", "i": "integer", "b": "bool"}
+            names = {"f": "floating", "i": "integer", "b": "bool", "c": "complex"}
             want = " or ".join(names[k] for k in allowed)
             _fail_dtype(op, f"needs {want} operands", *nodes)
 
@@ -205,7 +206,7 @@ def _kinds(op, allowed, *nodes):
 def _unary(name, kinds, result=None):
     def rule(x):
         _kinds(name, kinds, x)
-        return x.shape, result or x.dtype
+        return x.shape, (result(x.dtype) if callable(result) else result) or x.dtype
     rule.__name__ = name
     rule.__doc__ = f"Element-wise {name.rstrip('_')}."
     SIMPLIFY.setdefault(name.rstrip("_"), _push_unary(name.rstrip("_")))
@@ -215,11 +216,17 @@ def _unary(name, kinds, result=None):
 FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log1p", "sqrt", "rsqrt", "cbrt", "sin", "cos",
                "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
                "erf", "erf_inv", "lgamma", "digamma", "logistic", "floor", "ceil", "round")
+# the ones that also take complex operands (principal branches, as NumPy and XLA define them)
+COMPLEX_UNARY = ("exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin",
+                 "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh")
 for _name in FLOAT_UNARY:
-    globals()[_name] = _unary(_name, "f")
-neg = _unary("neg", "fi")
-abs_ = _unary("abs", "fi")
-sign = _unary("sign", "fi")
+    globals()[_name] = _unary(_name, "fc" if _name in COMPLEX_UNARY else "f")
+neg = _unary("neg", "fic")
+abs_ = _unary("abs", "fic", result=lambda d: dt.real_part(d) if dt.is_complex(d) else d)
+sign = _unary("sign", "fic")  # complex: x / |x| (0 at 0)
+real = _unary("real", "c", result=dt.real_part)
+imag = _unary("imag", "c", result=dt.real_part)
+conj = _unary("conj", "c")
 not_ = _unary("not_", "ib")
 is_finite = _unary("is_finite", "f", result=dt.BOOL)
 # round rounds half to even, as NumPy, torch and TF all do.
@@ -235,12 +242,12 @@ def _binary(name, kinds, result=None):
     return primitive(rule)
 
 
-add = _binary("add", "fi")
-sub = _binary("sub", "fi")
-mul = _binary("mul", "fi")
-div = _binary("div", "fi")   # integers: truncates toward zero; x / 0 is unspecified for ints
+add = _binary("add", "fic")
+sub = _binary("sub", "fic")
+mul = _binary("mul", "fic")
+div = _binary("div", "fic")   # integers: truncates toward zero; x / 0 is unspecified for ints
 rem = _binary("rem", "fi")   # C fmod: the result takes the dividend's sign
-pow_ = _binary("pow", "fi")
+pow_ = _binary("pow", "fic")
 max_ = _binary("max", "fib")  # NaN-propagating, like numpy.maximum
 min_ = _binary("min", "fib")
 atan2 = _binary("atan2", "f")
@@ -253,7 +260,8 @@ shift_right_arithmetic = _binary("shift_right_arithmetic", "i")
 shift_right_logical = _binary("shift_right_logical", "i")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 for _name in COMPARISONS:
-    globals()[_name] = _binary(_name, "fib", result=dt.BOOL)
+    globals()[_name] = _binary(_name, "fibc" if _name in ("eq", "ne") else "fib",
+                               result=dt.BOOL)
 
 
 @primitive
@@ -279,8 +287,17 @@ def clamp(lo, x, hi):
 
 @primitive
 def convert(x, *, dtype):
-    """Value conversion (float->int truncates toward zero; ->bool is x != 0)."""
+    """Value conversion (float->int truncates toward zero; ->bool is x != 0; complex->real
+    keeps the real part, as XLA and NumPy do)."""
     return x.shape, dt.check(dtype), {"dtype": dtype}
+
+
+@primitive
+def complex_(re, im):
+    """The complex number re + i*im from two float32 (or float64) operands of one shape."""
+    _same("complex", re, im)
+    _kinds("complex", "f", re)
+    return re.shape, dt.complex_of(re.dtype)
 
 
 @primitive
@@ -438,8 +455,8 @@ def _reduction(name, kinds):
     return primitive(rule)
 
 
-reduce_sum = _reduction("reduce_sum", "fi")
-reduce_prod = _reduction("reduce_prod", "fi")
+reduce_sum = _reduction("reduce_sum", "fic")
+reduce_prod = _reduction("reduce_prod", "fic")
 reduce_max = _reduction("reduce_max", "fib")
 reduce_min = _reduction("reduce_min", "fib")
 reduce_and = _reduction("reduce_and", "b")
@@ -474,8 +491,8 @@ def _scan(name, kinds):
     return primitive(rule)
 
 
-cumsum = _scan("cumsum", "fi")
-cumprod = _scan("cumprod", "fi")
+cumsum = _scan("cumsum", "fic")
+cumprod = _scan("cumprod", "fic")
 cummax = _scan("cummax", "fi")
 cummin = _scan("cummin", "fi")
 
@@ -500,7 +517,7 @@ def dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions=((), ()),
                             f"(size {rhs.shape[b]})", lhs, rhs)
     if lhs.dtype != rhs.dtype:
         _fail_dtype(op, "operands must share one dtype", lhs, rhs)
-    _kinds(op, "fi", lhs)
+    _kinds(op, "fic", lhs)
     out_dtype = dt.check(preferred_element_type) if preferred_element_type else lhs.dtype
     shape = ([lhs.shape[a] for a in lb]
              + [d for i, d in enumerate(lhs.shape) if i not in lc + lb]
@@ -790,3 +807,39 @@ def svd_vh(x, *, full_matrices=False):
     batch, m, n = _matrices("svd_vh", x)
     return batch + (n if full_matrices else min(m, n), n), x.dtype, {
         "full_matrices": bool(full_matrices)}
+
+
+# ---------------------------------------------------------------- Fourier transforms
+
+FFT_TYPES = ("fft", "ifft", "rfft", "irfft")
+
+
+@primitive
+def fft(x, *, fft_type, fft_lengths):
+    """Discrete Fourier transform over the trailing len(fft_lengths) axes (1 to 3), as
+    jax.lax.fft: fft/ifft map complex to complex; rfft maps float to the n//2+1 non-negative
+    frequencies of the last axis; irfft maps those back to float with last axis n. The inverse
+    transforms scale by 1/prod(fft_lengths) (NumPy's default "backward" norm)."""
+    op = "fft"
+    if fft_type not in FFT_TYPES:
+        raise ValueError(f"{op}: fft_type must be one of {FFT_TYPES}, got {fft_type!r}")
+    lengths = _ints(op, "fft_lengths", fft_lengths)
+    if not 1 <= len(lengths) <= 3 or len(lengths) > x.ndim or any(n < 1 for n in lengths):
+        _fail_shape(op, f"fft_lengths {lengths} must name 1 to 3 positive trailing axes", x)
+    lead, tail = x.shape[:x.ndim - len(lengths)], x.shape[x.ndim - len(lengths):]
+    if fft_type == "rfft":
+        _kinds(op, "f", x)
+        if x.dtype not in ("float32", "float64"):
+            _fail_dtype(op, "rfft needs float32 or float64", x)
+        want, out = lengths, lengths[:-1] + (lengths[-1] // 2 + 1,)
+        dtype = dt.complex_of(x.dtype)
+    else:
+        _kinds(op, "c", x)
+        if fft_type == "irfft":
+            want, out = lengths[:-1] + (lengths[-1] // 2 + 1,), lengths
+            dtype = dt.real_part(x.dtype)
+        else:
+            want, out, dtype = lengths, lengths, x.dtype
+    if tail != want:
+        _fail_shape(op, f"{fft_type} of lengths {lengths} needs trailing axes {want}", x)
+    return lead + out, dtype, {"fft_type": fft_type, "fft_lengths": lengths}

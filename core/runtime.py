@@ -177,7 +177,7 @@ class Program:
         return self._digest
 
     def needs_x64(self):
-        wide = ("int64", "uint64", "float64")
+        wide = ("int64", "uint64", "float64", "complex128")
         return any(leaf[2] in wide for leaf in self.leaves) or \
             any(ins[4] in wide for ins in self.instructions)
 

@@ -38,6 +38,9 @@ def tf_dtype(ir_dtype):
 
 def ir_dtype(tf_dtype_like):
     name = tf.as_dtype(tf_dtype_like).name
+    if dt.is_complex(name):  # the TF lowerings are written for real dtypes
+        raise TypeError(f"lazyx.frontends.tf: dtype {name} is not supported yet (lazy tensors "
+                        f"hold {', '.join(dt.REAL)})")
     return dt.check(name)
 
 

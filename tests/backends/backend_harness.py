@@ -57,11 +57,13 @@ def assert_close(actual, expected, dtype, rtol=None, atol=None, what=""):
     """Exact for integers and bool; a dtype-scaled tolerance for floats (NaN equals NaN)."""
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    if dt.is_float(dtype):
+    if dt.is_float(dtype) or dt.is_complex(dtype):
+        wide = np.complex128 if dt.is_complex(dtype) else np.float64
+        part = dt.real_part(dtype) if dt.is_complex(dtype) else dtype
         np.testing.assert_allclose(
-            actual.astype(np.float64), expected.astype(np.float64), equal_nan=True,
-            rtol=RTOL[dtype] if rtol is None else rtol,
-            atol=ATOL[dtype] if atol is None else atol, err_msg=what)
+            actual.astype(wide), expected.astype(wide), equal_nan=True,
+            rtol=RTOL[part] if rtol is None else rtol,
+            atol=ATOL[part] if atol is None else atol, err_msg=what)
     else:
         np.testing.assert_array_equal(actual, expected.astype(actual.dtype), err_msg=what)
 

@@ -31,22 +31,29 @@ def _source_values(src, rng):
         return np.concatenate([np.array(edges, dtype=src), body])
     body = rng.uniform(-1000, 1000, 18)
     edges = [0.0, -0.0, 0.5, -0.5, 2.5, -1.75]
-    return np.concatenate([edges, body]).astype(dt.to_numpy(src))
+    values = np.concatenate([edges, body])
+    if dt.is_complex(src):  # imaginary parts, some zero (complex -> bool looks at both)
+        values = values + 1j * np.where(np.arange(24) % 3 == 0, 0.0, rng.uniform(-9, 9, 24))
+    return values.astype(dt.to_numpy(src))
 
 
 def _safe_for(values, src, dst):
     """Float -> integer conversion out of the target's range (or of NaN) is undefined in C and
     differs between XLA and NumPy, so those inputs are clipped into range for that target."""
-    if not (dt.is_float(src) and dt.is_int(dst)):
+    if not ((dt.is_float(src) or dt.is_complex(src)) and dt.is_int(dst)):
         return values
     info = np.iinfo(dst)
     lo, hi = max(info.min, -1000), min(info.max, 1000)
-    return np.clip(values.astype(np.float64), lo, hi).astype(values.dtype)
+    return np.clip(values.real.astype(np.float64), lo, hi).astype(values.dtype)
 
 
 def _expected_convert(x, dst):
     if dst == "bool":
         return x != 0
+    if dt.is_complex(dst):
+        return x.astype(dst)
+    if x.dtype.kind == "c":
+        x = x.real  # the IR's complex -> real keeps the real part
     if dt.is_int(dst) and x.dtype.kind == "f":
         return np.trunc(x.astype(np.float64)).astype(dst)
     if dt.is_int(dst):
