@@ -268,8 +268,23 @@ def eager(func, args, kwargs, cause):
             return torch.device("cpu")
         return x
 
-    out = func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
+    with _cpu_dispatch_keys():
+        out = func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
     return _lazify(out)
+
+
+_VIEW_BIT_KEYS = (torch._C.DispatchKey.Conjugate, torch._C.DispatchKey.Negative,
+                  torch._C.DispatchKey.ZeroTensor)
+
+
+def _cpu_dispatch_keys():
+    """Inside __torch_dispatch__ torch excludes the Conjugate/Negative/ZeroTensor keys (they
+    sit above Python). A CPU kernel that makes a conj view internally (pinv's mH, ...) needs
+    them, or it reads the view as unconjugated: a silently wrong result. Re-enable them."""
+    exclude = torch._C._dispatch_tls_local_exclude_set()
+    for key in _VIEW_BIT_KEYS:
+        exclude = exclude.remove(key)
+    return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude)
 
 
 def _lazify(out):
