@@ -1,6 +1,10 @@
 """Run PyTorch's OpInfo database (float32 samples) on lazyx tensors against eager CPU torch.
 
     python scripts/opinfo_report.py [--ops add,mul] [--max-samples N] [--out docs/torch_opinfo.md]
+                                    [--dtype complex64]
+
+The target figure is float32's; `--dtype` runs another dtype's samples (a conformance check,
+e.g. complex64 or float64).
 
 A sample passes when the lazy result matches eager (torch.testing.assert_close, float32
 tolerances) with no CPU fallback during it. Samples whose eager run raises are skipped, and
@@ -95,9 +99,9 @@ def run_sample(op, sample, lt):
     return "fallback: " + " ".join(names) if fell_back else "pass"
 
 
-def run_op(op, lt, max_samples=None):
+def run_op(op, lt, max_samples=None, dtype=torch.float32):
     results = []
-    samples = op.sample_inputs("cpu", torch.float32, requires_grad=False)
+    samples = op.sample_inputs("cpu", dtype, requires_grad=False)
     for i, sample in enumerate(samples):
         if max_samples is not None and i >= max_samples:
             break
@@ -105,14 +109,14 @@ def run_op(op, lt, max_samples=None):
     return results
 
 
-def float32_ops(names=None):
+def float32_ops(names=None, dtype=torch.float32):
     from torch.testing._internal.common_methods_invocations import op_db
     chosen = []
     for op in op_db:
         full = op.name + ("." + op.variant_test_name if op.variant_test_name else "")
         if names is not None and op.name not in names and full not in names:
             continue
-        if torch.float32 not in op.supported_dtypes("cpu"):
+        if dtype not in op.supported_dtypes("cpu"):
             continue
         chosen.append((full, op))
     return chosen
@@ -123,19 +127,21 @@ def main():
     parser.add_argument("--ops", help="comma-separated OpInfo names (default: all)")
     parser.add_argument("--max-samples", type=int, default=None)
     parser.add_argument("--out", help="write a markdown report here")
+    parser.add_argument("--dtype", default="float32", help="sample dtype (default float32)")
     args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
     lt = _lt()
     import lazyx
     names = set(args.ops.split(",")) if args.ops else None
     totals = {"pass": 0, "fallback": 0, "fail": 0, "skip": 0}
     per_op, skipped, failures, falling = {}, {}, {}, {}
     start = time.time()
-    for full, op in float32_ops(names):
+    for full, op in float32_ops(names, dtype):
         if op.name in SKIP:
             skipped[full] = SKIP[op.name]
             continue
         try:
-            results = run_op(op, lt, args.max_samples)
+            results = run_op(op, lt, args.max_samples, dtype)
         except Exception as err:  # sample generation itself failed
             skipped[full] = f"sample inputs raised {type(err).__name__}"
             continue

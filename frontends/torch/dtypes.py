@@ -7,7 +7,8 @@ from ...core import dtypes as dt
 _TO_IR = {torch.bool: "bool", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
           torch.int64: "int64", torch.uint8: "uint8", torch.uint16: "uint16",
           torch.uint32: "uint32", torch.uint64: "uint64", torch.float16: "float16",
-          torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64"}
+          torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64",
+          torch.complex64: "complex64", torch.complex128: "complex128"}
 _TO_TORCH = {v: k for k, v in _TO_IR.items()}
 
 
@@ -27,7 +28,7 @@ def to_torch(ir_dtype):
 
 
 def to_numpy_array(tensor):
-    tensor = tensor.detach().contiguous()
+    tensor = tensor.detach().resolve_conj().resolve_neg().contiguous()
     if tensor.dtype == torch.bfloat16:  # NumPy has no bfloat16: move the bits
         return tensor.view(torch.int16).numpy().view(dt.to_numpy("bfloat16"))
     return tensor.numpy()

@@ -17,7 +17,7 @@ _UNARY = {
     "asin": ops.asin, "acos": ops.acos, "atan": ops.atan, "sinh": ops.sinh, "cosh": ops.cosh,
     "tanh": ops.tanh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
     "erf": ops.erf, "erfinv": ops.erf_inv, "lgamma": ops.lgamma, "digamma": ops.digamma,
-    "sigmoid": ops.logistic, "neg": ops.neg, "abs": ops.abs_, "sign": ops.sign,
+    "sigmoid": ops.logistic, "neg": ops.neg, "sign": ops.sign,  # abs: complex.py
 }
 
 

@@ -34,7 +34,8 @@ def _broadcast_in_dim(out, x, shape, broadcast_dimensions):
 
 @lower(prims.convert_element_type.default)
 def _convert(out, x, dtype):
-    return node_of(x, ir_dtype(dtype))
+    # the explicit conversion: complex -> real keeps the real part, as torch's .to() does
+    return ops.convert(node_of(x), dtype=ir_dtype(dtype))
 
 
 def _prim_reduce(reduce):

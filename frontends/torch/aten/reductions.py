@@ -123,18 +123,25 @@ lower(aten.argmin.default)(_arg_reducer(ops.argmin))
 
 
 def _variance(out, x, dim, correction):
-    if not x.dtype.is_floating_point:  # torch's CPU kernel check (its meta kernel lacks it)
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        # torch's CPU kernel check (its meta kernel lacks it)
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    a = node_of(x, compute_dtype(out.dtype))
+    real = compute_dtype(out.dtype)
+    a = node_of(x) if x.dtype.is_complex else node_of(x, real)
     axes = dims_of(dim, a.ndim)
     keep = tuple(i for i in range(a.ndim) if i not in axes)
     n = _count(a, axes)
-    mean = ops.div(ops.reduce_sum(a, axes=axes), const(n, a.dtype, ()) if not keep else
-                   const(n, a.dtype, tuple(a.shape[i] for i in keep)))
+    mean = ops.div(ops.reduce_sum(a, axes=axes), ops.convert(
+        const(n, real, tuple(a.shape[i] for i in keep)), dtype=a.dtype))
     dev = ops.sub(a, ops.broadcast_in_dim(mean, shape=a.shape, broadcast_dimensions=keep))
-    total = ops.reduce_sum(ops.mul(dev, dev), axes=axes)
+    if x.dtype.is_complex:  # |dev|^2: the variances of the two parts add
+        squares = ops.add(ops.mul(ops.real(dev), ops.real(dev)),
+                          ops.mul(ops.imag(dev), ops.imag(dev)))
+    else:
+        squares = ops.mul(dev, dev)
+    total = ops.reduce_sum(squares, axes=axes)
     c = 1 if correction is None else correction
-    return ops.div(total, bcast(node_of(max(n - c, 0), a.dtype), total.shape))
+    return ops.div(total, bcast(node_of(max(n - c, 0), real), total.shape))
 
 
 @lower(aten.var.correction)

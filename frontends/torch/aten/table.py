@@ -7,6 +7,7 @@ by the dispatcher. Raising Unsupported hands the call to torch._decomp or the CP
 """
 import torch
 
+from ....core import dtypes as dt
 from ....core import ir, ops
 from .. import dtypes
 from ..tensor import LOWERINGS, LazyTensor, Unsupported  # noqa: F401 (lowerings raise it)
@@ -44,18 +45,26 @@ def node_of(x, dtype=None):
     elif isinstance(x, torch.Tensor):
         if not dtypes.supported(x.dtype) or x.device.type not in ("cpu",):
             raise Unsupported(f"tensor {x.dtype} on {x.device}")
-        if x.dim() == 0:
+        if x.dim() == 0 and x.is_complex():
+            node = node_of(x.item(), dtypes.to_ir(x.dtype))
+        elif x.dim() == 0:
             node = ir.param(x.item(), dtypes.to_ir(x.dtype))
         else:
             from ....core import runtime
             node = runtime.from_host(dtypes.to_numpy_array(x), dtypes.to_ir(x.dtype))
     elif isinstance(x, ir.Node):
         node = x
+    elif isinstance(x, complex):
+        # two float params, so a changing complex scalar does not recompile either
+        parts = dt.real_part(dtype) if dtype and dt.is_complex(dtype) else (
+            "float32" if torch.get_default_dtype() == torch.float32 else "float64")
+        node = ops.complex_(ir.param(x.real, parts), ir.param(x.imag, parts))
     else:
-        if isinstance(x, complex):
-            raise Unsupported("complex scalar")
         return ir.param(x, dtype or _scalar_dtype(x))
     if dtype is not None and node.dtype != dtype:
+        if dt.is_complex(node.dtype) and not dt.is_complex(dtype):
+            # never drop an imaginary part silently: a lowering that means it says so
+            raise Unsupported(f"complex {node.dtype} operand where {dtype} is computed")
         node = ops.convert(node, dtype=dtype)
     return node
 
@@ -109,3 +118,7 @@ def dims_of(dims, ndim):
 
 def is_float(node):
     return node.dtype in ("float16", "bfloat16", "float32", "float64")
+
+
+def is_complex(node):
+    return dt.is_complex(node.dtype)
