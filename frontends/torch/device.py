@@ -168,7 +168,22 @@ def register():
         _ORIGINAL[name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, patched)
     torch.Tensor.__lazyx_handle__ = property(_handle)
-    # model.to(lt.device) must keep tied weights tied (HF models share embeddings with the
-    # output layer). torch only re-creates Parameters per module for a wrapper it cannot
-    # shallow-copy into; swapping (torch's announced future default) updates them in place.
+    _ORIGINAL["module_to"] = torch.nn.Module.to
+    torch.nn.Module.to = _module_to
+
+
+def _module_to(self, *args, **kwargs):
+    """model.to(lt.device) must keep tied weights tied (HF models share embeddings with the
+    output layer). torch re-creates Parameters per module for a tensor type it cannot
+    shallow-copy into; swapping (torch's announced future default) updates them in place.
+    The swap is switched on for this conversion only: other code in the process keeps
+    torch's default."""
+    device = torch._C._nn._parse_to(*args, **kwargs)[0]
+    if device is None or torch.device(device).type != "lazyx":
+        return _ORIGINAL["module_to"](self, *args, **kwargs)
+    before = torch.__future__.get_swap_module_params_on_conversion()
     torch.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        return _ORIGINAL["module_to"](self, *args, **kwargs)
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(before)

@@ -86,6 +86,20 @@ def test_module_to_device_keeps_parameters_and_ties():
     assert tied["a"].weight.device == lt.device
 
 
+def test_module_to_leaves_torchs_global_conversion_default_alone():
+    # the parameter swap is scoped to conversions onto lt.device: a CPU model elsewhere in
+    # the process still gets torch's default (new Parameter objects for a dtype change)
+    assert torch.__future__.get_swap_module_params_on_conversion() is False
+    model = torch.nn.Linear(2, 2)
+    model.to(lt.device, torch.float64)
+    assert torch.__future__.get_swap_module_params_on_conversion() is False
+    cpu = torch.nn.Linear(2, 2)
+    weight = cpu.weight
+    cpu.to(torch.float64)
+    assert cpu.weight.dtype == torch.float64 and weight.dtype == torch.float64  # set_data path
+    assert model.weight.device == lt.device and model.weight.dtype == torch.float64
+
+
 def test_cpu_tensor_mixed_with_lazy_raises_like_torch():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.ones(3, device=lt.device) + torch.ones(3)
