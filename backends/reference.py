@@ -120,7 +120,15 @@ def _int_pow(base, exp):
 
 
 def _pow(a, b):
-    return _int_pow(a, b) if dt.is_int(a.dtype.name) else np.power(a, b)
+    if dt.is_int(a.dtype.name):
+        return _int_pow(a, b)
+    out = np.power(a, b)
+    if a.dtype.kind == "f":
+        # (-inf) ** y, y > 0 not an odd integer, is +inf (C99, XLA); NumPy's scalar loop says
+        # NaN while its vector loop says inf, so the answer would depend on the shape
+        even = (a == -np.inf) & (b > 0) & (np.fmod(b, 2) != 1)
+        out = np.where(even, np.inf, out)
+    return out
 
 
 def _bits(a):

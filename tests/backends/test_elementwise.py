@@ -270,3 +270,15 @@ def test_select_and_clamp(dtype, data):
                   ops.clamp(leaf(scalar_lo), leaf(z), leaf(np.array(scalar_lo)))]
         expected += [np.minimum(np.maximum(z, lo), hi), np.full(shape, scalar_lo)]
     check(roots, expected, names=["select", "clamp", "clamp_scalar"][:len(roots)])
+
+
+@pytest.mark.parametrize("shape", [(), (8,)])
+def test_pow_of_negative_infinity_follows_c(shape):
+    # C99 (and XLA): (-inf) ** y is +inf for y > 0 not an odd integer. NumPy's scalar loop
+    # gives NaN for y = 0.5 while its vector loop gives inf; the IR has one answer.
+    exponent = np.array([0.5, -0.5, 2, 3, -3, np.inf, -np.inf, np.nan], np.float32)
+    want = np.array([np.inf, 0, np.inf, -np.inf, -0.0, np.inf, 0, np.nan], np.float32)
+    for y, w in zip(exponent, want):
+        base = np.full(shape, -np.inf, np.float32)
+        check([ops.pow_(leaf(base), leaf(np.full(shape, y, np.float32)))],
+              [np.full(shape, w, np.float32)])
