@@ -73,3 +73,17 @@ def test_integer_input_promotes_like_torch():
     x = torch.arange(-3, 7)
     got = torch.special.bessel_j0(x.to(lt.device)).cpu()
     torch.testing.assert_close(got, torch.special.bessel_j0(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@given(x=st.lists(st.one_of(st.floats(allow_subnormal=False, width=32),
+                            st.sampled_from([0.0, -0.0, 0.5, 1.0, math.inf, math.nan])),
+                  min_size=SIZE, max_size=SIZE))
+def test_frexp_matches_eager(dtype, x):
+    x = torch.tensor(x, dtype=dtype)
+    mantissa, exponent = torch.frexp(x)
+    before = lazyx.metrics()["fallbacks"]
+    got_m, got_e = torch.frexp(x.to(lt.device))
+    assert lazyx.metrics()["fallbacks"] == before, lazyx.metrics()["fallback_ops"]
+    torch.testing.assert_close(got_m.cpu(), mantissa, equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(got_e.cpu(), exponent, rtol=0, atol=0)
