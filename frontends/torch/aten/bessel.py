@@ -280,3 +280,52 @@ def _ndtri(e, y0):
     value = ops.select(ops.eq(y0, e.c(0)), e.c(-math.inf), value)
     value = ops.select(ops.eq(y0, e.c(1)), e.c(math.inf), value)
     return ops.select(ops.or_(ops.lt(y0, e.c(0)), ops.gt(y0, e.c(1))), e.c(math.nan), value)
+
+
+# ---------------------------------------------------------------- erfcx and log_ndtr
+
+_CONTINUED_FRACTION_TERMS = 64  # erfcx's fraction converges to 2e-16 relative for x >= 2
+
+
+def _erfcx64(x):
+    """exp(x^2) erfc(x) in float64: below 2 directly (erfc(2) = 4.7e-3, so 1 - erf(x) keeps
+    ~14 digits), above by Laplace's continued fraction
+    erfcx(x) = 1/sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))."""
+    e = _Env(x)
+    direct = ops.mul(ops.exp(ops.mul(x, x)), ops.sub(e.c(1), ops.erf(x)))
+    # evaluate the fraction bottom-up from a point where x stays >= 2 (no division by zero)
+    big = ops.max_(x, e.c(2))
+    tail = e.c(0)
+    for k in range(_CONTINUED_FRACTION_TERMS, 0, -1):
+        tail = ops.div(e.c(k / 2), ops.add(big, tail))
+    fraction = ops.div(e.c(1 / math.sqrt(math.pi)), ops.add(big, tail))
+    return ops.select(ops.lt(x, e.c(2)), direct, fraction)
+
+
+def _in_float64(fn):
+    """Evaluate in float64 and round once: float32's 1 - erf(x) would keep only ~4 digits
+    near x = 2; float64 keeps the float32 result correctly rounded."""
+    def lowering(out, x):
+        (a,) = operands(out, x)
+        if not is_float(a):
+            raise Unsupported(f"{fn.__name__} of {a.dtype}")
+        return ops.convert(fn(ops.convert(a, dtype="float64")), dtype=a.dtype)
+    return lowering
+
+
+lower(aten.special_erfcx.default, prims.erfcx.default)(_in_float64(_erfcx64))
+
+
+def _log_ndtr64(x):
+    """log Phi(x): log(erfcx(-t)/2) - t^2 in the left tail (t = x/sqrt 2), else
+    log1p(-erfc(t)/2) with erfc(t) = exp(-t^2) erfcx(t) (no cancellation for large t)."""
+    e = _Env(x)
+    t = ops.mul(x, e.c(math.sqrt(0.5)))
+    left = ops.sub(ops.log(ops.div(_erfcx64(ops.neg(t)), e.c(2))), ops.mul(t, t))
+    erfc = ops.select(ops.lt(t, e.c(0)), ops.sub(e.c(1), ops.erf(t)),
+                      ops.mul(ops.exp(ops.neg(ops.mul(t, t))), _erfcx64(t)))
+    right = ops.log1p(ops.neg(ops.div(erfc, e.c(2))))
+    return ops.select(ops.lt(x, e.c(-1)), left, right)
+
+
+lower(aten.special_log_ndtr.default)(_in_float64(_log_ndtr64))
