@@ -183,7 +183,9 @@ def _k_scaled(e, x, order):
     """exp(x) K_order(x) for x > 0."""
     name = f"k{order}"
     series = e.chebyshev(ops.sub(ops.mul(x, x), e.c(2)), f"{name}.A")
-    log_half = ops.log(ops.mul(e.c(0.5), x))
+    # log(x) - log 2, not log(x / 2): x / 2 of the smallest normal is a subnormal, which
+    # XLA on CPU flushes to 0
+    log_half = ops.sub(ops.log(x), e.c(math.log(2)))
     if order == 0:
         small = ops.sub(series, ops.mul(log_half, _i0(e, x)))
     else:
