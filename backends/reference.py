@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..core import dtypes as dt
+from ..core.ops import recurrence3_step
 from ..core.prng import threefry2x32
 
 HALF = ("float16", "bfloat16")
@@ -421,6 +422,20 @@ def _float(fn):
     return _f32_for_half(fn)
 
 
+def _recurrence3(x, n, *, p1, step):
+    one = np.ones_like(x)
+    p, q = one, x * x.dtype.type(p1[0]) + x.dtype.type(p1[1]) if p1[0] else one * p1[1]
+    k = 1
+    while True:  # until every element reached its own n (or went NaN), as the loop in XLA
+        active = (k < n) & ~np.isnan(q)
+        if not active.any():
+            break
+        new = recurrence3_step(x, x.dtype.type(k), p, q, step)
+        p, q = np.where(active, q, p), np.where(active, new, q)
+        k += 1
+    return np.where(n <= 0, one, q)
+
+
 TABLE = {
     "exp": _float(np.exp), "exp2": _float(np.exp2), "expm1": _float(np.expm1),
     "log": _float(np.log), "log1p": _float(np.log1p), "sqrt": _float(np.sqrt),
@@ -470,6 +485,7 @@ TABLE = {
     "random_bits": _random_bits,
     "complex": lambda re, im: re + 1j * im.astype(np.result_type(re.dtype, np.complex64)),
     "real": np.real, "imag": np.imag, "conj": np.conj, "fft": _fft,
+    "recurrence3": _float(_recurrence3),
 }
 
 from .reference_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)

@@ -14,6 +14,7 @@ from jax import lax
 from jax.extend.random import threefry_2x32
 
 from ..core import dtypes as dt
+from ..core.ops import recurrence3_step
 
 _HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks compute them
 
@@ -194,6 +195,28 @@ def _triangular_solve(a, b, *, lower, transpose_a, unit_diagonal):
                                        transpose_a=transpose_a, unit_diagonal=unit_diagonal)
 
 
+def _recurrence3(x, n, *, p1, step):
+    dtype = x.dtype
+    if dtype in (jnp.float16, jnp.bfloat16):  # half types compute in float32, as elsewhere
+        return _recurrence3(x.astype(jnp.float32), n, p1=p1, step=step).astype(dtype)
+    one = jnp.ones_like(x)
+    q = x * jnp.asarray(p1[0], dtype) + jnp.asarray(p1[1], dtype) if p1[0] else one * p1[1]
+
+    def active(k, q):
+        return (k < n) & ~jnp.isnan(q)
+
+    def body(carry):
+        k, p, q = carry
+        new = recurrence3_step(x, k.astype(dtype), p, q, step)
+        live = active(k, q)
+        return k + 1, jnp.where(live, q, p), jnp.where(live, new, q)
+
+    # the trip count is data: max(n) (or fewer once all are NaN), decided inside the program
+    _, _, q = lax.while_loop(lambda c: jnp.any(active(c[0], c[2])), body,
+                             (jnp.ones((), n.dtype), one, q))
+    return jnp.where(n <= 0, one, q)
+
+
 def _pad(x, value, *, padding_config):
     return lax.pad(x, value, padding_config)
 
@@ -254,6 +277,7 @@ TABLE = {
     "random_bits": _random_bits,
     "complex": lax.complex, "real": lax.real, "imag": lax.imag, "conj": lax.conj,
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
+    "recurrence3": _recurrence3,
 }
 
 from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)

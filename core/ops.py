@@ -843,3 +843,44 @@ def fft(x, *, fft_type, fft_lengths):
     if tail != want:
         _fail_shape(op, f"{fft_type} of lengths {lengths} needs trailing axes {want}", x)
     return lead + out, dtype, {"fft_type": fft_type, "fft_lengths": lengths}
+
+
+# ---------------------------------------------------------------- recurrences
+
+@primitive
+def recurrence3(x, n, *, p1, step):
+    """p_n(x) of a three-term recurrence, each element to its own (data-dependent) n.
+
+    p_0 = 1, p_1 = p1[0]*x + p1[1], and for k >= 1 with step = (a1, a0, b1, b0, c1, c0, d1, d0):
+      p_{k+1} = (((a1*k + a0)*x + (b1*k + b0)) * p_k - (c1*k + c0) * p_{k-1}) / (d1*k + d0).
+    n is an integer array of x's shape; n <= 0 gives p_0. An element stops at its own n (or
+    once its value is NaN), so the trip count is max(n) computed at run time: one program
+    serves every n, and the classical orthogonal polynomials are all this one op.
+    """
+    op = "recurrence3"
+    _kinds(op, "f", x)
+    if not dt.is_int(n.dtype):
+        _fail_dtype(op, "n must be an integer array", x, n)
+    if n.shape != x.shape:
+        _fail_shape(op, "n must have x's shape", x, n)
+    p1 = tuple(float(v) for v in p1)
+    step = tuple(float(v) for v in step)
+    if len(p1) != 2 or len(step) != 8:
+        raise ValueError(f"{op}: p1 needs 2 and step 8 coefficients, got {p1}, {step}")
+    return x.shape, x.dtype, {"p1": p1, "step": step}
+
+
+def recurrence3_step(x, k, p, q, step):
+    """p_{k+1} from p = p_{k-1}, q = p_k: the formula both backends evaluate (plain arithmetic
+    on NumPy or jax arrays; k has x's dtype). Zero coefficients are skipped, not multiplied,
+    so 0 * inf never makes a NaN that the recurrence itself does not have."""
+    a1, a0, b1, b0, c1, c0, d1, d0 = step
+    factor = b1 * k + b0
+    if a1 or a0:
+        factor = x * (a1 * k + a0) + factor
+    new = factor * q
+    if c1 or c0:
+        new = new - (c1 * k + c0) * p
+    if (d1, d0) != (0.0, 1.0):
+        new = new / (d1 * k + d0)
+    return new

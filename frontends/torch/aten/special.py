@@ -141,3 +141,35 @@ def _logcumsumexp(out, x, dim):
     summed = ops.cumsum(ops.exp(ops.sub(a, shift)), axis=axis)
     return ops.add(ops.log(summed), shift)
 
+
+
+# ---------------------------------------------------------------- frexp
+
+# (same-width int, mantissa bits, exponent bits, exponent bias - 1): x = m * 2**e, 0.5 <= |m| < 1
+_FLOAT_LAYOUT = {"float32": ("int32", 23, 8, 126), "float64": ("int64", 52, 11, 1022)}
+
+
+@lower(aten.frexp.Tensor, prims.frexp.default)
+def _frexp(out, x):
+    a = node_of(x)
+    if a.dtype not in _FLOAT_LAYOUT:
+        raise Unsupported(f"frexp of {a.dtype}")
+    int_dtype, mantissa_bits, exponent_bits, bias = _FLOAT_LAYOUT[a.dtype]
+
+    def c(v, dtype=int_dtype):
+        return const(v, dtype, a.shape)
+    # subnormals: scale into the normal range first, and take the scale off the exponent
+    tiny = ops.lt(ops.abs_(a), c(2.0 ** -(bias - 1), a.dtype))
+    boost = mantissa_bits + 2
+    scaled = ops.select(tiny, ops.mul(a, c(2.0 ** boost, a.dtype)), a)
+    bits = ops.bitcast_convert(scaled, dtype=int_dtype)
+    field_mask = (1 << exponent_bits) - 1
+    field = ops.and_(ops.shift_right_logical(bits, c(mantissa_bits)), c(field_mask))
+    exponent = ops.sub(ops.sub(field, c(bias)), ops.select(tiny, c(boost), c(0)))
+    cleared = ops.and_(bits, c(~(field_mask << mantissa_bits)))
+    mantissa = ops.bitcast_convert(ops.or_(cleared, c(bias << mantissa_bits)), dtype=a.dtype)
+    # 0, +-inf and NaN come back unchanged with exponent 0, as C's frexp gives them
+    special = ops.or_(ops.eq(a, c(0, a.dtype)), ops.not_(ops.is_finite(a)))
+    mantissa = ops.select(special, a, mantissa)
+    exponent = ops.select(special, c(0), exponent)
+    return mantissa, ops.convert(exponent, dtype="int32")
