@@ -154,11 +154,25 @@ def _layout(axes, batch, adjacent, ndim):
 @lower(aten.index.Tensor)
 def _index(out, x, indices):
     a = node_of(x)
+    if 0 in tuple(out.shape):
+        return const(0, a.dtype, tuple(out.shape))  # nothing to gather (maybe from nothing)
     nodes = [None if t is None else node_of(t) for t in indices]
     moved, stacked, axes, batch, adjacent = _advanced(a, nodes)
     picked = ops.gather(moved, stacked)
     perm = _layout(axes, batch, adjacent, a.ndim)
     return ops.transpose(picked, permutation=perm) if perm else picked
+
+
+@lower(aten.take.default)
+def _take(out, x, index):
+    # torch._decomp's take indexes with a Python-visible 0-d tensor (an item sync): gather
+    # from the flat value instead.
+    a = node_of(x)
+    if 0 in tuple(out.shape):
+        return const(0, a.dtype, tuple(out.shape))
+    flat = ops.reshape(a, new_sizes=(a.size,))
+    idx = _wrap_negative(node_of(index, "int64"), a.size)
+    return ops.gather(flat, ops.reshape(idx, new_sizes=idx.shape + (1,)))
 
 
 @lower(aten.index_put.default, aten._unsafe_index_put.default)

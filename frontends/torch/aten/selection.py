@@ -111,6 +111,17 @@ def _searchsorted_scalar(out, sorted_seq, value, *, out_int32=False, right=False
     return _searchsorted_nodes(out, sorted_seq, torch.tensor(value), right, side, sorter)
 
 
+@lower(aten.bucketize.Tensor)
+def _bucketize(out, values, boundaries, *, out_int32=False, right=False):
+    # torch._decomp's bucketize is a binary search that reads the boundaries' length back
+    return _searchsorted_nodes(out, boundaries, values, right, None, None)
+
+
+@lower(aten.bucketize.Scalar)
+def _bucketize_scalar(out, value, boundaries, *, out_int32=False, right=False):
+    return _searchsorted_nodes(out, boundaries, torch.tensor(value), right, None, None)
+
+
 # ---------------------------------------------------------------- order statistics
 
 def _pick_along(node, axis, index):
