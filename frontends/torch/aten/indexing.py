@@ -175,10 +175,87 @@ def _take(out, x, index):
     return ops.gather(flat, ops.reshape(idx, new_sizes=idx.shape + (1,)))
 
 
+def _mask_slots(flat_mask):
+    """For each True entry of a flat bool mask, its rank among the True entries (the source
+    element it takes in masked_scatter / x[mask] = v): a prefix sum, no sync."""
+    ones = ops.convert(flat_mask, dtype="int64")
+    return ops.sub(ops.cumsum(ones, axis=0), const(1, "int64", ones.shape))
+
+
+@lower(aten.masked_scatter.default)
+def _masked_scatter(out, x, mask, source):
+    shape = tuple(out.shape)
+    a, m = bcast(node_of(x), shape), bcast(node_of(mask, "bool"), shape)
+    src = node_of(source, a.dtype)
+    flat_m = ops.reshape(m, new_sizes=(m.size,))
+    if src.size < m.size:
+        # torch raises when the mask has more True entries than source has elements: a
+        # source at least the mask's size never needs that check, a smaller one costs a sync
+        from .data_dependent import _count
+        if m.size and _count(flat_m) > src.size:
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+    if a.size == 0 or src.size == 0:
+        return a
+    slot = ops.clamp(const(0, "int64", flat_m.shape), _mask_slots(flat_m),
+                     const(src.size - 1, "int64", flat_m.shape))
+    picked = ops.gather(ops.reshape(src, new_sizes=(src.size,)),
+                        ops.reshape(slot, new_sizes=(m.size, 1)))
+    flat_a = ops.reshape(a, new_sizes=(a.size,))
+    return ops.reshape(ops.select(flat_m, picked, flat_a), new_sizes=shape)
+
+
+def _index_put_mask(a, position, mask, values, accumulate):
+    """a[(:,)*position + (mask,)] = values (or +=): the mask picks len(mask.shape) axes at
+    `position`; values broadcast against (..., count, ...). A values axis of size 1 (or
+    absent) at the count's place needs no count; a full one takes rows by prefix sum after
+    one counted sync that checks its length, as torch does."""
+    lead, span = a.shape[:position], mask.shape
+    rest = a.shape[position + mask.ndim:]
+    v = node_of(values, a.dtype)
+    picked_ndim = len(lead) + 1 + len(rest)
+    if v.ndim > picked_ndim:
+        raise Unsupported("index_put values of higher rank")
+    v = ops.reshape(v, new_sizes=(1,) * (picked_ndim - v.ndim) + v.shape)
+    spread_m = ops.broadcast_in_dim(mask, shape=a.shape, broadcast_dimensions=tuple(
+        range(position, position + mask.ndim)))
+    count_axis = len(lead)
+    if v.shape[count_axis] == 1:
+        squeezed = ops.reshape(v, new_sizes=v.shape[:count_axis] + v.shape[count_axis + 1:])
+        kept = tuple(i for i in range(a.ndim) if not position <= i < position + mask.ndim)
+        new = ops.broadcast_in_dim(bcast(squeezed, lead + rest), shape=a.shape,
+                                   broadcast_dimensions=kept)
+    else:
+        from .data_dependent import _count
+        flat = ops.reshape(mask, new_sizes=(mask.size,))
+        count = _count(flat) if flat.size else 0
+        if count != v.shape[count_axis]:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} "
+                             f"cannot be broadcast to indexing result of shape "
+                             f"{list(lead + (count,) + rest)}")
+        full = bcast(v, lead + (count,) + rest)
+        slot = ops.clamp(const(0, "int64", flat.shape), _mask_slots(flat),
+                         const(max(count - 1, 0), "int64", flat.shape))
+        moved = ops.transpose(full, permutation=(count_axis, *range(count_axis),
+                                                 *range(count_axis + 1, full.ndim)))
+        rows = ops.gather(moved, ops.reshape(slot, new_sizes=(flat.size, 1)))  # (S, *lead, *rest)
+        rows = ops.reshape(rows, new_sizes=span + lead + rest)
+        ns = len(span)
+        new = ops.transpose(rows, permutation=(*range(ns, ns + len(lead)), *range(ns),
+                                               *range(ns + len(lead), rows.ndim)))
+    if accumulate:
+        new = ops.add(a, new)
+    return ops.select(spread_m, new, a)
+
+
 @lower(aten.index_put.default, aten._unsafe_index_put.default)
 def _index_put(out, x, indices, values, accumulate=False):
     a = node_of(x)
     nodes = [None if t is None else node_of(t) for t in indices]
+    given = [i for i, t in enumerate(nodes) if t is not None]
+    if len(given) == 1 and nodes[given[0]].dtype in ("bool", "uint8"):
+        mask = nodes[given[0]]
+        mask = mask if mask.dtype == "bool" else ops.ne(mask, const(0, mask.dtype, mask.shape))
+        return _index_put_mask(a, given[0], mask, values, accumulate)
     moved, stacked, axes, batch, adjacent = _advanced(a, nodes)
     gathered_shape = batch + moved.shape[len(axes):]
     perm = _layout(axes, batch, adjacent, a.ndim)
