@@ -37,3 +37,4 @@ lower(aten._native_batch_norm_legit_functional.default)(
     _batch_norm_on_cpu_terms(aten._native_batch_norm_legit_functional.default, _training_arg(5)))
 lower(aten._native_batch_norm_legit.no_stats)(
     _batch_norm_on_cpu_terms(aten._native_batch_norm_legit.no_stats, _training_arg(3)))
+

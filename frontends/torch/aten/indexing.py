@@ -56,8 +56,12 @@ def _scatter_nodes(out, x, dim, index, src, mode):
     idx = node_of(index, "int64")
     if idx.size == 0:
         return a
-    if a.ndim == 0:
-        raise Unsupported("scatter into a 0-d tensor")
+    if a.ndim == 0:  # one element: scatter into it as a 1-element row
+        one = ops.reshape(a, new_sizes=(1,))
+        row = _scatter_nodes(out, one, 0, ops.reshape(idx, new_sizes=(1,)),
+                             src if isinstance(src, (int, float, bool)) else
+                             ops.reshape(node_of(src, a.dtype), new_sizes=(1,)), mode)
+        return ops.reshape(row, new_sizes=())
     axis = dim_of(dim, a.ndim)
     if isinstance(src, (int, float, bool)) or node_of(src).ndim == 0:
         updates = bcast(node_of(src, a.dtype), idx.shape)
@@ -287,3 +291,31 @@ def _embedding(out, weight, indices, padding_idx=-1, scale_grad_by_freq=False, s
     return ops.reshape(rows, new_sizes=tuple(out.shape))
 
 
+
+
+@lower(aten.embedding_renorm.default)
+def _embedding_renorm(out, weight, indices, max_norm, norm_type):
+    """The rows `indices` names whose norm exceeds max_norm, scaled to max_norm (torch's
+    max_norm / (norm + 1e-7)); other rows unchanged."""
+    w = node_of(weight)
+    rows, width = w.shape
+    idx = node_of(indices, "int64")
+    named = ops.scatter(const(False, "bool", (rows,)),
+                        ops.reshape(idx, new_sizes=(idx.size, 1)),
+                        const(True, "bool", (idx.size,)), mode="set")
+    mag = ops.abs_(w)
+    if norm_type == 1:
+        norm = ops.reduce_sum(mag, axes=(1,))
+    elif norm_type == 2:
+        norm = ops.sqrt(ops.reduce_sum(ops.mul(mag, mag), axes=(1,)))
+    elif norm_type == float("inf"):
+        norm = ops.reduce_max(mag, axes=(1,))
+    else:
+        powered = ops.reduce_sum(ops.pow_(mag, const(float(norm_type), w.dtype, w.shape)),
+                                 axes=(1,))
+        norm = ops.pow_(powered, const(1.0 / norm_type, w.dtype, (rows,)))
+    limit = node_of(max_norm, w.dtype)
+    limit = bcast(limit, (rows,))
+    scale = ops.div(limit, ops.add(norm, const(1e-7, w.dtype, (rows,))))
+    scale = ops.select(ops.and_(named, ops.gt(norm, limit)), scale, const(1, w.dtype, (rows,)))
+    return ops.mul(w, ops.broadcast_in_dim(scale, shape=(rows, width), broadcast_dimensions=(0,)))

@@ -349,6 +349,23 @@ def _linspace_tensor_bounds(out, start, end, steps, *, dtype=None, layout=None, 
     return _linspace(out, start, end, steps)
 
 
+@lower(aten.resize.default)
+def _resize(out, x, size, *, memory_format=None):
+    """resize_ (functionalized): the first numel elements of the flat value; growing adds
+    elements torch leaves uninitialized (zeros here)."""
+    a = node_of(x)
+    shape = tuple(out.shape)
+    n = 1
+    for d in shape:
+        n *= d
+    flat = ops.reshape(a, new_sizes=(a.size,))
+    if n <= a.size:
+        flat = ops.slice_(flat, start_indices=(0,), limit_indices=(n,))
+    else:
+        flat = ops.pad(flat, const(0, a.dtype, ()), padding_config=((0, n - a.size, 0),))
+    return ops.reshape(flat, new_sizes=shape)
+
+
 @lower(aten.eye.default, aten.eye.m)
 def _eye(out, n, m=None, **kwargs):
     shape = tuple(out.shape)
