@@ -1,4 +1,5 @@
 """The aten table: importing these modules fills tensor.LOWERINGS (one entry per overload)."""
 from . import elementwise, indexing, linalg, random, reductions, shapes, special  # noqa: F401
 from . import prims  # noqa: F401  (after the aten twins it reuses)
-from . import composites, data_dependent, factorizations, pooling, segments, selection  # noqa: F401
+from . import composites, data_dependent, factorizations, histograms, pooling, segments  # noqa: F401
+from . import selection  # noqa: F401

@@ -210,3 +210,25 @@ def test_index_reduce_and_scatter_add_of_zero_dim():
           torch.tensor(3.0), torch.tensor([0]), torch.tensor(2.0))
     _same(lambda a, i, s: a.scatter_add(0, i, s), torch.tensor(3.0), torch.tensor(0),
           torch.tensor(2.0))
+
+
+@pytest.mark.parametrize("values", [[2.0, 2.0, 2.0], [], [0.0, 1.0, 1.0, 2.0, 3.0, 9.0]])
+@pytest.mark.parametrize("options", [{}, {"range": (-1.0, 2.0)}, {"density": True},
+                                     {"weight": True}])
+def test_histogram(values, options):
+    x = torch.tensor(values)
+    if options.get("weight"):
+        options = {"weight": torch.arange(len(values), dtype=torch.float32)}
+    _same(lambda a, *w: torch.histogram(a, 4, **options if not w else {"weight": w[0]}),
+          x, *options.values() if "weight" in options else ())
+    _same(lambda a: torch.histogram(a, torch.tensor([-1.0, 0.5, 1.0, 3.0])), x)
+
+
+def test_histogramdd():
+    x = _rand((20, 2), 0)
+    flat = lambda r: (r.hist, *r.bin_edges)  # noqa: E731
+    _same(lambda a: flat(torch.histogramdd(a, [3, 4])), x)
+    _same(lambda a: flat(torch.histogramdd(a, [2, 2], range=[-1.0, 1.0, 0.0, 2.0],
+                                           density=True)), x)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch.histogram(_lazy(torch.tensor([1, 2])), 3)
