@@ -36,5 +36,7 @@ def to_numpy_array(tensor):
 
 def from_numpy_array(array, torch_dtype):
     if torch_dtype == torch.bfloat16:
-        return torch.from_numpy(np.ascontiguousarray(array).view(np.int16)).view(torch.bfloat16)
+        # np.ascontiguousarray would turn a 0-d array into shape (1,): copy instead
+        bits = np.array(array, copy=True).view(np.int16)
+        return torch.from_numpy(bits).view(torch.bfloat16)
     return torch.from_numpy(np.array(array, copy=True))

@@ -371,6 +371,7 @@ def _fused_sdp_choice(*args, **kwargs):
 
 SPECIAL = {
     torch.ops.aten._local_scalar_dense.default: _local_scalar_dense,
+    torch.ops.prims.item.default: _local_scalar_dense,  # torch._refs' Tensor.item
     torch.ops.aten._to_copy.default: _to_copy,
     torch.ops.aten._fused_sdp_choice.default: _fused_sdp_choice,
 }

@@ -2,5 +2,6 @@
 from . import elementwise, indexing, linalg, random, reductions, shapes, special  # noqa: F401
 from . import bessel, polynomials  # noqa: F401
 from . import prims  # noqa: F401  (after the aten twins it reuses)
-from . import data_dependent, factorizations, pooling, selection  # noqa: F401
+from . import composites, data_dependent, factorizations, histograms, pooling  # noqa: F401
+from . import segments, selection  # noqa: F401
 from . import complex, fft  # noqa: F401  (complex overrides abs/isinf/isfinite: after them)

@@ -140,7 +140,33 @@ def _check_errors(info, api_name, *, is_matrix):
     return aten._linalg_check_errors.default(cpu, api_name, is_matrix=is_matrix)
 
 
+def _repeat_interleave_counts(repeats, output_size=None):
+    """repeat_interleave(repeats): index i repeated repeats[i] times. The length is the sum
+    of repeats: given as output_size, no sync; else one counted sync to read it. Each output
+    position's index is the number of cumulative counts at or below it."""
+    r = node_of(repeats, "int64")
+    if r.ndim != 1:
+        return eager(aten.repeat_interleave.Tensor, (repeats,), {"output_size": output_size},
+                     cause=CAUSE)
+    if output_size is None:
+        if r.size == 0:
+            return from_node(const(0, "int64", (0,)), repeats.dtype)
+        if _host_int(ops.reduce_or(ops.lt(r, const(0, "int64", r.shape)), axes=(0,))):
+            raise RuntimeError("repeats can not be negative")
+        output_size = _host_int(ops.reduce_sum(r, axes=(0,)))
+    if output_size == 0 or r.size == 0:
+        return from_node(const(0, "int64", (output_size,)), repeats.dtype)
+    ends = ops.cumsum(r, axis=0)
+    shape = (output_size, r.size)
+    pos = ops.iota(dtype="int64", shape=shape, dimension=0)
+    passed = ops.le(ops.broadcast_in_dim(ends, shape=shape, broadcast_dimensions=(1,)), pos)
+    index = ops.reduce_sum(ops.convert(passed, dtype="int64"), axes=(1,))
+    index = ops.min_(index, const(r.size - 1, "int64", (output_size,)))
+    return from_node(ops.convert(index, dtype=dtypes.to_ir(repeats.dtype)), repeats.dtype)
+
+
 SPECIAL.update({
+    aten.repeat_interleave.Tensor: _repeat_interleave_counts,
     aten.nonzero.default: _nonzero,
     aten.nonzero_static.default: _nonzero_static,
     aten.masked_select.default: _checked_masked_select,

@@ -56,8 +56,12 @@ def _scatter_nodes(out, x, dim, index, src, mode):
     idx = node_of(index, "int64")
     if idx.size == 0:
         return a
-    if a.ndim == 0:
-        raise Unsupported("scatter into a 0-d tensor")
+    if a.ndim == 0:  # one element: scatter into it as a 1-element row
+        one = ops.reshape(a, new_sizes=(1,))
+        row = _scatter_nodes(out, one, 0, ops.reshape(idx, new_sizes=(1,)),
+                             src if isinstance(src, (int, float, bool)) else
+                             ops.reshape(node_of(src, a.dtype), new_sizes=(1,)), mode)
+        return ops.reshape(row, new_sizes=())
     axis = dim_of(dim, a.ndim)
     if isinstance(src, (int, float, bool)) or node_of(src).ndim == 0:
         updates = bcast(node_of(src, a.dtype), idx.shape)
@@ -154,6 +158,8 @@ def _layout(axes, batch, adjacent, ndim):
 @lower(aten.index.Tensor)
 def _index(out, x, indices):
     a = node_of(x)
+    if 0 in tuple(out.shape):
+        return const(0, a.dtype, tuple(out.shape))  # nothing to gather (maybe from nothing)
     nodes = [None if t is None else node_of(t) for t in indices]
     moved, stacked, axes, batch, adjacent = _advanced(a, nodes)
     picked = ops.gather(moved, stacked)
@@ -161,10 +167,99 @@ def _index(out, x, indices):
     return ops.transpose(picked, permutation=perm) if perm else picked
 
 
+@lower(aten.take.default)
+def _take(out, x, index):
+    # torch._decomp's take indexes with a Python-visible 0-d tensor (an item sync): gather
+    # from the flat value instead.
+    a = node_of(x)
+    if 0 in tuple(out.shape):
+        return const(0, a.dtype, tuple(out.shape))
+    flat = ops.reshape(a, new_sizes=(a.size,))
+    idx = _wrap_negative(node_of(index, "int64"), a.size)
+    return ops.gather(flat, ops.reshape(idx, new_sizes=idx.shape + (1,)))
+
+
+def _mask_slots(flat_mask):
+    """For each True entry of a flat bool mask, its rank among the True entries (the source
+    element it takes in masked_scatter / x[mask] = v): a prefix sum, no sync."""
+    ones = ops.convert(flat_mask, dtype="int64")
+    return ops.sub(ops.cumsum(ones, axis=0), const(1, "int64", ones.shape))
+
+
+@lower(aten.masked_scatter.default)
+def _masked_scatter(out, x, mask, source):
+    shape = tuple(out.shape)
+    a, m = bcast(node_of(x), shape), bcast(node_of(mask, "bool"), shape)
+    src = node_of(source, a.dtype)
+    flat_m = ops.reshape(m, new_sizes=(m.size,))
+    if src.size < m.size:
+        # torch raises when the mask has more True entries than source has elements: a
+        # source at least the mask's size never needs that check, a smaller one costs a sync
+        from .data_dependent import _count
+        if m.size and _count(flat_m) > src.size:
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+    if a.size == 0 or src.size == 0:
+        return a
+    slot = ops.clamp(const(0, "int64", flat_m.shape), _mask_slots(flat_m),
+                     const(src.size - 1, "int64", flat_m.shape))
+    picked = ops.gather(ops.reshape(src, new_sizes=(src.size,)),
+                        ops.reshape(slot, new_sizes=(m.size, 1)))
+    flat_a = ops.reshape(a, new_sizes=(a.size,))
+    return ops.reshape(ops.select(flat_m, picked, flat_a), new_sizes=shape)
+
+
+def _index_put_mask(a, position, mask, values, accumulate):
+    """a[(:,)*position + (mask,)] = values (or +=): the mask picks len(mask.shape) axes at
+    `position`; values broadcast against (..., count, ...). A values axis of size 1 (or
+    absent) at the count's place needs no count; a full one takes rows by prefix sum after
+    one counted sync that checks its length, as torch does."""
+    lead, span = a.shape[:position], mask.shape
+    rest = a.shape[position + mask.ndim:]
+    v = node_of(values, a.dtype)
+    picked_ndim = len(lead) + 1 + len(rest)
+    if v.ndim > picked_ndim:
+        raise Unsupported("index_put values of higher rank")
+    v = ops.reshape(v, new_sizes=(1,) * (picked_ndim - v.ndim) + v.shape)
+    spread_m = ops.broadcast_in_dim(mask, shape=a.shape, broadcast_dimensions=tuple(
+        range(position, position + mask.ndim)))
+    count_axis = len(lead)
+    if v.shape[count_axis] == 1:
+        squeezed = ops.reshape(v, new_sizes=v.shape[:count_axis] + v.shape[count_axis + 1:])
+        kept = tuple(i for i in range(a.ndim) if not position <= i < position + mask.ndim)
+        new = ops.broadcast_in_dim(bcast(squeezed, lead + rest), shape=a.shape,
+                                   broadcast_dimensions=kept)
+    else:
+        from .data_dependent import _count
+        flat = ops.reshape(mask, new_sizes=(mask.size,))
+        count = _count(flat) if flat.size else 0
+        if count != v.shape[count_axis]:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {list(values.shape)} "
+                             f"cannot be broadcast to indexing result of shape "
+                             f"{list(lead + (count,) + rest)}")
+        full = bcast(v, lead + (count,) + rest)
+        slot = ops.clamp(const(0, "int64", flat.shape), _mask_slots(flat),
+                         const(max(count - 1, 0), "int64", flat.shape))
+        moved = ops.transpose(full, permutation=(count_axis, *range(count_axis),
+                                                 *range(count_axis + 1, full.ndim)))
+        rows = ops.gather(moved, ops.reshape(slot, new_sizes=(flat.size, 1)))  # (S, *lead, *rest)
+        rows = ops.reshape(rows, new_sizes=span + lead + rest)
+        ns = len(span)
+        new = ops.transpose(rows, permutation=(*range(ns, ns + len(lead)), *range(ns),
+                                               *range(ns + len(lead), rows.ndim)))
+    if accumulate:
+        new = ops.add(a, new)
+    return ops.select(spread_m, new, a)
+
+
 @lower(aten.index_put.default, aten._unsafe_index_put.default)
 def _index_put(out, x, indices, values, accumulate=False):
     a = node_of(x)
     nodes = [None if t is None else node_of(t) for t in indices]
+    given = [i for i, t in enumerate(nodes) if t is not None]
+    if len(given) == 1 and nodes[given[0]].dtype in ("bool", "uint8"):
+        mask = nodes[given[0]]
+        mask = mask if mask.dtype == "bool" else ops.ne(mask, const(0, mask.dtype, mask.shape))
+        return _index_put_mask(a, given[0], mask, values, accumulate)
     moved, stacked, axes, batch, adjacent = _advanced(a, nodes)
     gathered_shape = batch + moved.shape[len(axes):]
     perm = _layout(axes, batch, adjacent, a.ndim)
@@ -196,3 +291,31 @@ def _embedding(out, weight, indices, padding_idx=-1, scale_grad_by_freq=False, s
     return ops.reshape(rows, new_sizes=tuple(out.shape))
 
 
+
+
+@lower(aten.embedding_renorm.default)
+def _embedding_renorm(out, weight, indices, max_norm, norm_type):
+    """The rows `indices` names whose norm exceeds max_norm, scaled to max_norm (torch's
+    max_norm / (norm + 1e-7)); other rows unchanged."""
+    w = node_of(weight)
+    rows, width = w.shape
+    idx = node_of(indices, "int64")
+    named = ops.scatter(const(False, "bool", (rows,)),
+                        ops.reshape(idx, new_sizes=(idx.size, 1)),
+                        const(True, "bool", (idx.size,)), mode="set")
+    mag = ops.abs_(w)
+    if norm_type == 1:
+        norm = ops.reduce_sum(mag, axes=(1,))
+    elif norm_type == 2:
+        norm = ops.sqrt(ops.reduce_sum(ops.mul(mag, mag), axes=(1,)))
+    elif norm_type == float("inf"):
+        norm = ops.reduce_max(mag, axes=(1,))
+    else:
+        powered = ops.reduce_sum(ops.pow_(mag, const(float(norm_type), w.dtype, w.shape)),
+                                 axes=(1,))
+        norm = ops.pow_(powered, const(1.0 / norm_type, w.dtype, (rows,)))
+    limit = node_of(max_norm, w.dtype)
+    limit = bcast(limit, (rows,))
+    scale = ops.div(limit, ops.add(norm, const(1e-7, w.dtype, (rows,))))
+    scale = ops.select(ops.and_(named, ops.gt(norm, limit)), scale, const(1, w.dtype, (rows,)))
+    return ops.mul(w, ops.broadcast_in_dim(scale, shape=(rows, width), broadcast_dimensions=(0,)))

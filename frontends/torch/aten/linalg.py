@@ -19,11 +19,10 @@ def _bmm(out, x, y):
     return _matmul(node_of(x), node_of(y), ((2,), (1,)), ((0,), (0,)))
 
 
-@lower(aten.addmm.default)
-def _addmm(out, bias, x, y, *, beta=1, alpha=1):
+def _scaled_sum(out, bias, product, beta, alpha):
+    """beta * bias + alpha * product, as torch's addmm family computes it."""
     shape = tuple(out.shape)
     dtype = compute_dtype(out.dtype)
-    product = _matmul(node_of(x), node_of(y), ((1,), (0,)))
     product = ops.convert(product, dtype=dtype) if product.dtype != dtype else product
     if alpha != 1:
         product = ops.mul(product, scalar(alpha, dtype, shape))
@@ -33,6 +32,31 @@ def _addmm(out, bias, x, y, *, beta=1, alpha=1):
     if beta != 1:
         b = ops.mul(b, scalar(beta, dtype, shape))
     return ops.add(b, product)
+
+
+@lower(aten.addmm.default)
+def _addmm(out, bias, x, y, *, beta=1, alpha=1):
+    return _scaled_sum(out, bias, _matmul(node_of(x), node_of(y), ((1,), (0,))), beta, alpha)
+
+
+@lower(aten.addbmm.default)
+def _addbmm(out, bias, x, y, *, beta=1, alpha=1):
+    # the sum over the batch of x[b] @ y[b] is one contraction over (batch, inner)
+    product = _matmul(node_of(x), node_of(y), ((0, 2), (0, 1)))
+    return _scaled_sum(out, bias, product, beta, alpha)
+
+
+@lower(aten._trilinear.default)
+def _trilinear(out, i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    """sum over sumdim of i1 * i2 * i3, each unsqueezed at its expand dims: an einsum, which
+    torch decomposes into the products and permutes we lower (no full outer product)."""
+    import torch
+    full = len(expand1) + node_of(i1).ndim
+    letters = "abcdefghijklmnopqrstuvwxyz"[:full]
+    terms = ["".join(c for d, c in enumerate(letters) if d not in expand)
+             for expand in (expand1, expand2, expand3)]
+    result = "".join(c for d, c in enumerate(letters) if d not in sumdim)
+    return torch.einsum(f"{','.join(terms)}->{result}", i1, i2, i3)
 
 
 @lower(aten.dot.default)

@@ -4,9 +4,10 @@ put, searchsorted, kthvalue / median / nanmedian (a sort, then one index per row
 A lazy tensor's storage is its contiguous flattening (values are immutable; torch's
 functionalization hands us contiguous bases), so strided views are gathers over it.
 """
+import numpy as np
 import torch
 
-from ....core import ops
+from ....core import ir, ops
 from .table import Unsupported, aten, bcast, compute_dtype, const, dim_of, is_float, lower, node_of
 
 prims = torch.ops.prims
@@ -109,6 +110,17 @@ def _searchsorted(out, sorted_seq, values, *, out_int32=False, right=False, side
 def _searchsorted_scalar(out, sorted_seq, value, *, out_int32=False, right=False, side=None,
                          sorter=None):
     return _searchsorted_nodes(out, sorted_seq, torch.tensor(value), right, side, sorter)
+
+
+@lower(aten.bucketize.Tensor)
+def _bucketize(out, values, boundaries, *, out_int32=False, right=False):
+    # torch._decomp's bucketize is a binary search that reads the boundaries' length back
+    return _searchsorted_nodes(out, boundaries, values, right, None, None)
+
+
+@lower(aten.bucketize.Scalar)
+def _bucketize_scalar(out, value, boundaries, *, out_int32=False, right=False):
+    return _searchsorted_nodes(out, boundaries, torch.tensor(value), right, None, None)
 
 
 # ---------------------------------------------------------------- order statistics
@@ -222,10 +234,13 @@ def _histc(out, x, bins=100, min=0, max=0):
 
 @lower(aten._cdist_forward.default)
 def _cdist(out, x1, x2, p, compute_mode=None):
-    a, b = node_of(x1), node_of(x2)
+    return _distances(node_of(x1), node_of(x2), p, tuple(out.shape[:-2]))
+
+
+def _distances(a, b, p, batch):
+    """(*batch, r1, r2) p-norm distances between the rows of a and of b."""
     if not is_float(a) or a.dtype != b.dtype:
         raise Unsupported("cdist dtypes")
-    batch = tuple(out.shape[:-2])
     a = bcast(a, batch + a.shape[-2:])
     b = bcast(b, batch + b.shape[-2:])
     r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
@@ -249,3 +264,74 @@ def _cdist(out, x1, x2, p, compute_mode=None):
         return ops.sqrt(ops.reduce_sum(ops.mul(diff, diff), axes=last))
     powered = ops.reduce_sum(ops.pow_(diff, const(float(p), a.dtype, full)), axes=last)
     return ops.pow_(powered, const(1.0 / p, a.dtype, powered.shape))
+
+
+@lower(aten._pdist_forward.default)
+def _pdist(out, x, p=2):
+    """The distances of x's rows to each other: the strict upper triangle of cdist(x, x),
+    row-major, as torch orders them."""
+    a = node_of(x)
+    n = a.shape[0]
+    if out.shape[0] == 0:
+        return const(0, a.dtype, (0,))
+    rows, cols = np.triu_indices(n, k=1)
+    flat = _flat(_distances(a, a, p, ()))
+    return ops.gather(flat, ir.constant((rows * n + cols).reshape(-1, 1), "int64"))
+
+
+# ---------------------------------------------------------------- running extremes, mode
+
+def _running_extreme(scan):
+    def lowering(out, x, dim):
+        a = node_of(x)
+        if a.ndim == 0:
+            return a, const(0, "int64", ())
+        axis = dim_of(dim, a.ndim)
+        values = scan(a, axis=axis)
+        # torch's rule: the index moves to each new extreme, to a later equal one, and to
+        # every NaN (which then sticks): the last position where x equals the running value
+        at = ops.eq(a, values)
+        if is_float(a):
+            at = ops.or_(at, ops.ne(a, a))
+        pos = ops.iota(dtype="int64", shape=a.shape, dimension=axis)
+        marked = ops.select(at, pos, const(-1, "int64", a.shape))
+        return values, ops.cummax(marked, axis=axis)
+    return lowering
+
+
+lower(aten.cummax.default)(_running_extreme(ops.cummax))
+lower(aten.cummin.default)(_running_extreme(ops.cummin))
+
+
+@lower(aten.mode.default)
+def _mode(out, x, dim=-1, keepdim=False):
+    """The most frequent value (the smallest among equally frequent ones) and the last index
+    holding it, by counting equal pairs along the axis: (n x n) per row."""
+    a = node_of(x)
+    if a.ndim == 0:
+        return a, const(0, "int64", ())
+    if a.dtype == "bool" or a.size == 0:
+        raise Unsupported("mode of bools or of an empty tensor")
+    axis = dim_of(dim, a.ndim)
+    moved = ops.transpose(a, permutation=(*[i for i in range(a.ndim) if i != axis], axis))
+    rows, n = moved.shape[:-1], moved.shape[-1]
+    pair = rows + (n, n)
+    keep = tuple(range(len(rows)))
+    left = ops.broadcast_in_dim(moved, shape=pair, broadcast_dimensions=keep + (len(rows),))
+    right = ops.broadcast_in_dim(moved, shape=pair, broadcast_dimensions=keep + (len(rows) + 1,))
+    count = ops.reduce_sum(ops.convert(ops.eq(left, right), dtype="int64"), axes=(len(rows) + 1,))
+    most = bcast(ops.reshape(ops.reduce_max(count, axes=(len(rows),)), new_sizes=rows + (1,)),
+                 rows + (n,))
+    if is_float(a):
+        high = float("inf")
+    else:
+        from ....core import dtypes as dt
+        high = int(np.iinfo(dt.to_numpy(a.dtype)).max)
+    frequent = ops.select(ops.eq(count, most), moved, const(high, a.dtype, moved.shape))
+    value = ops.reduce_min(frequent, axes=(len(rows),))
+    spread = bcast(ops.reshape(value, new_sizes=rows + (1,)), rows + (n,))
+    pos = ops.iota(dtype="int64", shape=rows + (n,), dimension=len(rows))
+    index = ops.reduce_max(ops.select(ops.eq(moved, spread), pos,
+                                      const(-1, "int64", pos.shape)), axes=(len(rows),))
+    return (ops.reshape(value, new_sizes=tuple(out[0].shape)),
+            ops.reshape(index, new_sizes=tuple(out[1].shape)))

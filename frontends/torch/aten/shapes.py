@@ -1,5 +1,7 @@
 """Views (functionalization hands us their *_copy forms; torch._decomp calls the plain ones),
 joins, padding, and the functional scatters that functionalization writes views back with."""
+import torch
+
 from ....core import compose, ops
 from .table import (Unsupported, aten, bcast, const, dim_of, ir_dtype, lower, node_of,
                     scalar)
@@ -134,21 +136,42 @@ def _unbind(out, x, dim=0):
                  for i, o in enumerate(out))
 
 
-@lower(*_both("diagonal"))
-def _diagonal(out, x, offset=0, dim1=0, dim2=1):
-    a = node_of(x)
+def _diagonal_coordinates(a, offset, dim1, dim2, n):
+    """(a with dim1, dim2 moved to the front, the permutation, the (n, 2) coordinates of the
+    offset diagonal in the moved operand)."""
     d1, d2 = dim_of(dim1, a.ndim), dim_of(dim2, a.ndim)
-    rest = [i for i in range(a.ndim) if i not in (d1, d2)]
-    moved = ops.transpose(a, permutation=(d1, d2, *rest))
-    n = out.shape[-1]
-    if n == 0:
-        return const(0, a.dtype, tuple(out.shape))
+    perm = (d1, d2, *[i for i in range(a.ndim) if i not in (d1, d2)])
     rows = ops.iota(dtype="int64", shape=(n, 1), dimension=0)
     lo, hi = max(-offset, 0), max(offset, 0)
     index = ops.concatenate(ops.add(rows, const(lo, "int64", (n, 1))),
                             ops.add(rows, const(hi, "int64", (n, 1))), dimension=1)
+    return ops.transpose(a, permutation=perm), perm, index
+
+
+@lower(*_both("diagonal"))
+def _diagonal(out, x, offset=0, dim1=0, dim2=1):
+    a = node_of(x)
+    n = out.shape[-1]
+    if n == 0:
+        return const(0, a.dtype, tuple(out.shape))
+    moved, _, index = _diagonal_coordinates(a, offset, dim1, dim2, n)
     picked = ops.gather(moved, index)  # (n, *rest)
     return ops.transpose(picked, permutation=(*range(1, picked.ndim), 0))
+
+
+@lower(aten.diagonal_scatter.default)
+def _diagonal_scatter(out, x, src, offset=0, dim1=0, dim2=1):
+    # torch._decomp writes through a diagonal view with copy_, which a lazy value (no shared
+    # storage) cannot alias: scatter the diagonal's coordinates instead.
+    a = node_of(x)
+    s = node_of(src, a.dtype)
+    n = s.shape[-1]
+    if n == 0:
+        return a
+    moved, perm, index = _diagonal_coordinates(a, offset, dim1, dim2, n)
+    updates = ops.transpose(s, permutation=(s.ndim - 1, *range(s.ndim - 1)))  # (n, *rest)
+    placed = ops.scatter(moved, index, updates, mode="set")
+    return ops.transpose(placed, permutation=tuple(perm.index(i) for i in range(a.ndim)))
 
 
 @lower(aten.cat.default)
@@ -312,6 +335,35 @@ def _linspace(out, start, end, steps, **kwargs):
     from_end = ops.sub(hi, ops.mul(ops.sub(const(steps - 1, wide, shape), i), step))
     first_half = ops.lt(i, const(steps // 2, wide, shape))
     return ops.select(first_half, from_start, from_end)
+
+
+@lower(aten.linspace.Tensor_Tensor, aten.linspace.Tensor_Scalar, aten.linspace.Scalar_Tensor)
+def _linspace_tensor_bounds(out, start, end, steps, *, dtype=None, layout=None, device=None,
+                            pin_memory=None):
+    if device is None or torch.device(device).type != "lazyx":
+        # torch reads 0-d tensor bounds with .item() and builds on the requested device (CPU
+        # by default): the output leaves the lazy device, so that is a counted item sync.
+        start, end = (v.item() if isinstance(v, torch.Tensor) else v for v in (start, end))
+        return torch.linspace(start, end, steps, dtype=dtype, layout=layout, device=device,
+                              pin_memory=pin_memory)
+    return _linspace(out, start, end, steps)
+
+
+@lower(aten.resize.default)
+def _resize(out, x, size, *, memory_format=None):
+    """resize_ (functionalized): the first numel elements of the flat value; growing adds
+    elements torch leaves uninitialized (zeros here)."""
+    a = node_of(x)
+    shape = tuple(out.shape)
+    n = 1
+    for d in shape:
+        n *= d
+    flat = ops.reshape(a, new_sizes=(a.size,))
+    if n <= a.size:
+        flat = ops.slice_(flat, start_indices=(0,), limit_indices=(n,))
+    else:
+        flat = ops.pad(flat, const(0, a.dtype, ()), padding_config=((0, n - a.size, 0),))
+    return ops.reshape(flat, new_sizes=shape)
 
 
 @lower(aten.eye.default, aten.eye.m)

@@ -1,0 +1,234 @@
+"""Lowerings added for the OpInfo push (issue 4): each compared with eager CPU torch on real
+inputs, with no CPU fallback, and torch's error at the call for a bad one."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings, strategies as st
+
+import lazyx
+import lazyx.frontends.torch as lt
+
+
+def _lazy(x):
+    return x.to(lt.device) if isinstance(x, torch.Tensor) else x
+
+
+def _same(fn, *xs, equal_nan=True):
+    """fn on lazy copies equals fn on CPU (every output of a tuple), with no fallback."""
+    expected = fn(*xs)
+    before = lazyx.metrics()["fallbacks"]
+    got = fn(*[_lazy(x) for x in xs])
+    outs = (got,) if isinstance(got, torch.Tensor) else tuple(got)
+    wants = (expected,) if isinstance(expected, torch.Tensor) else tuple(expected)
+    for g, e in zip(outs, wants):
+        g = g.cpu()
+        assert g.shape == e.shape and g.dtype == e.dtype
+        torch.testing.assert_close(g, e, equal_nan=equal_nan, rtol=1e-4, atol=1e-5)
+    assert lazyx.metrics()["fallbacks"] == before, lazyx.metrics()["fallback_ops"]
+
+
+def _rand(shape, seed, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g, dtype=dtype)
+    return torch.randint(-4, 5, shape, generator=g, dtype=dtype)
+
+
+# ---------------------------------------------------------------- wrong values before
+
+@given(shape=st.sampled_from([(3, 4), (4, 3), (2, 3, 4)]), offset=st.integers(-2, 2),
+       dims=st.sampled_from([(0, 1), (1, 0), (-1, 0)]), seed=st.integers(0, 3))
+@settings(max_examples=12)
+def test_diagonal_scatter(shape, offset, dims, seed):
+    x = _rand(shape, seed)
+    n = torch.diagonal(x, offset, *dims).shape
+    _same(lambda a, s: torch.diagonal_scatter(a, s, offset, *dims), x, _rand(n, seed + 1))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_saved_stats_follow_cpu(training):
+    x, rm, rv = _rand((3, 2, 4), 0), _rand((2,), 1), _rand((2,), 2).abs()
+    w, b = _rand((2,), 3), _rand((2,), 4)
+    _same(lambda *a: torch.native_batch_norm(*a, training, 0.1, 1e-5), x, w, b, rm, rv)
+    _same(lambda *a: torch.ops.aten._native_batch_norm_legit(*a, training, 0.1, 1e-5),
+          x, w, b, rm.clone(), rv.clone())
+
+
+def test_zero_dim_bfloat16_and_linspace_with_tensor_bounds():
+    _same(lambda a: a.to(torch.bfloat16), torch.tensor(1.5))
+    start = torch.tensor(-2.0)
+    expected = torch.linspace(start, 3, 7, device="cpu")
+    got = torch.linspace(start.to(lt.device), 3, 7, device="cpu")  # an item sync, no error
+    torch.testing.assert_close(got, expected)
+    lazy = torch.linspace(start.to(lt.device), 3, 7, device=lt.device)
+    assert lazy.device.type == "lazyx"
+    torch.testing.assert_close(lazy.cpu(), expected)
+
+
+def test_take_and_bucketize():
+    x, i = _rand((3, 4), 0), torch.tensor([[0, -1], [5, 11]])
+    _same(torch.take, x, i)
+    _same(torch.take, torch.zeros(0), torch.zeros(0, dtype=torch.long))
+    bounds = torch.tensor([-1.0, 0.0, 0.5, 2.0])
+    for right in (False, True):
+        _same(lambda v, b: torch.bucketize(v, b, right=right), _rand((2, 5), 1), bounds)
+        _same(lambda v, b: torch.bucketize(v, b, right=right, out_int32=True), bounds, bounds)
+
+
+# ---------------------------------------------------------------- grouped reductions
+
+@given(reduce=st.sampled_from(["prod", "mean", "amax", "amin"]), include_self=st.booleans(),
+       dtype=st.sampled_from([torch.float32, torch.int64]), dim=st.sampled_from([0, 1, -1]),
+       seed=st.integers(0, 3))
+@settings(max_examples=20)
+def test_index_reduce(reduce, include_self, dtype, dim, seed):
+    x = _rand((4, 3), seed, dtype)
+    index = torch.randint(0, x.shape[dim], (5,), generator=torch.Generator().manual_seed(seed))
+    src_shape = list(x.shape)
+    src_shape[dim] = 5
+    src = _rand(tuple(src_shape), seed + 1, dtype)
+    _same(lambda a, i, s: a.index_reduce(dim, i, s, reduce, include_self=include_self),
+          x, index, src)
+
+
+@given(reduce=st.sampled_from(["sum", "mean", "max", "min", "prod"]),
+       initial=st.sampled_from([None, 2.0]), seed=st.integers(0, 3))
+@settings(max_examples=15)
+def test_segment_reduce(reduce, initial, seed):
+    data = _rand((2, 6, 3), seed)
+    lengths = torch.tensor([[2, 0, 4], [3, 3, 0]])
+    offsets = torch.tensor([[0, 1, 1, 6], [0, 0, 5, 6]])
+    _same(lambda d, n: torch._segment_reduce(d, reduce, lengths=n, axis=1, initial=initial),
+          data, lengths)
+    _same(lambda d, o: torch._segment_reduce(d, reduce, offsets=o, axis=1, initial=initial),
+          data, offsets)
+
+
+def test_segment_reduce_refuses_lengths_that_do_not_add_up():
+    with pytest.raises(RuntimeError, match="sum to data.size"):
+        torch._segment_reduce(_lazy(torch.ones(5)), "sum", lengths=_lazy(torch.tensor([1, 1])))
+
+
+@pytest.mark.parametrize("op", [torch.ops.aten._embedding_bag_forward_only,
+                                torch.ops.aten._embedding_bag])
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("padding_idx", [-1, 4])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+def test_embedding_bag_outputs_match_cpu(op, mode, padding_idx, include_last_offset):
+    w = _rand((10, 3), 0)
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    offsets = torch.tensor([0, 4, 4, 8] if include_last_offset else [0, 4, 4])
+    _same(lambda *a: op(*a, False, mode, False, None, include_last_offset, padding_idx),
+          w, idx, offsets)
+    if mode == 0:
+        _same(lambda *a: op(*a[:3], False, mode, False, a[3], include_last_offset,
+                            padding_idx), w, idx, offsets, _rand((8,), 1))
+
+
+def test_embedding_bag_functional_2d_and_max():
+    w, idx = _rand((10, 4), 0), torch.tensor([[1, 2, 2], [9, 0, 9]])
+    for mode in ("sum", "mean", "max"):
+        _same(lambda a, i: F.embedding_bag(i, a, mode=mode), w, idx)
+
+
+# ---------------------------------------------------------------- order, products, distances
+
+@given(shape=st.sampled_from([(7,), (3, 5), (2, 3, 4)]), dim=st.integers(-1, 0),
+       seed=st.integers(0, 5), nan=st.booleans())
+@settings(max_examples=15)
+def test_cummax_cummin_and_mode_tie_rules(shape, dim, seed, nan):
+    x = torch.randint(0, 3, shape, generator=torch.Generator().manual_seed(seed)).float()
+    if nan:
+        x.view(-1)[seed % x.numel()] = float("nan")
+    _same(lambda a: torch.cummax(a, dim), x)
+    _same(lambda a: torch.cummin(a, dim), x)
+    _same(lambda a: torch.cummax(a, dim), x.long())
+    if not nan:
+        _same(lambda a: torch.mode(a, dim), x)
+        _same(lambda a: torch.mode(a, dim, keepdim=True), x.long())
+
+
+def test_addbmm_bilinear_pdist():
+    _same(lambda b, x, y: torch.addbmm(b, x, y, beta=0.5, alpha=2), _rand((3, 5), 0),
+          _rand((4, 3, 2), 1), _rand((4, 2, 5), 2))
+    _same(lambda b, x, y: torch.addbmm(b, x, y, beta=0), torch.full((3, 5), math.nan),
+          _rand((4, 3, 2), 1), _rand((4, 2, 5), 2))
+    _same(F.bilinear, _rand((6, 3), 0), _rand((6, 4), 1), _rand((5, 3, 4), 2), _rand((5,), 3))
+    for p in (0.0, 1.0, 2.0, 3.5, math.inf):
+        _same(lambda x: F.pdist(x, p), _rand((5, 3), 4))
+
+
+# ---------------------------------------------------------------- masks and data-dependent
+
+@given(shape=st.sampled_from([(3, 4), (5,), (2, 2, 3)]), seed=st.integers(0, 5))
+@settings(max_examples=10)
+def test_masked_scatter_and_mask_assignment(shape, seed):
+    x = _rand(shape, seed)
+    mask = _rand(shape, seed + 1) > 0
+    k = int(mask.sum())
+    _same(lambda a, m, s: a.masked_scatter(m, s), x, mask, _rand((x.numel(),), seed + 2))
+    _same(lambda a, m, s: a.masked_scatter(m, s), x, mask, _rand((k,), seed + 3))
+
+    def put_rows(a, m, v):
+        a = a.clone()
+        a[m] = v
+        return a
+
+    def add_rows(a, m, v):
+        return a.index_put((m,), v, accumulate=True)
+
+    _same(put_rows, x, mask, torch.tensor(7.0))
+    _same(put_rows, x, mask, _rand((k,), seed + 4))
+    _same(add_rows, x, mask, _rand((k,), seed + 4))
+
+
+def test_mask_writes_refuse_bad_sizes_at_the_call():
+    x, mask = _lazy(torch.zeros(3, 4)), _lazy(torch.ones(3, 4, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match="Number of elements of source"):
+        x.masked_scatter(mask, _lazy(torch.ones(5)))
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        x[mask[:, 0]] = _lazy(torch.ones(2, 4))
+
+
+def test_resize_renorm_repeat_interleave():
+    _same(lambda a: a.clone().resize_(2, 3), _rand((4, 2), 0))
+    _same(lambda a: a.clone().resize_(5), _rand((2, 3), 0))
+    _same(lambda a: torch.embedding_renorm_(a.clone(), torch.tensor([0, 2, 2]).to(a.device),
+                                            1.0, 2.0), _rand((4, 3), 1) * 3)
+    for repeats in ([0, 1, 2], [3, 0, 0, 2], [0, 0]):
+        _same(torch.repeat_interleave, torch.tensor(repeats))
+    x, r = _rand((3, 4), 2), torch.tensor([2, 0, 1])
+    _same(lambda a, n: a.repeat_interleave(n, dim=0, output_size=3), x, r)
+    with pytest.raises(RuntimeError, match="negative"):
+        torch.repeat_interleave(_lazy(torch.tensor([1, -1])))
+
+
+def test_index_reduce_and_scatter_add_of_zero_dim():
+    _same(lambda a, i, s: a.index_reduce(0, i, s, "prod", include_self=False),
+          torch.tensor(3.0), torch.tensor([0]), torch.tensor(2.0))
+    _same(lambda a, i, s: a.scatter_add(0, i, s), torch.tensor(3.0), torch.tensor(0),
+          torch.tensor(2.0))
+
+
+@pytest.mark.parametrize("values", [[2.0, 2.0, 2.0], [], [0.0, 1.0, 1.0, 2.0, 3.0, 9.0]])
+@pytest.mark.parametrize("options", [{}, {"range": (-1.0, 2.0)}, {"density": True},
+                                     {"weight": True}])
+def test_histogram(values, options):
+    x = torch.tensor(values)
+    if options.get("weight"):
+        options = {"weight": torch.arange(len(values), dtype=torch.float32)}
+    _same(lambda a, *w: torch.histogram(a, 4, **options if not w else {"weight": w[0]}),
+          x, *options.values() if "weight" in options else ())
+    _same(lambda a: torch.histogram(a, torch.tensor([-1.0, 0.5, 1.0, 3.0])), x)
+
+
+def test_histogramdd():
+    x = _rand((20, 2), 0)
+    flat = lambda r: (r.hist, *r.bin_edges)  # noqa: E731
+    _same(lambda a: flat(torch.histogramdd(a, [3, 4])), x)
+    _same(lambda a: flat(torch.histogramdd(a, [2, 2], range=[-1.0, 1.0, 0.0, 2.0],
+                                           density=True)), x)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch.histogram(_lazy(torch.tensor([1, 2])), 3)
