@@ -359,6 +359,9 @@ class XlaBackend:
         self.device = jax.devices()[0]
 
     def from_host(self, array):
+        # On CPU, device_put may alias the NumPy buffer instead of copying it, and the caller
+        # may mutate its array later (a torch tensor updated in place after .to(lt.device))
+        array = np.array(array, copy=True)
         if (array.dtype.itemsize == 8 and array.dtype.kind in "iuf") or \
                 array.dtype == np.complex128:
             with jax.enable_x64(True):
