@@ -25,6 +25,7 @@ EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
 class _State(threading.local):
     depth = 0     # > 0 while lowering (class defaults: no getattr fallback per op)
     cause = None  # set by patched Tensor methods that name their sync cause
+    views = None  # per running expansion: {id: tensor} of raw views made in it (and bases)
 
 
 _state = _State()
@@ -203,9 +204,14 @@ def dispatch(func, args, kwargs):
                     raise _cpu_error(func, args, kwargs, err).with_traceback(None) from None
             if out is not None:
                 try:
-                    return _wrap(lowering(out, *args, **kwargs), out)
+                    result = _wrap(lowering(out, *args, **kwargs), out)
+                    if func.is_view and _state.views:
+                        _note_view(args[0], result)
+                    return result
                 except Unsupported:
                     pass
+                except ViewWrite:
+                    return eager(func, args, kwargs, cause="fallback")
                 except (TypeError, ValueError) as err:
                     # The IR refused a dtype torch's meta kernel let through (e.g. remainder
                     # of bools): CPU torch either computes it or raises its own error.
@@ -218,17 +224,23 @@ def dispatch(func, args, kwargs):
             return foreach(func, args, kwargs)
         elif _is_in_place(func, args):
             return _in_place(func, args, kwargs)
+        expansions = []
         decomposition = decomposition_table.get(func)
         if decomposition is not None:
-            out = decomposition(*args, **kwargs)
-            if out is not NotImplemented:
-                return out
+            expansions.append(decomposition)
         # Below autograd, torch's composite ops (x.to(dtype), result_type, ...) reach us
         # whole when a decomposition calls them: expand them as torch would above us.
         if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(),
                                                           "CompositeImplicitAutograd"):
-            out = func.decompose(*args, **kwargs)
+            expansions.append(func.decompose)
+        for expansion in expansions:
+            try:
+                out = expand(expansion, *args, **kwargs)
+            except ViewWrite:
+                break  # the expansion's result would miss a write: run the op on CPU torch
             if out is not NotImplemented:
+                if func.is_view and _state.views:  # a view to the code that called it
+                    _note_view(args[0], out)
                 return out
         return eager(func, args, kwargs, cause="fallback")
     finally:
@@ -311,16 +323,46 @@ def _is_in_place(func, args):
         isinstance(args[0], LazyTensor)
 
 
+class ViewWrite(Exception):
+    """A decomposition wrote in place into a view of a raw lazy tensor (or into a tensor it has
+    taken views of). Raw lazy tensors share no storage, so the write would not reach the
+    other side: the op that is being expanded runs on CPU torch instead (a counted fallback)."""
+
+
+def expand(expansion, *args, **kwargs):
+    """Run a decomposition on raw lazy tensors, watching the views it makes: an in-place
+    write into one of them (or into a tensor it took views of) raises ViewWrite."""
+    if _state.views is None:
+        _state.views = []
+    _state.views.append({})
+    try:
+        return expansion(*args, **kwargs)
+    finally:
+        _state.views.pop()
+
+
+def _note_view(base, view):
+    """A view made by the running expansion's code. User-level views never get here (they
+    are functionalized above us), and a view made inside a nested op's expansion is that
+    op's business: once the op returns, its result is a plain value to its caller."""
+    scope = _state.views[-1]
+    for t in (base, *(view if isinstance(view, (list, tuple)) else (view,))):
+        if isinstance(t, LazyTensor):
+            scope[id(t)] = t
+
+
 def _in_place(func, args, kwargs):
     """x.op_(...) on a raw lazy tensor (decompositions do this, e.g. batch norm's running
     stats): compute the functional op, rebind x's handle. Users' in-place ops never get here:
     torch's functionalization rewrote them above us."""
+    target = args[0]
+    if _state.views and id(target) in _state.views[-1]:
+        raise ViewWrite(str(func))
     packet = getattr(torch.ops.aten, func._opname[:-1], None)
     functional = getattr(packet, func._overloadname, None) if packet is not None else None
     if functional is None:
         return eager(func, args, kwargs, cause="fallback")
     result = dispatch(functional, args, kwargs)
-    target = args[0]
     node = result._lazyx_handle.node
     if result.dtype != target.dtype:
         from ...core import ops

@@ -3,7 +3,7 @@ the decomposition follows CUDA rather than the CPU kernels lazyx matches."""
 import torch
 from torch._decomp import decomposition_table
 
-from ..tensor import from_node
+from ..tensor import expand, from_node
 from .table import aten, const, ir_dtype, lower
 
 
@@ -11,7 +11,7 @@ def _batch_norm_on_cpu_terms(func, training_of):
     decomposition = decomposition_table[func]
 
     def lowering(out, *args, **kwargs):
-        results = list(decomposition(*args, **kwargs))
+        results = list(expand(decomposition, *args, **kwargs))
         if not training_of(args, kwargs):
             # CPU returns empty saved mean / invstd when not training; CUDA and torch's meta
             # kernel (hence `out`) give the running stats' shape. Returned as tensors, not
