@@ -16,7 +16,7 @@ _UNARY = {
     "sqrt": ops.sqrt, "rsqrt": ops.rsqrt, "sin": ops.sin, "cos": ops.cos, "tan": ops.tan,
     "asin": ops.asin, "acos": ops.acos, "atan": ops.atan, "sinh": ops.sinh, "cosh": ops.cosh,
     "tanh": ops.tanh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
-    "erf": ops.erf, "erfinv": ops.erf_inv, "lgamma": ops.lgamma, "digamma": ops.digamma,
+    "erf": ops.erf, "erfinv": ops.erf_inv, "lgamma": ops.lgamma,  # digamma: special.py
     "sigmoid": ops.logistic, "neg": ops.neg, "sign": ops.sign,  # abs: complex.py
 }
 

@@ -116,11 +116,24 @@ def _zeta(out, x, q):
     return hurwitz_zeta(s, a)
 
 
+def _digamma(a):
+    """torch's digamma: the pole at +-0 gives -+inf (as SciPy); the IR's digamma (XLA's, TF's)
+    gives NaN there. -1 / x is that infinity with the right sign."""
+    zero = ops.eq(a, const(0, a.dtype, a.shape))
+    return ops.select(zero, ops.div(const(-1, a.dtype, a.shape), a), ops.digamma(a))
+
+
+@lower(aten.digamma.default, prims.digamma.default)
+def _digamma_lowering(out, x):
+    (a,) = operands(out, x)
+    return _digamma(a)
+
+
 @lower(aten.polygamma.default)
 def _polygamma(out, n, x):
     (a,) = operands(out, x)
     if n == 0:
-        return ops.digamma(a)
+        return _digamma(a)
     # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x)
     factor = (-1.0) ** (n + 1) * math.factorial(n)
     s = const(float(n + 1), a.dtype, a.shape)

@@ -100,3 +100,12 @@ def test_erfcx_and_log_ndtr_match_eager(fn, dtype, x):
     # off in log_ndtr's right tail (tiny values), so compare at 1e-5
     tol = dict(rtol=1e-12, atol=0) if dtype == torch.float64 else dict(rtol=1e-5, atol=0)
     _match(fn, torch.tensor(x, dtype=dtype), **tol)
+
+
+def test_digamma_pole_at_zero_follows_torch():
+    # torch (like SciPy) gives -inf at +0 and +inf at -0; XLA's and TF's digamma give NaN
+    x = torch.tensor([0.0, -0.0, -1.0, -2.5, 1.0, 7.25])
+    for fn in (torch.digamma, torch.special.psi, lambda t: torch.polygamma(0, t)):
+        torch.testing.assert_close(fn(x.to(lt.device)).cpu(), fn(x), equal_nan=True)
+    n = torch.tensor([0, 1, 5])  # integer inputs compute in float, as torch does
+    torch.testing.assert_close(torch.digamma(n.to(lt.device)).cpu(), torch.digamma(n))
