@@ -394,6 +394,17 @@ def _local_scalar_dense(x):
 
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None):
+    result = _copy_to(x, dtype, device)
+    if _state.depth == 1 and isinstance(result, LazyTensor):
+        # torch's functionalization kernel for _to_copy wraps its result again only for the
+        # XLA and Lazy device types ("device_opted_into_functionalization"); for ours it
+        # would hand users this raw tensor (x.to(torch.long) escaping functionalization, so
+        # a later in-place op mixing it with functional tensors fails): wrap it here
+        return torch._to_functional_tensor(result)
+    return result
+
+
+def _copy_to(x, dtype, device):
     if device is not None and torch.device(device).type != "lazyx":
         cpu = to_cpu(x, "convert")
         return cpu.to(device=device, dtype=dtype or cpu.dtype)

@@ -5,7 +5,7 @@ stateless ops with seed (seed, k)), and a training step with dropout never recom
 import torch
 
 from ....core import compose, ops
-from .table import aten, bcast, lower, node_of
+from .table import Unsupported, aten, bcast, lower, node_of
 
 _rng = {"seed": 0, "counter": 0}
 
@@ -127,3 +127,28 @@ def _rand(out, size, **kwargs):
 @lower(aten.randn.default)
 def _randn(out, size, **kwargs):
     return standard_normal(tuple(out.shape), _ir_dtype(out.dtype))
+
+
+def _on_device(kwargs):
+    device = kwargs.get("device")
+    if device is not None and torch.device(device).type != "lazyx":
+        raise Unsupported("a random tensor made for another device")
+
+
+@lower(aten.rand_like.default)
+def _rand_like(out, x, **kwargs):
+    _on_device(kwargs)
+    return uniform01(tuple(out.shape))
+
+
+@lower(aten.randn_like.default)
+def _randn_like(out, x, **kwargs):
+    _on_device(kwargs)
+    return standard_normal(tuple(out.shape), _ir_dtype(out.dtype))
+
+
+@lower(aten.randint_like.default, aten.randint_like.low_dtype)
+def _randint_like(out, x, *bounds, **kwargs):
+    _on_device(kwargs)
+    low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+    return _randint_nodes(out, low, high)

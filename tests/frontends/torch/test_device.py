@@ -43,6 +43,40 @@ def test_random_factories_follow_manual_seed():
     assert abs(n.mean()) < 0.05 and abs(n.std() - 1) < 0.05
 
 
+def test_random_like_ops_stay_lazy_and_follow_manual_seed():
+    x = torch.zeros(20000, device=lt.device)
+    lazyx.reset_metrics()
+    torch.manual_seed(5)
+    first = [torch.rand_like(x), torch.randn_like(x, dtype=torch.float64),
+             torch.randint_like(x, 3, 9), torch.randint_like(x, 4)]
+    torch.manual_seed(5)
+    again = [torch.rand_like(x), torch.randn_like(x, dtype=torch.float64),
+             torch.randint_like(x, 3, 9), torch.randint_like(x, 4)]
+    for a, b in zip(first, again):
+        torch.testing.assert_close(a.cpu(), b.cpu())
+    u, n, r, k = (t.cpu() for t in first)
+    assert 0 <= u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.02
+    assert n.dtype == torch.float64 and abs(n.mean()) < 0.05 and abs(n.std() - 1) < 0.05
+    assert set(r.unique().tolist()) == set(range(3, 9)) and r.dtype == torch.float32
+    assert set(k.unique().tolist()) == set(range(4))
+    assert lazyx.metrics()["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("convert", [lambda t: t.to(torch.long), lambda t: t.float(),
+                                     lambda t: t.to(torch.float64), lambda t: t.bool().int()])
+def test_dtype_conversions_stay_functional(convert):
+    # torch's functionalization kernel for _to_copy re-wraps results only for the XLA and Lazy
+    # device types; a raw result escaped, and an in-place op mixing it with a functional
+    # tensor (HF T5's relative position buckets) raised an internal assert
+    x = torch.tensor([-2.0, 0.0, 3.0])
+    lazy = torch.tensor([-2.0, 0.0, 3.0], device=lt.device)
+    got, want = convert(lazy > 0), convert(x > 0)
+    assert torch._is_functional_tensor(got)
+    got += convert(lazy) * 2
+    want += convert(x) * 2
+    torch.testing.assert_close(got.cpu(), want)
+
+
 def test_materialization_and_sync_causes():
     x = torch.arange(6.0).reshape(2, 3)
     lazy = x.to(lt.device) * 2
