@@ -14,7 +14,7 @@ import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
 from ...core import ir, ops
-from . import dtypes, tensor
+from . import dtypes, recurrent, tensor
 from .aten import random as lazy_random
 
 
@@ -163,6 +163,7 @@ def register():
         packet, overload = name.split(".")
         lib.impl(name.replace(".default", ""),
                  _factory(getattr(getattr(torch.ops.aten, packet), overload)), "PrivateUse1")
+    recurrent.register(lib)  # nn.LSTM / nn.GRU: ATen's route for non-CPU devices is CUDA-only
     _registered.append(lib)  # the registrations live as long as the Library object
     for name, patched in (("numpy", _numpy), ("__repr__", _repr)):
         _ORIGINAL[name] = getattr(torch.Tensor, name)
