@@ -342,42 +342,44 @@ def _dot_general(n, g):
     return d_lhs, d_rhs
 
 
+def _dilated(size, dilation):
+    return (size - 1) * dilation + 1 if size else 0
+
+
 @rule("conv")
 def _conv(n, g):
+    """Both cotangents are convolutions again (the derivation jax.lax uses): d lhs convolves g
+    with the flipped kernel, its groups regrouped, striding by the forward's lhs dilation; d rhs
+    correlates the input (channels as batch, in batch groups) with g (batch as features)."""
     lhs, rhs = n.inputs
     a = n.attrs
-    if a["feature_group_count"] != 1 or a["batch_group_count"] != 1 or any(
-            d != 1 for d in a["lhs_dilation"]):
-        raise NotImplementedError("lazyx autodiff: conv gradient needs group counts 1 and no "
-                                  "lhs dilation")
-    nsp = lhs.ndim - 2
-    strides, rd, padding = a["window_strides"], a["rhs_dilation"], a["padding"]
-    # d lhs: a transposed convolution of g with the spatially flipped, I/O-swapped kernel.
-    kernel = ops.transpose(ops.rev(rhs, dimensions=range(2, rhs.ndim)),
-                           permutation=(1, 0, *range(2, rhs.ndim)))
-    lhs_pad = []
-    for i in range(nsp):
-        k = (rhs.shape[2 + i] - 1) * rd[i] + 1
-        lo = k - 1 - padding[i][0]
-        size_in = lhs.shape[2 + i]
-        dilated_g = (g.shape[2 + i] - 1) * strides[i] + 1
-        hi = size_in + k - 1 - dilated_g - lo
-        lhs_pad.append((lo, hi))
-    d_lhs = ops.conv(g, kernel, window_strides=(1,) * nsp, padding=lhs_pad,
-                     lhs_dilation=strides, rhs_dilation=rd)
-    # d rhs: correlate the input with g, batch playing the role of channels.
-    lhs_t = ops.transpose(lhs, permutation=(1, 0, *range(2, lhs.ndim)))
-    g_t = ops.transpose(g, permutation=(1, 0, *range(2, g.ndim)))
-    rhs_pad = []
-    for i in range(nsp):
-        k = (rhs.shape[2 + i] - 1) * rd[i] + 1
-        lo = padding[i][0]
-        dilated_g = (g.shape[2 + i] - 1) * strides[i] + 1
-        hi = k - 1 + dilated_g - lhs.shape[2 + i] - lo
-        rhs_pad.append((lo, hi))
-    d_rhs = ops.conv(lhs_t, g_t, window_strides=rd, padding=rhs_pad, rhs_dilation=strides)
-    d_rhs = ops.transpose(d_rhs, permutation=(1, 0, *range(2, rhs.ndim)))
-    return d_lhs, d_rhs
+    if a["batch_group_count"] != 1:
+        raise NotImplementedError("lazyx autodiff: conv gradient needs batch_group_count 1")
+    groups, nsp = a["feature_group_count"], lhs.ndim - 2
+    strides, ld, rd, padding = (a["window_strides"], a["lhs_dilation"], a["rhs_dilation"],
+                                a["padding"])
+    spatial = tuple(range(2, lhs.ndim))
+    swap = (1, 0) + spatial
+    out, per_group = rhs.shape[:2]
+    kernel = rhs.shape[2:]
+    in_d = [_dilated(size, d) for size, d in zip(lhs.shape[2:], ld)]
+    k_d = [_dilated(k, d) for k, d in zip(kernel, rd)]
+    g_d = [_dilated(size, s) for size, s in zip(g.shape[2:], strides)]
+    # d lhs: kernel (O, I, K) -> flipped (G*I, O/G, K)
+    flipped = ops.reshape(ops.rev(rhs, dimensions=spatial),
+                          new_sizes=(groups, out // groups, per_group, *kernel))
+    flipped = ops.transpose(flipped, permutation=(0, 2, 1) + tuple(range(3, 3 + nsp)))
+    flipped = ops.reshape(flipped, new_sizes=(groups * per_group, out // groups, *kernel))
+    before = [kd - 1 - lo for kd, (lo, _) in zip(k_d, padding)]
+    after = [i + kd - 1 - gd - b for i, kd, gd, b in zip(in_d, k_d, g_d, before)]
+    d_lhs = ops.conv(g, flipped, window_strides=ld, padding=tuple(zip(before, after)),
+                     lhs_dilation=strides, rhs_dilation=rd, feature_group_count=groups)
+    # d rhs: (C, N, S) against (O, N, S'), the C/G channels of group j meeting its O/G outputs
+    high = [gd - i + kd - 1 - lo for gd, i, kd, (lo, _) in zip(g_d, in_d, k_d, padding)]
+    d_rhs = ops.conv(ops.transpose(lhs, permutation=swap), ops.transpose(g, permutation=swap),
+                     window_strides=rd, padding=tuple((lo, h) for (lo, _), h in zip(padding, high)),
+                     lhs_dilation=ld, rhs_dilation=strides, batch_group_count=groups)
+    return d_lhs, ops.transpose(d_rhs, permutation=swap)
 
 
 @rule("reduce_window")

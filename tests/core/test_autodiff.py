@@ -119,6 +119,19 @@ def test_conv(strides, padding, dil):
                                  rhs_dilation=dil), _a(2, 2, 5, 6), _a(3, 2, 2, 2))
 
 
+@pytest.mark.parametrize("groups,lhs_dil,strides,padding", [
+    (2, (1, 1), (1, 2), ((1, 0), (0, 1))),   # grouped (depthwise-like with 2 groups)
+    (1, (2, 1), (1, 1), ((1, 1), (0, 0))),   # input dilation: a transposed convolution
+    (2, (2, 2), (1, 1), ((1, 2), (2, 1))),   # both, as a grouped transposed convolution
+    (4, (1, 1), (2, 1), ((0, 0), (1, 1))),   # one input channel per group
+])
+def test_conv_groups_and_input_dilation(groups, lhs_dil, strides, padding):
+    _check(lambda x, k: ops.conv(x, k, window_strides=strides, padding=padding,
+                                 lhs_dilation=lhs_dil, rhs_dilation=(1, 2),
+                                 feature_group_count=groups),
+           _a(2, 4, 4, 5), _a(4, 4 // groups, 2, 2))
+
+
 @pytest.mark.parametrize("window,strides,padding,dil", [
     ((2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1)),
     ((3, 2), (2, 3), ((1, 2), (0, 1)), (1, 1)),

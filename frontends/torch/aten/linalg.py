@@ -1,5 +1,5 @@
 """Matrix products and convolutions (forward and backward) as dot_general / conv."""
-from ....core import ops
+from ....core import autodiff, ops
 from .table import Unsupported, aten, bcast, compute_dtype, lower, node_of, scalar
 
 
@@ -114,35 +114,14 @@ def _convolution(out, x, weight, bias, stride, padding, dilation, transposed, ou
 @lower(aten.convolution_backward.default)
 def _convolution_backward(out, grad, x, weight, bias_sizes, stride, padding, dilation,
                           transposed, output_padding, groups, output_mask):
-    if transposed or groups != 1:
-        raise Unsupported("transposed or grouped convolution backward")
+    """The IR's conv gradient (core/autodiff) through the same forward the lowering above
+    builds, so grouped and transposed convolutions (and their kernel reshuffles) are covered."""
     g, a, w = node_of(grad), node_of(x), node_of(weight)
-    nsp = a.ndim - 2
-    stride, padding, dilation = (tuple(v) * (nsp if len(v) == 1 else 1) for v in
-                                 (stride, padding, dilation))
-    results = [None, None, None]
-    if output_mask[0]:
-        # the input gradient is the transposed convolution of grad with the same weight
-        k = w.shape[2:]
-        extra = tuple(size - ((gs - 1) * s - 2 * p + d * (kk - 1) + 1)
-                      for size, gs, s, p, d, kk in zip(a.shape[2:], g.shape[2:], stride, padding,
-                                                       dilation, k))
-        flipped = ops.rev(ops.transpose(w, permutation=(1, 0, *range(2, 2 + nsp))),
-                          dimensions=tuple(range(2, 2 + nsp)))
-        pads = tuple((d * (kk - 1) - p, d * (kk - 1) - p + e)
-                     for kk, d, p, e in zip(k, dilation, padding, extra))
-        results[0] = ops.conv(g, flipped, window_strides=(1,) * nsp, padding=pads,
-                              lhs_dilation=stride, rhs_dilation=dilation)
-    if output_mask[1]:
-        # the weight gradient correlates the input (batch as channels) with grad as kernel
-        lhs = ops.transpose(a, permutation=(1, 0, *range(2, 2 + nsp)))
-        rhs = ops.transpose(g, permutation=(1, 0, *range(2, 2 + nsp)))
-        full = ops.conv(lhs, rhs, window_strides=dilation,
-                        padding=tuple((p, p) for p in padding), rhs_dilation=stride)
-        k = w.shape[2:]
-        full = ops.slice_(full, start_indices=(0,) * full.ndim,
-                          limit_indices=full.shape[:2] + tuple(k))
-        results[1] = ops.transpose(full, permutation=(1, 0, *range(2, 2 + nsp)))
-    if output_mask[2]:
-        results[2] = ops.reduce_sum(g, axes=(0, *range(2, 2 + nsp)))
-    return tuple(results)
+    if isinstance(padding, str):
+        raise Unsupported("string padding")
+    y = _conv_forward(a, w, stride, padding, dilation, transposed, output_padding, groups)
+    wanted = [node for node, keep in zip((a, w), output_mask[:2]) if keep]
+    grads = iter(autodiff.vjp([y], [ops.convert(g, dtype=y.dtype)], wanted) if wanted else [])
+    results = [next(grads) if keep else None for keep in output_mask[:2]]
+    bias = ops.reduce_sum(g, axes=(0, *range(2, g.ndim))) if output_mask[2] else None
+    return (*results, bias)
