@@ -36,7 +36,16 @@ SUBSET = ["add", "sub", "mul", "div", "true_divide", "pow", "exp", "log", "tanh"
           "nn.functional.avg_pool1d", "nn.functional.avg_pool2d", "nn.functional.avg_pool3d",
           "nn.functional.adaptive_avg_pool3d", "nn.functional.adaptive_max_pool1d",
           "nn.functional.adaptive_max_pool2d", "nn.functional.adaptive_max_pool3d",
-          "nn.functional.max_pool2d"]
+          "nn.functional.max_pool2d",
+          # round 3: complex dtypes and FFT, special functions, segment / index reductions
+          "fft.fft", "fft.rfft", "fft.irfft", "fft.fftn", "fft.hfft", "stft", "complex",
+          "polar", "view_as_real", "angle", "special.chebyshev_polynomial_t",
+          "special.hermite_polynomial_h", "special.laguerre_polynomial_l", "special.bessel_j0",
+          "special.modified_bessel_k1", "special.airy_ai", "special.erfcx", "special.ndtri",
+          "frexp", "index_reduce", "_segment_reduce", "nn.functional.embedding_bag",
+          "diagonal_scatter", "cummax", "mode", "masked_scatter", "histogram",
+          "nn.functional.pdist", "nn.functional.bilinear", "addbmm", "tensor_split",
+          "nn.functional.instance_norm"]
 # as_strided.partial_views strides over a view's base storage, which a lazy value (its own
 # contiguous flattening) does not keep: a known failure; hermitian pinv falls back (eigh route)
 OPS = [(name, op) for name, op in report.float32_ops(set(SUBSET))
@@ -46,5 +55,17 @@ OPS = [(name, op) for name, op in report.float32_ops(set(SUBSET))
 @pytest.mark.parametrize("name,op", OPS, ids=[name for name, _ in OPS])
 def test_opinfo_samples_match_eager_without_fallback(name, op):
     results = report.run_op(op, lt, max_samples=4)
+    bad = [r for r in results if r not in ("pass", "skip")]
+    assert not bad, bad
+
+
+COMPLEX = ["add", "mul", "div", "exp", "abs", "sum", "mean", "matmul", "cumsum", "fft.fft",
+           "fft.ifft", "fft.fft2", "view_as_real", "real", "imag", "conj_physical", "var"]
+COMPLEX_OPS = report.float32_ops(set(COMPLEX), torch.complex64)
+
+
+@pytest.mark.parametrize("name,op", COMPLEX_OPS, ids=[name for name, _ in COMPLEX_OPS])
+def test_complex64_samples_match_eager_without_fallback(name, op):
+    results = report.run_op(op, lt, max_samples=4, dtype=torch.complex64)
     bad = [r for r in results if r not in ("pass", "skip")]
     assert not bad, bad
