@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import nn_ops as _tf_nn_ops  # tf.nn.pool's argument helper
 
 from ...core import dtypes as dt
 from ...core import compose, ir, ops
@@ -208,52 +209,63 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None)
     return _conv(input, filters, strides, padding, dilations, data_format)
 
 
-def _pool(value, window, strides, padding, kind, data_format):
+def _pool(value, window, strides, padding, kind, data_format, dilations=None):
+    """Max and average pooling on the reduce_window primitive (the torch frontend's pooling
+    uses it too). TF's average counts only the in-bounds taps of a SAME-padded window."""
     x = _float_input(value)
     nsp = x.ndim - 2
+    if nsp < 1 or not _channels_last(data_format) or kind not in ("MAX", "AVG"):
+        raise Reject()  # channels-first pooling: TF's CPU kernels refuse it, eagerly
     window, strides = _spatial(window, nsp), _spatial(strides, nsp)
-    if not _channels_last(data_format) or kind not in ("MAX", "AVG"):
-        raise Reject()
-    sp = range(1, 1 + nsp)
+    dilations = _spatial(dilations, nsp) if dilations is not None else [1] * nsp
     pads = [(0, 0)] * nsp if padding.upper() == "VALID" else [
-        _same_padding(x.shape[i], window[j], strides[j], 1) for j, i in enumerate(sp)]
-    fill = -math.inf if kind == "MAX" else 0
-    config = [(0, 0, 0)] + [(lo, hi, 0) for lo, hi in pads] + [(0, 0, 0)]
-    padded = ops.pad(x, ir.constant(fill, x.dtype), padding_config=config)
-    outs = [(padded.shape[i] - window[j]) // strides[j] + 1 for j, i in enumerate(sp)]
-    if any(o <= 0 for o in outs):
-        raise Reject()
-    # One strided slice per window offset, combined element-wise: no window primitive needed.
-    result = None
-    for offset in np.ndindex(*window):
-        start = [0] + list(offset) + [0]
-        limit = [x.shape[0]] + [o + (n - 1) * s + 1 for o, n, s in zip(offset, outs, strides)] \
-            + [x.shape[-1]]
-        piece = ops.slice_(padded, start_indices=start, limit_indices=limit,
-                           strides=[1] + strides + [1])
-        result = piece if result is None else (ops.max_ if kind == "MAX" else ops.add)(
-            result, piece)
-    if kind == "AVG":  # TF averages over the in-bounds part of each window only
-        ones = ops.pad(const(1, x), ir.constant(0, x.dtype), padding_config=config)
-        count = None
-        for offset in np.ndindex(*window):
-            start = [0] + list(offset) + [0]
-            limit = [x.shape[0]] + [o + (n - 1) * s + 1 for o, n, s in zip(offset, outs,
-                                                                            strides)] + [
-                x.shape[-1]]
-            piece = ops.slice_(ones, start_indices=start, limit_indices=limit,
-                               strides=[1] + strides + [1])
-            count = piece if count is None else ops.add(count, piece)
-        result = ops.div(result, count)
-    return wrap(result, value)
+        _same_padding(x.shape[1 + j], window[j], strides[j], dilations[j]) for j in range(nsp)]
+    spans = [(k - 1) * d + 1 for k, d in zip(window, dilations)]
+    if any(x.shape[1 + j] + lo + hi < spans[j] for j, (lo, hi) in enumerate(pads)):
+        if dilations == [1] * nsp:
+            raise Reject()  # a window larger than the input: TF's kernels refuse, eagerly
+        # TF's dilated pooling (through space_to_batch) gives an empty result instead
+        shape = [0 if x.shape[1 + j] + lo + hi < spans[j] else
+                 (x.shape[1 + j] + lo + hi - spans[j]) // strides[j] + 1
+                 for j, (lo, hi) in enumerate(pads)]
+        return wrap(ops.broadcast_in_dim(ir.constant(0, x.dtype), shape=(
+            x.shape[0], *shape, x.shape[-1]), broadcast_dimensions=()), value)
+
+    def reduce(node, how):
+        return ops.reduce_window(node, kind=how, window_dimensions=(1, *window, 1),
+                                 window_strides=(1, *strides, 1),
+                                 padding=((0, 0), *pads, (0, 0)),
+                                 window_dilation=(1, *dilations, 1))
+    if kind == "MAX":
+        return wrap(reduce(x, "max"), value)
+    count = reduce(const(1, x), "sum")
+    return wrap(ops.div(reduce(x, "sum"), count), value)
 
 
 @lower(tf.nn.pool, "input")
 def pool(input, window_shape, pooling_type, strides=None, padding="VALID",  # noqa: A002
          data_format=None, dilations=None):
-    if dilations is not None and any(d != 1 for d in np.ravel(dilations)):
-        raise Reject()
-    return _pool(input, window_shape, strides or 1, padding, pooling_type.upper(), data_format)
+    window_shape = list(static_ints(window_shape))
+    _check_pool_arguments(window_shape, strides, padding, dilations)
+    return _pool(input, window_shape, strides or 1, padding, pooling_type.upper(), data_format,
+                 dilations)
+
+
+def _check_pool_arguments(window, strides, padding, dilations):
+    """tf.nn.pool's own argument checks (its Python body, which the lowering replaces), with
+    TF's helper for strides/dilations (it refuses both > 1) and TF's wording."""
+    nsp = len(window)
+    if not 1 <= nsp <= 3:
+        raise ValueError("`len(window_shape)` must be 1, 2, or 3. Received: "
+                         f"window_shape={window} of length {nsp}")
+    strides, dilations = _tf_nn_ops._get_strides_and_dilation_rate(nsp, strides, dilations)
+    if padding == "SAME" and np.any(dilations > 1):
+        raise ValueError("pooling with 'SAME' padding is not implemented for `dilation_rate` > "
+                         f"1. Received: padding={padding} and dilation_rate={dilations}")
+    if np.any(strides > np.array(window)):
+        raise ValueError("`strides` > `window_shape` not supported due to inconsistency "
+                         f"between CPU and GPU implementations. Received: strides={strides} "
+                         f"and window_shape={window}")
 
 
 for _api, _kind in ((tf.nn.max_pool, "MAX"), (tf.nn.max_pool2d, "MAX"), (tf.nn.avg_pool, "AVG"),

@@ -213,3 +213,34 @@ def test_seeded_random_is_deterministic_and_plausible():
     x = ltf.constant(np.ones((1000,), np.float32))
     d = tf.nn.experimental.stateless_dropout(x, 0.25, seed=[1, 2]).numpy()
     assert set(np.unique(d)) <= {0.0, np.float32(1 / 0.75)} and abs((d == 0).mean() - .25) < .05
+
+
+@given(nsp=st.integers(1, 3), kind=st.sampled_from(["MAX", "AVG"]),
+       padding=st.sampled_from(["VALID", "SAME"]), window=st.integers(1, 3),
+       step=st.sampled_from([(1, 1), (2, 1), (1, 2)]), seed=st.integers(0, 3))
+def test_pooling_on_reduce_window_matches_tf(nsp, kind, padding, window, step, seed):
+    stride, dilation = step  # TF refuses strides > 1 together with dilations > 1
+    x = np.random.default_rng(seed).standard_normal((2, *(6, 5, 4)[:nsp], 3)).astype(np.float32)
+    args = dict(window_shape=[window] * nsp, pooling_type=kind, strides=[stride] * nsp,
+                padding=padding, dilations=[dilation] * nsp)
+    try:
+        eager = tf.nn.pool(x, **args)
+    except Exception as err:  # TF refuses (SAME with dilations, strides > window): so do we
+        with pytest.raises(type(err)):
+            tf.nn.pool(ltf.constant(x), **args)
+        return
+    lazyx.reset_metrics()
+    assert_matches(tf.nn.pool(ltf.constant(x), **args), eager)
+    assert lazyx.metrics()["fallbacks"] == 0
+
+
+def test_pooling_apis_and_keras_layers_stay_lazy():
+    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype(np.float32)
+    keras = pytest.importorskip("keras")
+    for fn in (lambda t: tf.nn.max_pool2d(t, 3, 2, "SAME"),
+               lambda t: tf.nn.avg_pool(t, 2, 2, "VALID"),
+               lambda t: keras.layers.MaxPooling2D()(t),
+               lambda t: keras.layers.AveragePooling2D(3, 1, "same")(t)):
+        lazyx.reset_metrics()
+        assert_matches(fn(ltf.constant(x)), fn(tf.constant(x)))
+        assert lazyx.metrics()["fallbacks"] == 0
