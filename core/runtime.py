@@ -32,6 +32,12 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
 # on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
 # while explanations, dumps or a timeline are on, so a plain run pays nothing for them.
 LISTENERS = []
+# While KEEP_ORIGINS[0] > 0 (a frontend's lazy gradient tape records), each data leaf a sync
+# makes remembers the graph it realized, so a gradient can still flow through a value that
+# was observed (printed, handed to an eager op) mid-step. Off otherwise: an origin keeps its
+# whole graph alive.
+KEEP_ORIGINS = [0]
+ORIGINS = weakref.WeakKeyDictionary()  # realized data leaf -> the node it was computed as
 
 
 class LazyHandle:
@@ -404,6 +410,9 @@ def sync(*handles, cause="explicit", source=None):
     outs = [ir.data(buf, r.shape, r.dtype) for buf, r in zip(results, roots)]
     for out, root in zip(outs, roots):
         out.source = root.source  # a result is "made" where its value was computed, not synced
+    if KEEP_ORIGINS[0]:
+        for out, root in zip(outs, roots):
+            ORIGINS[out] = root
     for h in pending:
         h.node = outs[index[id(h.node)]]
         _live.discard(h)

@@ -11,15 +11,16 @@ barrier. Targets that are not lazy get TF's own gradient.
 import numpy as np
 import tensorflow as tf
 
-from ...core import autodiff, ir, ops
+from ...core import autodiff, ir, ops, runtime
 from ...core import dtypes as dt
 from . import variables
-from .tensor import LazyTensor
+from .tensor import TAPED_LEAVES, LazyTensor
 
 
 class GradientTape(tf.GradientTape):
     def __enter__(self):
         variables._lazy_tapes[0] += 1
+        runtime.KEEP_ORIGINS[0] += 1
         self._lazyx_recording = True
         return super().__enter__()
 
@@ -31,6 +32,7 @@ class GradientTape(tf.GradientTape):
         if getattr(self, "_lazyx_recording", False):
             self._lazyx_recording = False
             variables._lazy_tapes[0] -= 1
+            runtime.KEEP_ORIGINS[0] -= 1
 
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
@@ -43,19 +45,70 @@ class GradientTape(tf.GradientTape):
             seed = ops.broadcast_in_dim(one, shape=target.node.shape, broadcast_dimensions=())
         else:
             seed = _node(output_gradients, target.node.dtype)
-        reachable = {id(n) for n in ir.topo_order([target.node])}
+        order = _order_through_origins(target.node)
+        reachable = {id(n) for n in order}
         wanted = [n for n in nodes if n is not None and id(n) in reachable
                   and dt.is_float(n.dtype)]
-        grads = dict(zip(map(id, wanted), autodiff.vjp([target.node], [seed], wanted)))
+        # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates up
+        # to them, TF's own tape from them back to the sources
+        bridges = [n for n in order if n in TAPED_LEAVES and dt.is_float(n.dtype)]
+        grads = _vjp_through_origins(target.node, seed, wanted + bridges)
+        extra = self._through_tf(bridges, [grads[id(b)] for b in bridges], flat) if bridges \
+            else [None] * len(flat)
         zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO
         out = []
-        for s, n in zip(flat, nodes):
+        for s, n, more in zip(flat, nodes, extra):
             g = grads.get(id(n)) if n is not None else None
+            if more is not None:
+                more = _node(more, more.dtype)
+                g = more if g is None else ops.add(g, ops.convert(more, dtype=g.dtype))
             if g is None:
                 out.append(tf.zeros_like(tf.convert_to_tensor(s)) if zeros else None)
             else:
                 out.append(LazyTensor(g))
         return tf.nest.pack_sequence_as(sources, out)
+
+    def _through_tf(self, bridges, cotangents, flat):
+        """The part of each source's gradient that flows through eagerly run ops: TF's tape
+        takes the IR's cotangents of their results back to the sources (a sync for them)."""
+        handles = [runtime.LazyHandle(c) for c in cotangents]
+        runtime.sync(*handles, cause="fallback")
+        reals = [TAPED_LEAVES[b] for b in bridges]
+        seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
+        return super().gradient(reals, flat, output_gradients=seeds)
+
+
+def _order_through_origins(node):
+    """The graph behind `node`, continued through values a sync realized mid-step."""
+    order, seen, todo = [], set(), [node]
+    while todo:
+        for n in ir.topo_order([todo.pop()]):
+            if id(n) not in seen:
+                seen.add(id(n))
+                order.append(n)
+                origin = runtime.ORIGINS.get(n)
+                if origin is not None:
+                    todo.append(origin)
+    return order
+
+
+def _vjp_through_origins(node, seed, wanted):
+    """{id(w): cotangent} for `wanted`, the IR's vjp carried on through realized values (a
+    value observed mid-step is a data leaf in later graphs; its origin is its computation)."""
+    acc, todo = {}, [(node, seed)]
+    while todo:
+        root, g = todo.pop()
+        order = ir.topo_order([root])
+        present = {id(n) for n in order}
+        realized = [n for n in order if n in runtime.ORIGINS and dt.is_float(n.dtype)]
+        targets = [w for w in wanted if id(w) in present] + realized
+        is_realized = {id(n) for n in realized}
+        for t, c in zip(targets, autodiff.vjp([root], [g], targets) if targets else ()):
+            if id(t) in is_realized:
+                todo.append((runtime.ORIGINS[t], c))
+            else:
+                acc[id(t)] = c if id(t) not in acc else ops.add(acc[id(t)], c)
+    return acc
 
 
 def _source_node(source):

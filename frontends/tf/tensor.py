@@ -8,6 +8,8 @@ from the lazy value to those inputs, and runs forward and backward as one compil
 """
 import sys
 
+import weakref
+
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record
@@ -226,6 +228,11 @@ LazyTensor.__invert__ = lambda self: tf.math.logical_not(self)
 _lift_cache = {}  # id(tf tensor) -> (tensor, data node): one leaf per tensor per step
 
 
+# Leaves lifted from real tensors that a recording tape tracks (a fallback's result, say):
+# their gradient flows through TF's tape, which the IR's autodiff cannot see.
+TAPED_LEAVES = weakref.WeakKeyDictionary()  # leaf node -> the real tensor it holds
+
+
 def _tf_leaf(tensor):
     hit = _lift_cache.get(id(tensor))
     if hit is not None and hit[0] is tensor:
@@ -248,6 +255,7 @@ def sources_of(*values):
         elif isinstance(v, tf.Tensor) and record.could_possibly_record() \
                 and record.should_record_backprop([v]):
             pairs = ((v, _tf_leaf(v)),)
+            TAPED_LEAVES[pairs[0][1]] = v
         else:
             continue
         for pair in pairs:
@@ -291,9 +299,10 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
     handles = [runtime.LazyHandle(g) for g in grads]
     runtime.sync(*handles, *[h for h in also_sync if h.pending], cause="convert")
     out = []
-    for (tensor, _), h in zip(sources, handles):
+    for (_, source), h in zip(sources, handles):
         value = runtime.to_host(h, cause="convert")
-        out.append(tf.constant(value, dtype=tensor.dtype))
+        # the source's own dtype: a watched variable is a resource handle on TF's tape
+        out.append(tf.constant(value, dtype=tf_dtype(source.dtype)))
     return out
 
 
@@ -316,7 +325,7 @@ def to_tf(value, cause="convert"):
     node = value.node  # the pending graph, before the sync swaps in its result
     host = runtime.to_host(value._handle, cause=cause)
     tensor = tf.constant(host, dtype=value.dtype)
-    sources = sources_of(value)
+    sources = sources_of(value) or _shadowed_sources(node)
     if sources and dt.is_float(node.dtype) and record.could_possibly_record():
 
         def backward(d_tensor):
@@ -325,3 +334,15 @@ def to_tf(value, cause="convert"):
 
         record.record_operation("LazyxMaterialize", [tensor], [t for t, _ in sources], backward)
     return tensor
+
+
+def _shadowed_sources(node):
+    """Under an ltf.GradientTape variable reads are lazy shadows (no TF tape sources): a value
+    materialized for an eager op is tied to the variables whose shadows it reads, so TF's
+    tape can carry a gradient from that op's result back to them."""
+    from . import variables
+    if not variables._lazy_tapes[0] or not record.could_possibly_record():
+        return ()
+    shadows = {id(v._lazyx_shadow.node): v for v in variables._SHADOWED.values()
+               if v._lazyx_shadow is not None and v.trainable}
+    return tuple((shadows[id(n)].handle, n) for n in ir.topo_order([node]) if id(n) in shadows)

@@ -117,6 +117,49 @@ def test_lazy_tape_gradients_match_eager_and_stay_lazy():
     ltf.sync()
 
 
+def test_lazy_tape_gradients_flow_through_ops_run_eagerly():
+    # xlogy and cumprod have no lowering: they run on real TF (a fallback). The lazy tape must
+    # still carry the gradient through them (TF's tape for that part), not drop it silently.
+    w = tf.Variable([0.5, 1.5, 2.0])
+    b = tf.Variable([0.25, -0.5, 1.0])
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def loss_of(t):
+        h = t * w + b
+        return tf.reduce_sum(tf.math.xlogy(h * h, tf.math.cumprod(h) + 9.0) + h * b)
+
+    with tf.GradientTape() as tape:
+        eager = loss_of(tf.constant(x))
+    want = tape.gradient(eager, [w, b])
+    lazyx.reset_metrics()
+    with ltf.GradientTape() as tape:
+        lazy = loss_of(ltf.constant(x))
+    got = tape.gradient(lazy, [w, b])
+    assert set(lazyx.metrics()["fallback_ops"]) >= {"tf.math.xlogy", "tf.math.cumprod"}
+    for g, v in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), v.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_lazy_tape_gradients_flow_through_values_observed_mid_step():
+    # looking at an intermediate (here its numpy value) realizes it; later uses must still
+    # carry the gradient back through the computation it came from
+    w = tf.Variable([0.5, -1.5, 2.0])
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def loss_of(t, observe):
+        h = tf.tanh(t * w)
+        if observe:
+            assert np.isfinite(h.numpy()).all()
+        return tf.reduce_sum(h * h * w)
+
+    with tf.GradientTape() as tape:
+        eager = loss_of(tf.constant(x), observe=True)
+    want = tape.gradient(eager, w)
+    with ltf.GradientTape() as tape:
+        lazy = loss_of(ltf.constant(x), observe=True)
+    np.testing.assert_allclose(np.asarray(tape.gradient(lazy, w)), want.numpy(), rtol=1e-5)
+
+
 def test_plain_tape_after_lazy_assign_sees_the_variable():
     w = tf.Variable([1.0, 2.0])
     w.assign_add(ltf.constant([0.5, 0.5]))         # lazy: a shadow
