@@ -7,7 +7,7 @@ import tensorflow as tf
 from tensorflow.python.ops import nn_ops as _tf_nn_ops  # tf.nn.pool's argument helper
 
 from ...core import dtypes as dt
-from ...core import compose, ir, ops
+from ...core import autodiff, compose, ir, ops
 from .lowering import Reject, axes_of, broadcast_to, const, operand_nodes, static_ints
 from .registry import lower
 from .tensor import LazyTensor, wrap
@@ -207,6 +207,104 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None): 
 @lower(tf.nn.conv2d, "input", "filters")
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None):  # noqa: A002
     return _conv(input, filters, strides, padding, dilations, data_format)
+
+
+def _padding_of(padding, sizes, window, strides, dilations):
+    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
+        raise Reject()  # explicit padding lists: TF's own handling, eagerly
+    if padding.upper() == "VALID":
+        return [(0, 0)] * len(sizes)
+    return [_same_padding(n, k, s, d) for n, k, s, d in zip(sizes, window, strides, dilations)]
+
+
+def _depthwise_nodes(x, kernel, strides, padding, dilations):
+    """x (N, C, *S), TF's depthwise kernel (*K, C, M): a conv with C groups, output channel
+    c * M + m, as TF orders them."""
+    nsp = x.ndim - 2
+    *window, channels, mult = kernel.shape
+    if channels != x.shape[1]:
+        raise Reject()
+    w = ops.reshape(kernel, new_sizes=(*window, channels * mult))
+    w = ops.transpose(w, permutation=(nsp, *range(nsp)))
+    w = ops.reshape(w, new_sizes=(channels * mult, 1, *window))
+    pads = _padding_of(padding, x.shape[2:], window, strides, dilations)
+    return ops.conv(x, w, window_strides=strides, padding=pads, rhs_dilation=dilations,
+                    feature_group_count=channels)
+
+
+def _to_channels_first(x, last):
+    return ops.transpose(x, permutation=(0, x.ndim - 1, *range(1, x.ndim - 1))) if last else x
+
+
+def _to_channels_last(x, last):
+    return ops.transpose(x, permutation=(0, *range(2, x.ndim), 1)) if last else x
+
+
+@lower(tf.nn.depthwise_conv2d, "input", "filter")
+def depthwise_conv2d(input, filter, strides, padding, data_format=None,  # noqa: A002
+                     dilations=None):
+    x, w = operand_nodes(input, filter)
+    if x.ndim != 4 or w.ndim != 4 or not dt.is_float(x.dtype):
+        raise Reject()
+    last = _channels_last(data_format)
+    xs = _to_channels_first(x, last)
+    out = _depthwise_nodes(xs, w, _spatial(strides, 2), padding, _spatial(dilations, 2))
+    return wrap(_to_channels_last(out, last), input, filter)
+
+
+@lower(tf.nn.separable_conv2d, "input", "depthwise_filter", "pointwise_filter")
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,  # noqa: A002
+                     data_format=None, dilations=None):
+    x, dw, pw = operand_nodes(input, depthwise_filter, pointwise_filter)
+    if x.ndim != 4 or pw.ndim != 4 or pw.shape[:2] != (1, 1) or not dt.is_float(x.dtype):
+        raise Reject()
+    last = _channels_last(data_format)
+    h = _depthwise_nodes(_to_channels_first(x, last), dw, _spatial(strides, 2), padding,
+                         _spatial(dilations, 2))
+    if pw.shape[2] != h.shape[1]:
+        raise Reject()
+    point = ops.transpose(pw, permutation=(3, 2, 0, 1))  # (1, 1, I, O) -> (O, I, 1, 1)
+    out = ops.conv(h, point, window_strides=(1, 1), padding=((0, 0), (0, 0)))
+    return wrap(_to_channels_last(out, last), input, depthwise_filter, pointwise_filter)
+
+
+def _conv_transpose(value, kernel, output_shape, strides, padding, data_format, dilations):
+    """The gradient of the forward convolution (output_shape -> input's shape) with respect to
+    its input, applied to `value`: what TF defines conv*_transpose as, taken from the IR's
+    conv gradient."""
+    x, w = operand_nodes(value, kernel)
+    nsp = x.ndim - 2
+    out_shape = static_ints(output_shape)
+    if nsp < 1 or w.ndim != x.ndim or not dt.is_float(x.dtype) or len(out_shape) != x.ndim:
+        raise Reject()
+    last = _channels_last(data_format)
+    xs = _to_channels_first(x, last)
+    z_shape = (out_shape[0], out_shape[-1], *out_shape[1:-1]) if last else tuple(out_shape)
+    strides, dilations = _spatial(strides, nsp), _spatial(dilations, nsp)
+    forward_kernel = ops.transpose(w, permutation=(nsp + 1, nsp, *range(nsp)))  # (*K, O, I)
+    if forward_kernel.shape[1] != z_shape[1]:
+        raise Reject()
+    z = ops.broadcast_in_dim(ir.constant(0, x.dtype), shape=z_shape, broadcast_dimensions=())
+    pads = _padding_of(padding, z_shape[2:], w.shape[:nsp], strides, dilations)
+    y = ops.conv(z, forward_kernel, window_strides=strides, padding=pads,
+                 rhs_dilation=dilations)
+    if y.shape != xs.shape:
+        raise Reject()  # TF's own shape error, eagerly
+    (dz,) = autodiff.vjp([y], [xs], [z])
+    return wrap(_to_channels_last(dz, last), value, kernel)
+
+
+for _api, _format in ((tf.nn.conv_transpose, None), (tf.nn.conv1d_transpose, "NWC"),
+                      (tf.nn.conv2d_transpose, "NHWC"), (tf.nn.conv3d_transpose, "NDHWC")):
+    def _make(default_format):
+        def lowering(input, filters, output_shape, strides, padding="SAME",  # noqa: A002
+                     data_format=default_format, dilations=None):
+            return _conv_transpose(input, filters, output_shape, strides, padding,
+                                   data_format, dilations)
+        return lowering
+    _fn = _make(_format)
+    _fn.__name__ = _api.__name__
+    lower(_api, "input", "filters")(_fn)
 
 
 def _pool(value, window, strides, padding, kind, data_format, dilations=None):

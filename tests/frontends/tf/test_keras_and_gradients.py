@@ -129,3 +129,25 @@ def test_keras_sequential_trains_lazily_one_compile_per_step_graph():
     assert m["compiles"] == 1, m["compiles"]          # forward + backward: one program
     assert m["executions"] == 20 and not m["fallback_ops"]
     assert lazy[-1] < lazy[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: keras.layers.DepthwiseConv2D(3, padding="same", depth_multiplier=2),
+    lambda: keras.layers.SeparableConv2D(6, 3, strides=2),
+    lambda: keras.layers.Conv2DTranspose(3, 3, strides=2, padding="same"),
+], ids=["depthwise", "separable", "transposed"])
+def test_conv_layer_gradients_under_the_lazy_tape_match_eager(make):
+    keras.utils.set_random_seed(0)
+    layer = make()
+    x = np.random.default_rng(2).standard_normal((2, 8, 8, 4)).astype(np.float32)
+    layer.build(x.shape)
+    results = []
+    for lazy in (False, True):
+        lazyx.reset_metrics()
+        with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
+            y = layer(ltf.constant(x) if lazy else tf.constant(x))
+            loss = tf.reduce_sum(y * y)
+        results.append([np.asarray(g) for g in tape.gradient(loss, layer.trainable_variables)])
+    assert lazyx.metrics()["fallbacks"] == 0, lazyx.metrics()["fallback_ops"]
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -244,3 +244,30 @@ def test_pooling_apis_and_keras_layers_stay_lazy():
         lazyx.reset_metrics()
         assert_matches(fn(ltf.constant(x)), fn(tf.constant(x)))
         assert lazyx.metrics()["fallbacks"] == 0
+
+
+@given(stride=st.integers(1, 2), dilation=st.integers(1, 2), padding=st.sampled_from(
+    ["SAME", "VALID"]), mult=st.integers(1, 2), seed=st.integers(0, 3))
+def test_depthwise_separable_and_transposed_convolutions_match_tf(stride, dilation, padding,
+                                                                  mult, seed):
+    if stride > 1 and dilation > 1:
+        dilation = 1  # TF refuses both together
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 7, 6, 3)).astype(np.float32)
+    dw = rng.standard_normal((3, 2, 3, mult)).astype(np.float32)
+    pw = rng.standard_normal((1, 1, 3 * mult, 4)).astype(np.float32)
+    kt = rng.standard_normal((3, 3, 5, 3)).astype(np.float32)  # (kh, kw, out, in)
+    cases = [
+        lambda t: tf.nn.depthwise_conv2d(t, dw, [1, stride, stride, 1], padding,
+                                         dilations=[dilation] * 2),
+        lambda t: tf.nn.separable_conv2d(t, dw, pw, [1, stride, stride, 1], padding,
+                                         dilations=[dilation] * 2),
+    ]
+    out_h, out_w = 7 * stride if padding == "SAME" else (7 - 1) * stride + 3 + (dilation - 1) * 2, \
+        6 * stride if padding == "SAME" else (6 - 1) * stride + 3 + (dilation - 1) * 2
+    cases.append(lambda t: tf.nn.conv2d_transpose(t, kt, (2, out_h, out_w, 5), stride, padding,
+                                                  dilations=dilation))
+    for fn in cases:
+        lazyx.reset_metrics()
+        assert_matches(fn(ltf.constant(x)), fn(tf.constant(x)), rtol=1e-4, atol=1e-4)
+        assert lazyx.metrics()["fallbacks"] == 0
