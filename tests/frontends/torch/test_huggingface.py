@@ -12,6 +12,28 @@ import lazyx.frontends.torch as lt
 transformers = pytest.importorskip("transformers")
 
 
+def _trains_like_eager(model, lazy, batch, steps):
+    """AdamW steps on the eager model and its lazy copy: equal losses, one program per step."""
+    lazy_batch = {k: v.to(lt.device) for k, v in batch.items()}
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    lazy_opt = torch.optim.AdamW(lazy.parameters(), lr=1e-3)
+    lazyx.reset_metrics()
+    for _ in range(steps):
+        for net, optimizer, inputs in ((model, opt, batch), (lazy, lazy_opt, lazy_batch)):
+            optimizer.zero_grad()
+            loss = net(**inputs).loss
+            loss.backward()
+            optimizer.step()
+            if net is lazy:
+                lt.mark_step()
+                torch.testing.assert_close(loss.item(), eager_loss, rtol=1e-4, atol=0)
+            else:
+                eager_loss = loss.item()
+    m = lazyx.metrics()
+    assert m["fallbacks"] == 0, m["fallback_ops"]
+    assert m["compiles"] <= 2, m
+
+
 def test_gpt2_trains_like_eager():
     torch.manual_seed(0)
     config = transformers.GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2,
@@ -23,24 +45,7 @@ def test_gpt2_trains_like_eager():
     lazy = copy.deepcopy(model).to(lt.device)
     assert lazy.lm_head.weight is lazy.transformer.wte.weight
     ids = torch.randint(0, 64, (2, 12))
-    lazy_ids = ids.to(lt.device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    lazy_opt = torch.optim.AdamW(lazy.parameters(), lr=1e-3)
-    lazyx.reset_metrics()
-    for _ in range(4):
-        opt.zero_grad()
-        loss = model(ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        lazy_opt.zero_grad()
-        lazy_loss = lazy(lazy_ids, labels=lazy_ids).loss
-        lazy_loss.backward()
-        lazy_opt.step()
-        lt.mark_step()
-        torch.testing.assert_close(lazy_loss.item(), loss.item(), rtol=1e-4, atol=0)
-    m = lazyx.metrics()
-    assert m["fallbacks"] == 0, m["fallback_ops"]
-    assert m["compiles"] <= 2, m
+    _trains_like_eager(model, lazy, {"input_ids": ids, "labels": ids}, steps=4)
 
 
 def test_t5_encoder_decoder_trains_like_eager():
@@ -51,22 +56,5 @@ def test_t5_encoder_decoder_trains_like_eager():
                                    num_heads=4, dropout_rate=0.0, decoder_start_token_id=0)
     model = transformers.T5ForConditionalGeneration(config)
     lazy = copy.deepcopy(model).to(lt.device)
-    ids, labels = torch.randint(0, 64, (2, 10)), torch.randint(0, 64, (2, 6))
-    lazy_ids, lazy_labels = ids.to(lt.device), labels.to(lt.device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    lazy_opt = torch.optim.AdamW(lazy.parameters(), lr=1e-3)
-    lazyx.reset_metrics()
-    for _ in range(3):
-        loss = model(input_ids=ids, labels=labels).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        lazy_loss = lazy(input_ids=lazy_ids, labels=lazy_labels).loss
-        lazy_loss.backward()
-        lazy_opt.step()
-        lazy_opt.zero_grad()
-        lt.mark_step()
-        torch.testing.assert_close(lazy_loss.item(), loss.item(), rtol=1e-4, atol=0)
-    m = lazyx.metrics()
-    assert m["fallbacks"] == 0, m["fallback_ops"]
-    assert m["compiles"] <= 2, m
+    batch = {"input_ids": torch.randint(0, 64, (2, 10)), "labels": torch.randint(0, 64, (2, 6))}
+    _trains_like_eager(model, lazy, batch, steps=3)
