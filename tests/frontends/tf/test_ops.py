@@ -220,7 +220,10 @@ def test_seeded_random_is_deterministic_and_plausible():
        step=st.sampled_from([(1, 1), (2, 1), (1, 2)]), seed=st.integers(0, 3))
 def test_pooling_on_reduce_window_matches_tf(nsp, kind, padding, window, step, seed):
     stride, dilation = step  # TF refuses strides > 1 together with dilations > 1
-    x = np.random.default_rng(seed).standard_normal((2, *(6, 5, 4)[:nsp], 3)).astype(np.float32)
+    sizes = (6, 5, 4)[:nsp]
+    if padding == "VALID" and (window - 1) * dilation + 1 > min(sizes):
+        return  # TF's own dilated max_pool3d dies of SIGFPE on the empty result (TF 2.21)
+    x = np.random.default_rng(seed).standard_normal((2, *sizes, 3)).astype(np.float32)
     args = dict(window_shape=[window] * nsp, pooling_type=kind, strides=[stride] * nsp,
                 padding=padding, dilations=[dilation] * nsp)
     try:
