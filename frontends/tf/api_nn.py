@@ -171,26 +171,37 @@ def _same_padding(size, k, stride, dilation):
     return total // 2, total - total // 2
 
 
+def _padding_of(padding, sizes, window, strides, dilations):
+    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
+        raise Reject()  # explicit padding lists: TF's own handling, eagerly
+    if padding.upper() == "VALID":
+        return [(0, 0)] * len(sizes)
+    return [_same_padding(n, k, s, d) for n, k, s, d in zip(sizes, window, strides, dilations)]
+
+
+def _to_channels_first(x, last):
+    return ops.transpose(x, permutation=(0, x.ndim - 1, *range(1, x.ndim - 1))) if last else x
+
+
+def _to_channels_last(x, last):
+    return ops.transpose(x, permutation=(0, *range(2, x.ndim), 1)) if last else x
+
+
 def _conv(value, kernel, strides, padding, dilations, data_format):
     x, w = operand_nodes(value, kernel)
     nsp = x.ndim - 2
-    if nsp < 1 or w.ndim != x.ndim or not dt.is_float(x.dtype) or isinstance(padding, list):
+    if nsp < 1 or w.ndim != x.ndim or not dt.is_float(x.dtype):
         raise Reject()
     strides, dilations = _spatial(strides, nsp), _spatial(dilations, nsp)
     last = _channels_last(data_format)
-    if last:
-        x = ops.transpose(x, permutation=(0, x.ndim - 1, *range(1, x.ndim - 1)))
+    x = _to_channels_first(x, last)
     w = ops.transpose(w, permutation=(w.ndim - 1, w.ndim - 2, *range(w.ndim - 2)))
     if x.shape[1] % w.shape[1]:
         raise Reject()
-    pads = [(0, 0)] * nsp if padding.upper() == "VALID" else [
-        _same_padding(x.shape[2 + i], w.shape[2 + i], strides[i], dilations[i])
-        for i in range(nsp)]
+    pads = _padding_of(padding, x.shape[2:], w.shape[2:], strides, dilations)
     out = ops.conv(x, w, window_strides=strides, padding=pads, rhs_dilation=dilations,
                    feature_group_count=x.shape[1] // w.shape[1])
-    if last:
-        out = ops.transpose(out, permutation=(0, *range(2, out.ndim), 1))
-    return wrap(out, value, kernel)
+    return wrap(_to_channels_last(out, last), value, kernel)
 
 
 @lower(tf.nn.convolution, "input", "filters")
@@ -209,14 +220,6 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None)
     return _conv(input, filters, strides, padding, dilations, data_format)
 
 
-def _padding_of(padding, sizes, window, strides, dilations):
-    if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
-        raise Reject()  # explicit padding lists: TF's own handling, eagerly
-    if padding.upper() == "VALID":
-        return [(0, 0)] * len(sizes)
-    return [_same_padding(n, k, s, d) for n, k, s, d in zip(sizes, window, strides, dilations)]
-
-
 def _depthwise_nodes(x, kernel, strides, padding, dilations):
     """x (N, C, *S), TF's depthwise kernel (*K, C, M): a conv with C groups, output channel
     c * M + m, as TF orders them."""
@@ -230,14 +233,6 @@ def _depthwise_nodes(x, kernel, strides, padding, dilations):
     pads = _padding_of(padding, x.shape[2:], window, strides, dilations)
     return ops.conv(x, w, window_strides=strides, padding=pads, rhs_dilation=dilations,
                     feature_group_count=channels)
-
-
-def _to_channels_first(x, last):
-    return ops.transpose(x, permutation=(0, x.ndim - 1, *range(1, x.ndim - 1))) if last else x
-
-
-def _to_channels_last(x, last):
-    return ops.transpose(x, permutation=(0, *range(2, x.ndim), 1)) if last else x
 
 
 @lower(tf.nn.depthwise_conv2d, "input", "filter")
@@ -316,8 +311,7 @@ def _pool(value, window, strides, padding, kind, data_format, dilations=None):
         raise Reject()  # channels-first pooling: TF's CPU kernels refuse it, eagerly
     window, strides = _spatial(window, nsp), _spatial(strides, nsp)
     dilations = _spatial(dilations, nsp) if dilations is not None else [1] * nsp
-    pads = [(0, 0)] * nsp if padding.upper() == "VALID" else [
-        _same_padding(x.shape[1 + j], window[j], strides[j], dilations[j]) for j in range(nsp)]
+    pads = _padding_of(padding, x.shape[1:-1], window, strides, dilations)
     spans = [(k - 1) * d + 1 for k, d in zip(window, dilations)]
     if any(x.shape[1 + j] + lo + hi < spans[j] for j, (lo, hi) in enumerate(pads)):
         if dilations == [1] * nsp:
