@@ -1,14 +1,11 @@
 """Complex numbers: building and taking apart (complex, polar, view_as_real/complex, real,
-imag), conjugation (torch's lazy conj bit reaches us as _conj / resolve_conj), and the ops
-whose result is real for a complex input (abs, angle, isinf, isfinite), which must never go
-through a float conversion: the IR's complex -> real convert keeps only the real part."""
+imag), conjugation (torch's lazy conj bit reaches us as _conj / resolve_conj) and angle.
+abs, isinf and isfinite of complex values are with their real twins in elementwise.py."""
 import math
 
 from ....core import dtypes as dt
 from ....core import compose, ops
-from ..tensor import LOWERINGS
 from .shapes import _both
-from .prims import prims
 from .table import aten, bcast, const, ir_dtype, is_complex, is_float, lower, node_of, operands
 
 
@@ -68,15 +65,6 @@ def _resolved(out, x):
     return node_of(x)  # a lazy value holds its conjugation already applied
 
 
-@lower(aten.abs.default, prims.abs.default)
-def _abs(out, x):
-    a = node_of(x)
-    if is_complex(a):
-        return ops.abs_(a)
-    (a,) = operands(out, x)
-    return ops.abs_(a)
-
-
 @lower(aten.angle.default)
 def _angle(out, x):
     a = node_of(x)
@@ -94,23 +82,3 @@ def _angle(out, x):
 def _sgn(out, x):
     (a,) = operands(out, x)
     return ops.sign(a)
-
-
-def _isinf(a):
-    return ops.eq(ops.abs_(a), const(math.inf, a.dtype, a.shape))
-
-
-def _on_both_parts(test, combine, real_lowering):
-    """isinf / isfinite of a complex number test both parts; real inputs keep their lowering."""
-    def lowering(out, x):
-        a = node_of(x)
-        if not is_complex(a):
-            return real_lowering(out, x)
-        return combine(test(ops.real(a)), test(ops.imag(a)))
-    return lowering
-
-
-for _overload, _test, _combine in ((aten.isinf.default, _isinf, ops.or_),
-                                   (aten.isfinite.default, ops.is_finite, ops.and_),
-                                   (prims.isfinite.default, ops.is_finite, ops.and_)):
-    LOWERINGS[_overload] = _on_both_parts(_test, _combine, LOWERINGS[_overload])

@@ -6,8 +6,8 @@ import math
 import torch
 
 from ....core import compose, ops
-from .table import (aten, bcast, compute_dtype, const, ir_dtype, is_float, lower, node_of,
-                    operands, scalar)
+from .table import (aten, bcast, compute_dtype, const, ir_dtype, is_complex, is_float, lower,
+                    node_of, operands, scalar)
 
 # ---------------------------------------------------------------- unary
 
@@ -17,7 +17,7 @@ _UNARY = {
     "asin": ops.asin, "acos": ops.acos, "atan": ops.atan, "sinh": ops.sinh, "cosh": ops.cosh,
     "tanh": ops.tanh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
     "erf": ops.erf, "erfinv": ops.erf_inv, "lgamma": ops.lgamma,  # digamma: special.py
-    "sigmoid": ops.logistic, "neg": ops.neg, "sign": ops.sign,  # abs: complex.py
+    "sigmoid": ops.logistic, "neg": ops.neg, "sign": ops.sign,
 }
 
 
@@ -90,18 +90,39 @@ def _isnan(out, x):
     return ops.ne(a, a)
 
 
+@lower(aten.abs.default)
+def _abs(out, x):
+    a = node_of(x)
+    if not is_complex(a):  # a complex input keeps its dtype: |z| is real, not |Re z|
+        (a,) = operands(out, x)
+    return ops.abs_(a)
+
+
+def _on_parts(test, combine, a):
+    """A float test of a complex number: of both its parts."""
+    if is_complex(a):
+        return combine(test(ops.real(a)), test(ops.imag(a)))
+    return test(a)
+
+
+def _infinite(a):
+    return ops.eq(ops.abs_(a), const(math.inf, a.dtype, a.shape))
+
+
 @lower(aten.isinf.default)
 def _isinf(out, x):
     a = node_of(x)
-    if not is_float(a):
+    if not (is_float(a) or is_complex(a)):
         return const(False, "bool", a.shape)
-    return ops.eq(ops.abs_(a), const(math.inf, a.dtype, a.shape))
+    return _on_parts(_infinite, ops.or_, a)
 
 
 @lower(aten.isfinite.default)
 def _isfinite(out, x):
     a = node_of(x)
-    return ops.is_finite(a) if is_float(a) else const(True, "bool", a.shape)
+    if not (is_float(a) or is_complex(a)):
+        return const(True, "bool", a.shape)
+    return _on_parts(ops.is_finite, ops.and_, a)
 
 
 @lower(aten.logical_not.default)
