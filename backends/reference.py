@@ -409,6 +409,7 @@ def _random_bits(key, *, shape):
     y0, y1 = threefry2x32(key[0], key[1], counts[:half], counts[half:])
     return np.concatenate([y0, y1])[:n].reshape(shape)
 
+
 _NUMPY_FFT = {"fft": np.fft.fftn, "ifft": np.fft.ifftn, "rfft": np.fft.rfftn,
               "irfft": np.fft.irfftn}
 

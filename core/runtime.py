@@ -410,8 +410,7 @@ def sync(*handles, cause="explicit", source=None):
     outs = [ir.data(buf, r.shape, r.dtype) for buf, r in zip(results, roots)]
     for out, root in zip(outs, roots):
         out.source = root.source  # a result is "made" where its value was computed, not synced
-    if KEEP_ORIGINS[0]:
-        for out, root in zip(outs, roots):
+        if KEEP_ORIGINS[0]:
             ORIGINS[out] = root
     for h in pending:
         h.node = outs[index[id(h.node)]]

@@ -7,7 +7,6 @@ When the tape reaches the token, its backward function differentiates the *IR* (
 from the lazy value to those inputs, and runs forward and backward as one compiled program.
 """
 import sys
-
 import weakref
 
 import numpy as np
