@@ -7,7 +7,7 @@ import types
 import numpy as np
 import torch
 
-from ....core import ir, ops
+from ....core import compose, ir, ops
 from .shapes import _linspace
 from .table import aten, bcast, compute_dtype, const, lower, node_of
 
@@ -26,12 +26,15 @@ def _outer_edges(column, lo_hi, dtype):
     return ops.select(same, ops.sub(lo, half), lo), ops.select(same, ops.add(hi, half), hi)
 
 
+def _column(samples, d):
+    """Dimension d of (N, D) samples, as (N,)."""
+    return ops.reshape(compose.slice_axis(samples, 1, d, d + 1), new_sizes=samples.shape[:1])
+
+
 def _edges_from_counts(samples, bins, ranges, dtype):
     edges = []
     for d, count in enumerate(bins):
-        column = ops.reshape(ops.slice_(samples, start_indices=(0, d),
-                                        limit_indices=(samples.shape[0], d + 1)),
-                             new_sizes=(samples.shape[0],))
+        column = _column(samples, d)
         lo_hi = None if ranges is None else (ranges[2 * d], ranges[2 * d + 1])
         lo, hi = _outer_edges(column, lo_hi, dtype)
         like = types.SimpleNamespace(dtype=torch.float64 if dtype == "float64" else
@@ -48,8 +51,7 @@ def _counts(samples, edges, weight, density, dtype):
     inside = const(True, "bool", (n,))
     for d, e in enumerate(edges):
         k = e.shape[0]
-        x = ops.reshape(ops.slice_(samples, start_indices=(0, d), limit_indices=(n, d + 1)),
-                        new_sizes=(n,))
+        x = _column(samples, d)
         grid = ops.broadcast_in_dim(e, shape=(n, k), broadcast_dimensions=(1,))
         at_or_below = ops.le(grid, ops.broadcast_in_dim(x, shape=(n, k),
                                                         broadcast_dimensions=(0,)))
