@@ -337,19 +337,33 @@ def _as_function(program, signature):
     return run
 
 
+# What one compiled program holds beyond XLA's own figures (its code pages, jax's wrapper),
+# measured on CPU: about 0.28 MB per small program once only the Compiled object is kept.
+_EXECUTABLE_OVERHEAD = 256 << 10
+
+
 class _Executable:
-    def __init__(self, jitted, x64, lowered, signature):
-        self.jitted = jitted
+    """A compiled program. Only jax's Compiled object is kept: the jitted function and its
+    Lowered module would hold 5x the memory per cached program (1.5 MB against 0.28 MB,
+    measured), and dumps lower again when they need the text."""
+
+    def __init__(self, compiled, x64, signature):
+        self.compiled = compiled
         self.x64 = x64
-        self.lowered = lowered
         self.signature = signature
+        try:
+            stats = compiled.memory_analysis()
+            own = stats.generated_code_size_in_bytes + stats.temp_size_in_bytes
+        except Exception:  # noqa: BLE001 -- not every platform reports it
+            own = 0
+        self.nbytes = _EXECUTABLE_OVERHEAD + own
 
     def __call__(self, leaf_values):
         args = self.signature.arguments(leaf_values)
         if self.x64:
             with jax.enable_x64(True):
-                return self.jitted(*args)
-        return self.jitted(*args)
+                return self.compiled(*args)
+        return self.compiled(*args)
 
 
 class XlaBackend:
@@ -379,9 +393,9 @@ class XlaBackend:
     def compile(self, program):
         x64 = program.needs_x64()
         with jax.enable_x64(x64):
-            jitted, lowered, signature = self._lower(program)
-            lowered.compile()  # populates jit's cache, so compile time is paid here, not later
-        return _Executable(jitted, x64, lowered, signature)
+            _, lowered, signature = self._lower(program)
+            compiled = lowered.compile()
+        return _Executable(compiled, x64, signature)
 
     def lowered_text(self, program):
         with jax.enable_x64(program.needs_x64()):
