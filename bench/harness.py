@@ -121,7 +121,8 @@ def run_system_here(system, workloads, plan):
             if is_lazyx:
                 m = lazyx.metrics()
                 result["lazyx"] = {k: m[k] for k in ("compiles", "cache_hits", "syncs",
-                                                     "fallbacks", "fallback_ops")}
+                                                     "nodes_walked", "fallbacks",
+                                                     "fallback_ops")}
             yield result
         except NotAvailable as err:
             yield _na(workload, system, str(err))
