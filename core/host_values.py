@@ -2,12 +2,12 @@
 
 A lazy value is usually not known until a barrier, so a bad index or a zero divisor inside
 it cannot raise where eager code would. But many such operands are already known: Python
-numbers and constants are host values, and a data leaf (a tensor uploaded from the host, or
-a result that has finished) holds a finished buffer. `known(node)` returns those as NumPy
-arrays -- never waiting on a computation, never syncing -- and None otherwise.
+numbers and constants are host values, a data leaf holds a buffer (a tensor uploaded from the
+host, or a result of a graph a sync already started), and layout ops of those are cheap to
+replay. `known(node)` returns those as NumPy arrays -- never cutting a graph -- and None for
+values still pending in the graph (docs/errors.md says what those give).
 
-LAZYX_CHECK_INDICES=off turns these reads off (the reads cost a device-to-host copy on a GPU);
-values that are still being computed are never read (docs/errors.md says what they give).
+LAZYX_CHECK_INDICES=off turns these reads off (each costs a device-to-host copy on a GPU).
 """
 import numpy as np
 
@@ -52,12 +52,11 @@ def known(node, max_elements=MAX_ELEMENTS):
         return None if inner is None else _LAYOUT[node.op](inner, **node.attrs)
     if node.op != "data":
         return None
-    buffer = node.value
-    is_ready = getattr(buffer, "is_ready", None)  # jax.Array: reading an unfinished one waits
-    if is_ready is not None and not is_ready():
-        return None
+    # A data leaf is either uploaded from the host or the result of a graph already started
+    # (by a sync); reading the latter waits for it -- a wait, never a new sync -- so that
+    # whether a bad index raises does not depend on timing.
     try:
-        return np.asarray(buffer)
+        return np.asarray(node.value)
     except Exception:  # noqa: BLE001 - a buffer that cannot be read is simply not known
         return None
 
