@@ -66,7 +66,9 @@ def out_of_range(values, low, high, ignore=None):
     values = np.asarray(values)
     if values.size == 0 or values.dtype.kind not in "iu":
         return False
-    bad = (values < low) | (values >= high)
+    if values.min() >= low and values.max() < high:  # the common case: two reductions
+        return False
     if ignore is not None:
-        bad &= values != ignore
-    return bool(bad.any())
+        values = values[values != ignore]
+        return bool(values.size) and bool(values.min() < low or values.max() >= high)
+    return True

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 import lazyx.frontends.tf as ltf
+from lazyx.frontends.tf.tensor import LazyTensor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import bad_calls  # noqa: E402  (tests/bad_calls.py: the shared judge)
@@ -105,7 +106,7 @@ def run(source, lazy):
 
 def force(result):
     for r in result if isinstance(result, (tuple, list)) else [result]:
-        if isinstance(r, tf.Tensor):
+        if isinstance(r, (tf.Tensor, LazyTensor)):
             np.asarray(r)
 
 
