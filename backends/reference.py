@@ -172,7 +172,7 @@ def _convert(x, *, dtype):
 
 
 def _float_to_int(x, target):
-    """The IR's float -> int rule (README, 'Numbers'): truncate toward zero, saturate at the
+    """The IR's float -> int rule (docs/errors.md): truncate toward zero, saturate at the
     integer range (+-inf too), NaN -> 0 -- what XLA's CPU convert gives. NumPy's own cast is
     undefined there (INT_MIN on x86, with a warning)."""
     wide = np.trunc(x.astype(np.float64))
