@@ -8,6 +8,7 @@ line runs on NumPy (A = np.asarray, L = np), where it must raise, and on lazy ar
 """
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -117,6 +118,23 @@ def test_corpus_is_big_enough():
 def test_raises_at_the_call_like_numpy(source):
     kind, eager, lazy = bad_calls.judge(run, force, source)
     assert kind == bad_calls.OUTCOMES[0], (kind, repr(eager), repr(lazy))
+
+
+@pytest.mark.parametrize("ufunc", [np.floor_divide, np.remainder, np.fmod, np.divmod])
+def test_integer_division_by_a_known_zero_reports_like_numpy(ufunc):
+    a, b = np.array([3, -5, 7]), np.array([0, 2, 0])
+    results = []
+    for x, y in ((a, b), (lnp.asarray(a), lnp.asarray(b))):  # NumPy, then lazy
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = ufunc(x, y)
+        results.append(([np.asarray(o) for o in out] if isinstance(out, tuple)
+                        else [np.asarray(out)], [str(w.message) for w in caught]))
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            ufunc(x, y)
+    (eager, eager_warnings), (lazy, lazy_warnings) = results
+    assert lazy_warnings == eager_warnings and len(eager_warnings) == 1
+    assert all(np.array_equal(g, e) for g, e in zip(lazy, eager))
 
 
 if __name__ == "__main__":
