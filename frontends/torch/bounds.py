@@ -25,7 +25,7 @@ def _value(x):
     if isinstance(x, torch.Tensor):
         if x.device.type != "cpu" or x.numel() > host_values.MAX_ELEMENTS:
             return None
-        return x.numpy() if x.dtype != torch.bfloat16 else None
+        return x.detach().numpy() if x.dtype != torch.bfloat16 else None
     if isinstance(x, (bool, int, float)):
         return np.asarray(x)
     return None
