@@ -27,8 +27,39 @@ def _is_int(x):
     return jnp.issubdtype(x.dtype, jnp.integer)
 
 
+def _safe_divisor(a, b):
+    """b with the divisors that trap in hardware (0, and -1 under MIN) replaced by 1.
+
+    XLA constant-folds integer division (x - x is folded to 0 first) and its CPU folder
+    divides natively: x / 0 or MIN / -1 kills the process with SIGFPE. With this guard no
+    division XLA sees can trap; the IR's results are then chosen with selects (a / 1 == a
+    is already MIN / -1's wrapped answer, a % 1 == 0 its remainder)."""
+    bad = b == 0
+    if jnp.issubdtype(a.dtype, jnp.signedinteger):
+        bad = bad | ((a == jnp.iinfo(a.dtype).min) & (b == -1))
+    return jnp.where(bad, jnp.ones((), b.dtype), b)
+
+
 def _div(a, b):
-    return lax.div(a, b)
+    if not _is_int(a):
+        return lax.div(a, b)
+    # the IR's x / 0 is -1 (all bits set), as XLA's own run-time division gives
+    return jnp.where(b == 0, jnp.full((), -1).astype(a.dtype), lax.div(a, _safe_divisor(a, b)))
+
+
+def _rem(a, b):
+    if not _is_int(a):
+        return lax.rem(a, b)
+    return jnp.where(b == 0, a, lax.rem(a, _safe_divisor(a, b)))  # the IR's x % 0 is x
+
+
+def _mul(a, b):
+    # XLA's simplifier takes multiply(y, y) to be non-negative, folding abs(y*y) to y*y and
+    # y*y < 0 to false, which is wrong for integers once the product wraps. Hide the
+    # sameness behind an optimization barrier (integer squares only; floats are unaffected).
+    if a is b and _is_int(a):
+        b = lax.optimization_barrier(b)
+    return lax.mul(a, b)
 
 
 def _pow(a, b):
@@ -39,7 +70,7 @@ def _pow(a, b):
     result, base = jnp.ones_like(a), a
     for _ in range(jnp.iinfo(a.dtype).bits):
         result = jnp.where(e & 1, result * base, result)
-        base = base * base
+        base = _mul(base, base)
         e = lax.shift_right_logical(e, jnp.ones_like(e))
     one = a == 1
     minus_one = (a == -1) if jnp.issubdtype(a.dtype, jnp.signedinteger) else jnp.zeros_like(one)
@@ -69,7 +100,14 @@ def _exp2(x):
 
 def _abs(x):
     # lax.abs rejects unsigned integers, for which abs is the identity
-    return x if jnp.issubdtype(x.dtype, jnp.unsignedinteger) else lax.abs(x)
+    if jnp.issubdtype(x.dtype, jnp.unsignedinteger):
+        return x
+    if not _is_int(x):
+        return lax.abs(x)
+    # XLA's simplifier also takes abs(y) >= 0 (so abs(MIN) < 0 folds to false, though abs(MIN)
+    # wraps to MIN): (y ^ s) - s with s the sign mask is the same number, opaque to it
+    sign = lax.shift_right_arithmetic(x, jnp.full_like(x, jnp.iinfo(x.dtype).bits - 1))
+    return lax.sub(lax.bitwise_xor(x, sign), sign)
 
 
 def _convert(x, *, dtype):
@@ -81,7 +119,25 @@ def _convert(x, *, dtype):
         # XLA's simplifier rewrites convert(pred) / y into select(pred, 1/y, 0), which loses
         # 0/0 = NaN; a select from the start is left alone
         return jnp.where(x, jnp.ones((), _jdt(dtype)), jnp.zeros((), _jdt(dtype)))
+    if dt.is_int(dtype) and jnp.issubdtype(x.dtype, jnp.floating):
+        return _float_to_int(x, _jdt(dtype))
     return lax.convert_element_type(x, _jdt(dtype))
+
+
+def _float_to_int(x, target):
+    """The IR's float -> int rule: truncate, saturate at the integer range, NaN -> 0.
+
+    XLA on CPU converts this way natively (checked on jaxlib 0.10.2); the selects make it the
+    rule on every device, and the reference backend spells the same rule in NumPy."""
+    info = jnp.iinfo(target)
+    wide = x.astype(jnp.float32) if x.dtype in (jnp.float16, jnp.bfloat16) else x
+    # the bounds as floats of x's type: MAX rounds up (2**31 in float32), so compare with >=
+    hi, lo = jnp.asarray(float(info.max), wide.dtype), jnp.asarray(float(info.min), wide.dtype)
+    inside = (wide < hi) & (wide > lo)
+    converted = lax.convert_element_type(jnp.where(inside, wide, 0), target)
+    result = jnp.where(wide >= hi, jnp.asarray(info.max, target),
+                       jnp.where(wide <= lo, jnp.asarray(info.min, target), converted))
+    return jnp.where(jnp.isnan(wide), jnp.zeros((), target), result)
 
 
 def _reduce(fn):
@@ -231,7 +287,7 @@ TABLE = {
     "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
     "neg": lax.neg, "abs": _abs, "sign": lax.sign, "not": lax.bitwise_not,
     "is_finite": lax.is_finite,
-    "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": _div, "rem": lax.rem, "pow": _pow,
+    "add": lax.add, "sub": lax.sub, "mul": _mul, "div": _div, "rem": _rem, "pow": _pow,
     "max": lax.max, "min": lax.min, "atan2": lax.atan2, "nextafter": lax.nextafter,
     "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
     "shift_left": _shift(lax.shift_left),

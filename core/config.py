@@ -47,3 +47,26 @@ def debug():
 def dump_dir():
     """LAZYX_DUMP_DIR: where every compiled graph is saved (unset: nowhere)."""
     return os.environ.get("LAZYX_DUMP_DIR") or None
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+def max_bytes():
+    """LAZYX_MAX_BYTES: the largest single value an op may make (default: this machine's
+    physical memory); a bigger request fails at the call, before anything is recorded.
+    0 turns the check off."""
+    return max(0, _int("LAZYX_MAX_BYTES", _physical_memory()))
+
+
+def check_indices():
+    """LAZYX_CHECK_INDICES: `host` (default) checks indices and integer divisors whose values
+    already exist (host numbers, uploaded or finished data) at the call; `off` checks none."""
+    mode = os.environ.get("LAZYX_CHECK_INDICES", "host").strip().lower() or "host"
+    if mode not in ("host", "off"):
+        raise ValueError(f"LAZYX_CHECK_INDICES={mode!r}; valid choices: host, off")
+    return mode

@@ -37,6 +37,11 @@ def _framework_roots():
 ENABLED = os.environ.get("LAZYX_SOURCE_LINES", "1") != "0"
 
 
+def is_internal(filename):
+    """Whether a file belongs to lazyx, a framework or the standard library."""
+    return _is_internal(filename)
+
+
 def _is_internal(filename):
     verdict = _verdicts.get(filename)
     if verdict is None:

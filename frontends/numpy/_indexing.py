@@ -3,8 +3,9 @@
 Integer indices and unit-step slices lower to ``dynamic_slice`` / ``dynamic_update_slice``
 with their start as a *runtime parameter*: ``x[i]`` and ``X[i:i + batch]`` for a new ``i``
 reuse the compiled program. Integer indices known at trace time are bounds-checked at the
-call (IndexError, as NumPy); lazy index arrays cannot be checked there and are clamped (gather)
-or dropped (scatter) instead. Boolean masks whose positions decide the output shape sync
+call (IndexError, as NumPy), and so are lazy index arrays whose values already exist (uploaded
+from the host: core/host_values.py); computed index arrays cannot be checked there and are
+clamped (gather) or dropped (scatter) instead. Boolean masks whose positions decide the output shape sync
 (cause "data_dependent"); ``a[mask] = scalar`` needs no sync (it lowers to a select).
 """
 import builtins
@@ -13,7 +14,7 @@ import operator
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ir, ops, runtime
+from ...core import host_values, ir, ops, runtime
 from ._base import LazyArray, wrap
 from ._promote import as_node, axis_index, broadcast_node, broadcast_shapes, shape_of
 from ._ufuncs import fill
@@ -167,16 +168,23 @@ def _basic(node, items):
     return node, plan
 
 
+def _check_host(host, axis, size):
+    bad = (host < -size) | (host >= size)
+    if bad.any():
+        raise _out_of_bounds(int(host[bad].flat[0]), axis, size)
+
+
 def _index_node(item, size, axis):
     """An integer index (host or lazy) as an int64 node with negatives wrapped."""
     if isinstance(item, LazyArray):
+        known = host_values.known(item._node)  # an uploaded index array: check it as NumPy
+        if known is not None:
+            _check_host(np.asarray(known, dtype=np.int64), axis, size)
         idx = as_node(item, "int64")
         return ops.select(ops.lt(idx, fill(0, "int64", idx.shape)),
                           ops.add(idx, fill(size, "int64", idx.shape)), idx)
     host = np.asarray(item, dtype=np.int64)
-    bad = (host < -size) | (host >= size)
-    if bad.any():
-        raise _out_of_bounds(int(host[bad].flat[0]), axis, size)
+    _check_host(host, axis, size)
     host = np.where(host < 0, host + size, host)
     return runtime.from_host(host, "int64") if host.ndim else ir.param(host, "int64")
 

@@ -7,11 +7,13 @@ returns the node(s) of the ufunc's outputs. Decompositions of ufuncs that are no
 (signs of zero, Python-style modulus) come out as NumPy's.
 """
 import math
+import sys
+import warnings
 
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import compose, ir, ops, runtime
+from ...core import compose, host_values, ir, ops, runtime, source
 from ._base import LazyArray, np_dtype, wrap
 from ._promote import (broadcast_node, broadcast_shapes, as_node, dtype_key, ir_dtype,
                        resolve_ufunc, shape_of)
@@ -86,11 +88,34 @@ def _rounding(op):
     return lambda x: op(x) if _is_float(x) else x
 
 
-def _int_floor_divide(a, b):
-    return compose.floor_divide(a, b)  # NumPy gives 0 (and a warning) for x // 0
+def _divide_by_zero(b, name):
+    """NumPy's divide-by-zero report (np.errstate's "divide" setting: a RuntimeWarning by
+    default), given where the divisor's value is known at the call; a divisor still pending
+    in the graph cannot report (docs/errors.md)."""
+    known = host_values.known(b)
+    if known is None or np.all(known):
+        return
+    mode = np.geterr()["divide"]
+    message = f"divide by zero encountered in {name}"
+    if mode == "raise":
+        raise FloatingPointError(message)
+    if mode in ("warn", "print", "log"):  # attributed to the user's line, as NumPy's is
+        frame = sys._getframe(1)
+        while frame.f_back is not None and source.is_internal(frame.f_code.co_filename):
+            frame = frame.f_back
+        warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename,
+                               frame.f_lineno, module=frame.f_globals.get("__name__"),
+                               registry=frame.f_globals.setdefault("__warningregistry__", {}))
 
 
-def _int_remainder(a, b, python_sign=True):
+def _int_floor_divide(a, b, name="floor_divide"):
+    _divide_by_zero(b, name)
+    return compose.floor_divide(a, b)  # NumPy gives 0 for x // 0
+
+
+def _int_remainder(a, b, python_sign=True, name=None):
+    if name != "divmod":  # divmod reports once, from its quotient
+        _divide_by_zero(b, name or ("remainder" if python_sign else "fmod"))
     if python_sign:
         return compose.floor_mod(a, b)  # shared with torch and TF: the same graph
     zero = ops.eq(b, const(0, b))
@@ -128,7 +153,7 @@ def remainder(a, b):
 def divmod_(a, b):
     if _is_float(a):
         return _float_divmod(a, b)
-    return _int_floor_divide(a, b), _int_remainder(a, b)
+    return _int_floor_divide(a, b, "divmod"), _int_remainder(a, b, name="divmod")
 
 
 def fmod(a, b):

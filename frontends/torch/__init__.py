@@ -11,6 +11,7 @@ import torch
 from ...core import runtime
 from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
+from . import bounds  # noqa: F401  (torch's index and divisor errors, where values are known)
 from . import device as _device
 from .tensor import LazyTensor
 
