@@ -8,6 +8,9 @@ interpreted step's results) and puts its results on the device as jax arrays, so
 flow across the hand-over like any other step's. Interpreted steps give the reference
 backend's numbers (NumPy's rounding), not XLA's.
 
+The compile starts once the first interpreted step has run: jax's tracing and lowering hold
+the GIL, and started first they would slow the very step tiering is meant to return quickly.
+
 Threads: the executable is published by one attribute assignment (atomic), and `jax.enable_x64`
 is thread-local, so the background lowering keeps its own 64-bit setting.
 """
@@ -27,10 +30,17 @@ class TieredExecutable:
         self._xla = None
         self._error = None
         self._ready = threading.Event()
+        self._start_lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._compile, args=(program, signature, x64, cache, key),
             name="lazyx-compile", daemon=True)
-        self._thread.start()
+
+    def start(self):
+        """Start the background compile (once; later calls do nothing)."""
+        with self._start_lock:
+            if self._thread is not None:
+                self._thread.start()
+                self._thread = None
 
     def _compile(self, program, signature, x64, cache, key):
         try:
@@ -42,6 +52,7 @@ class TieredExecutable:
 
     def wait(self, timeout=None):
         """Block until the background compile has finished (True) or `timeout` passed."""
+        self.start()
         return self._ready.wait(timeout)
 
     @property
@@ -60,4 +71,6 @@ class TieredExecutable:
         metrics.count("interpreted_steps")
         results = self._interpreter([np.asarray(v) for v in leaf_values])
         # np.array: the interpreter may return one of its inputs or a view of one
-        return [self._backend.put_owned(np.array(r)) for r in results]
+        results = [self._backend.put_owned(np.array(r)) for r in results]
+        self.start()
+        return results
