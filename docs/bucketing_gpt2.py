@@ -3,7 +3,7 @@
 lt.pad_to_bucket, next to eager PyTorch on the unpadded batches.
 
     python docs/bucketing_gpt2.py            # prints both losses per step and the compile count
-    LAZYX_DEBUG=1 python docs/bucketing_gpt2.py --no-buckets   # what happens without buckets
+    LAZYX_DEBUG=1 python docs/bucketing_gpt2.py --no-buckets 6   # without buckets, 6 batches
 
 Right padding and a causal model: a real token never attends to the padding after it, the
 attention mask keeps padding out of the padded positions' own rows, and labels of -100 keep it
@@ -27,7 +27,8 @@ BUCKETS = (32, 64, 128)
 def main(use_buckets=True, batches=40):
     torch.manual_seed(0)
     config = transformers.GPT2Config(vocab_size=256, n_positions=128, n_embd=64, n_layer=2,
-                                     n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+                                     n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                     bos_token_id=0, eos_token_id=0)
     # HF's default "sdpa" attention reads the mask's values to decide whether it may skip it:
     # a sync in every step, and a second program for batches that happen to need no padding
     config._attn_implementation = "eager"
@@ -69,4 +70,5 @@ def main(use_buckets=True, batches=40):
 
 
 if __name__ == "__main__":
-    main(use_buckets="--no-buckets" not in sys.argv[1:])
+    counts = [int(a) for a in sys.argv[1:] if a.isdigit()]
+    main(use_buckets="--no-buckets" not in sys.argv[1:], batches=counts[0] if counts else 40)
