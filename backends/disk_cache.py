@@ -211,6 +211,31 @@ def _warn_once(text):
         warnings.warn(text, RuntimeWarning, stacklevel=4)
 
 
+_writer = []  # one background thread that serializes and writes entries, made on first use
+_writer_lock = threading.Lock()
+_pending = []
+
+
+def store_later(fn, *args):
+    """Run fn(*args) (serialize + put) on the writer thread: a cold step does not wait for
+    its executable to be written. Python waits for the writer at exit, so a short process
+    still leaves its entries behind; `flush()` waits now."""
+    from concurrent.futures import ThreadPoolExecutor
+    with _writer_lock:
+        if not _writer:
+            _writer.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="lazyx-cache"))
+        _pending[:] = [f for f in _pending if not f.done()]
+        _pending.append(_writer[0].submit(fn, *args))
+
+
+def flush():
+    """Wait until every entry handed to store_later is on disk (or has failed with a warning)."""
+    with _writer_lock:
+        pending = list(_pending)
+    for future in pending:
+        future.result()
+
+
 def open_cache():
     """The DiskCache configured by the environment now, or None when turned off. The variables
     are read at each compile (not once at import), so a test or a program can move the cache."""

@@ -420,7 +420,7 @@ class XlaBackend:
         metrics.record_time("lower", lowered_at - start)
         metrics.record_time("xla_compile", time.perf_counter() - lowered_at)
         if key is not None:
-            self._store(cache, key, compiled)
+            disk_cache.store_later(self._store, cache, key, compiled)
         return _Executable(compiled, x64, signature)
 
     def _load(self, cache, key, signature, n_outputs):
@@ -439,7 +439,9 @@ class XlaBackend:
         metrics.record_time("disk_load", time.perf_counter() - start)
         return compiled
 
-    def _store(self, cache, key, compiled):
+    @staticmethod
+    def _store(cache, key, compiled):
+        """On the cache's writer thread: serialize and write (tens of ms for a big program)."""
         try:
             payload = serialize(compiled)[0]
         except Exception as err:  # nothing is lost but the next process's time

@@ -29,6 +29,7 @@ def cache_dir(tmp_path, monkeypatch):
 
 def _run(backend, program, x, scale=0.5):
     exe = backend.compile(program)
+    disk_cache.flush()  # entries are written on a background thread
     values = [jax.device_put(x) if kind == "data" else np.asarray(scale, np.float32)
               for kind, _shape, _dtype in program.leaves]
     return np.asarray(exe(values)[0])
@@ -65,6 +66,7 @@ def test_a_changed_version_or_flag_misses(cache_dir, monkeypatch, change):
     backend = xla.XlaBackend()
     if change == "x64_dtype":
         backend.compile(_program(dtype="float64"))
+        disk_cache.flush()
     else:
         _run(backend, _program(), np.ones((4, 3), np.float32))
     assert _counts() == (0, 2) and len(os.listdir(cache_dir)) == 2
@@ -127,3 +129,14 @@ def test_processes_share_the_cache_even_when_two_compile_at_once(cache_dir):
     third = _step_process(cache_dir).communicate(timeout=120)[0]
     assert third.split("]")[1].split() == ["1", "0"]  # found on disk, int64 included
     assert len([f for f in os.listdir(cache_dir) if f.endswith(disk_cache.SUFFIX)]) == 1
+
+
+def test_an_unwritable_cache_folder_warns_once_and_compiles_anyway(cache_dir, monkeypatch):
+    blocker = cache_dir / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("LAZYX_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setattr(disk_cache, "_warned", set())
+    x = np.ones((4, 3), np.float32)
+    with pytest.warns(RuntimeWarning, match="cannot write the compile cache"):
+        np.testing.assert_allclose(_run(xla.XlaBackend(), _program(), x), _expected(x), rtol=1e-6)
+    assert _counts() == (0, 1)
