@@ -141,7 +141,7 @@ class DiskCache:
             os.replace(tmp, path)
         except OSError as err:
             _remove_quietly(tmp)
-            _warn_once(f"lazyx: cannot write the compile cache in {self.folder} ({err}); "
+            warn_once(f"lazyx: cannot write the compile cache in {self.folder} ({err}); "
                        f"compiled programs are not kept across processes (set LAZYX_CACHE_DIR "
                        f"to a writable folder, or LAZYX_CACHE_DIR= to turn it off)")
             return False
@@ -205,7 +205,8 @@ def _remove_quietly(path):
 _warned = set()
 
 
-def _warn_once(text):
+def warn_once(text):
+    """Warn about a cache-wide condition once per process (not once per program)."""
     if text not in _warned:
         _warned.add(text)
         warnings.warn(text, RuntimeWarning, stacklevel=4)

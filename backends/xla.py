@@ -444,9 +444,12 @@ class XlaBackend:
         """On the cache's writer thread: serialize and write (tens of ms for a big program)."""
         try:
             payload = serialize(compiled)[0]
-        except Exception as err:  # nothing is lost but the next process's time
-            warnings.warn(f"lazyx: this executable cannot be serialized for the disk cache "
-                          f"({type(err).__name__}: {err})", RuntimeWarning, stacklevel=2)
+        except Exception as err:
+            # XLA:CPU cannot serialize some executables (a sort's comparator: "`LessThan` is
+            # not serializable"); they are compiled again by each process, nothing else is lost
+            disk_cache.warn_once(f"lazyx: some executables cannot be kept in the disk cache "
+                                 f"and are compiled again in each process "
+                                 f"({type(err).__name__}: {err})")
             return
         cache.put(key, payload)
 
@@ -469,10 +472,11 @@ class XlaBackend:
                 "jaxlib", jaxlib.__version__, dev.platform, dev.device_kind,
                 dev.client.platform_version, platform.machine(), _cpu_flags(),
                 os.environ.get("XLA_FLAGS", ""), os.environ.get("LIBTPU_INIT_ARGS", ""),
-                jax.config.jax_default_matmul_precision,
                 # lazyx places every program on this one device: that is its sharding
                 "sharding", "single-device", dev.id, jax.device_count()))
-        return repr((self._context, "x64", bool(x64))).encode()
+        # (a setting a program may change at run time is read at each compile)
+        return repr((self._context, "x64", bool(x64),
+                     jax.config.jax_default_matmul_precision)).encode()
 
     def lowered_text(self, program):
         with jax.enable_x64(program.needs_x64()):

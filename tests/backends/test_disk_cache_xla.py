@@ -107,8 +107,7 @@ _STEP = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[1])
     import numpy as np, lazyx
-    from lazyx.core import ir, ops, runtime
-    x = runtime.from_host(np.arange(6, dtype=np.int64).reshape(2, 3))
+        x = runtime.from_host(np.arange(6, dtype=np.int64).reshape(2, 3))
     y = runtime.LazyHandle(ops.reduce_sum(ops.mul(x, x), axes=(1,)))
     print(runtime.to_host(y).tolist(), lazyx.metrics()["disk_hits"],
           lazyx.metrics()["disk_misses"])
@@ -122,13 +121,33 @@ def _step_process(cache, **env):
 
 
 def test_processes_share_the_cache_even_when_two_compile_at_once(cache_dir):
-    first = [_step_process(cache_dir) for _ in range(2)]  # both miss and store the same entry
+    # started together, both usually miss and store the same entry (on a busy machine the
+    # later one may already find the earlier one's)
+    first = [_step_process(cache_dir) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].split("]") for p in first]
     assert [o[0] + "]" for o in outs] == ["[5, 50]"] * 2
-    assert all(o[1].split() == ["0", "1"] for o in outs)
+    counts = [o[1].split() for o in outs]
+    assert ["0", "1"] in counts and all(c in (["0", "1"], ["1", "0"]) for c in counts)
     third = _step_process(cache_dir).communicate(timeout=120)[0]
     assert third.split("]")[1].split() == ["1", "0"]  # found on disk, int64 included
     assert len([f for f in os.listdir(cache_dir) if f.endswith(disk_cache.SUFFIX)]) == 1
+
+
+def test_an_executable_xla_cannot_serialize_still_runs_and_is_said_once(cache_dir,
+                                                                          monkeypatch):
+    # seen once in the suite on a multi-operand sort: "`LessThan` is not serializable"
+    def refuse(compiled):
+        raise RuntimeError("UNIMPLEMENTED: `LessThan` is not serializable.")
+
+    monkeypatch.setattr(xla, "serialize", refuse)
+    monkeypatch.setattr(disk_cache, "_warned", set())
+    x = np.ones((4, 3), np.float32)
+    with pytest.warns(RuntimeWarning, match="cannot be kept in the disk cache") as said:
+        for _ in range(2):  # compiled twice, said once
+            np.testing.assert_allclose(_run(xla.XlaBackend(), _program(), x), _expected(x),
+                                       rtol=1e-6)
+    assert len([w for w in said if "disk cache" in str(w.message)]) == 1
+    assert _counts() == (0, 2) and os.listdir(cache_dir) == []
 
 
 def test_an_unwritable_cache_folder_warns_once_and_compiles_anyway(cache_dir, monkeypatch):
