@@ -107,7 +107,8 @@ _STEP = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[1])
     import numpy as np, lazyx
-        x = runtime.from_host(np.arange(6, dtype=np.int64).reshape(2, 3))
+    from lazyx.core import ops, runtime
+    x = runtime.from_host(np.arange(6, dtype=np.int64).reshape(2, 3))
     y = runtime.LazyHandle(ops.reduce_sum(ops.mul(x, x), axes=(1,)))
     print(runtime.to_host(y).tolist(), lazyx.metrics()["disk_hits"],
           lazyx.metrics()["disk_misses"])
