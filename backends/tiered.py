@@ -27,6 +27,9 @@ class TieredExecutable:
     def __init__(self, backend, program, signature, x64, cache, key):
         self._backend = backend
         self._interpreter = ReferenceBackend().compile(program)
+        # the runtime's byte-bounded cache reads this once: count the XLA program it becomes
+        from .xla import _EXECUTABLE_OVERHEAD
+        self.nbytes = _EXECUTABLE_OVERHEAD + getattr(self._interpreter, "nbytes", 0)
         self._xla = None
         self._error = None
         self._ready = threading.Event()

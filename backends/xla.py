@@ -351,11 +351,26 @@ def _as_function(program, signature):
     return run
 
 
+# What one compiled program holds beyond XLA's own figures (its code pages, jax's wrapper),
+# measured on CPU: about 0.28 MB per small program once only the Compiled object is kept.
+_EXECUTABLE_OVERHEAD = 256 << 10
+
+
 class _Executable:
+    """A compiled program. Only jax's Compiled object is kept: the jitted function and its
+    Lowered module would hold 5x the memory per cached program (1.5 MB against 0.28 MB,
+    measured), and dumps lower again when they need the text."""
+
     def __init__(self, compiled, x64, signature):
         self.compiled = compiled
         self.x64 = x64
         self.signature = signature
+        try:
+            stats = compiled.memory_analysis()
+            own = stats.generated_code_size_in_bytes + stats.temp_size_in_bytes
+        except Exception:  # noqa: BLE001 -- not every platform reports it
+            own = 0
+        self.nbytes = _EXECUTABLE_OVERHEAD + own
 
     def __call__(self, leaf_values):
         args = self.signature.arguments(leaf_values)

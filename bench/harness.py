@@ -121,9 +121,10 @@ def run_system_here(system, workloads, plan):
             if is_lazyx:
                 m = lazyx.metrics()
                 result["lazyx"] = {k: m[k] for k in (
-                    "compiles", "cache_hits", "syncs", "fallbacks", "fallback_ops", "disk_hits",
-                    "disk_misses", "interpreted_steps", "compile_seconds_total",
-                    "lower_seconds_total", "xla_compile_seconds_total", "disk_load_seconds_total")}
+                    "compiles", "cache_hits", "syncs", "nodes_walked", "fallbacks",
+                    "fallback_ops", "disk_hits", "disk_misses", "interpreted_steps",
+                    "compile_seconds_total", "lower_seconds_total", "xla_compile_seconds_total",
+                    "disk_load_seconds_total")}
             yield result
         except NotAvailable as err:
             yield _na(workload, system, str(err))
