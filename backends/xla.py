@@ -4,15 +4,28 @@ Buffers stay on the default JAX device (CPU or GPU). Dispatch is asynchronous --
 returns jax.Arrays whose values are still being computed -- so tracing the next step overlaps
 the run and only `to_host` waits.
 
+Compiled executables are also kept on disk (`disk_cache.py`, LAZYX_CACHE_DIR), so another
+process finds them without tracing, lowering or compiling again.
+
 64-bit types: a program that uses int64/uint64/float64 is traced, compiled and run inside
 `jax.enable_x64(True)`, a scoped setting; other JAX code in the process is unaffected.
 """
+import hashlib
+import os
+import platform
+import time
+import warnings
+
 import jax
 import jax.numpy as jnp
+import jaxlib
 import numpy as np
 from jax import lax
+from jax.experimental.serialize_executable import deserialize_and_load, serialize
 from jax.extend.random import threefry_2x32
 
+from . import disk_cache
+from ..core import config, metrics
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
 
@@ -357,6 +370,7 @@ class _Signature:
                 groups.setdefault(dtype, []).append(i)
         self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
         self.n_leaves = len(program.leaves)
+        self.n_args = len(self.data) + len(self.packs)
 
     def specs(self, program):
         specs = [jax.ShapeDtypeStruct(program.leaves[i][1], _jdt(program.leaves[i][2]))
@@ -427,11 +441,15 @@ class XlaBackend:
 
     def __init__(self):
         self.device = jax.devices()[0]
+        self._context = None
 
     def from_host(self, array):
         # On CPU, device_put may alias the NumPy buffer instead of copying it, and the caller
         # may mutate its array later (a torch tensor updated in place after .to(lt.device))
-        array = np.array(array, copy=True)
+        return self.put_owned(np.array(array, copy=True))
+
+    def put_owned(self, array):
+        """device_put for an array no one else holds (no defensive copy)."""
         if (array.dtype.itemsize == 8 and array.dtype.kind in "iuf") or \
                 array.dtype == np.complex128:
             with jax.enable_x64(True):
@@ -441,18 +459,114 @@ class XlaBackend:
     def to_host(self, buffer):
         return np.asarray(buffer)
 
-    def _lower(self, program):
-        signature = _Signature(program)
+    def _lower(self, program, signature):
         jitted = jax.jit(_as_function(program, signature))
-        return jitted, jitted.lower(*signature.specs(program)), signature
+        return jitted.lower(*signature.specs(program))
 
     def compile(self, program):
+        """An executable for `program`: from the disk cache when an earlier run (or process)
+        stored it, else compiled now -- or, with LAZYX_TIERED=1, compiled in the background
+        while the reference interpreter runs the first steps."""
         x64 = program.needs_x64()
+        signature = _Signature(program)
+        cache = disk_cache.open_cache()
+        key = disk_cache.program_key(program, self.cache_context(x64)) if cache else None
+        if key is not None:
+            compiled = self._load(cache, key, signature, len(program.outputs))
+            metrics.count("disk_hits" if compiled is not None else "disk_misses")
+            if compiled is not None:
+                return _Executable(compiled, x64, signature)
+        if config.tiered():
+            from .tiered import TieredExecutable
+            return TieredExecutable(self, program, signature, x64, cache, key)
+        return self.compile_now(program, signature, x64, cache, key)
+
+    def compile_now(self, program, signature, x64, cache=None, key=None):
+        """Trace, lower and compile with XLA (timed apart), then store the result on disk."""
+        start = time.perf_counter()
         with jax.enable_x64(x64):
-            _, lowered, signature = self._lower(program)
+            lowered = self._lower(program, signature)
+            lowered_at = time.perf_counter()
             compiled = lowered.compile()
+        metrics.record_time("lower", lowered_at - start)
+        metrics.record_time("xla_compile", time.perf_counter() - lowered_at)
+        if key is not None:
+            disk_cache.store_later(self._store, cache, key, compiled)
         return _Executable(compiled, x64, signature)
+
+    def _load(self, cache, key, signature, n_outputs):
+        payload = cache.get(key)
+        if payload is None:
+            return None
+        start = time.perf_counter()
+        # the argument and result trees are those of _as_function's run(*args) -> [outputs]
+        in_tree = jax.tree_util.tree_structure((tuple(range(signature.n_args)), {}))
+        out_tree = jax.tree_util.tree_structure(list(range(n_outputs)))
+        try:
+            compiled = deserialize_and_load(payload, in_tree, out_tree)
+        except Exception as err:  # a payload jax cannot read: treat as corrupt
+            cache.discard(key, f"jax could not load it ({type(err).__name__}: {err})")
+            return None
+        metrics.record_time("disk_load", time.perf_counter() - start)
+        return compiled
+
+    @staticmethod
+    def _store(cache, key, compiled):
+        """On the cache's writer thread: serialize and write (tens of ms for a big program)."""
+        try:
+            payload = serialize(compiled)[0]
+        except Exception as err:
+            # XLA:CPU cannot serialize some executables (a sort's comparator: "`LessThan` is
+            # not serializable"); they are compiled again by each process, nothing else is lost
+            disk_cache.warn_once(f"lazyx: some executables cannot be kept in the disk cache "
+                                 f"and are compiled again in each process "
+                                 f"({type(err).__name__}: {err})")
+            return
+        cache.put(key, payload)
+
+    def cache_context(self, x64):
+        """Everything besides the program that changes the executable XLA makes: a disk cache
+        key includes it, so an entry from another version, device or flag set never loads."""
+        if self._context is None:
+            here = os.path.dirname(os.path.abspath(__file__))
+            core = os.path.join(os.path.dirname(here), "core")
+            lowering = hashlib.blake2b(digest_size=16)
+            # lazyx's own lowering code: a changed table entry changes executables even when
+            # no version number moved (a development checkout)
+            for path in (__file__, os.path.join(here, "xla_linalg.py"),
+                         os.path.join(core, "ops.py"), os.path.join(core, "dtypes.py")):
+                with open(path, "rb") as f:
+                    lowering.update(f.read())
+            dev = self.device
+            self._context = repr((
+                "lazyx", lazyx_version(), lowering.hexdigest(), "jax", jax.__version__,
+                "jaxlib", jaxlib.__version__, dev.platform, dev.device_kind,
+                dev.client.platform_version, platform.machine(), _cpu_flags(),
+                os.environ.get("XLA_FLAGS", ""), os.environ.get("LIBTPU_INIT_ARGS", ""),
+                # lazyx places every program on this one device: that is its sharding
+                "sharding", "single-device", dev.id, jax.device_count()))
+        # (a setting a program may change at run time is read at each compile)
+        return repr((self._context, "x64", bool(x64),
+                     jax.config.jax_default_matmul_precision)).encode()
 
     def lowered_text(self, program):
         with jax.enable_x64(program.needs_x64()):
-            return self._lower(program)[1].as_text()
+            return self._lower(program, _Signature(program)).as_text()
+
+
+def lazyx_version():
+    from .. import __version__
+    return __version__
+
+
+def _cpu_flags():
+    """The host CPU's feature flags: XLA compiles CPU code for the features it finds, and an
+    executable built for another CPU (a cache folder on a shared home) could crash this one."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return hashlib.blake2b(line.encode(), digest_size=8).hexdigest()
+    except OSError:
+        pass
+    return platform.processor()

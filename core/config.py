@@ -70,3 +70,23 @@ def check_indices():
     if mode not in ("host", "off"):
         raise ValueError(f"LAZYX_CHECK_INDICES={mode!r}; valid choices: host, off")
     return mode
+
+
+def cache_dir():
+    """LAZYX_CACHE_DIR: where compiled executables persist across processes. Unset: the user's
+    cache directory ($XDG_CACHE_HOME/lazyx, else ~/.cache/lazyx); set but empty: no disk cache."""
+    raw = os.environ.get("LAZYX_CACHE_DIR")
+    if raw is not None:
+        return os.path.abspath(os.path.expanduser(raw)) if raw.strip() else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "lazyx")
+
+
+def cache_max_bytes():
+    """LAZYX_CACHE_MAX_MB: size bound of the disk cache; least recently used entries go first."""
+    return max(1, _int("LAZYX_CACHE_MAX_MB", 2048)) * 2**20
+
+
+def tiered():
+    """LAZYX_TIERED=1: run a new graph on the reference interpreter while XLA compiles it."""
+    return os.environ.get("LAZYX_TIERED", "0") not in ("", "0", "false", "False")

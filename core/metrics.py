@@ -13,10 +13,14 @@ from .source import format_line
 
 _lock = threading.Lock()
 _formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is slow per sync
+# disk_hits/disk_misses: the persistent compile cache (a miss compiles and stores);
+# interpreted_steps: runs on the reference interpreter while XLA compiled (LAZYX_TIERED=1)
 COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "nodes_traced",
             "nodes_walked", "transfers_to_device", "bytes_to_device", "transfers_to_host",
-            "bytes_to_host")
-TIMERS = ("trace", "compile", "execute")
+            "bytes_to_host", "disk_hits", "disk_misses", "interpreted_steps")
+# compile = the backend's whole compile call; on XLA it splits into lower (jax tracing our
+# program and lowering it to StableHLO) and xla_compile, or disk_load on a disk hit
+TIMERS = ("trace", "compile", "execute", "lower", "xla_compile", "disk_load")
 MEDIAN_WINDOW = 1024  # the median is over the latest this many samples
 
 
