@@ -12,10 +12,13 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node,
+from ._fallback import run_eagerly
+from ._entry import apply
+from ._indexing import nonzero, take
+from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, ir_dtype, normalize_axis_tuple, promote,
                        result_ir_dtype, shape_of)
-from ._ufuncs import assign, fill
+from ._ufuncs import fill
 
 
 def _shape_arg(shape):
@@ -321,7 +324,6 @@ def repeat(a, repeats, axis=None):
     if reps.shape != (node.shape[axis],):
         raise ValueError(f"operands could not be broadcast together with shape "
                          f"({node.shape[axis]},) ({reps.size},)")
-    from ._indexing import take
     return take(wrap(node), np.repeat(np.arange(node.shape[axis]), reps), axis=axis)
 
 
@@ -357,7 +359,6 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def pad(array, pad_width, mode="constant", **kwargs):
     if mode != "constant" or set(kwargs) - {"constant_values"}:
-        from ._fallback import run_eagerly
         return run_eagerly(np.pad, "numpy.pad", (array, pad_width, mode), kwargs)
     runtime.maybe_cut()
     node = as_node(array)
@@ -366,7 +367,6 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise ValueError("index can't contain negative values")
     value = kwargs.get("constant_values", 0)
     if np.ndim(value) != 0:
-        from ._fallback import run_eagerly
         return run_eagerly(np.pad, "numpy.pad", (array, pad_width, mode), kwargs)
     value_node = as_node(np.asarray(value).astype(np.dtype(node.dtype))
                          if not isinstance(value, LazyArray) else value, node.dtype)
@@ -388,7 +388,6 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
                       if np.ndim(append) == 0 else append)
     if len(pieces) > 1:
         x = concatenate(pieces, ax)
-    from ._ufuncs import apply
     for _ in range(n):
         m = x.shape[ax]
         hi = wrap(compose.slice_axis(x._node, ax, builtins.min(1, m), m))
@@ -415,7 +414,6 @@ def copy(a, order="K", subok=False):
 
 def where(condition, x=None, y=None, /):
     if x is None and y is None:
-        from ._indexing import nonzero
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")

@@ -12,8 +12,11 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import as_lazy, as_node, axes_tuple, axis_index, ir_dtype, result_ir_dtype
-from ._ufuncs import assign, const, fill
+from ._entry import ACCUMULATE, REDUCE, register
+from ._indexing import take
+from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node, ir_dtype,
+                       result_ir_dtype)
+from ._ufuncs import const, fill
 
 
 def _node(x):
@@ -39,7 +42,6 @@ def _sum_dtype(dtype):
 def _masked(node, where, identity):
     if where is None or where is True:
         return node
-    from ._promote import broadcast_node
     mask = broadcast_node(as_node(where, dt.BOOL), node.shape)
     return ops.select(mask, node, fill(identity, node.dtype, node.shape))
 
@@ -128,7 +130,6 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     compute, result_dtype = _mean_dtypes(node.dtype, dtype)
     work = ops.convert(node, dtype=compute) if node.dtype != compute else node
     if where is not None and where is not True:
-        from ._promote import broadcast_node
         mask = broadcast_node(as_node(where, dt.BOOL), node.shape)
         total = ops.reduce_sum(ops.select(mask, work, fill(0, compute, work.shape)), axes=axes)
         count = ops.reduce_sum(ops.convert(mask, dtype=compute), axes=axes)
@@ -245,6 +246,12 @@ def ufunc_accumulate(ufunc, x, axis=0, dtype=None):
     return _scan(_UFUNC_SCAN[ufunc], x, axis, dtype)
 
 
+for _ufunc in _UFUNC_REDUCE:
+    register(REDUCE, _ufunc, ufunc_reduce)
+for _ufunc in _UFUNC_SCAN:
+    register(ACCUMULATE, _ufunc, ufunc_accumulate)
+
+
 # ---------------------------------------------------------------- searching
 
 def _arg(op, name):
@@ -282,7 +289,6 @@ def searchsorted(a, v, side="left", sorter=None):
     if a.ndim != 1:
         raise ValueError("object too deep for desired array")
     if sorter is not None:
-        from ._indexing import take
         a = take(a, sorter)
     dtype = result_ir_dtype(a, v)
     a_node, v_node = as_node(a, dtype), as_node(v, dtype)

@@ -1,0 +1,233 @@
+"""The NumPy frontend's one entry: cut check -> operands to nodes -> lowering -> wrap.
+
+Every traced NumPy function funnels through here (as torch's ``dispatch`` and TF's
+``registry.lower`` do), so the per-op work that does not depend on the op is written once:
+
+* ``apply(ufunc, args)`` -- element-wise functions, operators and ``__array_ufunc__``: NumPy's
+  loop dtypes (NEP 50, weak Python scalars) come from a plan memoized per (ufunc, operand
+  dtype signature), operands are converted and broadcast, then the pure lowering from
+  ``_ufuncs.UFUNCS`` runs and its node(s) are wrapped;
+* ``call(lower, x, ...)`` -- every other traced function: its lowering takes IR nodes (and
+  static arguments) and returns IR node(s);
+* ``array_ufunc`` -- NEP 13, using tables that the modules defining gufuncs and ufunc
+  reductions register into (so this module imports none of them).
+
+Python scalars stay run-time parameters (``ir.param``): a changing value never recompiles.
+"""
+import numpy as np
+
+from ...core import compose, ops, runtime
+from ...core import dtypes as dt
+from ...core.ir import param
+from ._base import LazyArray, wrap
+from ._fallback import run_eagerly
+from ._promote import (as_node, assign, broadcast_node, broadcast_shapes, dtype_key,
+                       resolve_ufunc, shape_of)
+from ._ufuncs import UFUNCS
+
+_maybe_cut = runtime.maybe_cut
+_convert = ops.convert
+
+
+# ---------------------------------------------------------------- registration
+
+GUFUNCS = {}        # ufunc -> fn(*inputs, dtype=None, ...) for np.matmul / np.vecdot calls
+REDUCE = {}         # ufunc -> fn(ufunc, x, **kwargs) for ufunc.reduce
+ACCUMULATE = {}     # ufunc -> fn(ufunc, x, **kwargs) for ufunc.accumulate
+
+
+def register(table, key, fn):
+    """table[key] = fn, refusing a second entry (naming both)."""
+    old = table.get(key)
+    if old is not None and old is not fn:
+        raise RuntimeError(f"lazyx.frontends.numpy: {key!r} registered twice: "
+                           f"{old.__module__}.{old.__qualname__} and "
+                           f"{fn.__module__}.{fn.__qualname__}")
+    table[key] = fn
+    return fn
+
+
+# ---------------------------------------------------------------- ufuncs
+
+_POWERS = (np.power, np.float_power)
+_PLANS = {}          # (ufunc, IR dtype or int/float per operand) -> (lowering, loop dtypes)
+_PLAN_LIMIT = 1 << 14
+
+
+def _plan(ufunc, keys):
+    """(lowering, loop IR dtypes) for `ufunc` on operands of these dtypes; memoized."""
+    plan = _PLANS.get((ufunc, keys))
+    if plan is None:
+        np_keys = tuple(k if k is int or k is float else np.dtype(k) for k in keys)
+        plan = (UFUNCS[ufunc], resolve_ufunc(ufunc, np_keys))  # NumPy's TypeError if none
+        if len(_PLANS) >= _PLAN_LIMIT:
+            _PLANS.clear()
+        _PLANS[(ufunc, keys)] = plan
+    return plan
+
+
+def apply(ufunc, args, dtype=None):
+    """ufunc(*args) traced: a LazyArray (or a tuple of them for multi-output ufuncs).
+
+    The common case -- lazy arrays and Python int/float operands, no dtype= -- costs one
+    plan lookup plus the nodes themselves; anything else takes `_apply_general`.
+    """
+    _maybe_cut()
+    if dtype is not None or ufunc in _POWERS:
+        return _apply_general(ufunc, args, dtype)
+    if len(args) == 2:
+        a, b = args
+        ta, tb = type(a), type(b)
+        if ta is LazyArray:
+            na = a.__lazyx_handle__.node
+            ka = na.dtype
+        elif ta is float or ta is int:
+            na, ka = None, ta
+        else:
+            return _apply_general(ufunc, args, dtype)
+        if tb is LazyArray:
+            nb = b.__lazyx_handle__.node
+            kb = nb.dtype
+        elif tb is float or tb is int:
+            nb, kb = None, tb
+        else:
+            return _apply_general(ufunc, args, dtype)
+        plan = _PLANS.get((ufunc, (ka, kb)))
+        if plan is None:
+            plan = _plan(ufunc, (ka, kb))
+        lower, loop = plan
+        da, db = loop[0], loop[1]
+        na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
+        nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
+        sa, sb = na.shape, nb.shape
+        if sa != sb:
+            shape = sa if not sb else sb if not sa else broadcast_shapes(sa, sb)
+            if sa != shape:
+                na = broadcast_node(na, shape)
+            if sb != shape:
+                nb = broadcast_node(nb, shape)
+        out = lower(na, nb)
+    elif len(args) == 1:
+        a = args[0]
+        if type(a) is not LazyArray:
+            return _apply_general(ufunc, args, dtype)
+        na = a.__lazyx_handle__.node
+        plan = _PLANS.get((ufunc, (na.dtype,)))
+        if plan is None:
+            plan = _plan(ufunc, (na.dtype,))
+        lower, loop = plan
+        out = lower(na if na.dtype == loop[0] else _convert(na, dtype=loop[0]))
+    else:
+        return _apply_general(ufunc, args, dtype)
+    if ufunc.nout == 1:
+        d = loop[-1]
+        return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
+    return tuple(LazyArray(o if o.dtype == d else _convert(o, dtype=d))
+                 for o, d in zip(out, loop[ufunc.nin:]))
+
+
+def _apply_general(ufunc, args, dtype=None):
+    """Any operands (NumPy scalars and arrays, lists, bools), dtype=, powers."""
+    lower = UFUNCS[ufunc]
+    keys = tuple([dtype_key(a) for a in args])
+    signature = None
+    if dtype is not None:
+        signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+    loop = resolve_ufunc(ufunc, keys, signature)
+    if len(args) == 1:
+        nodes = [as_node(args[0], loop[0])]
+    else:
+        shape = broadcast_shapes(*[shape_of(a) for a in args])
+        nodes = [broadcast_node(as_node(a, loop[i]), shape) for i, a in enumerate(args)]
+    if ufunc is np.power and dt.is_int(loop[1]):
+        _check_int_power(args[1])
+    if ufunc in _POWERS and _is_host_scalar(args[1]):
+        # x ** 2 is x * x, as in every framework (the same graph as torch's and TF's)
+        out = compose.power_scalar(nodes[0], np.asarray(args[1]).item())
+    else:
+        out = lower(*nodes)
+    if ufunc.nout == 1:
+        return wrap(_as_dtype(out, loop[-1]))
+    return tuple(wrap(_as_dtype(o, d)) for o, d in zip(out, loop[ufunc.nin:]))
+
+
+def _is_host_scalar(value):
+    return not isinstance(value, LazyArray) and np.ndim(value) == 0
+
+
+def _as_dtype(node, dtype):
+    return node if node.dtype == dtype else ops.convert(node, dtype=dtype)
+
+
+def _check_int_power(exponent):
+    # Known at trace time only for host values; lazy exponents follow the IR (0 unless +-1).
+    if not isinstance(exponent, LazyArray) and np.any(np.asarray(exponent) < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+# ---------------------------------------------------------------- every other function
+
+def call(lower, *operands, out=None, **statics):
+    """lower(*nodes, **statics) traced: the operands (array-likes) become IR nodes, the
+    lowering returns a node or a tuple of nodes, which come back wrapped (and written to
+    `out` when given). `None` operands pass through as None."""
+    _maybe_cut()
+    nodes = [None if x is None else x.__lazyx_handle__.node if type(x) is LazyArray
+             else as_node(x) for x in operands]
+    result = lower(*nodes, **statics)
+    if type(result) is tuple:
+        result = tuple(LazyArray(r) for r in result)
+    else:
+        result = LazyArray(result)
+    return result if out is None else assign(out, result)
+
+
+# ---------------------------------------------------------------- NEP 13
+
+_PLAIN = (LazyArray, np.ndarray, np.generic, int, float, bool, list, tuple)
+_REDUCE_KWARGS = frozenset(("axis", "dtype", "out", "keepdims", "initial", "where"))
+
+
+def array_ufunc(ufunc, method, inputs, kwargs):
+    """The body of LazyArray.__array_ufunc__ (NEP 13)."""
+    if not kwargs and method == "__call__" and ufunc in UFUNCS:
+        for x in inputs:
+            t = type(x)
+            if t is not LazyArray and t is not float and t is not int and \
+                    not isinstance(x, _PLAIN) and hasattr(t, "__array_ufunc__"):
+                return NotImplemented
+        return apply(ufunc, inputs)
+    for x in inputs + tuple(kwargs.get("out", ())):
+        if not isinstance(x, _PLAIN) and hasattr(type(x), "__array_ufunc__"):
+            return NotImplemented
+    out = kwargs.pop("out", None)
+    if method == "__call__" and _traceable_call(ufunc, kwargs):
+        if ufunc in GUFUNCS:
+            result = GUFUNCS[ufunc](*inputs, **kwargs)
+        else:
+            kwargs.pop("casting", None)
+            result = apply(ufunc, inputs, dtype=kwargs.get("dtype"))
+    elif method == "reduce" and ufunc in REDUCE and set(kwargs) <= _REDUCE_KWARGS:
+        result = REDUCE[ufunc](ufunc, inputs[0], **kwargs)
+    elif method == "accumulate" and ufunc in ACCUMULATE and set(kwargs) <= {"axis", "dtype"}:
+        result = ACCUMULATE[ufunc](ufunc, inputs[0], **kwargs)
+    else:
+        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        return run_eagerly(getattr(ufunc, method), name, inputs,
+                           dict(kwargs, out=out) if out is not None else kwargs)
+    if out is None:
+        return result
+    results = result if isinstance(result, tuple) else (result,)
+    for i, (o, r) in enumerate(zip(out, results)):
+        if o is not None:
+            assign(o, r, ufunc, index=i)
+    written = tuple(o if o is not None else r for o, r in zip(out, results))
+    return written if isinstance(result, tuple) else written[0]
+
+
+def _traceable_call(ufunc, kwargs):
+    if ufunc not in UFUNCS and ufunc not in GUFUNCS:
+        return False
+    if kwargs.get("where", True) is not True or kwargs.get("casting", "same_kind") != "same_kind":
+        return False
+    return set(kwargs) <= {"dtype", "casting", "where"}
