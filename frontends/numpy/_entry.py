@@ -23,7 +23,7 @@ from ._base import LazyArray, wrap
 from ._fallback import run_eagerly
 from ._promote import (as_node, assign, broadcast_node, broadcast_shapes, dtype_key,
                        resolve_ufunc, shape_of)
-from ._ufuncs import UFUNCS
+from ._ufuncs import UFUNCS, fill
 
 _maybe_cut = runtime.maybe_cut
 _convert = ops.convert
@@ -97,8 +97,11 @@ def apply(ufunc, args, dtype=None):
             plan = _plan(ufunc, (ka, kb))
         lower, loop = plan
         da, db = loop[0], loop[1]
-        na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
-        nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
+        try:
+            na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
+            nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
+        except OverflowError:  # a Python int out of the loop dtype's range
+            return _apply_general(ufunc, args, dtype)
         sa, sb = na.shape, nb.shape
         if sa != sb:
             shape = sa if not sb else sb if not sa else broadcast_shapes(sa, sb)
@@ -134,6 +137,10 @@ def _apply_general(ufunc, args, dtype=None):
     if dtype is not None:
         signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
     loop = resolve_ufunc(ufunc, keys, signature)
+    if ufunc in _COMPARISONS and dtype is None:
+        decided = _compare_out_of_range(ufunc, args, loop)
+        if decided is not None:
+            return decided
     if len(args) == 1:
         nodes = [as_node(args[0], loop[0])]
     else:
@@ -149,6 +156,33 @@ def _apply_general(ufunc, args, dtype=None):
     if ufunc.nout == 1:
         return wrap(_as_dtype(out, loop[-1]))
     return tuple(wrap(_as_dtype(o, d)) for o, d in zip(out, loop[ufunc.nin:]))
+
+
+# NumPy 2 compares an array with a Python int outside its dtype's range without raising: the
+# int lies below (or above) every element, which decides the answer alone.
+_COMPARISONS = {np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge",
+                np.equal: "eq", np.not_equal: "ne"}
+_IF_FIRST_BELOW = {"lt": True, "le": True, "gt": False, "ge": False, "eq": False, "ne": True}
+_MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _compare_out_of_range(ufunc, args, loop):
+    if len(args) != 2:
+        return None
+    name = _COMPARISONS[ufunc]
+    for i, (s, x) in enumerate((args, args[::-1])):
+        if type(s) is not int or not dt.is_int(loop[i]):
+            continue
+        info = np.iinfo(loop[i])
+        if info.min <= s <= info.max:
+            continue
+        op = name if i == 0 else _MIRROR[name]  # now: s <op> x
+        answer = _IF_FIRST_BELOW[op] if s < info.min else not _IF_FIRST_BELOW[op]
+        if s > info.max and op in ("eq", "ne"):
+            answer = op == "ne"
+        node = as_node(x)
+        return wrap(broadcast_node(fill(answer, dt.BOOL, ()), node.shape))
+    return None
 
 
 def _is_host_scalar(value):

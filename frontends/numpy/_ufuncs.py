@@ -215,6 +215,25 @@ def _abs(x):
     return x if x.dtype == dt.BOOL or dt.is_unsigned(x.dtype) else ops.abs_(x)
 
 
+# NumPy 2 compares int64 with uint64 exactly, with a mixed (int64, uint64) loop instead of a
+# promotion to float64: a negative signed operand decides the answer, else compare as uint64.
+_IF_FIRST_NEGATIVE = {"lt": True, "le": True, "gt": False, "ge": False, "eq": False, "ne": True}
+_IF_SECOND_NEGATIVE = {"lt": False, "le": False, "gt": True, "ge": True, "eq": False, "ne": True}
+
+
+def _compare(op):
+    def lower(a, b):
+        if a.dtype == b.dtype:
+            return op(a, b)
+        name = op.__name__
+        out = op(ops.convert(a, dtype="uint64"), ops.convert(b, dtype="uint64"))
+        for x, table in ((b, _IF_SECOND_NEGATIVE), (a, _IF_FIRST_NEGATIVE)):
+            if _is_signed(x):
+                out = ops.select(ops.lt(x, const(0, x)), fill(table[name], dt.BOOL, x.shape), out)
+        return out
+    return lower
+
+
 UFUNCS = {
     np.add: _for_bool(ops.add, ops.or_), np.subtract: ops.sub,
     np.multiply: _for_bool(ops.mul, ops.and_), np.true_divide: true_divide,
@@ -242,6 +261,7 @@ UFUNCS = {
     np.logical_xor: _logical(ops.xor), np.logical_not: lambda x: ops.not_(_to_bool(x)),
     np.bitwise_and: ops.and_, np.bitwise_or: ops.or_, np.bitwise_xor: ops.xor,
     np.invert: ops.not_, np.left_shift: ops.shift_left, np.right_shift: right_shift,
-    np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt, np.less_equal: ops.le,
-    np.greater: ops.gt, np.greater_equal: ops.ge,
+    np.equal: _compare(ops.eq), np.not_equal: _compare(ops.ne), np.less: _compare(ops.lt),
+    np.less_equal: _compare(ops.le), np.greater: _compare(ops.gt),
+    np.greater_equal: _compare(ops.ge),
 }
