@@ -50,19 +50,19 @@ def register(table, key, fn):
 # ---------------------------------------------------------------- ufuncs
 
 _POWERS = (np.power, np.float_power)
-_PLANS = {}          # (ufunc, IR dtype or int/float per operand) -> (lowering, loop dtypes)
+_PLANS = {}   # (ufunc, IR dtype or int/float per operand) -> (lowering, loop dtypes, nout)
 _PLAN_LIMIT = 1 << 14
+_broadcast_in_dim = ops.broadcast_in_dim
 
 
-def _plan(ufunc, keys):
-    """(lowering, loop IR dtypes) for `ufunc` on operands of these dtypes; memoized."""
-    plan = _PLANS.get((ufunc, keys))
-    if plan is None:
-        np_keys = tuple(k if k is int or k is float else np.dtype(k) for k in keys)
-        plan = (UFUNCS[ufunc], resolve_ufunc(ufunc, np_keys))  # NumPy's TypeError if none
-        if len(_PLANS) >= _PLAN_LIMIT:
-            _PLANS.clear()
-        _PLANS[(ufunc, keys)] = plan
+def _plan(key):
+    """(lowering, loop IR dtypes, nout) for key = (ufunc, operand dtype keys...); memoized."""
+    ufunc, keys = key[0], key[1:]
+    np_keys = tuple(k if k is int or k is float else np.dtype(k) for k in keys)
+    plan = (UFUNCS[ufunc], resolve_ufunc(ufunc, np_keys), ufunc.nout)  # NumPy's TypeError
+    if len(_PLANS) >= _PLAN_LIMIT:
+        _PLANS.clear()
+    _PLANS[key] = plan
     return plan
 
 
@@ -72,65 +72,83 @@ def apply(ufunc, args, dtype=None):
     The common case -- lazy arrays and Python int/float operands, no dtype= -- costs one
     plan lookup plus the nodes themselves; anything else takes `_apply_general`.
     """
+    if dtype is None:
+        if len(args) == 2:
+            return binary(ufunc, args[0], args[1])
+        if len(args) == 1 and type(args[0]) is LazyArray and ufunc.nin == 1:
+            return unary(ufunc, args[0])
     _maybe_cut()
-    if dtype is not None or ufunc in _POWERS:
-        return _apply_general(ufunc, args, dtype)
-    if len(args) == 2:
-        a, b = args
-        ta, tb = type(a), type(b)
-        if ta is LazyArray:
-            na = a.__lazyx_handle__.node
-            ka = na.dtype
-        elif ta is float or ta is int:
-            na, ka = None, ta
-        else:
-            return _apply_general(ufunc, args, dtype)
-        if tb is LazyArray:
-            nb = b.__lazyx_handle__.node
-            kb = nb.dtype
-        elif tb is float or tb is int:
-            nb, kb = None, tb
-        else:
-            return _apply_general(ufunc, args, dtype)
-        plan = _PLANS.get((ufunc, (ka, kb)))
-        if plan is None:
-            plan = _plan(ufunc, (ka, kb))
-        lower, loop = plan
-        da, db = loop[0], loop[1]
-        try:
-            na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
-            nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
-        except OverflowError:  # a Python int out of the loop dtype's range
-            return _apply_general(ufunc, args, dtype)
-        sa, sb = na.shape, nb.shape
-        if sa != sb:
-            shape = sa if not sb else sb if not sa else broadcast_shapes(sa, sb)
-            if sa != shape:
-                na = broadcast_node(na, shape)
-            if sb != shape:
-                nb = broadcast_node(nb, shape)
-        out = lower(na, nb)
-    elif len(args) == 1:
-        a = args[0]
-        if type(a) is not LazyArray:
-            return _apply_general(ufunc, args, dtype)
-        na = a.__lazyx_handle__.node
-        plan = _PLANS.get((ufunc, (na.dtype,)))
-        if plan is None:
-            plan = _plan(ufunc, (na.dtype,))
-        lower, loop = plan
-        out = lower(na if na.dtype == loop[0] else _convert(na, dtype=loop[0]))
-    else:
-        return _apply_general(ufunc, args, dtype)
-    if ufunc.nout == 1:
-        d = loop[-1]
+    return _apply_general(ufunc, args, dtype)
+
+
+def unary(ufunc, a):
+    """ufunc(a) for a LazyArray `a` and a one-input ufunc (the caller checked both)."""
+    _maybe_cut()
+    na = a.__lazyx_handle__.node
+    key = (ufunc, na.dtype)
+    plan = _PLANS.get(key) or _plan(key)
+    lower, loop, nout = plan
+    d = loop[0]
+    out = lower(na if na.dtype == d else _convert(na, dtype=d))
+    if nout == 1:
+        d = loop[1]
         return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
+    return _wrap_outputs(out, loop[1:])
+
+
+def binary(ufunc, a, b):
+    """ufunc(a, b) with no dtype=: the path operators and NumPy calls take."""
+    _maybe_cut()
+    if ufunc is np.power or ufunc is np.float_power:  # x ** 2 -> x * x and int checks
+        return _apply_general(ufunc, (a, b))
+    ta, tb = type(a), type(b)
+    if ta is LazyArray:
+        na = a.__lazyx_handle__.node
+        ka = na.dtype
+    elif ta is float or ta is int:
+        na, ka = None, ta
+    else:
+        return _apply_general(ufunc, (a, b))
+    if tb is LazyArray:
+        nb = b.__lazyx_handle__.node
+        kb = nb.dtype
+    elif tb is float or tb is int:
+        nb, kb = None, tb
+    else:
+        return _apply_general(ufunc, (a, b))
+    key = (ufunc, ka, kb)
+    plan = _PLANS.get(key) or _plan(key)
+    lower, loop, nout = plan
+    da, db = loop[0], loop[1]
+    try:
+        na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
+        nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
+    except OverflowError:  # a Python int out of the loop dtype's range
+        return _apply_general(ufunc, (a, b))
+    sa, sb = na.shape, nb.shape
+    if sa != sb:
+        # a rank-0 operand (a Python scalar's parameter) needs no checks to stretch
+        if not sa:
+            na = _broadcast_in_dim(na, shape=sb, broadcast_dimensions=())
+        elif not sb:
+            nb = _broadcast_in_dim(nb, shape=sa, broadcast_dimensions=())
+        else:
+            shape = broadcast_shapes(sa, sb)
+            na, nb = broadcast_node(na, shape), broadcast_node(nb, shape)
+    out = lower(na, nb)
+    if nout == 1:
+        d = loop[2]
+        return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
+    return _wrap_outputs(out, loop[2:])
+
+
+def _wrap_outputs(outs, dtypes):
     return tuple(LazyArray(o if o.dtype == d else _convert(o, dtype=d))
-                 for o, d in zip(out, loop[ufunc.nin:]))
+                 for o, d in zip(outs, dtypes))
 
 
 def _apply_general(ufunc, args, dtype=None):
-    """Any operands (NumPy scalars and arrays, lists, bools), dtype=, powers."""
+    """Any operands (NumPy scalars and arrays, lists, bools), dtype=, powers (cut checked)."""
     lower = UFUNCS[ufunc]
     keys = tuple([dtype_key(a) for a in args])
     signature = None

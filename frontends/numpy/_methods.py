@@ -9,7 +9,7 @@ from ...core import ops
 from . import _creation, _indexing, _linalg, _manipulation, _reductions
 from ._base import LazyArray, wrap
 from ._elementwise import round as round_
-from ._entry import apply, array_ufunc
+from ._entry import apply, array_ufunc, binary
 from ._functions import array_function
 from ._promote import assign
 from ._ufuncs import fill
@@ -24,14 +24,14 @@ def _binary(ufunc):
         if t is not LazyArray and t is not float and t is not int and \
                 not isinstance(other, _OPERANDS):
             return NotImplemented
-        return apply(ufunc, (self, other))
+        return binary(ufunc, self, other)
 
     def reverse(self, other):
         t = type(other)
         if t is not LazyArray and t is not float and t is not int and \
                 not isinstance(other, _OPERANDS):
             return NotImplemented
-        return apply(ufunc, (other, self))
+        return binary(ufunc, other, self)
 
     def inplace(self, other):
         if not isinstance(other, _OPERANDS):
