@@ -14,6 +14,9 @@ Every traced NumPy function funnels through here (as torch's ``dispatch`` and TF
 
 Python scalars stay run-time parameters (``ir.param``): a changing value never recompiles.
 """
+import functools
+import inspect
+
 import numpy as np
 
 from ...core import compose, ops, runtime
@@ -218,6 +221,52 @@ def _check_int_power(exponent):
 
 
 # ---------------------------------------------------------------- every other function
+
+def traced(*operands):
+    """Decorator: the public NumPy function for a lowering.
+
+    The lowering's parameters named in `operands` receive IR nodes (the first from any
+    array-like; the others may also be None, or True for NumPy's ``where=True``, which pass
+    through); it returns a node or a tuple of nodes, which the entry wraps and writes to
+    ``out`` when the caller gave one (the lowering declares ``out=None`` only so that the
+    public signature has it: it never sees it). The cut check runs first.
+    """
+    def decorate(lower):
+        names = list(inspect.signature(lower).parameters)
+        where = [(names.index(name), name) for name in operands]
+        out_at = names.index("out") if "out" in names else None
+
+        def public(*args, **kwargs):
+            _maybe_cut()
+            out = kwargs.pop("out", None)
+            if out_at is not None and len(args) > out_at:
+                out, args = args[out_at], args[:out_at] + (None,) + args[out_at + 1:]
+            args = list(args)
+            for k, (i, name) in enumerate(where):
+                if i < len(args):
+                    args[i] = _operand(args[i], k)
+                elif name in kwargs:
+                    kwargs[name] = _operand(kwargs[name], k)
+            result = lower(*args, **kwargs)
+            if type(result) is tuple:
+                result = tuple(LazyArray(r) for r in result)
+            else:
+                result = LazyArray(result)
+            return result if out is None else assign(out, result)
+
+        functools.update_wrapper(public, lower)
+        public.lowering = lower
+        return public
+    return decorate
+
+
+def _operand(x, k):
+    if type(x) is LazyArray:
+        return x.__lazyx_handle__.node
+    if k and (x is None or x is True):
+        return x
+    return as_node(x)
+
 
 def call(lower, *operands, out=None, **statics):
     """lower(*nodes, **statics) traced: the operands (array-likes) become IR nodes, the
