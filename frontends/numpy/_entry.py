@@ -3,12 +3,13 @@
 Every traced NumPy function funnels through here (as torch's ``dispatch`` and TF's
 ``registry.lower`` do), so the per-op work that does not depend on the op is written once:
 
-* ``apply(ufunc, args)`` -- element-wise functions, operators and ``__array_ufunc__``: NumPy's
-  loop dtypes (NEP 50, weak Python scalars) come from a plan memoized per (ufunc, operand
-  dtype signature), operands are converted and broadcast, then the pure lowering from
-  ``_ufuncs.UFUNCS`` runs and its node(s) are wrapped;
-* ``call(lower, x, ...)`` -- every other traced function: its lowering takes IR nodes (and
-  static arguments) and returns IR node(s);
+* ``apply(ufunc, args)`` (and its ``unary``/``binary`` fast paths) -- element-wise
+  functions, operators and ``__array_ufunc__``: NumPy's loop dtypes (NEP 50, weak Python
+  scalars) come from a plan memoized per (ufunc, operand dtype signature), operands are
+  converted and broadcast, then the pure lowering from ``_ufuncs.UFUNCS`` runs and its
+  node(s) are wrapped;
+* ``@traced(...)`` -- other functions: the decorated lowering takes IR nodes (and static
+  arguments) and returns IR node(s);
 * ``array_ufunc`` -- NEP 13, using tables that the modules defining gufuncs and ufunc
   reductions register into (so this module imports none of them).
 
@@ -266,21 +267,6 @@ def _operand(x, k):
     if k and (x is None or x is True):
         return x
     return as_node(x)
-
-
-def call(lower, *operands, out=None, **statics):
-    """lower(*nodes, **statics) traced: the operands (array-likes) become IR nodes, the
-    lowering returns a node or a tuple of nodes, which come back wrapped (and written to
-    `out` when given). `None` operands pass through as None."""
-    _maybe_cut()
-    nodes = [None if x is None else x.__lazyx_handle__.node if type(x) is LazyArray
-             else as_node(x) for x in operands]
-    result = lower(*nodes, **statics)
-    if type(result) is tuple:
-        result = tuple(LazyArray(r) for r in result)
-    else:
-        result = LazyArray(result)
-    return result if out is None else assign(out, result)
 
 
 # ---------------------------------------------------------------- NEP 13

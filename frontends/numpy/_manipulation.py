@@ -18,7 +18,6 @@ from ._indexing import nonzero, take
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, ir_dtype, normalize_axis_tuple, promote,
                        result_ir_dtype, shape_of)
-from ._ufuncs import fill
 
 
 def _shape_arg(shape):

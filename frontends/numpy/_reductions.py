@@ -14,9 +14,9 @@ from ...core import ops, runtime
 from ._base import LazyArray, wrap
 from ._entry import ACCUMULATE, REDUCE, register, traced
 from ._indexing import take
-from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node, ir_dtype,
+from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node, ir_dtype,
                        result_ir_dtype)
-from ._ufuncs import const, fill
+from ._ufuncs import fill
 
 
 def _finish(node, shape, axes, keepdims):
