@@ -12,10 +12,10 @@ from ...core import dtypes as dt
 from ...core import compose, ir, ops, runtime
 from ._base import LazyArray, wrap
 from ._fallback import run_eagerly
-from ._entry import GUFUNCS, apply, register
+from ._entry import GUFUNCS, apply, register, traced
 from ._manipulation import ravel
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, result_ir_dtype)
+                       broadcast_shapes, nodes_result_dtype, result_ir_dtype)
 from ._reductions import sum as sum_
 from ._ufuncs import fill
 
@@ -28,15 +28,27 @@ def _operands(a, b):
     return as_node(a, compute), as_node(b, compute), dtype
 
 
-def _finish(node, dtype):
+def _node_operands(a, b):
+    """_operands for two IR nodes (the lowerings' view): no weak scalars left to promote."""
+    dtype = nodes_result_dtype(a, b)
+    compute = "int64" if dtype == dt.BOOL else dtype
+    return (a if a.dtype == compute else ops.convert(a, dtype=compute),
+            b if b.dtype == compute else ops.convert(b, dtype=compute), dtype)
+
+
+def _finish_node(node, dtype):
     if dtype == dt.BOOL:
         node = ops.ne(node, fill(0, node.dtype, node.shape))
-    return wrap(node)
+    return node
 
 
+def _finish(node, dtype):
+    return wrap(_finish_node(node, dtype))
+
+
+@traced("x1", "x2")
 def matmul(x1, x2, /):
-    runtime.maybe_cut()
-    a, b, dtype = _operands(x1, x2)
+    a, b, dtype = _node_operands(x1, x2)
     for i, n in enumerate((a, b)):
         if n.ndim == 0:
             raise ValueError(f"matmul: Input operand {i} does not have enough dimensions (has "
@@ -59,7 +71,7 @@ def matmul(x1, x2, /):
     shape = batch + (() if squeeze_a else (a.shape[-2],)) + (() if squeeze_b else (b.shape[-1],))
     if shape != out.shape:
         out = ops.reshape(out, new_sizes=shape)
-    return _finish(out, dtype)
+    return _finish_node(out, dtype)
 
 
 def dot(a, b, out=None):
@@ -106,16 +118,16 @@ def tensordot(a, b, /, axes=2):
     return _finish(compose.tensordot(x, y, ax_a, ax_b), dtype)
 
 
+@traced("x1", "x2")
 def vecdot(x1, x2, /, *, axis=-1):
-    runtime.maybe_cut()
-    a, b, dtype = _operands(x1, x2)
+    a, b, dtype = _node_operands(x1, x2)
     shape = broadcast_shapes(a.shape, b.shape)
     ax = axis_index(axis, len(shape))
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("vecdot: inputs must have at least one dimension")
     a, b = broadcast_node(a, shape), broadcast_node(b, shape)
     prod = ops.and_(a, b) if dtype == dt.BOOL else ops.mul(a, b)
-    return _finish(ops.reduce_sum(prod, axes=(ax,)), dtype)
+    return _finish_node(ops.reduce_sum(prod, axes=(ax,)), dtype)
 
 
 def inner(a, b, /):

@@ -181,6 +181,11 @@ def _result_type(keys):
     return ir_dtype(np.result_type(*probes))
 
 
+def nodes_result_dtype(*nodes):
+    """np.result_type of IR nodes' dtypes (all strong: they are arrays) as an IR dtype name."""
+    return _result_type(tuple(np_dtype(n.dtype) for n in nodes))
+
+
 def promote(*operands, dtype=None):
     """Operands converted to one dtype and broadcast to one shape: (nodes, shape, dtype)."""
     dtype = dtype or result_ir_dtype(*operands)
