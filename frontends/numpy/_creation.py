@@ -44,8 +44,13 @@ def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs):
     return out
 
 
+_PY_SCALARS = frozenset((int, float, bool))
+
+
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     shape = _shape(shape)
+    if type(fill_value) in _PY_SCALARS and dtype is not None:  # zeros_like & co.: no NumPy calls
+        return wrap(full_node(fill_value, shape, ir_dtype(dtype)))
     if isinstance(fill_value, LazyArray):
         return broadcast_to(fill_value if dtype is None else fill_value.astype(dtype), shape)
     target = ir_dtype(dtype) if dtype is not None else ir_dtype(np.asarray(fill_value).dtype)
