@@ -15,6 +15,7 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import ir, ops, runtime
 from ._base import LazyArray, wrap
+from ._entry import traced
 from ._fallback import rewrap
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, shape_of)
@@ -410,13 +411,13 @@ def extract(condition, arr):
     return take(flat, np.nonzero(np.ravel(_host_dd(condition)))[0])
 
 
+@traced("a")
 def count_nonzero(a, axis=None, *, keepdims=False):
-    runtime.maybe_cut()
-    node = as_node(a)
+    node = a
     axes = axes_tuple(axis, node.ndim)
     total = ops.reduce_sum(ops.convert(ops.ne(node, fill(0, node.dtype, node.shape)),
                                        dtype="int64"), axes=axes)
     if keepdims:
         total = ops.reshape(total, new_sizes=tuple(1 if i in axes else d
                                                    for i, d in enumerate(node.shape)))
-    return wrap(total)
+    return total

@@ -321,9 +321,9 @@ def _matrix_norm(x, node, ord, axes):
     raise ValueError("Invalid norm order for matrices.")
 
 
+@traced("a")
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    runtime.maybe_cut()
-    node = as_node(a)
+    node = a
     i, j = axis_index(axis1, node.ndim), axis_index(axis2, node.ndim)
     if i == j:
         raise ValueError("axis1 and axis2 cannot be the same")
@@ -336,7 +336,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     from ...core import runtime as rt
     out = ops.gather(node, rt.from_host(idx.astype(np.int64)))
     perm = tuple(range(1, out.ndim)) + (0,)
-    return wrap(ops.transpose(out, permutation=perm) if out.ndim > 1 else out)
+    return ops.transpose(out, permutation=perm) if out.ndim > 1 else out
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
