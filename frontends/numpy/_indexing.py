@@ -16,7 +16,10 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import host_values, ir, ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import as_node, axis_index, broadcast_node, broadcast_shapes, shape_of
+from ._entry import traced
+from ._fallback import rewrap
+from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
+                       broadcast_shapes, shape_of)
 from ._ufuncs import fill
 
 _INDEX_DTYPE = "int32"  # starts of dynamic slices: int32 keeps float32 programs 32-bit
@@ -324,7 +327,6 @@ def _update_window(node, items, value):
 # ---------------------------------------------------------------- functions
 
 def take(a, indices, axis=None, out=None, mode="raise"):
-    from ._promote import as_lazy
     x = as_lazy(a)
     if axis is None:
         x = wrap(ops.reshape(x._node, new_sizes=(x.size,)))
@@ -340,13 +342,11 @@ def take(a, indices, axis=None, out=None, mode="raise"):
             indices = int(indices)
     result = getitem(x, (slice(None),) * axis + (indices,))
     if out is not None:
-        from ._ufuncs import assign
         return assign(out, result)
     return result
 
 
 def take_along_axis(arr, indices, axis=-1):
-    from ._promote import as_lazy
     x = as_lazy(arr)
     if axis is None:
         x = wrap(ops.reshape(x._node, new_sizes=(x.size,)))
@@ -373,7 +373,6 @@ def _host_dd(a):
 
 
 def _to_device(result):
-    from ._fallback import rewrap
     return rewrap(result)
 
 
@@ -415,12 +414,18 @@ def compress(condition, a, axis=None, out=None):
 
 
 def extract(condition, arr):
-    from ._manipulation import ravel
-    return take(ravel(arr), np.nonzero(np.ravel(_host_dd(condition)))[0])
+    flat = as_node(arr)
+    flat = wrap(ops.reshape(flat, new_sizes=(flat.size,)))
+    return take(flat, np.nonzero(np.ravel(_host_dd(condition)))[0])
 
 
+@traced("a")
 def count_nonzero(a, axis=None, *, keepdims=False):
-    from ._reductions import sum as sum_
-    node = as_node(a)
-    return sum_(wrap(ops.ne(node, fill(0, node.dtype, node.shape))), axis=axis,
-                keepdims=keepdims)
+    node = a
+    axes = axes_tuple(axis, node.ndim)
+    total = ops.reduce_sum(ops.convert(ops.ne(node, fill(0, node.dtype, node.shape)),
+                                       dtype="int64"), axes=axes)
+    if keepdims:
+        total = ops.reshape(total, new_sizes=tuple(1 if i in axes else d
+                                                   for i, d in enumerate(node.shape)))
+    return total
