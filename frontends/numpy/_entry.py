@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from ...core import compose, ops, runtime
+from ...core import compose, ops, runtime, source
 from ...core import dtypes as dt
 from ...core.ir import param
 from ._base import LazyArray, wrap
@@ -30,6 +30,7 @@ from ._promote import (as_node, assign, broadcast_node, broadcast_shapes, dtype_
 from ._ufuncs import UFUNCS, fill
 
 _maybe_cut = runtime.maybe_cut
+_OP_LINE = source.OP_LINE
 _convert = ops.convert
 
 
@@ -82,68 +83,71 @@ def apply(ufunc, args, dtype=None):
         if len(args) == 1 and type(args[0]) is LazyArray and ufunc.nin == 1:
             return unary(ufunc, args[0])
     _maybe_cut()
-    return _apply_general(ufunc, args, dtype)
+    with _OP_LINE:
+        return _apply_general(ufunc, args, dtype)
 
 
 def unary(ufunc, a):
     """ufunc(a) for a LazyArray `a` and a one-input ufunc (the caller checked both)."""
     _maybe_cut()
-    na = a.__lazyx_handle__.node
-    key = (ufunc, na.dtype)
-    plan = _PLANS.get(key) or _plan(key)
-    lower, loop, nout = plan
-    d = loop[0]
-    out = lower(na if na.dtype == d else _convert(na, dtype=d))
-    if nout == 1:
-        d = loop[1]
-        return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
-    return _wrap_outputs(out, loop[1:])
+    with _OP_LINE:  # one user-line lookup for every node this op makes
+        na = a.__lazyx_handle__.node
+        key = (ufunc, na.dtype)
+        plan = _PLANS.get(key) or _plan(key)
+        lower, loop, nout = plan
+        d = loop[0]
+        out = lower(na if na.dtype == d else _convert(na, dtype=d))
+        if nout == 1:
+            d = loop[1]
+            return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
+        return _wrap_outputs(out, loop[1:])
 
 
 def binary(ufunc, a, b):
     """ufunc(a, b) with no dtype=: the path operators and NumPy calls take."""
     _maybe_cut()
-    if ufunc is np.power or ufunc is np.float_power:  # x ** 2 -> x * x and int checks
-        return _apply_general(ufunc, (a, b))
-    ta, tb = type(a), type(b)
-    if ta is LazyArray:
-        na = a.__lazyx_handle__.node
-        ka = na.dtype
-    elif ta is float or ta is int:
-        na, ka = None, ta
-    else:
-        return _apply_general(ufunc, (a, b))
-    if tb is LazyArray:
-        nb = b.__lazyx_handle__.node
-        kb = nb.dtype
-    elif tb is float or tb is int:
-        nb, kb = None, tb
-    else:
-        return _apply_general(ufunc, (a, b))
-    key = (ufunc, ka, kb)
-    plan = _PLANS.get(key) or _plan(key)
-    lower, loop, nout = plan
-    da, db = loop[0], loop[1]
-    try:
-        na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
-        nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
-    except OverflowError:  # a Python int out of the loop dtype's range
-        return _apply_general(ufunc, (a, b))
-    sa, sb = na.shape, nb.shape
-    if sa != sb:
-        # a rank-0 operand (a Python scalar's parameter) needs no checks to stretch
-        if not sa:
-            na = _broadcast_in_dim(na, shape=sb, broadcast_dimensions=())
-        elif not sb:
-            nb = _broadcast_in_dim(nb, shape=sa, broadcast_dimensions=())
+    with _OP_LINE:  # one user-line lookup for every node this op makes
+        if ufunc is np.power or ufunc is np.float_power:  # x ** 2 -> x * x and int checks
+            return _apply_general(ufunc, (a, b))
+        ta, tb = type(a), type(b)
+        if ta is LazyArray:
+            na = a.__lazyx_handle__.node
+            ka = na.dtype
+        elif ta is float or ta is int:
+            na, ka = None, ta
         else:
-            shape = broadcast_shapes(sa, sb)
-            na, nb = broadcast_node(na, shape), broadcast_node(nb, shape)
-    out = lower(na, nb)
-    if nout == 1:
-        d = loop[2]
-        return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
-    return _wrap_outputs(out, loop[2:])
+            return _apply_general(ufunc, (a, b))
+        if tb is LazyArray:
+            nb = b.__lazyx_handle__.node
+            kb = nb.dtype
+        elif tb is float or tb is int:
+            nb, kb = None, tb
+        else:
+            return _apply_general(ufunc, (a, b))
+        key = (ufunc, ka, kb)
+        plan = _PLANS.get(key) or _plan(key)
+        lower, loop, nout = plan
+        da, db = loop[0], loop[1]
+        try:
+            na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
+            nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
+        except OverflowError:  # a Python int out of the loop dtype's range
+            return _apply_general(ufunc, (a, b))
+        sa, sb = na.shape, nb.shape
+        if sa != sb:
+            # a rank-0 operand (a Python scalar's parameter) needs no checks to stretch
+            if not sa:
+                na = _broadcast_in_dim(na, shape=sb, broadcast_dimensions=())
+            elif not sb:
+                nb = _broadcast_in_dim(nb, shape=sa, broadcast_dimensions=())
+            else:
+                shape = broadcast_shapes(sa, sb)
+                na, nb = broadcast_node(na, shape), broadcast_node(nb, shape)
+        out = lower(na, nb)
+        if nout == 1:
+            d = loop[2]
+            return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
+        return _wrap_outputs(out, loop[2:])
 
 
 def _wrap_outputs(outs, dtypes):
@@ -248,7 +252,8 @@ def traced(*operands):
                     args[i] = _operand(args[i], k)
                 elif name in kwargs:
                     kwargs[name] = _operand(kwargs[name], k)
-            result = lower(*args, **kwargs)
+            with _OP_LINE:
+                result = lower(*args, **kwargs)
             if type(result) is tuple:
                 result = tuple(LazyArray(r) for r in result)
             else:
