@@ -278,10 +278,13 @@ TABLE = {
     "complex": lax.complex, "real": lax.real, "imag": lax.imag, "conj": lax.conj,
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
     "recurrence3": _recurrence3,
+    "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
 }
 
 from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
 TABLE.update(_LINALG)
+from .xla_sharding import (memory_per_device, mesh_of, named, replicated,  # noqa: E402
+                           shard_buffer, sharding_of)
 
 
 class _Signature:
@@ -301,6 +304,17 @@ class _Signature:
                 groups.setdefault(dtype, []).append(i)
         self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
         self.n_leaves = len(program.leaves)
+        # A program on a device mesh takes every argument on that mesh: sharded data leaves as
+        # they lie, everything else (single-device data, host scalars) replicated -- jit moves
+        # those, and the results stay on the mesh for the next step.
+        leaf_shardings = getattr(program, "leaf_shardings", None) or (None,) * self.n_leaves
+        self.mesh = mesh_of(program, leaf_shardings)
+        self.in_shardings = None
+        if self.mesh is not None:
+            everywhere = replicated(self.mesh)
+            self.in_shardings = tuple(
+                [named(leaf_shardings[i]) if leaf_shardings[i] else everywhere
+                 for i in self.data] + [everywhere] * len(self.packs))
 
     def specs(self, program):
         specs = [jax.ShapeDtypeStruct(program.leaves[i][1], _jdt(program.leaves[i][2]))
@@ -338,14 +352,22 @@ def _as_function(program, signature):
 
 
 class _Executable:
-    def __init__(self, jitted, x64, lowered, signature):
+    def __init__(self, jitted, x64, lowered, signature, compiled=None):
         self.jitted = jitted
         self.x64 = x64
         self.lowered = lowered
         self.signature = signature
+        self.compiled = compiled  # XLA's optimized (for a mesh: partitioned) program, for dumps
+        # across processes, a single-device input goes to the mesh through the host (jit moves
+        # host arrays onto a global mesh, not this process's device buffers)
+        shardings = signature.in_shardings
+        self.via_host = bool(shardings) and not all(s.is_fully_addressable for s in shardings)
 
     def __call__(self, leaf_values):
         args = self.signature.arguments(leaf_values)
+        if self.via_host:
+            args = [a if getattr(a, "is_fully_addressable", True) is False else np.asarray(a)
+                    for a in args]
         if self.x64:
             with jax.enable_x64(True):
                 return self.jitted(*args)
@@ -356,7 +378,7 @@ class XlaBackend:
     name = "xla"
 
     def __init__(self):
-        self.device = jax.devices()[0]
+        self.device = jax.local_devices()[0]  # this process's first (jax.devices()[0] may not be)
 
     def from_host(self, array):
         # On CPU, device_put may alias the NumPy buffer instead of copying it, and the caller
@@ -369,19 +391,34 @@ class XlaBackend:
         return jax.device_put(array, self.device)
 
     def to_host(self, buffer):
+        if not buffer.is_fully_addressable:  # spread over several processes: gather it
+            from jax.experimental import multihost_utils
+            return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
         return np.asarray(buffer)
+
+    sharding_of = staticmethod(sharding_of)
+    shard = staticmethod(shard_buffer)
 
     def _lower(self, program):
         signature = _Signature(program)
-        jitted = jax.jit(_as_function(program, signature))
+        jitted = jax.jit(_as_function(program, signature), in_shardings=signature.in_shardings)
         return jitted, jitted.lower(*signature.specs(program)), signature
 
     def compile(self, program):
         x64 = program.needs_x64()
         with jax.enable_x64(x64):
             jitted, lowered, signature = self._lower(program)
-            lowered.compile()  # populates jit's cache, so compile time is paid here, not later
-        return _Executable(jitted, x64, lowered, signature)
+            # populates jit's cache, so compile time is paid here, not later
+            compiled = lowered.compile()
+        return _Executable(jitted, x64, lowered, signature, compiled)
+
+    def compiled_text(self, exe):
+        """The optimized HLO XLA runs (after SPMD partitioning: with its collectives)."""
+        return exe.compiled.as_text()
+
+    def memory_per_device(self):
+        """Bytes of live JAX buffers per device (every live jax.Array of the process)."""
+        return memory_per_device()
 
     def lowered_text(self, program):
         with jax.enable_x64(program.needs_x64()):

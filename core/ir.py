@@ -2,7 +2,8 @@
 
 A node's structural hash combines its op, attributes, shape, dtype and its inputs' hashes, so
 equal programs hash equally whichever frontend built them. Leaves are:
-  data      a backend buffer (hashed by shape and dtype only: new data never recompiles)
+  data      a backend buffer (hashed by shape, dtype and, when it spans several devices, its
+            sharding: new data never recompiles, data laid out differently does)
   param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only
   constant  a value baked into the program (hashed by its bytes; frontends ask for it explicitly)
 """
@@ -93,9 +94,18 @@ class Node:
 _NO_ATTRS = {}
 
 
-def data(buffer, shape, dtype):
-    """A leaf holding a backend buffer."""
-    return Node("data", (), _NO_ATTRS, tuple(shape), dtype, value=buffer)
+# Once a mesh exists (core/sharding.activate), the backend's buffer -> Sharding-or-None:
+# a data leaf laid out over several devices keeps its layout in its attrs, so it is part of
+# the compile-cache key and the backend compiles for that input sharding.
+LAYOUT_OF = [None]
+
+
+def data(buffer, shape, dtype, sharding=None):
+    """A leaf holding a backend buffer (and, for a multi-device buffer, its sharding)."""
+    if sharding is None and LAYOUT_OF[0] is not None:
+        sharding = LAYOUT_OF[0](buffer)
+    attrs = _NO_ATTRS if sharding is None else {"sharding": sharding}
+    return Node("data", (), attrs, tuple(shape), dtype, value=buffer)
 
 
 def param(value, dtype):

@@ -12,6 +12,7 @@ from ...core import runtime
 from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
 from . import device as _device
+from .sharding import mark_sharding, shard_parameters
 from .tensor import LazyTensor
 
 _device.register()
@@ -28,5 +29,5 @@ def is_lazy(tensor):
     return isinstance(tensor, torch.Tensor) and tensor.device.type == "lazyx"
 
 
-__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "metrics", "metrics_report",
-           "reset_metrics"]
+__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "mark_sharding", "shard_parameters",
+           "metrics", "metrics_report", "reset_metrics"]
