@@ -112,6 +112,12 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
                                local_device_ids, **kwargs)
 
 
+def device_count():
+    """Devices across every process (jax.device_count())."""
+    import jax
+    return jax.device_count()
+
+
 def process_index():
     import jax
     return jax.process_index()
@@ -122,5 +128,5 @@ def process_count():
     return jax.process_count()
 
 
-__all__ = ["Mesh", "Sharding", "mesh", "shard", "sharding_of", "initialize", "process_index",
-           "process_count"]
+__all__ = ["Mesh", "Sharding", "mesh", "shard", "sharding_of", "initialize", "device_count",
+           "process_index", "process_count"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import lazyx
-from mesh_checks import assert_laid_out
+from mesh_checks import assert_laid_out, mlp_data, numpy_mlp_steps
 
 
 def _cached(m, steps, first=2):
@@ -83,29 +83,11 @@ def test_huggingface_gpt2_adamw():
 
 # ---------------------------------------------------------------- NumPy
 
-def _numpy_mlp_steps(xp, x, y, w1, w2, steps, lr=0.1, shard=None):
-    losses = []
-    for _ in range(steps):
-        h = xp.tanh(x @ w1)
-        err = h @ w2 - y
-        losses.append(float((err ** 2).mean()))
-        g_out = 2 * err / err.size
-        g_w2 = h.T @ g_out
-        g_h = (g_out @ w2.T) * (1 - h * h)
-        w1 = w1 - lr * (x.T @ g_h)
-        w2 = w2 - lr * g_w2
-        if shard is not None:
-            lazyx.sync()
-    return np.array(losses), w1, w2
-
-
 def test_numpy_mlp_sgd():
     import lazyx.frontends.numpy as lnp
     mesh = lazyx.distributed.mesh((8,), ("data",))
-    rng = np.random.default_rng(0)
-    x, y = rng.standard_normal((32, 6)), rng.standard_normal((32, 3))
-    w1, w2 = rng.standard_normal((6, 16)) * 0.3, rng.standard_normal((16, 3)) * 0.3
-    want = _numpy_mlp_steps(np, x, y, w1, w2, steps=8)
+    x, y, w1, w2 = mlp_data()
+    want = numpy_mlp_steps(np, x, y, w1, w2, steps=8)
     lx, ly = lnp.asarray(x), lnp.asarray(y)
     lazyx.shard(lx, mesh, ("data", None))
     lazyx.shard(ly, mesh, ("data",))
@@ -113,7 +95,7 @@ def test_numpy_mlp_sgd():
     for w in (lw1, lw2):
         lazyx.shard(w, mesh, ())
     lazyx.reset_metrics()
-    got = _numpy_mlp_steps(lnp, lx, ly, lw1, lw2, steps=8, shard=True)
+    got = numpy_mlp_steps(lnp, lx, ly, lw1, lw2, steps=8, sync=True)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-10)
     for g, w in zip(got[1:], want[1:]):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-10, atol=1e-12)
