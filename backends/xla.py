@@ -401,7 +401,9 @@ class XlaBackend:
 
     def _lower(self, program):
         signature = _Signature(program)
-        jitted = jax.jit(_as_function(program, signature), in_shardings=signature.in_shardings)
+        options = {} if signature.in_shardings is None else \
+            {"in_shardings": signature.in_shardings}
+        jitted = jax.jit(_as_function(program, signature), **options)
         return jitted, jitted.lower(*signature.specs(program)), signature
 
     def compile(self, program):

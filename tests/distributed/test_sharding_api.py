@@ -66,14 +66,19 @@ def test_sharding_is_in_the_graph_and_its_text(mesh):
 
 
 def test_differently_laid_out_data_do_not_share_a_program(mesh):
+    import io
     host = np.arange(48, dtype=np.float32).reshape(8, 6) / 10
     want = np.tanh(host).sum(axis=0)
     lazyx.reset_metrics()
-    for spec in [None, ("data",), ("model",), ("data",), (None, "model"), None]:
-        x = lnp.asarray(host)
-        if spec is not None:
-            lazyx.shard(x, mesh, spec)
-        np.testing.assert_allclose(np.asarray(np.tanh(x).sum(axis=0)), want, rtol=1e-6)
+    log = io.StringIO()
+    with lazyx.explain(log):
+        for spec in [None, ("data",), ("model",), ("data",), (None, "model"), None]:
+            x = lnp.asarray(host)
+            if spec is not None:
+                lazyx.shard(x, mesh, spec)
+            np.testing.assert_allclose(np.asarray(np.tanh(x).sum(axis=0)), want, rtol=1e-6)
+    assert "is laid out differently: one device -> sharded (data) on mesh(data=4, model=2)" \
+        in log.getvalue(), log.getvalue()
     m = lazyx.metrics()
     # four layouts (unsharded, rows on data, rows on model, columns on model): four programs;
     # the repeated two are cache hits
