@@ -1,6 +1,8 @@
 """lazyx.shard from every frontend: errors at the call, the sharding in the graph key and in
 ir_text, one graph for the three frameworks, and data laid out differently never sharing a
 compiled program."""
+import gc
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,17 @@ def test_a_jax_mesh_works_too():
     x = lazyx.shard(lnp.asarray(np.ones((4, 8), np.float32)), jmesh, ("x", "y"))
     assert lazyx.distributed.sharding_of(x).spec == ("x", "y")
     np.testing.assert_array_equal(np.asarray(x * 2), 2 * np.ones((4, 8)))
+
+
+def test_one_graph_uses_one_mesh(mesh):
+    other = lazyx.distributed.mesh((8,), ("data",))
+    x = lazyx.shard(lnp.asarray(np.ones((8, 2), np.float32)), mesh, ("data",))
+    y = lazyx.shard(lnp.asarray(np.ones((8, 2), np.float32)), other, ("data",))
+    z = x + y
+    if lazyx.backend() != "xla":  # one device computes it whatever the layouts say
+        np.testing.assert_array_equal(np.asarray(z), 2 * np.ones((8, 2)))
+        return
+    with pytest.raises(ValueError, match="different meshes"):
+        np.asarray(z)
+    del z  # the failed graph stays pending while z lives: let the next sync not meet it
+    gc.collect()
