@@ -523,6 +523,9 @@ class _Interpreter:
         self.steps = [(TABLE[op] if op != "constant" else None, attrs, ins,
                        dt.to_numpy(dtype), const)
                       for op, attrs, ins, _shape, dtype, const in program.instructions]
+        # what the cache's byte bound counts: the step list and its baked-in constants
+        self.nbytes = 4096 + 200 * len(self.steps) + sum(
+            c.nbytes for *_, c in self.steps if c is not None)
 
     def __call__(self, leaf_values):
         env = [np.asarray(v) for v in leaf_values]

@@ -28,6 +28,12 @@ def cache_size():
     return max(1, _int("LAZYX_CACHE_SIZE", 1024))
 
 
+def cache_bytes():
+    """LAZYX_CACHE_BYTES: memory the kept compiled programs may hold, by the backend's
+    estimate (least recently used go first). 2 GiB: room for a laptop's other work."""
+    return max(1, _int("LAZYX_CACHE_BYTES", 2 << 30))
+
+
 def node_cap():
     """LAZYX_NODE_CAP: pending nodes traced before an automatic cut."""
     return max(1, _int("LAZYX_NODE_CAP", 100_000))

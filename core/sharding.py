@@ -140,9 +140,8 @@ def annotate(handle, sharding):
         if node.attrs.get("sharding") == sharding:
             return
         buffer = runtime.get_backend().shard(node.value, sharding)
-        leaf = ir.data(buffer, node.shape, node.dtype, sharding=sharding)
-        leaf.source = node.source
-        handle.set(leaf)
+        handle.set(ir.data(buffer, node.shape, node.dtype, source=node.source,
+                           sharding=sharding))
     else:
         handle.set(sharding_constraint(node, sharding=sharding))
 

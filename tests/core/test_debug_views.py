@@ -44,7 +44,7 @@ class Tensor:
 @pytest.fixture()
 def fresh():
     lazyx.reset_metrics()
-    runtime.CACHE.entries.clear()
+    runtime.CACHE.clear()
     yield
 
 
