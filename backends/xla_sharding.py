@@ -113,3 +113,12 @@ def build_mesh(shape, axis_names):
     except (ValueError, NotImplementedError, AssertionError):
         grid = np.array(devices[:needed], dtype=object).reshape(shape)
     return Mesh(grid, tuple(axis_names))
+
+
+def place_replicated(value, target):
+    """A single-device buffer or host array replicated as `target` (a NamedSharding) -- for a
+    mesh spanning several processes, from the host value every process holds."""
+    if target.is_fully_addressable:
+        return jax.device_put(value, target)
+    host = np.asarray(value)
+    return jax.make_array_from_callback(host.shape, target, lambda index: host[index])
