@@ -10,9 +10,12 @@ from .core.explain import analysis, explain
 from .core.metrics import metrics, metrics_report, reset_metrics
 from .core.runtime import backend, graph_hash, sync
 from .core.timeline import profile
+from . import distributed
+from .distributed import shard
 
 __all__ = ["sync", "backend", "graph_hash", "metrics", "metrics_report", "reset_metrics",
-           "ir_text", "to_dot", "render", "explain", "analysis", "profile", "pad_to_bucket"]
+           "ir_text", "to_dot", "render", "explain", "analysis", "profile", "pad_to_bucket",
+           "shard", "distributed"]
 __version__ = "0.1.0"
 
 # LAZYX_DEBUG / LAZYX_DUMP_DIR: their listeners are registered only when the variable is set.

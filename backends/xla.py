@@ -347,10 +347,13 @@ TABLE = {
     "complex": lax.complex, "real": lax.real, "imag": lax.imag, "conj": lax.conj,
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
     "recurrence3": _recurrence3,
+    "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
 }
 
 from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
 TABLE.update(_LINALG)
+from .xla_sharding import (memory_per_device, mesh_of, named, place_replicated,  # noqa: E402
+                           replicated, shard_buffer, sharding_of)
 
 
 class _Signature:
@@ -371,6 +374,18 @@ class _Signature:
         self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
         self.n_leaves = len(program.leaves)
         self.n_args = len(self.data) + len(self.packs)
+        # A program on a device mesh takes every argument on that mesh: sharded data leaves as
+        # they lie, everything else (single-device data, host scalars) replicated; its results
+        # come back on the mesh, so the next step's leaves are there already.
+        leaf_shardings = getattr(program, "leaf_shardings", None) or (None,) * self.n_leaves
+        self.leaf_shardings = leaf_shardings
+        self.mesh = mesh_of(program, leaf_shardings)
+        self.in_shardings = None
+        if self.mesh is not None:
+            everywhere = replicated(self.mesh)
+            self.in_shardings = tuple(
+                [named(leaf_shardings[i]) if leaf_shardings[i] else everywhere
+                 for i in self.data] + [everywhere] * len(self.packs))
 
     def specs(self, program):
         specs = [jax.ShapeDtypeStruct(program.leaves[i][1], _jdt(program.leaves[i][2]))
@@ -382,6 +397,13 @@ class _Signature:
         for dtype, idx in self.packs:
             args.append(np.array([leaf_values[i] for i in idx], dtype=dt.to_numpy(dtype)))
         return args
+
+    def to_place(self):
+        """Argument positions a mesh program must lay out itself (see _Executable)."""
+        if self.in_shardings is None:
+            return []
+        return [k for k, i in enumerate(self.data) if self.leaf_shardings[i] is None] + \
+            list(range(len(self.data), len(self.data) + len(self.packs)))
 
     def unpack(self, args):
         """Inside the traced function: the leaf values in program order."""
@@ -418,7 +440,7 @@ class _Executable:
     measured), and dumps lower again when they need the text."""
 
     def __init__(self, compiled, x64, signature):
-        self.compiled = compiled
+        self.compiled = compiled  # for a mesh: the partitioned program (dumps show its text)
         self.x64 = x64
         self.signature = signature
         try:
@@ -427,20 +449,29 @@ class _Executable:
         except Exception:  # noqa: BLE001 -- not every platform reports it
             own = 0
         self.nbytes = _EXECUTABLE_OVERHEAD + own
+        # On a mesh, the arguments that are not laid out there yet (single-device data leaves,
+        # packed scalars) are put there, replicated, before the call: a Compiled object, unlike
+        # jit, does not move its inputs. Across processes they go through the host.
+        self.place = signature.to_place()
 
     def __call__(self, leaf_values):
         args = self.signature.arguments(leaf_values)
         if self.x64:
-            with jax.enable_x64(True):
-                return self.compiled(*args)
-        return self.compiled(*args)
+            with jax.enable_x64(True):  # (placing int64 scalars must not narrow them)
+                return self.compiled(*self._placed(args))
+        return self.compiled(*self._placed(args))
+
+    def _placed(self, args):
+        for i in self.place:
+            args[i] = place_replicated(args[i], self.signature.in_shardings[i])
+        return args
 
 
 class XlaBackend:
     name = "xla"
 
     def __init__(self):
-        self.device = jax.devices()[0]
+        self.device = jax.local_devices()[0]  # this process's first (jax.devices()[0] may not be)
         self._context = None
 
     def from_host(self, array):
@@ -457,10 +488,18 @@ class XlaBackend:
         return jax.device_put(array, self.device)
 
     def to_host(self, buffer):
+        if not buffer.is_fully_addressable:  # spread over several processes: gather it
+            from jax.experimental import multihost_utils
+            return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
         return np.asarray(buffer)
 
+    sharding_of = staticmethod(sharding_of)
+    shard = staticmethod(shard_buffer)
+
     def _lower(self, program, signature):
-        jitted = jax.jit(_as_function(program, signature))
+        options = {} if signature.in_shardings is None else \
+            {"in_shardings": signature.in_shardings}
+        jitted = jax.jit(_as_function(program, signature), **options)
         return jitted.lower(*signature.specs(program))
 
     def compile(self, program):
@@ -470,7 +509,9 @@ class XlaBackend:
         x64 = program.needs_x64()
         signature = _Signature(program)
         cache = disk_cache.open_cache()
-        key = disk_cache.program_key(program, self.cache_context(x64)) if cache else None
+        # a mesh program stays in memory only: its executable depends on the mesh's devices
+        key = disk_cache.program_key(program, self.cache_context(x64)) \
+            if cache and signature.mesh is None else None
         if key is not None:
             compiled = self._load(cache, key, signature, len(program.outputs))
             metrics.count("disk_hits" if compiled is not None else "disk_misses")
@@ -548,6 +589,14 @@ class XlaBackend:
         # (a setting a program may change at run time is read at each compile)
         return repr((self._context, "x64", bool(x64),
                      jax.config.jax_default_matmul_precision)).encode()
+
+    def compiled_text(self, exe):
+        """The optimized HLO XLA runs (after SPMD partitioning: with its collectives)."""
+        return exe.compiled.as_text()
+
+    def memory_per_device(self):
+        """Bytes of live JAX buffers per device (every live jax.Array of the process)."""
+        return memory_per_device()
 
     def lowered_text(self, program):
         with jax.enable_x64(program.needs_x64()):

@@ -42,12 +42,21 @@ def _skeleton(program):
 def _leaf_changes(new, old):
     changes = []
     for slot, (new_leaf, old_leaf) in enumerate(zip(new.leaves, old.leaves)):
+        new_layout, old_layout = new.leaf_shardings[slot], old.leaf_shardings[slot]
+        if new_leaf == old_leaf and new_layout != old_layout:
+            changes.append(f"{leaf_text(new, slot)} is laid out differently: "
+                           f"{_layout_text(old_layout)} -> {_layout_text(new_layout)}")
+            continue
         if new_leaf == old_leaf:
             continue
         what = [w for w, i in (("shape", 1), ("dtype", 2)) if new_leaf[i] != old_leaf[i]]
         changes.append(f"{leaf_text(new, slot)} changed {' and '.join(what)}: "
                        f"{type_text(*old_leaf[1:])} -> {type_text(*new_leaf[1:])}")
     return changes
+
+
+def _layout_text(sharding):
+    return "one device" if sharding is None else f"sharded {sharding!r}"
 
 
 def _where(program, k):

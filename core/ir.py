@@ -1,7 +1,8 @@
 """IR nodes: immutable, typed, keyed at construction.
 
 Leaves are:
-  data      a backend buffer (keyed by shape and dtype only: new data never recompiles)
+  data      a backend buffer (keyed by shape, dtype and, when it spans several devices, its
+            sharding: new data never recompiles, data laid out differently does)
   param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only
   constant  a value baked into the program (keyed by its bytes; frontends ask for it explicitly)
 
@@ -182,9 +183,19 @@ def _op_key(op):
 _NO_ATTRS = {}
 
 
-def data(buffer, shape, dtype, source=False):
-    """A leaf holding a backend buffer (`source`: where it was made, if not the caller)."""
-    return Node("data", (), _NO_ATTRS, tuple(shape), dtype, value=buffer, source=source)
+# Once a mesh exists (core/sharding.activate), the backend's buffer -> Sharding-or-None:
+# a data leaf laid out over several devices keeps its layout in its attrs, so it is part of
+# its `local` id (the compile-cache key) and the backend compiles for that input sharding.
+LAYOUT_OF = [None]
+
+
+def data(buffer, shape, dtype, source=False, sharding=None):
+    """A leaf holding a backend buffer (`source`: where it was made, if not the caller; for a
+    multi-device buffer, its sharding)."""
+    if sharding is None and LAYOUT_OF[0] is not None:
+        sharding = LAYOUT_OF[0](buffer)
+    attrs = _NO_ATTRS if sharding is None else {"sharding": sharding}
+    return Node("data", (), attrs, tuple(shape), dtype, value=buffer, source=source)
 
 
 def param(value, dtype):

@@ -131,7 +131,17 @@ def metrics():
             snap[f"{name}_seconds_total"] = float(t.total)
             snap[f"{name}_seconds_median"] = float(statistics.median(t.recent)) if t.recent else 0.0
             snap[f"{name}_count"] = t.count
+    snap["memory_per_device"] = _memory_per_device()
     return snap
+
+
+def _memory_per_device():
+    """{device: bytes of its live buffers}, from a backend that can tell (XLA); {} otherwise
+    or before any backend started (a snapshot must not start one)."""
+    from . import runtime  # runtime imports this module
+    backend = runtime._backend
+    report = getattr(backend, "memory_per_device", None)
+    return report() if report is not None else {}
 
 
 def reset_metrics():
@@ -151,7 +161,8 @@ def metrics_report():
                      f"{m[name + '_seconds_median'] * 1e3:.3f} ms median over "
                      f"{m[name + '_count']}")
     for title, key in (("syncs by cause", "sync_causes"), ("syncs by source line", "sync_sources"),
-                       ("fallbacks by op", "fallback_ops")):
+                       ("fallbacks by op", "fallback_ops"),
+                       ("live buffer bytes per device", "memory_per_device")):
         if m[key]:
             lines.append(f"  {title}:")
             for name, n in sorted(m[key].items(), key=lambda kv: -kv[1]):

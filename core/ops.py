@@ -83,6 +83,15 @@ def _fold_slice(inputs, attrs, shape, dtype):
     return None
 
 
+def _fold_constraint(inputs, attrs, shape, dtype):
+    x = inputs[0]
+    if x.op == "sharding_constraint":  # the outer layout wins: one constraint
+        return OPS["sharding_constraint"](x.inputs[0], **attrs)
+    if x.op == "data" and x.attrs.get("sharding") == attrs["sharding"]:
+        return x  # the data is already laid out so
+    return None
+
+
 def _push_unary(name, first=None):
     """Element-wise unary ops commute with broadcast and reshape: apply them before (on fewer
     elements, and one canonical form however a frontend ordered the two)."""
@@ -101,7 +110,8 @@ def _push_unary(name, first=None):
 SIMPLIFY = {"convert": _push_unary("convert", first=_fold_identity),
             "transpose": _fold_transpose, "slice": _fold_slice,
             "reshape": _fold_reshape, "broadcast_in_dim": _fold_broadcast,
-            "rev": lambda inputs, attrs, shape, dtype: None if attrs["dimensions"] else inputs[0]}
+            "rev": lambda inputs, attrs, shape, dtype: None if attrs["dimensions"] else inputs[0],
+            "sharding_constraint": _fold_constraint}
 
 
 class TooLarge(MemoryError, RuntimeError):
@@ -461,6 +471,18 @@ def iota(*, dtype, shape, dimension):
     if dt.check(dtype) == dt.BOOL:
         raise TypeError("iota: dtype must be numeric, got bool")
     return shape, dtype, {"dtype": dtype, "shape": shape, "dimension": dimension}
+
+
+@primitive
+def sharding_constraint(x, *, sharding):
+    """The identity, laid out as `sharding` (a core.sharding.Sharding) across devices: XLA's
+    partitioner inserts the collectives that get it there; one device computes x itself."""
+    from .sharding import Sharding, make_sharding
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"sharding_constraint: sharding must be a lazyx Sharding, got "
+                        f"{type(sharding).__name__}")
+    make_sharding(sharding.mesh, sharding.spec, x.shape, what="sharding_constraint")
+    return x.shape, x.dtype
 
 
 # ---------------------------------------------------------------- reductions and scans

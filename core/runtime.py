@@ -191,9 +191,11 @@ class Program:
     Slots 0..len(leaves)-1 are the leaves (data and params, in first-visit order); then one
     slot per instruction. An instruction is (op, attrs, input slots, shape, dtype, const).
     """
-    __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "leaf_sources", "_digest")
+    __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "leaf_sources", "_digest",
+                 "leaf_shardings")
 
-    def __init__(self, leaves, instructions, outputs, key, sources, leaf_sources=None):
+    def __init__(self, leaves, instructions, outputs, key, sources, leaf_sources=None,
+                 leaf_shardings=None):
         self.leaves = leaves              # [(kind, shape, dtype)]
         self.instructions = instructions
         self.outputs = outputs
@@ -202,6 +204,8 @@ class Program:
         # user source line per leaf: where the input was made (debug output names inputs so)
         self.leaf_sources = leaf_sources or [None] * len(leaves)
         self._digest = None
+        # per leaf: a core.sharding.Sharding for a multi-device data leaf, else None
+        self.leaf_shardings = leaf_shardings or (None,) * len(leaves)
 
     @property
     def graph_hash(self):
@@ -209,6 +213,8 @@ class Program:
         if self._digest is None:
             h = hashlib.blake2b(digest_size=8)
             h.update(repr((self.leaves, self.outputs)).encode())
+            if any(self.leaf_shardings):
+                h.update(repr(self.leaf_shardings).encode())
             for op, attrs, ins, shape, dtype, const in self.instructions:
                 h.update(repr((op, tuple(attrs.items()), ins, shape, dtype)).encode())
                 if const is not None:
@@ -323,7 +329,8 @@ def _program(key, leaves, inner):
         sources.append(node.source)
     outputs = tuple(at(s) for s in key[1])
     return Program([(n.op, n.shape, n.dtype) for n in leaves], instructions, outputs, key,
-                   sources, [n.source for n in leaves])
+                   sources, [n.source for n in leaves],
+                   tuple(n.attrs.get("sharding") for n in leaves))
 
 
 def linearize(roots):

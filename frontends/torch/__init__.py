@@ -13,6 +13,7 @@ from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
 from . import bounds  # noqa: F401  (torch's index and divisor errors, where values are known)
 from . import device as _device
+from .sharding import mark_sharding, shard_parameters
 from .tensor import LazyTensor
 
 _device.register()
@@ -44,5 +45,5 @@ def pad_to_bucket(tensor, dim=-1, buckets=None, value=0):
     return padded, mask.to(tensor.device)
 
 
-__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "metrics", "metrics_report",
-           "reset_metrics", "pad_to_bucket"]
+__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "mark_sharding", "shard_parameters",
+           "metrics", "metrics_report", "reset_metrics", "pad_to_bucket"]
