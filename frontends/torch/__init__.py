@@ -5,6 +5,9 @@
     x = torch.randn(8, 4, device=lt.device)
     loss = model(x).sum(); loss.backward(); opt.step()
     lt.mark_step()          # cut: the whole step is one compiled program, cached
+
+or, with PyTorch 2's graph capture: `torch.compile(model, backend="lazyx")` (the same as
+`backend=lt.dynamo_backend`).
 """
 import torch
 
@@ -12,6 +15,7 @@ from ...core import runtime
 from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
 from . import device as _device
+from .dynamo import backend as dynamo_backend
 from .tensor import LazyTensor
 
 _device.register()
@@ -28,5 +32,5 @@ def is_lazy(tensor):
     return isinstance(tensor, torch.Tensor) and tensor.device.type == "lazyx"
 
 
-__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "metrics", "metrics_report",
+__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "dynamo_backend", "metrics", "metrics_report",
            "reset_metrics"]
