@@ -376,7 +376,9 @@ def compile_graph(gm, example_inputs, kind="inference"):
         return key
     lazy_random._next_key = recording_key
     try:
-        with tensor.capturing():
+        # AOTAutograd calls compilers inside its fake-tensor mode; lowering needs real ops
+        # (a constant's bytes, meta kernels of decompositions on our tensors)
+        with torch.utils._python_dispatch._disable_current_modes(), tensor.capturing():
             capture.keys = _KeySet(drawn)
             outputs = capture.run()
     finally:
@@ -462,4 +464,9 @@ def backend(gm, example_inputs, **kwargs):
                        decompositions=_decompositions())
     from torch._guards import detect_fake_mode
     fake_mode = detect_fake_mode(example_inputs)
-    return aot(gm, [_unwrap(x, fake_mode) for x in example_inputs])
+    inputs = [_unwrap(x, fake_mode) for x in example_inputs]
+    # Attention as plain math ops (as the lazy path's _fused_sdp_choice picks): on CPU torch
+    # would trace its flash kernel, whose backward has no decomposition (a CPU fallback)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([SDPBackend.MATH]):
+        return aot(gm, inputs)

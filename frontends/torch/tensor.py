@@ -40,11 +40,15 @@ class NeedsEager(Exception):
 
 @contextlib.contextmanager
 def capturing():
+    """Lowering a compiled graph: values stay raw LazyTensors (as inside dispatch), and an op
+    that would run eagerly raises NeedsEager instead."""
     before, _state.capturing = _state.capturing, True
+    _state.depth += 1
     try:
         yield
     finally:
         _state.capturing = before
+        _state.depth -= 1
 
 
 class Unsupported(Exception):
