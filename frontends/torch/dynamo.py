@@ -195,6 +195,8 @@ class _Capture:
             return args[0][args[1]]
         func = node.target
         out = node.meta.get("val")
+        if isinstance(out, tuple):
+            out = tuple(out)  # torch.return_types named tuples are built field by field
         try:
             if not isinstance(func, torch._ops.OpOverload):
                 raise tensor.NeedsEager(func)
@@ -313,7 +315,8 @@ def _replace(value, rebound):
     if isinstance(value, tensor.LazyTensor):
         return rebound.get(id(value), value)
     if isinstance(value, (list, tuple)):
-        return type(value)(_replace(v, rebound) for v in value)
+        items = [_replace(v, rebound) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     return value
 
 
@@ -455,10 +458,33 @@ def _unwrap(x, fake_mode):
     return x
 
 
+def _symbolic(example_inputs):
+    return any(isinstance(x, torch.SymInt) or (isinstance(x, torch.Tensor) and any(
+        not isinstance(d, int) for d in x.shape)) for x in example_inputs)
+
+
+def _uncompiled(gm):
+    """A graph with symbolic shapes (Dynamo made a dimension dynamic after a second shape):
+    lazyx programs have static shapes, so it runs as torch runs it (lt.device inputs through
+    the lazy frontend, CPU ones eagerly), counted as a fallback each call."""
+    name = "torch.compile graph with dynamic shapes (pass dynamic=False)"
+    if config.debug():
+        import sys
+        print(f"lazyx: {name}: not compiled by lazyx; torch.compile(..., dynamic=False) "
+              "compiles one graph per input shape instead", file=sys.stderr, flush=True)
+
+    def run(*args):
+        runtime.fallback(name, "torch")
+        return gm(*args)
+    return run
+
+
 def backend(gm, example_inputs, **kwargs):
     """The `lazyx` TorchDynamo backend: `torch.compile(model, backend="lazyx")`."""
     from torch._dynamo.backends.common import aot_autograd
     _note_graph_break(gm)
+    if _symbolic(example_inputs):
+        return _uncompiled(gm)
     aot = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
                        inference_compiler=_compiler("inference"),
                        decompositions=_decompositions())
