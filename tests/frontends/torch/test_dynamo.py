@@ -165,3 +165,23 @@ def test_dropout_draws_new_numbers_each_call():
     assert not torch.equal(a, b)
     assert set(a.unique().tolist()) <= {0.0, 2.0}
     assert lazyx.metrics()["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_dynamo_forward_hashes_like_the_lazy_forward(name):
+    """One IR, two capture mechanisms (scripts/dynamo_graph_hash.py runs five models)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "dynamo_graph_hash", os.path.join(ROOT, "scripts", "dynamo_graph_hash.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    torch.manual_seed(0)
+    if name == "mlp":
+        model, inputs = _mlp(), (torch.randn(8, 6),)
+    else:
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                                    torch.nn.MaxPool2d(2), torch.nn.BatchNorm2d(4),
+                                    torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 3))
+        inputs = (torch.randn(2, 3, 8, 8),)
+    _, lazy_hash, dynamo_hash, why = script.compare(name, model, inputs, lambda out: out)
+    assert lazy_hash == dynamo_hash, why
