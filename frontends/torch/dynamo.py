@@ -47,8 +47,11 @@ _SLOT, _FIXED, _KEY, _INPUT = range(4)
 class CompiledGraph:
     """An FX graph lowered to lazyx programs; calling it runs them on the given inputs."""
 
-    def __init__(self, kind, n_inputs, steps, n_slots, outputs, slot_types):
+    def __init__(self, kind, n_inputs, steps, n_slots, outputs, slot_types, n_user_outputs=None):
         self.kind = kind              # "forward", "backward" or "inference"
+        # outputs past this index are activations saved for the backward graph: they stay on
+        # the device (as lazy tensors) even for CPU callers, so they never make a round trip
+        self.n_user_outputs = len(outputs) if n_user_outputs is None else n_user_outputs
         self.n_inputs = n_inputs
         self.steps = steps            # [_Segment | _Eager] in order
         self.n_slots = n_slots
@@ -67,19 +70,19 @@ class CompiledGraph:
 
     def __call__(self, args):
         backend = runtime.get_backend()
-        lazy = False
+        cpu_inputs = False
         env = [None] * self.n_slots
         pending = []
         for i, a in enumerate(args):
             if not isinstance(a, torch.Tensor):
                 continue
             if a.device.type == "lazyx":
-                lazy = True
                 handle = a.__lazyx_handle__
                 if handle.pending:
                     pending.append(handle)
                 env[i] = handle
             else:
+                cpu_inputs = True
                 host = dtypes.to_numpy_array(a)
                 env[i] = backend.from_host(host)
                 metrics.count("transfers_to_device")
@@ -101,7 +104,10 @@ class CompiledGraph:
                     env[slot] = buf
             else:
                 self._run_eager(step, env)
-        return tuple(self._output(o, env, args, lazy) for o in self.outputs)
+        # CPU tensors in, CPU tensors out (like Inductor); lt.device tensors in, lazy ones out
+        n_user = self.n_user_outputs if cpu_inputs else -1
+        return tuple(self._output(o, env, args, not cpu_inputs or k >= n_user)
+                     for k, o in enumerate(self.outputs))
 
     def _output(self, out, env, args, lazy):
         kind, where, torch_dtype = out
@@ -366,7 +372,7 @@ RECENT = []  # the last compiled graphs (for graph-hash comparisons and debuggin
 _RECENT_MAX = 64
 
 
-def compile_graph(gm, example_inputs, kind="inference"):
+def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
     """Lower one aten FX graph (AOTAutograd's) to lazyx programs; returns the callable."""
     capture = _Capture(gm)
     before = {id(h) for h in runtime._live}
@@ -392,7 +398,7 @@ def compile_graph(gm, example_inputs, kind="inference"):
                 runtime._live.discard(h)
     n_inputs = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
     compiled = CompiledGraph(kind, n_inputs, capture.steps, capture.n_slots, outputs,
-                             capture.slot_types)
+                             capture.slot_types, n_user_outputs)
     RECENT.append(compiled)
     del RECENT[:-_RECENT_MAX]
     return compiled
@@ -419,7 +425,11 @@ def _decompositions():
 
 def _compiler(kind):
     def compile_(gm, example_inputs):
-        compiled = compile_graph(gm, example_inputs, kind)
+        n_user = None
+        context = torch._guards.TracingContext.try_get()
+        if kind == "forward" and context is not None and context.fw_metadata is not None:
+            n_user = context.fw_metadata.num_forward  # then come the saved activations
+        compiled = compile_graph(gm, example_inputs, kind, n_user)
 
         def run(args):  # a function: torch.compiler.disable copies its attributes
             return compiled(args)
