@@ -161,7 +161,7 @@ class _Capture:
         self.env = {}          # fx node -> raw LazyTensor, tuple of them, or a Python value
         self.slot_of = {}      # id(placeholder leaf node) -> slot
         self.slot_types = {}
-        self.keys = set()      # id of random-key param leaves
+        self.keys = []         # random-key param leaves drawn while lowering
         self.steps = []
         self.n_slots = 0
         nodes = list(gm.graph.nodes)
@@ -257,10 +257,11 @@ class _Capture:
         program, leaf_nodes = runtime.linearize(roots)
         exe, _ = runtime.compile_program(program)
         leaves = []
+        keys = {id(k) for k in self.keys}
         for leaf in leaf_nodes:
             if id(leaf) in self.slot_of:
                 leaves.append((_SLOT, self.slot_of[id(leaf)]))
-            elif id(leaf) in self.keys:
+            elif id(leaf) in keys:
                 leaves.append((_KEY, None))
             else:
                 leaves.append((_FIXED, leaf.value))
@@ -388,7 +389,7 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
         # AOTAutograd calls compilers inside its fake-tensor mode; lowering needs real ops
         # (a constant's bytes, meta kernels of decompositions on our tensors)
         with torch.utils._python_dispatch._disable_current_modes(), tensor.capturing():
-            capture.keys = _KeySet(drawn)
+            capture.keys = drawn
             outputs = capture.run()
     finally:
         lazy_random._next_key = original_next_key
@@ -402,16 +403,6 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
     RECENT.append(compiled)
     del RECENT[:-_RECENT_MAX]
     return compiled
-
-
-class _KeySet:
-    """Membership by identity in the list of random keys drawn while lowering."""
-
-    def __init__(self, keys):
-        self.keys = keys
-
-    def __contains__(self, key_id):
-        return any(id(k) == key_id for k in self.keys)
 
 
 # ---------------------------------------------------------------- the Dynamo backend

@@ -207,7 +207,8 @@ def _cpu_error(func, args, kwargs, meta_error):
 # ---------------------------------------------------------------- the dispatcher
 
 def dispatch(func, args, kwargs):
-    runtime.maybe_cut()
+    if not _state.capturing:  # a compiled graph's leaves have no values yet: never cut them
+        runtime.maybe_cut()
     _state.depth += 1
     try:
         special = SPECIAL.get(func)
