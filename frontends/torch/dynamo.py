@@ -440,12 +440,9 @@ def _note_graph_break(gm):
         frame = stack[-1]
         where = f"{frame.filename}:{frame.lineno}"
     metrics.record_graph_break(reason.reason, where)
-    if config.debug():
-        import sys
-        print(f"lazyx: graph break{' at ' + where if where else ''}: {reason.reason} -> "
-              "Dynamo compiles the code before it as one graph and runs the rest in Python "
-              "(each side compiled separately; rewrite that line to keep one graph)",
-              file=sys.stderr, flush=True)
+    for listener in runtime.LISTENERS:  # LAZYX_DEBUG=1 / lazyx.explain() say why
+        if hasattr(listener, "on_graph_break"):
+            listener.on_graph_break(reason.reason, where)
 
 
 def _unwrap(x, fake_mode):
