@@ -20,7 +20,8 @@ from . import workloads as wl
 # Order of the table and the chart; `framework` names the eager baseline of each system.
 SYSTEMS = {
     "torch-eager": "torch", "numpy-eager": "numpy", "tf-eager": "tf",
-    "jax.jit": "jax", "torch.compile": "torch", "tf.function": "tf", "torch._lazy": "torch",
+    "jax.jit": "jax", "torch.compile": "torch", "torch.compile(lazyx)": "torch",
+    "tf.function": "tf", "torch._lazy": "torch",
     "lazyx-torch": "torch", "lazyx-numpy": "numpy", "lazyx-tf": "tf",
 }
 EAGER = {"torch": "torch-eager", "numpy": "numpy-eager", "tf": "tf-eager"}
@@ -99,7 +100,7 @@ def run_system_here(system, workloads, plan):
     """Run one system's workloads in this process; yields one result dict per workload."""
     import importlib
     framework = SYSTEMS[system]
-    is_lazyx = system.startswith("lazyx-")
+    is_lazyx = "lazyx" in system  # lazyx-torch, ..., torch.compile(lazyx)
     try:
         module = importlib.import_module(f"{__package__}.{_system_modules()[framework]}")
         build = module.SYSTEMS[system]

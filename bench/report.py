@@ -122,6 +122,22 @@ def targets(results):
             ratio = _ratio(mine and mine.get("first_ms"), theirs and theirs.get("first_ms"))
             line(None if ratio is None else ratio <= 1.2,
                  f"{s} {w} first step within 1.2x of jax.jit's: {_fmt(ratio, 2, 'x')}")
+    # issue 16: lazyx as torch.compile's backend, against jax.jit and Inductor
+    dyn = "torch.compile(lazyx)"
+    for w in ("W1", "W2", "W3", "W4"):
+        limit = 3.0 if w == "W4" else 1.1
+        ratio = _ratio(median(w, dyn), median(w, "jax.jit"))
+        line(None if ratio is None else ratio <= limit,
+             f"{dyn} {w} within {limit}x of jax.jit: {_fmt(ratio, 2, 'x')}")
+    for w in ("W1", "W2", "W3"):
+        ratio = _ratio(median(w, dyn), median(w, "torch.compile"))
+        line(None if ratio is None else ratio < 1,
+             f"{dyn} {w} faster than torch.compile (Inductor): {_fmt(ratio, 2, 'x')}")
+    for w in wl.WORKLOADS:
+        mine, inductor = idx.get((w, dyn)), idx.get((w, "torch.compile"))
+        ratio = _ratio(mine and mine.get("first_ms"), inductor and inductor.get("first_ms"))
+        line(None if ratio is None else ratio <= 1,
+             f"{dyn} {w} first step <= Inductor's: {_fmt(ratio, 2, 'x')}")
     for s, limit in (("lazyx-torch", 6.0), ("lazyx-numpy", 3.0), ("lazyx-tf", 12.0)):
         r = idx.get(("W4", s))
         us = r.get("trace_us_per_op") if r else None

@@ -220,6 +220,12 @@ class Explainer:
     def on_fallback(self, op_name, source):
         self._say(f"fallback at {format_line(source)}: {op_name} has no lowering and ran eagerly")
 
+    def on_graph_break(self, reason, where):
+        """A capture mechanism (torch.compile's Dynamo) split the user's code here."""
+        self._say(f"graph break{' at ' + where if where else ''}: {reason} -> the code before "
+                  "it is one captured graph, the rest runs in Python up to the next one (each "
+                  "compiled separately; rewrite that line to keep one graph)")
+
     def start(self):
         if self not in runtime.LISTENERS:
             runtime.LISTENERS.append(self)
@@ -295,6 +301,10 @@ def analysis():
                      f"(their inputs were synced and copied to the host). Where:")
         lines += _top({f"{op} at {where}": n for op, sites in m["fallback_sources"].items()
                        for where, n in sites.items()})
+    if m["graph_breaks"]:
+        lines.append(f"! graph breaks: torch.compile split the code {m['graph_breaks']} "
+                     "time(s); each piece is compiled and run separately. Where and why:")
+        lines += _top(m["graph_break_reasons"])
     if len(lines) == 1:
         lines.append("  no problems found")
     if m["sync_causes"]:

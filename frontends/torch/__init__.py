@@ -5,6 +5,9 @@
     x = torch.randn(8, 4, device=lt.device)
     loss = model(x).sum(); loss.backward(); opt.step()
     lt.mark_step()          # cut: the whole step is one compiled program, cached
+
+or, with PyTorch 2's graph capture: `torch.compile(model, backend="lazyx")` (the same as
+`backend=lt.dynamo_backend`).
 """
 import torch
 
@@ -13,6 +16,7 @@ from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
 from . import bounds  # noqa: F401  (torch's index and divisor errors, where values are known)
 from . import device as _device
+from .dynamo import backend as dynamo_backend
 from .sharding import mark_sharding, shard_parameters
 from .tensor import LazyTensor
 
@@ -45,5 +49,5 @@ def pad_to_bucket(tensor, dim=-1, buckets=None, value=0):
     return padded, mask.to(tensor.device)
 
 
-__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "mark_sharding", "shard_parameters",
+__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "dynamo_backend", "mark_sharding", "shard_parameters",
            "metrics", "metrics_report", "reset_metrics", "pad_to_bucket"]

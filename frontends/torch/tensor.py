@@ -8,6 +8,7 @@ Every call: cut at the node cap, then ask torch's meta kernel for the output's s
 (raising torch's own error at the call for a bad one; memoized per signature), then lower
 through the aten table, else torch._decomp, else run eagerly on CPU torch (a counted fallback).
 """
+import contextlib
 import threading
 
 import numpy as np
@@ -27,9 +28,28 @@ class _State(threading.local):
     depth = 0     # > 0 while lowering (class defaults: no getattr fallback per op)
     cause = None  # set by patched Tensor methods that name their sync cause
     views = None  # per running expansion: {id: tensor} of raw views made in it (and bases)
+    capturing = False  # lowering a torch.compile graph: no value exists yet to run eagerly
 
 
 _state = _State()
+
+
+class NeedsEager(Exception):
+    """While a torch.compile graph is lowered (dynamo.py), an op would run eagerly: the
+    graph's compiler runs that node on CPU torch at each call instead."""
+
+
+@contextlib.contextmanager
+def capturing():
+    """Lowering a compiled graph: values stay raw LazyTensors (as inside dispatch), and an op
+    that would run eagerly raises NeedsEager instead."""
+    before, _state.capturing = _state.capturing, True
+    _state.depth += 1
+    try:
+        yield
+    finally:
+        _state.capturing = before
+        _state.depth -= 1
 
 
 class Unsupported(Exception):
@@ -75,6 +95,8 @@ def from_cpu(tensor):
 
 
 def to_cpu(lazy, cause):
+    if _state.capturing and lazy._lazyx_handle.node.op != "data":
+        raise NeedsEager(cause)
     host = runtime.to_host(lazy._lazyx_handle, cause=_cause(cause))
     return dtypes.from_numpy_array(host, lazy.dtype)
 
@@ -187,7 +209,8 @@ def _cpu_error(func, args, kwargs, meta_error):
 # ---------------------------------------------------------------- the dispatcher
 
 def dispatch(func, args, kwargs):
-    runtime.maybe_cut()
+    if not _state.capturing:  # a compiled graph's leaves have no values yet: never cut them
+        runtime.maybe_cut()
     _state.depth += 1
     try:
         check = VALUE_CHECKS.get(func)
@@ -269,6 +292,8 @@ def _wrap(result, out):
 
 def eager(func, args, kwargs, cause):
     """Run `func` on CPU torch: inputs materialized, outputs become device data."""
+    if _state.capturing:
+        raise NeedsEager(func)
     if cause == "fallback":
         runtime.fallback(str(func), "torch")
     lazies = [x for x in _flatten(args) + _flatten(list(kwargs.values()))
