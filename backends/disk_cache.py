@@ -243,4 +243,4 @@ def open_cache():
     folder = config.cache_dir()
     if folder is None:
         return None
-    return DiskCache(folder, config.cache_max_bytes())
+    return DiskCache(folder, config.cache_dir_bytes())

@@ -82,9 +82,10 @@ def cache_dir():
     return os.path.join(base, "lazyx")
 
 
-def cache_max_bytes():
-    """LAZYX_CACHE_MAX_MB: size bound of the disk cache; least recently used entries go first."""
-    return max(1, _int("LAZYX_CACHE_MAX_MB", 2048)) * 2**20
+def cache_dir_bytes():
+    """LAZYX_CACHE_DIR_BYTES: size bound of the disk cache; least recently used entries go
+    first."""
+    return max(1, _int("LAZYX_CACHE_DIR_BYTES", 2 << 30))
 
 
 def tiered():

@@ -156,5 +156,5 @@ def test_cache_dir_settings(monkeypatch, tmp_path):
     assert config.cache_dir() == str(tmp_path / "xdg" / "lazyx")
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert config.cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "lazyx")
-    monkeypatch.setenv("LAZYX_CACHE_MAX_MB", "3")
-    assert config.cache_max_bytes() == 3 * 2**20
+    monkeypatch.setenv("LAZYX_CACHE_DIR_BYTES", "3000000")
+    assert config.cache_dir_bytes() == 3_000_000
