@@ -1,6 +1,6 @@
-"""PyTorch systems: eager, torch.compile (inductor), torch._lazy (TorchScript backend), and
-lazyx through its torch frontend. One model definition serves all four; only the device and
-the barrier differ."""
+"""PyTorch systems: eager, torch.compile (Inductor, and lazyx as its Dynamo backend), torch._lazy
+(TorchScript backend), and lazyx through its torch frontend. One model definition serves all
+five; only the device, the compiler and the barrier differ."""
 import math
 
 import torch
@@ -160,5 +160,18 @@ def lazyx_torch(workload):
     return _build(workload, lt.device, lt.mark_step, lazy=True)
 
 
+def torch_compile_lazyx(workload):
+    """torch.compile with lazyx as the Dynamo backend: CPU tensors in and out, each captured
+    graph (forward, backward) compiled once by XLA through lazyx."""
+    try:
+        import lazyx.frontends.torch as lt
+    except ImportError as err:
+        raise NotAvailable(f"lazyx torch frontend not importable: {err}")
+    torch._dynamo.reset()
+    return _build(workload, "cpu", _nothing, compile_fn=lambda fn: torch.compile(
+        fn, backend=lt.dynamo_backend, dynamic=False))
+
+
 SYSTEMS = {"torch-eager": torch_eager, "torch.compile": torch_compile,
+           "torch.compile(lazyx)": torch_compile_lazyx,
            "torch._lazy": torch_lazy, "lazyx-torch": lazyx_torch}

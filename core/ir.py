@@ -31,6 +31,7 @@ import zlib
 import numpy as np
 
 from . import source as _source
+from .dtypes import to_numpy
 
 LEAF_OPS = frozenset(("data", "param"))
 CREATED = [0]  # nodes built so far, all threads; read by metrics and by the node cap
@@ -111,9 +112,8 @@ class Node:
         self.shape = shape
         self.dtype = dtype
         self.value = value
-        if source is False:  # not given: the user's line that is making this node
-            source = _source.user_line(3) if _source.ENABLED else None
-        self.source = source
+        # not given: the user's line that is making this node (once per frontend op)
+        self.source = _source.node_line() if source is False else source
         CREATED[0] += 1
         self.serial = CREATED[0]  # creation order is a topological order: inputs come first
         signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)
@@ -200,14 +200,12 @@ def data(buffer, shape, dtype, source=False, sharding=None):
 
 def param(value, dtype):
     """A leaf whose value (host NumPy) is supplied at execution: changing it never recompiles."""
-    from .dtypes import to_numpy
     host = np.asarray(value, dtype=to_numpy(dtype))
     return Node("param", (), _NO_ATTRS, host.shape, dtype, value=host)
 
 
 def constant(value, dtype):
     """A value baked into the compiled program; its bytes are part of the graph's key."""
-    from .dtypes import to_numpy
     host = np.asarray(value, dtype=to_numpy(dtype))
     # a digest rather than the bytes: the interned structure table must not keep big arrays
     digest = hashlib.blake2b(host.tobytes(), digest_size=16).digest()

@@ -13,10 +13,15 @@ from .source import format_line
 
 _lock = threading.Lock()
 _formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is slow per sync
-COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "nodes_traced",
+# disk_hits/disk_misses: the persistent compile cache (a miss compiles and stores);
+# interpreted_steps: runs on the reference interpreter while XLA compiled (LAZYX_TIERED=1)
+COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "graph_breaks",
+            "nodes_traced",
             "nodes_walked", "transfers_to_device", "bytes_to_device", "transfers_to_host",
-            "bytes_to_host")
-TIMERS = ("trace", "compile", "execute")
+            "bytes_to_host", "disk_hits", "disk_misses", "interpreted_steps")
+# compile = the backend's whole compile call; on XLA it splits into lower (jax tracing our
+# program and lowering it to StableHLO) and xla_compile, or disk_load on a disk hit
+TIMERS = ("trace", "compile", "execute", "lower", "xla_compile", "disk_load")
 MEDIAN_WINDOW = 1024  # the median is over the latest this many samples
 
 
@@ -38,6 +43,7 @@ class _State:
         self.compile_sources = {}        # file:line of the sync that compiled a new program
         self.fallback_ops = {}
         self.fallback_sources = {}       # op -> {file:line: n}
+        self.graph_break_reasons = {}    # "reason at file:line" -> n (torch.compile)
         self.timers = {name: _Timer() for name in TIMERS}
         self.nodes_base = ir.CREATED[0]
 
@@ -112,6 +118,13 @@ def record_fallback(op_name, source=None):
         _tally(_state.fallback_sources.setdefault(op_name, {}), _where(source))
 
 
+def record_graph_break(reason, where=None):
+    """A capture mechanism (TorchDynamo) split the user's code into two graphs here."""
+    with _lock:
+        _state.counters["graph_breaks"] += 1
+        _tally(_state.graph_break_reasons, f"{reason} at {where}" if where else reason)
+
+
 def metrics():
     """A snapshot: integer counters, per-cause / per-line / per-op dicts, and timer summaries."""
     with _lock:
@@ -122,6 +135,7 @@ def metrics():
         snap["fallback_ops"] = dict(_state.fallback_ops)
         snap["sync_sources_by_cause"] = {c: dict(v) for c, v in _state.sync_sources_by_cause.items()}
         snap["compile_sources"] = dict(_state.compile_sources)
+        snap["graph_break_reasons"] = dict(_state.graph_break_reasons)
         snap["fallback_sources"] = {op: dict(v) for op, v in _state.fallback_sources.items()}
         for name, t in _state.timers.items():
             snap[f"{name}_seconds_total"] = float(t.total)
@@ -158,7 +172,8 @@ def metrics_report():
                      f"{m[name + '_count']}")
     for title, key in (("syncs by cause", "sync_causes"), ("syncs by source line", "sync_sources"),
                        ("fallbacks by op", "fallback_ops"),
-                       ("live buffer bytes per device", "memory_per_device")):
+                       ("live buffer bytes per device", "memory_per_device"),
+                       ("graph breaks by reason", "graph_break_reasons")):
         if m[key]:
             lines.append(f"  {title}:")
             for name, n in sorted(m[key].items(), key=lambda kv: -kv[1]):

@@ -9,7 +9,7 @@ Adding an op: write its rule here with @primitive, then one entry in each backen
 """
 import math
 
-from . import dtypes as dt
+from . import config, dtypes as dt
 from .ir import Node
 
 OPS = {}  # op name -> builder; backends must cover every key
@@ -114,6 +114,25 @@ SIMPLIFY = {"convert": _push_unary("convert", first=_fold_identity),
             "sharding_constraint": _fold_constraint}
 
 
+class TooLarge(MemoryError, RuntimeError):
+    """A value bigger than LAZYX_MAX_BYTES. Both a MemoryError (what NumPy raises for such a
+    request) and a RuntimeError (what torch raises); the TF frontend re-raises it as
+    ResourceExhaustedError."""
+
+
+MAX_BYTES = config.max_bytes()  # read once: this check runs for every node built
+_SMALL = MAX_BYTES // 16  # fewer elements than this fit whatever the dtype: no more to check
+
+
+def check_size(name, shape, dtype):
+    """Refuse a value over MAX_BYTES at the call, before it is recorded: a lazy graph would
+    otherwise fail only at the sync, with the backend's own out-of-memory error."""
+    nbytes = math.prod(shape) * dt.ITEMSIZE[dtype]
+    if MAX_BYTES and nbytes > MAX_BYTES:
+        raise TooLarge(f"{name}: a {dtype}{list(shape)} value needs {nbytes:,} bytes, more than "
+                       f"the limit of {MAX_BYTES:,} (LAZYX_MAX_BYTES; default: physical memory)")
+
+
 def primitive(rule):
     """Register `rule` (inputs, **attrs) -> (shape, dtype[, normalized attrs]) as an op builder."""
     name = rule.__name__.rstrip("_")
@@ -131,6 +150,8 @@ def primitive(rule):
         else:
             shape, dtype = out
         shape = tuple(shape)
+        if MAX_BYTES and len(shape) > 0 and math.prod(shape) > _SMALL:
+            check_size(name, shape, dtype)
         if commutative and inputs[0].order > inputs[1].order:
             inputs = (inputs[1], inputs[0])
         if simplify is not None:

@@ -48,26 +48,42 @@ class _OrderedWeakSet:
     a cut would then come out in a different order each time and the same training step would
     linearize into a different program (a recompile per step). Registration order is the
     program's own order, so it repeats exactly.
+
+    Dead handles are dropped when the set is read (at a cut), not by weakref callbacks: a
+    callback per short-lived pending tensor cost more than the cut itself.
     """
 
     def __init__(self):
         self._refs = {}
 
     def add(self, obj):
+        refs = self._refs
         key = id(obj)
-        if key not in self._refs:
-            refs = self._refs
-            self._refs[key] = weakref.ref(obj, lambda _ref, key=key: refs.pop(key, None))
+        ref = refs.get(key)
+        if ref is None:
+            refs[key] = weakref.ref(obj)
+        elif ref() is not obj:  # a dead handle's address, reused: register anew, at the end
+            del refs[key]
+            refs[key] = weakref.ref(obj)
 
     def discard(self, obj):
         self._refs.pop(id(obj), None)
 
     def __iter__(self):
-        return iter([obj for obj in (ref() for ref in list(self._refs.values()))
-                     if obj is not None])
+        alive = []
+        dead = []
+        for key, ref in list(self._refs.items()):
+            obj = ref()
+            if obj is None:
+                dead.append(key)
+            else:
+                alive.append(obj)
+        for key in dead:
+            self._refs.pop(key, None)
+        return iter(alive)
 
     def __len__(self):
-        return len(self._refs)
+        return sum(1 for _ in self)
 
 
 class _ThreadState(threading.local):

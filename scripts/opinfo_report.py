@@ -1,7 +1,10 @@
 """Run PyTorch's OpInfo database (float32 samples) on lazyx tensors against eager CPU torch.
 
     python scripts/opinfo_report.py [--ops add,mul] [--max-samples N] [--out docs/torch_opinfo.md]
-                                    [--dtype complex64]
+                                    [--dtype complex64] [--compiled]
+
+`--compiled` runs each sample as a compiled single-op function through
+`torch.compile(backend="lazyx")` (CPU tensors in and out) instead of on lt.device tensors.
 
 The target figure is float32's; `--dtype` runs another dtype's samples (a conformance check,
 e.g. complex64 or float64).
@@ -104,13 +107,44 @@ def run_sample(op, sample, lt):
     return "fallback: " + " ".join(names) if fell_back else "pass"
 
 
-def run_op(op, lt, max_samples=None, dtype=torch.float32):
+def run_sample_compiled(op, sample, lt):
+    """The sample through torch.compile(backend=lazyx): a compiled single-op function on CPU
+    tensors. 'pass' needs eager's values, no fallback, and a graph lazyx compiled."""
+    import lazyx
+    from lazyx.frontends.torch import dynamo
+    try:
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+    except Exception:
+        return "skip"
+    torch._dynamo.reset()  # a fresh cache: Dynamo gives up recompiling after 8 shapes
+    before, graphs = dict(lazyx.metrics()["fallback_ops"]), len(dynamo.RECENT)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn = torch.compile(lambda x, *a, **k: op(x, *a, **k), backend=lt.dynamo_backend,
+                               dynamic=False)
+            got = _cpu(fn(sample.input, *sample.args, **sample.kwargs))
+    except Exception as err:
+        return f"fail: {type(err).__name__}: {str(err).splitlines()[0][:120] if str(err) else ''}"
+    after = lazyx.metrics()["fallback_ops"]
+    names = sorted(k for k, n in after.items() if n > before.get(k, 0))
+    try:
+        torch.testing.assert_close(got, _cpu(expected), rtol=1e-4, atol=1e-5, equal_nan=True,
+                                   check_device=False, check_stride=False)
+    except Exception as err:
+        return f"fail: mismatch {str(err).splitlines()[0][:100]}"
+    if names:
+        return "fallback: " + " ".join(names)
+    return "pass" if len(dynamo.RECENT) > graphs else "fallback: no-graph-compiled"
+
+
+def run_op(op, lt, max_samples=None, dtype=torch.float32, compiled=False):
     results = []
     samples = op.sample_inputs("cpu", dtype, requires_grad=False)
     for i, sample in enumerate(samples):
         if max_samples is not None and i >= max_samples:
             break
-        results.append(run_sample(op, sample, lt))
+        results.append((run_sample_compiled if compiled else run_sample)(op, sample, lt))
     return results
 
 
@@ -133,6 +167,8 @@ def main():
     parser.add_argument("--max-samples", type=int, default=None)
     parser.add_argument("--out", help="write a markdown report here")
     parser.add_argument("--dtype", default="float32", help="sample dtype (default float32)")
+    parser.add_argument("--compiled", action="store_true",
+                        help="through torch.compile(backend='lazyx') instead of lt.device")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
     lt = _lt()
@@ -146,7 +182,7 @@ def main():
             skipped[full] = SKIP[op.name]
             continue
         try:
-            results = run_op(op, lt, args.max_samples, dtype)
+            results = run_op(op, lt, args.max_samples, dtype, args.compiled)
         except Exception as err:  # sample generation itself failed
             skipped[full] = f"sample inputs raised {type(err).__name__}"
             continue
@@ -169,7 +205,8 @@ def main():
     m = lazyx.metrics()
     fallback_ops = sorted(m["fallback_ops"].items(), key=lambda kv: -kv[1])
     lines = [
-        "# OpInfo float32 report (lazyx torch frontend)",
+        "# OpInfo float32 report (lazyx torch frontend"
+        + (", through torch.compile(backend=\"lazyx\"))" if args.compiled else ")"),
         "",
         f"backend: {lazyx.backend()}; torch {torch.__version__}; ops run: {len(per_op)}; "
         f"ops skipped: {len(skipped)}; time: {time.time() - start:.0f} s",

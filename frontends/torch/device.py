@@ -169,8 +169,23 @@ def register():
         _ORIGINAL[name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, patched)
     torch.Tensor.__lazyx_handle__ = property(_handle)
+    _ORIGINAL["mirror_autograd_meta"] = torch._mirror_autograd_meta_to
+    torch._mirror_autograd_meta_to = _mirror_autograd_meta_to
     _ORIGINAL["module_to"] = torch.nn.Module.to
     torch.nn.Module.to = _module_to
+
+
+def _mirror_autograd_meta_to(source, target):
+    """torch.compile of lt.device parameters: Dynamo fakes a FunctionalTensorWrapper by
+    wrapping a fake tensor and mirroring the original's autograd metadata onto it, which
+    (torch 2.13) turns a leaf that requires grad into a non-leaf (grad_fn=Error), and Dynamo's
+    own consistency check then fails. For a lazyx leaf, mirror what a leaf has:
+    requires_grad."""
+    if target.device.type == "lazyx" and getattr(source, "is_leaf", False) and \
+            target.is_leaf:
+        target.requires_grad_(bool(source.requires_grad))
+        return
+    _ORIGINAL["mirror_autograd_meta"](source, target)
 
 
 def _module_to(self, *args, **kwargs):

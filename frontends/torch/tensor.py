@@ -8,6 +8,7 @@ Every call: cut at the node cap, then ask torch's meta kernel for the output's s
 (raising torch's own error at the call for a bad one; memoized per signature), then lower
 through the aten table, else torch._decomp, else run eagerly on CPU torch (a counted fallback).
 """
+import contextlib
 import threading
 
 import numpy as np
@@ -20,15 +21,35 @@ from . import dtypes
 DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the name exists
 LOWERINGS = {}      # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes
 EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
+VALUE_CHECKS = {}   # OpOverload -> fn(func, args, kwargs): torch's value errors (bounds.py)
 
 
 class _State(threading.local):
     depth = 0     # > 0 while lowering (class defaults: no getattr fallback per op)
     cause = None  # set by patched Tensor methods that name their sync cause
     views = None  # per running expansion: {id: tensor} of raw views made in it (and bases)
+    capturing = False  # lowering a torch.compile graph: no value exists yet to run eagerly
 
 
 _state = _State()
+
+
+class NeedsEager(Exception):
+    """While a torch.compile graph is lowered (dynamo.py), an op would run eagerly: the
+    graph's compiler runs that node on CPU torch at each call instead."""
+
+
+@contextlib.contextmanager
+def capturing():
+    """Lowering a compiled graph: values stay raw LazyTensors (as inside dispatch), and an op
+    that would run eagerly raises NeedsEager instead."""
+    before, _state.capturing = _state.capturing, True
+    _state.depth += 1
+    try:
+        yield
+    finally:
+        _state.capturing = before
+        _state.depth -= 1
 
 
 class Unsupported(Exception):
@@ -74,6 +95,8 @@ def from_cpu(tensor):
 
 
 def to_cpu(lazy, cause):
+    if _state.capturing and lazy._lazyx_handle.node.op != "data":
+        raise NeedsEager(cause)
     host = runtime.to_host(lazy._lazyx_handle, cause=_cause(cause))
     return dtypes.from_numpy_array(host, lazy.dtype)
 
@@ -172,22 +195,27 @@ def _to_cpu_zeros(x):
 
 
 def _cpu_error(func, args, kwargs, meta_error):
-    """torch's meta kernels word some errors differently from its CPU kernels: on a bad call,
-    replay it on CPU zeros of the same shapes for the message users know (only on error)."""
+    """torch's meta kernels word (and type) some errors differently from its CPU kernels: on a
+    bad call, replay it on CPU zeros of the same shapes for the error users know."""
     try:
         func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
     except Exception as cpu_error:
-        if isinstance(cpu_error, type(meta_error)):
-            return cpu_error
+        # the CPU kernel's error is the one eager torch raises, even where its type differs
+        # from the meta kernel's (an empty argmax: IndexError on CPU, RuntimeError on meta)
+        return cpu_error
     return meta_error
 
 
 # ---------------------------------------------------------------- the dispatcher
 
 def dispatch(func, args, kwargs):
-    runtime.maybe_cut()
+    if not _state.capturing:  # a compiled graph's leaves have no values yet: never cut them
+        runtime.maybe_cut()
     _state.depth += 1
     try:
+        check = VALUE_CHECKS.get(func)
+        if check is not None:
+            check(func, args, kwargs)
         special = SPECIAL.get(func)
         if special is not None:
             return special(*args, **kwargs)
@@ -264,6 +292,8 @@ def _wrap(result, out):
 
 def eager(func, args, kwargs, cause):
     """Run `func` on CPU torch: inputs materialized, outputs become device data."""
+    if _state.capturing:
+        raise NeedsEager(func)
     if cause == "fallback":
         runtime.fallback(str(func), "torch")
     lazies = [x for x in _flatten(args) + _flatten(list(kwargs.values()))

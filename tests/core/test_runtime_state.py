@@ -207,9 +207,7 @@ def test_the_compile_cache_is_bounded_by_bytes(monkeypatch):
 
 def test_interning_tables_are_bounded_and_stay_exact(monkeypatch):
     monkeypatch.setattr(ir, "TABLE_LIMIT", 64)
-    # start from empty tables: how full earlier tests left them must not decide whether the
-    # first iterations intern anything (and so reset an over-full table)
-    monkeypatch.setattr(ir, "_LOCALS", {})
+    monkeypatch.setattr(ir, "_LOCALS", {})  # start empty (what a reset does: ids never repeat)
     monkeypatch.setattr(ir, "_EIDS", {})
     for n in range(1, 120):  # many distinct shapes: the tables fill up and start again
         x = runtime.from_host(np.arange(n, dtype=np.float32))
@@ -226,3 +224,18 @@ def test_metrics_timers_are_running_statistics():
     assert m["execute_count"] == metrics.MEDIAN_WINDOW + 50
     assert m["execute_seconds_total"] == pytest.approx(2.0 * (metrics.MEDIAN_WINDOW + 50))
     assert len(metrics._state.timers["execute"].recent) == metrics.MEDIAN_WINDOW
+
+
+def test_a_barrier_returns_before_the_numbers_exist():
+    if lazyx.backend() != "xla":
+        pytest.skip("the reference interpreter runs synchronously")
+    x = runtime.from_host(np.random.default_rng(0).random((1200, 1200), np.float32))
+    y = x
+    for _ in range(6):  # seconds of work on a CPU: the check below cannot race it
+        y = ops.tanh(ops.dot_general(y, x, contracting_dimensions=((1,), (0,)),
+                                     batch_dimensions=((), ()), preferred_element_type=None))
+    h = runtime.LazyHandle(y)
+    lazyx.sync()
+    assert not h.pending
+    assert not h.node.value.is_ready()   # dispatched, still computing: tracing can go on
+    assert np.isfinite(runtime.to_host(h)).all()   # observation waits for it

@@ -69,3 +69,19 @@ def test_complex64_samples_match_eager_without_fallback(name, op):
     results = report.run_op(op, lt, max_samples=4, dtype=torch.complex64)
     bad = [r for r in results if r not in ("pass", "skip")]
     assert not bad, bad
+
+
+# the same samples as compiled single-op functions through torch.compile(backend="lazyx")
+# (a slice here; `scripts/opinfo_report.py --compiled` gives the full figure)
+# (each sample costs a Dynamo trace, about a second: the slice stays small)
+COMPILED = ["add", "div", "where", "amax", "softmax", "addmm", "nn.functional.conv2d",
+            "nn.functional.layer_norm", "nn.functional.embedding", "nn.functional.cross_entropy",
+            "cat", "gather", "cumsum", "nn.functional.max_pool2d"]
+COMPILED_OPS = report.float32_ops(set(COMPILED))
+
+
+@pytest.mark.parametrize("name,op", COMPILED_OPS, ids=[name for name, _ in COMPILED_OPS])
+def test_opinfo_samples_through_torch_compile(name, op):
+    results = report.run_op(op, lt, max_samples=2, compiled=True)
+    bad = [r for r in results if r not in ("pass", "skip")]
+    assert not bad, bad

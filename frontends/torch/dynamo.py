@@ -1,0 +1,496 @@
+"""`torch.compile(fn, backend="lazyx")`: graphs captured by TorchDynamo, run by lazyx.
+
+Dynamo captures FX graphs from Python bytecode; AOTAutograd turns each into aten forward and
+backward graphs (torch's core ATen decompositions for what the aten table does not lower).
+Each graph is lowered once, at compile time, through the same aten table the lazy tensors
+use (`tensor.LOWERINGS`; shapes and dtypes from `node.meta['val']`, so no meta kernel runs
+again), linearized into a Program and compiled through `runtime.compile_program` (the same
+cache, metrics, dumps and explanations as the lazy path). A call binds its inputs as leaf
+values and runs the cached executable: no per-op Python.
+
+An FX node with no lowering splits the graph: the IR before it is one program, the node runs
+eagerly on CPU torch (counted in `lazyx.metrics()["fallback_ops"]` each time it runs), the
+rest is another program. Graph breaks (Dynamo's) are counted as `graph_breaks`.
+"""
+import operator
+import time
+
+import torch
+from torch._decomp import core_aten_decompositions
+
+from ...core import config, ir, metrics, runtime
+from . import dtypes, tensor
+from .aten import random as lazy_random
+
+
+class _Segment:
+    """One compiled program: where each leaf's value comes from, where its results go."""
+    __slots__ = ("exe", "leaves", "out_slots", "program")
+
+    def __init__(self, exe, leaves, out_slots, program):
+        self.exe, self.leaves, self.out_slots, self.program = exe, leaves, out_slots, program
+
+
+class _Eager:
+    """An FX node with no lowering, run on CPU torch at each call."""
+    __slots__ = ("func", "args", "kwargs", "out_slots", "name")
+
+    def __init__(self, func, args, kwargs, out_slots):
+        self.func, self.args, self.kwargs, self.out_slots = func, args, kwargs, out_slots
+        self.name = str(func)
+
+
+# Where a leaf's (or an output's) value comes from at a call.
+_SLOT, _FIXED, _KEY, _INPUT = range(4)
+
+
+class CompiledGraph:
+    """An FX graph lowered to lazyx programs; calling it runs them on the given inputs."""
+
+    def __init__(self, kind, n_inputs, steps, n_slots, outputs, slot_types, n_user_outputs=None):
+        self.kind = kind              # "forward", "backward" or "inference"
+        # outputs past this index are activations saved for the backward graph: they stay on
+        # the device (as lazy tensors) even for CPU callers, so they never make a round trip
+        self.n_user_outputs = len(outputs) if n_user_outputs is None else n_user_outputs
+        self.n_inputs = n_inputs
+        self.steps = steps            # [_Segment | _Eager] in order
+        self.n_slots = n_slots
+        self.outputs = outputs        # [(kind, where, torch dtype)]
+        self.slot_types = slot_types  # slot -> (shape, ir dtype, torch dtype)
+
+    @property
+    def programs(self):
+        return [s.program for s in self.steps if isinstance(s, _Segment)]
+
+    @property
+    def graph_hash(self):
+        """lazyx.graph_hash of the graph's one program (None when a fallback split it)."""
+        programs = self.programs
+        return programs[0].graph_hash if len(programs) == 1 else None
+
+    def __call__(self, args):
+        backend = runtime.get_backend()
+        cpu_inputs = False
+        env = [None] * self.n_slots
+        pending = []
+        for i, a in enumerate(args):
+            if not isinstance(a, torch.Tensor):
+                continue
+            if a.device.type == "lazyx":
+                handle = a.__lazyx_handle__
+                if handle.pending:
+                    pending.append(handle)
+                env[i] = handle
+            else:
+                cpu_inputs = True
+                host = dtypes.to_numpy_array(a)
+                env[i] = backend.from_host(host)
+                metrics.count("transfers_to_device")
+                metrics.count("bytes_to_device", host.nbytes)
+        if pending:  # a compiled function is a barrier for its own lazy inputs
+            runtime.sync(*pending, cause="explicit")
+        for i, a in enumerate(args):
+            if isinstance(env[i], runtime.LazyHandle):
+                env[i] = env[i].node.value
+        for step in self.steps:
+            if type(step) is _Segment:
+                values = [env[v] if kind == _SLOT else (_fresh_key() if kind == _KEY else v)
+                          for kind, v in step.leaves]
+                start = time.perf_counter()
+                results = step.exe(values)
+                metrics.record_time("execute", time.perf_counter() - start)
+                metrics.count("executions")
+                for slot, buf in zip(step.out_slots, results):
+                    env[slot] = buf
+            else:
+                self._run_eager(step, env)
+        # CPU tensors in, CPU tensors out (like Inductor); lt.device tensors in, lazy ones out
+        n_user = self.n_user_outputs if cpu_inputs else -1
+        return tuple(self._output(o, env, args, not cpu_inputs or k >= n_user)
+                     for k, o in enumerate(self.outputs))
+
+    def _output(self, out, env, args, lazy):
+        kind, where, torch_dtype = out
+        if kind == _INPUT:
+            return args[where]
+        if kind == _FIXED:
+            return where
+        shape, ir_dtype, _ = self.slot_types[where]
+        if lazy:
+            lazy_value = tensor.from_node(ir.data(env[where], shape, ir_dtype), torch_dtype)
+            return torch._to_functional_tensor(lazy_value)
+        return _to_cpu(env[where], torch_dtype)
+
+    def _run_eager(self, step, env):
+        runtime.fallback(step.name, "torch")
+
+        def cpu(x):
+            if isinstance(x, tuple) and len(x) == 2 and x[0] is _SLOT:
+                return _to_cpu(env[x[1]], self.slot_types[x[1]][2])
+            if isinstance(x, (list, tuple)):
+                return type(x)(cpu(i) for i in x)
+            return x
+        out = step.func(*cpu(step.args), **{k: cpu(v) for k, v in step.kwargs.items()})
+        flat = out if isinstance(out, (list, tuple)) else (out,)
+        backend = runtime.get_backend()
+        for slot, value in zip(step.out_slots, flat):
+            if slot is not None:
+                env[slot] = backend.from_host(dtypes.to_numpy_array(value))
+
+
+def _to_cpu(buffer, torch_dtype):
+    host = runtime.get_backend().to_host(buffer)
+    metrics.count("transfers_to_host")
+    metrics.count("bytes_to_host", host.nbytes)
+    return dtypes.from_numpy_array(host, torch_dtype)
+
+
+def _fresh_key():
+    """A random op's key, drawn anew per call from the lazy frontend's (seed, counter)."""
+    return lazy_random._next_key().value
+
+
+# ---------------------------------------------------------------- lowering an FX graph
+
+class _Capture:
+    """Walks an FX graph once, building IR from its nodes; closes a program at each node that
+    must run eagerly and at the output."""
+
+    def __init__(self, gm):
+        self.gm = gm
+        self.env = {}          # fx node -> raw LazyTensor, tuple of them, or a Python value
+        self.slot_of = {}      # id(placeholder leaf node) -> slot
+        self.slot_types = {}
+        self.keys = []         # random-key param leaves drawn while lowering
+        self.steps = []
+        self.n_slots = 0
+        nodes = list(gm.graph.nodes)
+        self.last_use = {}
+        for i, n in enumerate(nodes):
+            for inp in n.all_input_nodes:
+                self.last_use[inp] = i
+
+    def slot_tensor(self, val):
+        """A new slot, as a raw LazyTensor over a data leaf with no buffer yet."""
+        leaf = ir.data(None, tuple(val.shape), dtypes.to_ir(val.dtype))
+        slot = self.slot_of[id(leaf)] = self.n_slots
+        self.slot_types[slot] = (tuple(val.shape), leaf.dtype, val.dtype)
+        self.n_slots += 1
+        return tensor.from_node(leaf, val.dtype)
+
+    def run(self):
+        nodes = list(self.gm.graph.nodes)
+        for i, node in enumerate(nodes):
+            if node.op == "placeholder":
+                val = node.meta.get("val")
+                self.env[node] = self.slot_tensor(val) if isinstance(val, torch.Tensor) else val
+            elif node.op == "get_attr":
+                value = getattr(self.gm, node.target)
+                self.env[node] = tensor.from_cpu(value) if isinstance(value, torch.Tensor) \
+                    else value
+            elif node.op == "call_function":
+                self.env[node] = self.call(node, i)
+            elif node.op == "output":
+                return self.finish(node.args[0], i)
+            else:
+                raise NotImplementedError(f"lazyx: FX node kind {node.op} ({node})")
+
+    def call(self, node, i):
+        args, kwargs = _map(node.args, self.env), _map(node.kwargs, self.env)
+        if node.target is operator.getitem:
+            return args[0][args[1]]
+        func = node.target
+        out = node.meta.get("val")
+        if isinstance(out, tuple):
+            out = tuple(out)  # torch.return_types named tuples are built field by field
+        try:
+            if not isinstance(func, torch._ops.OpOverload):
+                raise tensor.NeedsEager(func)
+            return _lower(func, args, kwargs, out)
+        except tensor.NeedsEager:
+            return self.eager(node, i, args, kwargs, out)
+
+    def eager(self, node, i, args, kwargs, out):
+        """Close the program so far (its values still needed become slots), then run the
+        node on CPU torch at each call; its results are new slots."""
+        self.close(lambda n: self.last_use.get(n, -1) >= i)
+        args, kwargs = _map(node.args, self.env), _map(node.kwargs, self.env)
+        flat = out if isinstance(out, (list, tuple)) else (out,)
+        if any(not isinstance(v, torch.Tensor) for v in flat if v is not None):
+            raise NotImplementedError(f"lazyx: {node.target} returns non-tensors and has no "
+                                      "lowering; it cannot run inside a compiled graph")
+        made = [self.slot_tensor(v) if v is not None else None for v in flat]
+        self.steps.append(_Eager(node.target, self.template(args), self.template(kwargs),
+                                 [self.slot_of[id(m._lazyx_handle.node)] if m is not None
+                                  else None for m in made]))
+        return type(out)(made) if isinstance(out, (list, tuple)) else made[0]
+
+    def template(self, x):
+        if isinstance(x, tensor.LazyTensor):
+            node = x._lazyx_handle.node
+            if id(node) in self.slot_of:
+                return (_SLOT, self.slot_of[id(node)])
+            return tensor.to_cpu(x, "fallback") if node.value is not None else x
+        if isinstance(x, (list, tuple)):
+            return type(x)(self.template(i) for i in x)
+        if isinstance(x, dict):
+            return {k: self.template(v) for k, v in x.items()}
+        if isinstance(x, torch.device) and x.type == "lazyx":
+            return torch.device("cpu")
+        return x
+
+    def close(self, still_needed, roots_from=None):
+        """Compile the pending IR that `roots_from` (else the live env values) need into one
+        program whose results are new slots; rebind those values to the slots."""
+        wanted = []
+        for n, value in self.env.items():
+            if still_needed(n):
+                wanted.extend(t for t in _tensors(value))
+        roots, seen = [], set()
+        for t in wanted:
+            node = t._lazyx_handle.node
+            if not node.is_leaf and node.op != "constant" and id(node) not in seen:
+                seen.add(id(node))
+                roots.append(node)
+        if not roots:
+            return
+        program, leaf_nodes = runtime.linearize(roots)
+        exe, _ = runtime.compile_program(program)
+        leaves = []
+        keys = {id(k) for k in self.keys}
+        for leaf in leaf_nodes:
+            if id(leaf) in self.slot_of:
+                leaves.append((_SLOT, self.slot_of[id(leaf)]))
+            elif id(leaf) in keys:
+                leaves.append((_KEY, None))
+            else:
+                leaves.append((_FIXED, leaf.value))
+        slots = {}
+        for root in roots:
+            made = self.slot_tensor(_Meta(root))
+            slots[id(root)] = made
+        self.steps.append(_Segment(exe, leaves, [self.slot_of[id(slots[id(r)]._lazyx_handle.node)]
+                                                 for r in roots], program))
+        rebound = {}
+        for t in wanted:
+            node = t._lazyx_handle.node
+            if id(node) in slots:
+                rebound[id(t)] = slots[id(node)]
+        for n in list(self.env):
+            self.env[n] = _replace(self.env[n], rebound)
+
+    def finish(self, results, i):
+        outputs = list(results) if isinstance(results, (list, tuple)) else [results]
+        marker = object()
+        self.env[marker] = tuple(_map(outputs, self.env))
+        self.close(lambda n: n is marker)
+        spec = []
+        placeholders = {id(self.env[n]._lazyx_handle.node): k
+                        for k, n in enumerate(n for n in self.gm.graph.nodes
+                                              if n.op == "placeholder")
+                        if isinstance(self.env.get(n), tensor.LazyTensor)}
+        for value in self.env[marker]:
+            if isinstance(value, tensor.LazyTensor):
+                node = value._lazyx_handle.node
+                if id(node) in placeholders:
+                    spec.append((_INPUT, placeholders[id(node)], value.dtype))
+                elif id(node) in self.slot_of:
+                    spec.append((_SLOT, self.slot_of[id(node)], value.dtype))
+                else:  # a constant: made once, handed out at every call
+                    spec.append((_FIXED, tensor.to_cpu(value, "convert"), value.dtype))
+            else:
+                spec.append((_FIXED, value, None))
+        return spec
+
+
+class _Meta:
+    """Shape and torch dtype of an IR node, in the form slot_tensor reads."""
+
+    def __init__(self, node):
+        self.shape, self.dtype = node.shape, dtypes.to_torch(node.dtype)
+
+
+def _tensors(value):
+    if isinstance(value, tensor.LazyTensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _replace(value, rebound):
+    if isinstance(value, tensor.LazyTensor):
+        return rebound.get(id(value), value)
+    if isinstance(value, (list, tuple)):
+        items = [_replace(v, rebound) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    return value
+
+
+def _map(x, env):
+    """FX arguments with nodes replaced by their values; devices become the lazyx device
+    (every value of the graph lives in the IR, whatever device the user's tensors are on)."""
+    if isinstance(x, torch.fx.Node):
+        return env[x]
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map(i, env) for i in x)
+    if isinstance(x, dict):
+        return {k: _map(v, env) for k, v in x.items()}
+    if isinstance(x, torch.device):
+        return tensor.DEVICE
+    return x
+
+
+def _lower(func, args, kwargs, out):
+    """The aten table with FX's recorded output metadata; what it does not cover goes
+    through the lazy dispatcher (decompositions), which raises NeedsEager for a CPU fallback."""
+    lowering = tensor.LOWERINGS.get(func)
+    if lowering is not None and func not in tensor.EAGER_ONLY and _static(out):
+        try:
+            return tensor._wrap(lowering(out, *args, **kwargs), out)
+        except tensor.Unsupported:
+            pass
+        except tensor.ViewWrite:
+            raise tensor.NeedsEager(func) from None
+        except (TypeError, ValueError) as err:
+            if "lazyx" in str(err) or ": " not in str(err):
+                raise
+            raise tensor.NeedsEager(func) from None
+    with tensor.capturing():
+        return tensor.dispatch(func, args, kwargs)
+
+
+def _static(out):
+    for v in out if isinstance(out, (list, tuple)) else (out,):
+        if isinstance(v, torch.Tensor) and any(not isinstance(d, int) for d in v.shape):
+            return False
+        if v is not None and not isinstance(v, torch.Tensor):
+            return False
+    return out is not None
+
+
+RECENT = []  # the last compiled graphs (for graph-hash comparisons and debugging)
+_RECENT_MAX = 64
+
+
+def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
+    """Lower one aten FX graph (AOTAutograd's) to lazyx programs; returns the callable."""
+    capture = _Capture(gm)
+    before = {id(h) for h in runtime._live}
+    drawn = []
+    original_next_key = lazy_random._next_key
+
+    def recording_key():
+        key = original_next_key()
+        drawn.append(key)
+        return key
+    lazy_random._next_key = recording_key
+    try:
+        # AOTAutograd calls compilers inside its fake-tensor mode; lowering needs real ops
+        # (a constant's bytes, meta kernels of decompositions on our tensors)
+        with torch.utils._python_dispatch._disable_current_modes(), tensor.capturing():
+            capture.keys = drawn
+            outputs = capture.run()
+    finally:
+        lazy_random._next_key = original_next_key
+        # handles made while lowering hold leaves with no buffer: never sync them
+        for h in list(runtime._live):
+            if id(h) not in before:
+                runtime._live.discard(h)
+    n_inputs = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
+    compiled = CompiledGraph(kind, n_inputs, capture.steps, capture.n_slots, outputs,
+                             capture.slot_types, n_user_outputs)
+    RECENT.append(compiled)
+    del RECENT[:-_RECENT_MAX]
+    return compiled
+
+
+# ---------------------------------------------------------------- the Dynamo backend
+
+def _decompositions():
+    """torch's core ATen decompositions, minus what the aten table lowers itself (so a
+    captured graph keeps the ops the lazy path sees, and hashes like it)."""
+    return {op: fn for op, fn in core_aten_decompositions().items()
+            if op not in tensor.LOWERINGS}
+
+
+def _compiler(kind):
+    def compile_(gm, example_inputs):
+        n_user = None
+        context = torch._guards.TracingContext.try_get()
+        if kind == "forward" and context is not None and context.fw_metadata is not None:
+            n_user = context.fw_metadata.num_forward  # then come the saved activations
+        compiled = compile_graph(gm, example_inputs, kind, n_user)
+
+        def run(args):  # a function: torch.compiler.disable copies its attributes
+            return compiled(args)
+        run._boxed_call = True  # AOTAutograd hands the arguments as one list
+        run.compiled_graph = compiled
+        return run
+    return compile_
+
+
+def _note_graph_break(gm):
+    reason = getattr(gm, "compile_subgraph_reason", None)
+    if reason is None or not getattr(reason, "graph_break", False):
+        return
+    where = None
+    stack = getattr(reason, "user_stack", None)
+    if stack:
+        frame = stack[-1]
+        where = f"{frame.filename}:{frame.lineno}"
+    metrics.record_graph_break(reason.reason, where)
+    for listener in runtime.LISTENERS:  # LAZYX_DEBUG=1 / lazyx.explain() say why
+        if hasattr(listener, "on_graph_break"):
+            listener.on_graph_break(reason.reason, where)
+
+
+def _unwrap(x, fake_mode):
+    """Dynamo hands lt.device tensors as FunctionalTensorWrappers (around our LazyTensor, not
+    a fake one); AOTAutograd adds its own functionalization and refuses them: give it a plain
+    fake tensor of the same shape, dtype, device and requires_grad."""
+    if isinstance(x, torch.Tensor) and torch._is_functional_tensor(x):
+        with fake_mode:
+            fake = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+        return fake.requires_grad_(x.requires_grad)
+    return x
+
+
+def _symbolic(example_inputs):
+    return any(isinstance(x, torch.SymInt) or (isinstance(x, torch.Tensor) and any(
+        not isinstance(d, int) for d in x.shape)) for x in example_inputs)
+
+
+def _uncompiled(gm):
+    """A graph with symbolic shapes (Dynamo made a dimension dynamic after a second shape):
+    lazyx programs have static shapes, so it runs as torch runs it (lt.device inputs through
+    the lazy frontend, CPU ones eagerly), counted as a fallback each call."""
+    name = "torch.compile graph with dynamic shapes (pass dynamic=False)"
+    if config.debug():
+        import sys
+        print(f"lazyx: {name}: not compiled by lazyx; torch.compile(..., dynamic=False) "
+              "compiles one graph per input shape instead", file=sys.stderr, flush=True)
+
+    def run(*args):
+        runtime.fallback(name, "torch")
+        return gm(*args)
+    return run
+
+
+def backend(gm, example_inputs, **kwargs):
+    """The `lazyx` TorchDynamo backend: `torch.compile(model, backend="lazyx")`."""
+    from torch._dynamo.backends.common import aot_autograd
+    _note_graph_break(gm)
+    if _symbolic(example_inputs):
+        return _uncompiled(gm)
+    aot = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
+                       inference_compiler=_compiler("inference"),
+                       decompositions=_decompositions())
+    from torch._guards import detect_fake_mode
+    fake_mode = detect_fake_mode(example_inputs)
+    inputs = [_unwrap(x, fake_mode) for x in example_inputs]
+    # Attention as plain math ops (as the lazy path's _fused_sdp_choice picks): on CPU torch
+    # would trace its flash kernel, whose backward has no decomposition (a CPU fallback)
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([SDPBackend.MATH]):
+        return aot(gm, inputs)

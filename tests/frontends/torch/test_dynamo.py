@@ -1,0 +1,190 @@
+"""torch.compile(fn, backend="lazyx"): Dynamo + AOTAutograd graphs lowered into lazyx's IR,
+compared with eager torch on real inputs."""
+import copy
+import importlib.metadata
+import os
+import tomllib
+import warnings
+
+import pytest
+import torch
+
+import lazyx
+import lazyx.frontends.torch as lt
+from lazyx.frontends.torch import dynamo
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch._dynamo.reset()
+    lazyx.reset_metrics()
+    yield
+    torch._dynamo.reset()
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+
+
+def _compile(fn):
+    return torch.compile(fn, backend=lt.dynamo_backend, dynamic=False)
+
+
+def test_backend_is_declared_for_torch_to_find():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        eps = tomllib.load(f)["project"]["entry-points"]["torch_dynamo_backends"]
+    module, name = eps["lazyx"].split(":")
+    assert module == "lazyx.frontends.torch.dynamo" and getattr(dynamo, name) is lt.dynamo_backend
+    installed = [ep for ep in importlib.metadata.entry_points(group="torch_dynamo_backends")
+                 if ep.name == "lazyx"]
+    if installed:  # the tox environments install the wheel: torch resolves the name itself
+        from torch._dynamo.backends.registry import lookup_backend
+        assert lookup_backend("lazyx") is lt.dynamo_backend
+
+
+def test_inference_on_cpu_inputs_compiles_once_and_matches_eager():
+    model = _mlp()
+    compiled = _compile(model)
+    with torch.no_grad():
+        for seed in range(3):
+            x = torch.randn(5, 6, generator=torch.Generator().manual_seed(seed))
+            got = compiled(x)
+            assert got.device.type == "cpu"
+            torch.testing.assert_close(got, model(x), rtol=1e-5, atol=1e-6)
+    m = lazyx.metrics()
+    assert m["compiles"] == 1 and m["executions"] == 3, m
+    assert m["fallbacks"] == 0 and m["syncs"] == 0, m
+
+
+def test_training_through_aot_autograd_matches_eager():
+    model = _mlp()
+    twin = copy.deepcopy(model)
+    compiled = _compile(twin)
+    opt, twin_opt = (torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+                     for m in (model, twin))
+    x, y = torch.randn(8, 6), torch.randint(0, 4, (8,))
+    for _ in range(3):
+        for net, optimizer in ((model, opt), (compiled, twin_opt)):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            optimizer.step()
+            if net is model:
+                expected = loss.item()
+            else:
+                torch.testing.assert_close(loss.item(), expected, rtol=1e-5, atol=0)
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6)
+    m = lazyx.metrics()
+    assert m["compiles"] == 2, m  # one forward, one backward program
+    assert m["executions"] == 6 and m["fallbacks"] == 0, m
+
+
+def test_lazy_inputs_give_lazy_results_that_compose_with_lazy_code():
+    model = _mlp()
+    lazy_model = copy.deepcopy(model).to(lt.device)
+    compiled = _compile(lazy_model)
+    x = torch.randn(5, 6)
+    out = compiled(x.to(lt.device) * 2)  # a pending input: the call syncs it first
+    assert out.device == lt.device
+    total = (out * out).sum()  # lazy code after the compiled graph
+    total.backward()
+    eager = (model(x * 2) ** 2).sum()
+    eager.backward()
+    torch.testing.assert_close(total.item(), eager.item(), rtol=1e-5, atol=0)
+    for p, q in zip(model.parameters(), lazy_model.parameters()):
+        assert q.grad.device == lt.device
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-5, atol=1e-6)
+
+
+@torch.library.custom_op("lazyx_test::cube", mutates_args=())
+def _cube(x: torch.Tensor) -> torch.Tensor:
+    return x * x * x
+
+
+@_cube.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_unlowered_node_runs_eagerly_each_call_and_is_counted():
+    def fn(x):
+        return torch.ops.lazyx_test.cube(torch.sin(x) + 1).sum(dim=0) * 2
+
+    compiled = _compile(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            x = torch.randn(4, 3)
+            torch.testing.assert_close(compiled(x), fn(x), rtol=1e-5, atol=1e-6)
+    m = lazyx.metrics()
+    assert m["fallback_ops"] == {"lazyx_test.cube.default": 2}, m["fallback_ops"]
+    assert m["compiles"] == 2, m  # the IR before the node, and after it
+
+
+def test_graph_breaks_are_counted_and_explained():
+    import io
+    said = io.StringIO()
+
+    def fn(x):
+        y = torch.tanh(x) * 2
+        torch._dynamo.graph_break()
+        return y.sum() + 1
+
+    x = torch.randn(3, 3)
+    with lazyx.explain(said):  # what LAZYX_DEBUG=1 installs
+        torch.testing.assert_close(_compile(fn)(x), fn(x))
+    m = lazyx.metrics()
+    assert m["graph_breaks"] == 1, m
+    assert m["compiles"] == 2, m
+    text = said.getvalue()
+    assert "lazyx: graph break at" in text and "test_dynamo.py" in text, text
+    assert "graph breaks: torch.compile split the code 1 time" in lazyx.analysis()
+
+
+def test_dynamic_shapes_run_uncompiled_and_are_counted():
+    fn = torch.compile(lambda x: torch.relu(x) * 3, backend="lazyx" if _installed()
+                       else lt.dynamo_backend, dynamic=True)
+    x = torch.randn(5, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(fn(x), torch.relu(x) * 3)
+    assert sum(lazyx.metrics()["fallback_ops"].values()) == 1
+
+
+def _installed():
+    return any(ep.name == "lazyx"
+               for ep in importlib.metadata.entry_points(group="torch_dynamo_backends"))
+
+
+def test_dropout_draws_new_numbers_each_call():
+    torch.manual_seed(0)
+    compiled = _compile(lambda x: torch.nn.functional.dropout(x, 0.5, training=True))
+    x = torch.ones(64)
+    a, b = compiled(x), compiled(x)
+    assert not torch.equal(a, b)
+    assert set(a.unique().tolist()) <= {0.0, 2.0}
+    assert lazyx.metrics()["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn"])
+def test_dynamo_forward_hashes_like_the_lazy_forward(name):
+    """One IR, two capture mechanisms (scripts/dynamo_graph_hash.py runs five models)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "dynamo_graph_hash", os.path.join(ROOT, "scripts", "dynamo_graph_hash.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    torch.manual_seed(0)
+    if name == "mlp":
+        model, inputs = _mlp(), (torch.randn(8, 6),)
+    else:
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                                    torch.nn.MaxPool2d(2), torch.nn.BatchNorm2d(4),
+                                    torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 3))
+        inputs = (torch.randn(2, 3, 8, 8),)
+    _, lazy_hash, dynamo_hash, why = script.compare(name, model, inputs, lambda out: out)
+    assert lazy_hash == dynamo_hash, why
