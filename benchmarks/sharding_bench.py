@@ -29,7 +29,7 @@ MEGATRON = {"q.*": ("model",), "k.*": ("model",), "v.*": ("model",), "ff1.*": ("
 
 def collective_counts(hlo):
     """{collective: occurrences} in an HLO module's text (an async start/done pair once)."""
-    return {c: len(re.findall(rf"= [^=]*? {c}(?:-start)?\(", hlo)) for c in COLLECTIVES}
+    return {c: len(re.findall(rf" {c}(?:-start)?\(", hlo)) for c in COLLECTIVES}
 
 
 class _Executed:
