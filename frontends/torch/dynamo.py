@@ -203,24 +203,30 @@ class _Capture:
         out = node.meta.get("val")
         if isinstance(out, tuple):
             out = tuple(out)  # torch.return_types named tuples are built field by field
+        if func is torch.ops.higher_order.with_effects:
+            # (token, op, *args) -> (token, *op's results): an op with a side effect (torch's
+            # linalg error checks read `info`); the op runs eagerly, the token passes through
+            results = self.eager(args[1], node.args[2:], node.kwargs, out[1:] if len(out) > 2
+                                 else (out[1] if len(out) == 2 else None), i)
+            return (args[0],) + (tuple(results) if isinstance(results, tuple) else (results,))
         try:
             if not isinstance(func, torch._ops.OpOverload):
                 raise tensor.NeedsEager(func)
             return _lower(func, args, kwargs, out)
         except tensor.NeedsEager:
-            return self.eager(node, i, args, kwargs, out)
+            return self.eager(func, node.args, node.kwargs, out, i)
 
-    def eager(self, node, i, args, kwargs, out):
-        """Close the program so far (its values still needed become slots), then run the
-        node on CPU torch at each call; its results are new slots."""
+    def eager(self, func, fx_args, fx_kwargs, out, i):
+        """Close the program so far (its values still needed become slots), then run `func`
+        on CPU torch at each call; its results are new slots."""
         self.close(lambda n: self.last_use.get(n, -1) >= i)
-        args, kwargs = _map(node.args, self.env), _map(node.kwargs, self.env)
+        args, kwargs = _map(fx_args, self.env), _map(fx_kwargs, self.env)
         flat = out if isinstance(out, (list, tuple)) else (out,)
         if any(not isinstance(v, torch.Tensor) for v in flat if v is not None):
-            raise NotImplementedError(f"lazyx: {node.target} returns non-tensors and has no "
+            raise NotImplementedError(f"lazyx: {func} returns non-tensors and has no "
                                       "lowering; it cannot run inside a compiled graph")
         made = [self.slot_tensor(v) if v is not None else None for v in flat]
-        self.steps.append(_Eager(node.target, self.template(args), self.template(kwargs),
+        self.steps.append(_Eager(func, self.template(args), self.template(kwargs),
                                  [self.slot_of[id(m._lazyx_handle.node)] if m is not None
                                   else None for m in made]))
         return type(out)(made) if isinstance(out, (list, tuple)) else made[0]
