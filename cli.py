@@ -26,6 +26,10 @@ def _parser():
                        "use 1 on a busy machine, where OpenMP spin-waiting distorts torch")
     bench.add_argument("--systems", help="comma-separated subset of systems (default: all)")
     bench.add_argument("--workloads", help="comma-separated subset of W1,W2,W3,W4")
+    bench.add_argument("--first-step", action="store_true",
+                       help="first steps of fresh processes instead: lazyx with a cold and a "
+                       "warm disk cache and with LAZYX_TIERED=1, next to jax.jit (default "
+                       "systems lazyx-torch,lazyx-numpy,lazyx-tf; workloads W1,W2)")
     return parser
 
 
@@ -47,6 +51,13 @@ def run(argv):
         from .bench import run_bench
         from .bench.harness import SYSTEMS
         from .bench.workloads import WORKLOADS
+        if args.first_step:
+            from .bench.first_step import run_first_step
+            lazy = [s for s in SYSTEMS if s.startswith("lazyx-")]
+            run_first_step(systems=_subset(args.systems, lazy, "systems", parser),
+                           workloads=_subset(args.workloads, list(WORKLOADS), "workloads",
+                                             parser), threads=args.threads)
+            return 0
         run_bench(quick=args.quick, json_path=args.json, png_path=args.png,
                   markdown_path=args.markdown, threads=args.threads,
                   systems=_subset(args.systems, list(SYSTEMS), "systems", parser),

@@ -5,6 +5,12 @@ A backend has `name`, and:
   to_host(buffer) -> ndarray          read it back (waits for pending work)
   compile(program) -> executable      executable(list of leaf values) -> list of buffers
   lowered_text(program) -> str        what the backend compiled, for dumps
+  shard(buffer, sharding) -> buffer   the buffer laid out as a core.sharding.Sharding
+
+and optionally (XLA):
+  sharding_of(buffer) -> Sharding|None  a multi-device buffer's layout (part of its leaf's key)
+  compiled_text(executable) -> str      the optimized, partitioned program, for dumps
+  memory_per_device() -> {device: bytes}
 
 Leaf values are buffers for data leaves and host NumPy values for param leaves.
 """

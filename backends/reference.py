@@ -100,8 +100,10 @@ def _div(a, b):
 
 def _rem(a, b):
     if dt.is_int(a.dtype.name):
-        safe = np.where(b == 0, 1, b)
-        return np.where(b == 0, a, np.fmod(a, safe))
+        safe = np.where(b == 0, 1, b)  # x % 0 is x, as XLA gives; MIN % -1 is 0 (no trap)
+        if not dt.is_unsigned(a.dtype.name):
+            safe = np.where((a == np.iinfo(a.dtype).min) & (b == -1), 1, safe)
+        return np.where(b == 0, a, np.fmod(a, safe.astype(a.dtype)))
     return np.fmod(a, b)
 
 
@@ -164,9 +166,22 @@ def _convert(x, *, dtype):
         return x != 0
     if x.dtype.kind == "c" and not dt.is_complex(dtype):
         x = np.real(x)  # the IR's complex -> real keeps the real part (NumPy would warn)
-    if dt.is_int(dtype) and x.dtype.kind == "f":
-        x = np.trunc(x)
+    if dt.is_int(dtype) and (x.dtype.kind == "f" or x.dtype.name == "bfloat16"):
+        return _float_to_int(x, target)
     return x.astype(target)
+
+
+def _float_to_int(x, target):
+    """The IR's float -> int rule (docs/errors.md): truncate toward zero, saturate at the
+    integer range (+-inf too), NaN -> 0 -- what XLA's CPU convert gives. NumPy's own cast is
+    undefined there (INT_MIN on x86, with a warning)."""
+    wide = np.trunc(x.astype(np.float64))
+    info = np.iinfo(target)
+    hi, lo = float(info.max), float(info.min)  # exact powers of two once rounded to float64
+    inside = (wide < hi) & (wide > lo)
+    out = np.where(inside, wide, 0).astype(target)
+    out = np.where(wide >= hi, info.max, np.where(wide <= lo, info.min, out)).astype(target)
+    return np.where(np.isnan(wide), 0, out).astype(target)
 
 
 def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
@@ -256,7 +271,7 @@ def _dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions, preferre
     compute = dt.to_numpy(preferred_element_type) if preferred_element_type else lhs.dtype
     if compute.name in HALF:
         compute = np.dtype(np.float32)
-    lhs, rhs = lhs.astype(compute), rhs.astype(compute)
+    lhs, rhs = lhs.astype(compute, copy=False), rhs.astype(compute, copy=False)
     l_sub = list(_LETTERS[:lhs.ndim])
     r_sub = list(_LETTERS[lhs.ndim:lhs.ndim + rhs.ndim])
     for a, b in zip(lc + lb, rc + rb):
@@ -264,7 +279,9 @@ def _dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions, preferre
     out = [l_sub[a] for a in lb] + [l_sub[i] for i in range(lhs.ndim) if i not in lc + lb] \
         + [r_sub[i] for i in range(rhs.ndim) if i not in rc + rb]
     spec = f"{''.join(l_sub)},{''.join(r_sub)}->{''.join(out)}"
-    return np.einsum(spec, lhs, rhs)
+    # optimize=True contracts through tensordot, i.e. BLAS: the plain einsum loop is 10-50x
+    # slower on a matmul, and LAZYX_TIERED runs whole training steps on this interpreter
+    return np.einsum(spec, lhs, rhs, optimize=True)
 
 
 def _dilate(x, factors, first_axis):
@@ -487,6 +504,8 @@ TABLE = {
     "complex": lambda re, im: re + 1j * im.astype(np.result_type(re.dtype, np.complex64)),
     "real": np.real, "imag": np.imag, "conj": np.conj, "fft": _fft,
     "recurrence3": _float(_recurrence3),
+    # one device holds every value whole: a layout changes nothing here
+    "sharding_constraint": lambda x, *, sharding: x,
 }
 
 from .reference_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
@@ -501,6 +520,9 @@ class ReferenceBackend:
 
     def to_host(self, buffer):
         return np.array(buffer, copy=True)
+
+    def shard(self, buffer, sharding):
+        return buffer  # one device holds every value whole (lazyx.shard is accepted as is)
 
     def compile(self, program):
         return _Interpreter(program)
@@ -518,6 +540,9 @@ class _Interpreter:
         self.steps = [(TABLE[op] if op != "constant" else None, attrs, ins,
                        dt.to_numpy(dtype), const)
                       for op, attrs, ins, _shape, dtype, const in program.instructions]
+        # what the cache's byte bound counts: the step list and its baked-in constants
+        self.nbytes = 4096 + 200 * len(self.steps) + sum(
+            c.nbytes for *_, c in self.steps if c is not None)
 
     def __call__(self, leaf_values):
         env = [np.asarray(v) for v in leaf_values]

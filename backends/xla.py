@@ -4,15 +4,28 @@ Buffers stay on the default JAX device (CPU or GPU). Dispatch is asynchronous --
 returns jax.Arrays whose values are still being computed -- so tracing the next step overlaps
 the run and only `to_host` waits.
 
+Compiled executables are also kept on disk (`disk_cache.py`, LAZYX_CACHE_DIR), so another
+process finds them without tracing, lowering or compiling again.
+
 64-bit types: a program that uses int64/uint64/float64 is traced, compiled and run inside
 `jax.enable_x64(True)`, a scoped setting; other JAX code in the process is unaffected.
 """
+import hashlib
+import os
+import platform
+import time
+import warnings
+
 import jax
 import jax.numpy as jnp
+import jaxlib
 import numpy as np
 from jax import lax
+from jax.experimental.serialize_executable import deserialize_and_load, serialize
 from jax.extend.random import threefry_2x32
 
+from . import disk_cache
+from ..core import config, metrics
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
 
@@ -27,8 +40,39 @@ def _is_int(x):
     return jnp.issubdtype(x.dtype, jnp.integer)
 
 
+def _safe_divisor(a, b):
+    """b with the divisors that trap in hardware (0, and -1 under MIN) replaced by 1.
+
+    XLA constant-folds integer division (x - x is folded to 0 first) and its CPU folder
+    divides natively: x / 0 or MIN / -1 kills the process with SIGFPE. With this guard no
+    division XLA sees can trap; the IR's results are then chosen with selects (a / 1 == a
+    is already MIN / -1's wrapped answer, a % 1 == 0 its remainder)."""
+    bad = b == 0
+    if jnp.issubdtype(a.dtype, jnp.signedinteger):
+        bad = bad | ((a == jnp.iinfo(a.dtype).min) & (b == -1))
+    return jnp.where(bad, jnp.ones((), b.dtype), b)
+
+
 def _div(a, b):
-    return lax.div(a, b)
+    if not _is_int(a):
+        return lax.div(a, b)
+    # the IR's x / 0 is -1 (all bits set), as XLA's own run-time division gives
+    return jnp.where(b == 0, jnp.full((), -1).astype(a.dtype), lax.div(a, _safe_divisor(a, b)))
+
+
+def _rem(a, b):
+    if not _is_int(a):
+        return lax.rem(a, b)
+    return jnp.where(b == 0, a, lax.rem(a, _safe_divisor(a, b)))  # the IR's x % 0 is x
+
+
+def _mul(a, b):
+    # XLA's simplifier takes multiply(y, y) to be non-negative, folding abs(y*y) to y*y and
+    # y*y < 0 to false, which is wrong for integers once the product wraps. Hide the
+    # sameness behind an optimization barrier (integer squares only; floats are unaffected).
+    if a is b and _is_int(a):
+        b = lax.optimization_barrier(b)
+    return lax.mul(a, b)
 
 
 def _pow(a, b):
@@ -39,7 +83,7 @@ def _pow(a, b):
     result, base = jnp.ones_like(a), a
     for _ in range(jnp.iinfo(a.dtype).bits):
         result = jnp.where(e & 1, result * base, result)
-        base = base * base
+        base = _mul(base, base)
         e = lax.shift_right_logical(e, jnp.ones_like(e))
     one = a == 1
     minus_one = (a == -1) if jnp.issubdtype(a.dtype, jnp.signedinteger) else jnp.zeros_like(one)
@@ -69,7 +113,14 @@ def _exp2(x):
 
 def _abs(x):
     # lax.abs rejects unsigned integers, for which abs is the identity
-    return x if jnp.issubdtype(x.dtype, jnp.unsignedinteger) else lax.abs(x)
+    if jnp.issubdtype(x.dtype, jnp.unsignedinteger):
+        return x
+    if not _is_int(x):
+        return lax.abs(x)
+    # XLA's simplifier also takes abs(y) >= 0 (so abs(MIN) < 0 folds to false, though abs(MIN)
+    # wraps to MIN): (y ^ s) - s with s the sign mask is the same number, opaque to it
+    sign = lax.shift_right_arithmetic(x, jnp.full_like(x, jnp.iinfo(x.dtype).bits - 1))
+    return lax.sub(lax.bitwise_xor(x, sign), sign)
 
 
 def _convert(x, *, dtype):
@@ -81,7 +132,25 @@ def _convert(x, *, dtype):
         # XLA's simplifier rewrites convert(pred) / y into select(pred, 1/y, 0), which loses
         # 0/0 = NaN; a select from the start is left alone
         return jnp.where(x, jnp.ones((), _jdt(dtype)), jnp.zeros((), _jdt(dtype)))
+    if dt.is_int(dtype) and jnp.issubdtype(x.dtype, jnp.floating):
+        return _float_to_int(x, _jdt(dtype))
     return lax.convert_element_type(x, _jdt(dtype))
+
+
+def _float_to_int(x, target):
+    """The IR's float -> int rule: truncate, saturate at the integer range, NaN -> 0.
+
+    XLA on CPU converts this way natively (checked on jaxlib 0.10.2); the selects make it the
+    rule on every device, and the reference backend spells the same rule in NumPy."""
+    info = jnp.iinfo(target)
+    wide = x.astype(jnp.float32) if x.dtype in (jnp.float16, jnp.bfloat16) else x
+    # the bounds as floats of x's type: MAX rounds up (2**31 in float32), so compare with >=
+    hi, lo = jnp.asarray(float(info.max), wide.dtype), jnp.asarray(float(info.min), wide.dtype)
+    inside = (wide < hi) & (wide > lo)
+    converted = lax.convert_element_type(jnp.where(inside, wide, 0), target)
+    result = jnp.where(wide >= hi, jnp.asarray(info.max, target),
+                       jnp.where(wide <= lo, jnp.asarray(info.min, target), converted))
+    return jnp.where(jnp.isnan(wide), jnp.zeros((), target), result)
 
 
 def _reduce(fn):
@@ -231,7 +300,7 @@ TABLE = {
     "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
     "neg": lax.neg, "abs": _abs, "sign": lax.sign, "not": lax.bitwise_not,
     "is_finite": lax.is_finite,
-    "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": _div, "rem": lax.rem, "pow": _pow,
+    "add": lax.add, "sub": lax.sub, "mul": _mul, "div": _div, "rem": _rem, "pow": _pow,
     "max": lax.max, "min": lax.min, "atan2": lax.atan2, "nextafter": lax.nextafter,
     "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
     "shift_left": _shift(lax.shift_left),
@@ -278,10 +347,13 @@ TABLE = {
     "complex": lax.complex, "real": lax.real, "imag": lax.imag, "conj": lax.conj,
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
     "recurrence3": _recurrence3,
+    "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
 }
 
 from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
 TABLE.update(_LINALG)
+from .xla_sharding import (memory_per_device, mesh_of, named, place_replicated,  # noqa: E402
+                           replicated, shard_buffer, sharding_of)
 
 
 class _Signature:
@@ -301,6 +373,19 @@ class _Signature:
                 groups.setdefault(dtype, []).append(i)
         self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
         self.n_leaves = len(program.leaves)
+        self.n_args = len(self.data) + len(self.packs)
+        # A program on a device mesh takes every argument on that mesh: sharded data leaves as
+        # they lie, everything else (single-device data, host scalars) replicated; its results
+        # come back on the mesh, so the next step's leaves are there already.
+        leaf_shardings = getattr(program, "leaf_shardings", None) or (None,) * self.n_leaves
+        self.leaf_shardings = leaf_shardings
+        self.mesh = mesh_of(program, leaf_shardings)
+        self.in_shardings = None
+        if self.mesh is not None:
+            everywhere = replicated(self.mesh)
+            self.in_shardings = tuple(
+                [named(leaf_shardings[i]) if leaf_shardings[i] else everywhere
+                 for i in self.data] + [everywhere] * len(self.packs))
 
     def specs(self, program):
         specs = [jax.ShapeDtypeStruct(program.leaves[i][1], _jdt(program.leaves[i][2]))
@@ -312,6 +397,13 @@ class _Signature:
         for dtype, idx in self.packs:
             args.append(np.array([leaf_values[i] for i in idx], dtype=dt.to_numpy(dtype)))
         return args
+
+    def to_place(self):
+        """Argument positions a mesh program must lay out itself (see _Executable)."""
+        if self.in_shardings is None:
+            return []
+        return [k for k, i in enumerate(self.data) if self.leaf_shardings[i] is None] + \
+            list(range(len(self.data), len(self.data) + len(self.packs)))
 
     def unpack(self, args):
         """Inside the traced function: the leaf values in program order."""
@@ -337,31 +429,58 @@ def _as_function(program, signature):
     return run
 
 
+# What one compiled program holds beyond XLA's own figures (its code pages, jax's wrapper),
+# measured on CPU: about 0.28 MB per small program once only the Compiled object is kept.
+_EXECUTABLE_OVERHEAD = 256 << 10
+
+
 class _Executable:
-    def __init__(self, jitted, x64, lowered, signature):
-        self.jitted = jitted
+    """A compiled program. Only jax's Compiled object is kept: the jitted function and its
+    Lowered module would hold 5x the memory per cached program (1.5 MB against 0.28 MB,
+    measured), and dumps lower again when they need the text."""
+
+    def __init__(self, compiled, x64, signature):
+        self.compiled = compiled  # for a mesh: the partitioned program (dumps show its text)
         self.x64 = x64
-        self.lowered = lowered
         self.signature = signature
+        try:
+            stats = compiled.memory_analysis()
+            own = stats.generated_code_size_in_bytes + stats.temp_size_in_bytes
+        except Exception:  # noqa: BLE001 -- not every platform reports it
+            own = 0
+        self.nbytes = _EXECUTABLE_OVERHEAD + own
+        # On a mesh, the arguments that are not laid out there yet (single-device data leaves,
+        # packed scalars) are put there, replicated, before the call: a Compiled object, unlike
+        # jit, does not move its inputs. Across processes they go through the host.
+        self.place = signature.to_place()
 
     def __call__(self, leaf_values):
         args = self.signature.arguments(leaf_values)
         if self.x64:
-            with jax.enable_x64(True):
-                return self.jitted(*args)
-        return self.jitted(*args)
+            with jax.enable_x64(True):  # (placing int64 scalars must not narrow them)
+                return self.compiled(*self._placed(args))
+        return self.compiled(*self._placed(args))
+
+    def _placed(self, args):
+        for i in self.place:
+            args[i] = place_replicated(args[i], self.signature.in_shardings[i])
+        return args
 
 
 class XlaBackend:
     name = "xla"
 
     def __init__(self):
-        self.device = jax.devices()[0]
+        self.device = jax.local_devices()[0]  # this process's first (jax.devices()[0] may not be)
+        self._context = None
 
     def from_host(self, array):
         # On CPU, device_put may alias the NumPy buffer instead of copying it, and the caller
         # may mutate its array later (a torch tensor updated in place after .to(lt.device))
-        array = np.array(array, copy=True)
+        return self.put_owned(np.array(array, copy=True))
+
+    def put_owned(self, array):
+        """device_put for an array no one else holds (no defensive copy)."""
         if (array.dtype.itemsize == 8 and array.dtype.kind in "iuf") or \
                 array.dtype == np.complex128:
             with jax.enable_x64(True):
@@ -369,20 +488,134 @@ class XlaBackend:
         return jax.device_put(array, self.device)
 
     def to_host(self, buffer):
+        if not buffer.is_fully_addressable:  # spread over several processes: gather it
+            from jax.experimental import multihost_utils
+            return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
         return np.asarray(buffer)
 
-    def _lower(self, program):
-        signature = _Signature(program)
-        jitted = jax.jit(_as_function(program, signature))
-        return jitted, jitted.lower(*signature.specs(program)), signature
+    sharding_of = staticmethod(sharding_of)
+    shard = staticmethod(shard_buffer)
+
+    def _lower(self, program, signature):
+        options = {} if signature.in_shardings is None else \
+            {"in_shardings": signature.in_shardings}
+        jitted = jax.jit(_as_function(program, signature), **options)
+        return jitted.lower(*signature.specs(program))
 
     def compile(self, program):
+        """An executable for `program`: from the disk cache when an earlier run (or process)
+        stored it, else compiled now -- or, with LAZYX_TIERED=1, compiled in the background
+        while the reference interpreter runs the first steps."""
         x64 = program.needs_x64()
+        signature = _Signature(program)
+        cache = disk_cache.open_cache()
+        # a mesh program stays in memory only: its executable depends on the mesh's devices
+        key = disk_cache.program_key(program, self.cache_context(x64)) \
+            if cache and signature.mesh is None else None
+        if key is not None:
+            compiled = self._load(cache, key, signature, len(program.outputs))
+            metrics.count("disk_hits" if compiled is not None else "disk_misses")
+            if compiled is not None:
+                return _Executable(compiled, x64, signature)
+        if config.tiered():
+            from .tiered import TieredExecutable
+            return TieredExecutable(self, program, signature, x64, cache, key)
+        return self.compile_now(program, signature, x64, cache, key)
+
+    def compile_now(self, program, signature, x64, cache=None, key=None):
+        """Trace, lower and compile with XLA (timed apart), then store the result on disk."""
+        start = time.perf_counter()
         with jax.enable_x64(x64):
-            jitted, lowered, signature = self._lower(program)
-            lowered.compile()  # populates jit's cache, so compile time is paid here, not later
-        return _Executable(jitted, x64, lowered, signature)
+            lowered = self._lower(program, signature)
+            lowered_at = time.perf_counter()
+            compiled = lowered.compile()
+        metrics.record_time("lower", lowered_at - start)
+        metrics.record_time("xla_compile", time.perf_counter() - lowered_at)
+        if key is not None:
+            disk_cache.store_later(self._store, cache, key, compiled)
+        return _Executable(compiled, x64, signature)
+
+    def _load(self, cache, key, signature, n_outputs):
+        payload = cache.get(key)
+        if payload is None:
+            return None
+        start = time.perf_counter()
+        # the argument and result trees are those of _as_function's run(*args) -> [outputs]
+        in_tree = jax.tree_util.tree_structure((tuple(range(signature.n_args)), {}))
+        out_tree = jax.tree_util.tree_structure(list(range(n_outputs)))
+        try:
+            compiled = deserialize_and_load(payload, in_tree, out_tree)
+        except Exception as err:  # a payload jax cannot read: treat as corrupt
+            cache.discard(key, f"jax could not load it ({type(err).__name__}: {err})")
+            return None
+        metrics.record_time("disk_load", time.perf_counter() - start)
+        return compiled
+
+    @staticmethod
+    def _store(cache, key, compiled):
+        """On the cache's writer thread: serialize and write (tens of ms for a big program)."""
+        try:
+            payload = serialize(compiled)[0]
+        except Exception as err:
+            # XLA:CPU cannot serialize some executables (a sort's comparator: "`LessThan` is
+            # not serializable"); they are compiled again by each process, nothing else is lost
+            disk_cache.warn_once(f"lazyx: some executables cannot be kept in the disk cache "
+                                 f"and are compiled again in each process "
+                                 f"({type(err).__name__}: {err})")
+            return
+        cache.put(key, payload)
+
+    def cache_context(self, x64):
+        """Everything besides the program that changes the executable XLA makes: a disk cache
+        key includes it, so an entry from another version, device or flag set never loads."""
+        if self._context is None:
+            here = os.path.dirname(os.path.abspath(__file__))
+            core = os.path.join(os.path.dirname(here), "core")
+            lowering = hashlib.blake2b(digest_size=16)
+            # lazyx's own lowering code: a changed table entry changes executables even when
+            # no version number moved (a development checkout)
+            for path in (__file__, os.path.join(here, "xla_linalg.py"),
+                         os.path.join(core, "ops.py"), os.path.join(core, "dtypes.py")):
+                with open(path, "rb") as f:
+                    lowering.update(f.read())
+            dev = self.device
+            self._context = repr((
+                "lazyx", lazyx_version(), lowering.hexdigest(), "jax", jax.__version__,
+                "jaxlib", jaxlib.__version__, dev.platform, dev.device_kind,
+                dev.client.platform_version, platform.machine(), _cpu_flags(),
+                os.environ.get("XLA_FLAGS", ""), os.environ.get("LIBTPU_INIT_ARGS", ""),
+                # lazyx places every program on this one device: that is its sharding
+                "sharding", "single-device", dev.id, jax.device_count()))
+        # (a setting a program may change at run time is read at each compile)
+        return repr((self._context, "x64", bool(x64),
+                     jax.config.jax_default_matmul_precision)).encode()
+
+    def compiled_text(self, exe):
+        """The optimized HLO XLA runs (after SPMD partitioning: with its collectives)."""
+        return exe.compiled.as_text()
+
+    def memory_per_device(self):
+        """Bytes of live JAX buffers per device (every live jax.Array of the process)."""
+        return memory_per_device()
 
     def lowered_text(self, program):
         with jax.enable_x64(program.needs_x64()):
-            return self._lower(program)[1].as_text()
+            return self._lower(program, _Signature(program)).as_text()
+
+
+def lazyx_version():
+    from .. import __version__
+    return __version__
+
+
+def _cpu_flags():
+    """The host CPU's feature flags: XLA compiles CPU code for the features it finds, and an
+    executable built for another CPU (a cache folder on a shared home) could crash this one."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return hashlib.blake2b(line.encode(), digest_size=8).hexdigest()
+    except OSError:
+        pass
+    return platform.processor()

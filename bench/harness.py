@@ -121,8 +121,11 @@ def run_system_here(system, workloads, plan):
                 result["us_per_op"] = result["median_ms"] * 1e3 / wl.OPS_PER_STEP[workload]
             if is_lazyx:
                 m = lazyx.metrics()
-                result["lazyx"] = {k: m[k] for k in ("compiles", "cache_hits", "syncs",
-                                                     "fallbacks", "fallback_ops")}
+                result["lazyx"] = {k: m[k] for k in (
+                    "compiles", "cache_hits", "syncs", "nodes_walked", "fallbacks",
+                    "fallback_ops", "disk_hits", "disk_misses", "interpreted_steps",
+                    "compile_seconds_total", "lower_seconds_total", "xla_compile_seconds_total",
+                    "disk_load_seconds_total")}
             yield result
         except NotAvailable as err:
             yield _na(workload, system, str(err))
@@ -140,8 +143,8 @@ def _na(workload, system, reason):
             "na": reason}
 
 
-def _worker_env(system, threads=None):
-    env = dict(os.environ)
+def _worker_env(system, threads=None, extra=None):
+    env = dict(os.environ, **(extra or {}))
     if threads:
         # One thread count for every framework: OpenMP/BLAS (torch, numpy), TF's pools (read
         # in systems_tf), XLA's CPU runtime (jax, lazyx). On a shared machine this avoids
@@ -162,14 +165,15 @@ def _worker_env(system, threads=None):
     return env
 
 
-def run_system_subprocess(system, workloads, quick, timeout, log, threads=None):
-    """Run one system in a fresh process; every workload gets a result or an n/a reason."""
+def run_system_subprocess(system, workloads, quick, timeout, log, threads=None, env=None):
+    """Run one system in a fresh process; every workload gets a result or an n/a reason.
+    `env`: extra environment variables for that process (LAZYX_CACHE_DIR, LAZYX_TIERED)."""
     cmd = [sys.executable, "-m", f"{__package__}.worker", system, ",".join(workloads)]
     if quick:
         cmd.append("--quick")
     results, reason = {}, None
     try:
-        proc = subprocess.run(cmd, env=_worker_env(system, threads), capture_output=True, text=True,
+        proc = subprocess.run(cmd, env=_worker_env(system, threads, env), capture_output=True, text=True,
                               timeout=timeout)
         for line in proc.stdout.splitlines():
             if line.startswith(RESULT_TAG):

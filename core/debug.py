@@ -59,7 +59,9 @@ def program_text(program, title="lazyx graph"):
     """The whole program, one value per line, each with the user line that made it."""
     rows = []
     for slot, (kind, shape, dtype) in enumerate(program.leaves):
-        rows.append((f"%{slot} = {kind} : {type_text(shape, dtype)}",
+        layout = program.leaf_shardings[slot]
+        attr_part = f" {{sharding={layout!r}}}" if layout is not None else ""
+        rows.append((f"%{slot} = {kind}{attr_part} : {type_text(shape, dtype)}",
                      program.leaf_sources[slot]))
     for k in range(len(program.instructions)):
         rows.append((instruction_line(program, k), program.sources[k]))

@@ -1,9 +1,11 @@
 """LAZYX_DUMP_DIR: save every compiled graph, so what ran can be read after the fact.
 
-Per compile, three files share the stem `graph-<n>-<graph hash>`:
+Per compile, these files share the stem `graph-<n>-<graph hash>`:
   .ir.txt                 the lazyx IR, each value with the user line that made it
   .stablehlo.mlir         what the backend compiled (StableHLO from XLA; the reference
   (.reference.txt)        backend writes its instruction list)
+  .hlo.txt                (XLA) the optimized HLO it runs: after SPMD partitioning, with the
+                          per-device shapes and the collectives
   .json                   hash, backend, compile time, the sync that asked for it, and the user
                           source lines involved, with their code and how many ops each made
 """
@@ -48,6 +50,14 @@ class Dumper:
             f.write(program_text(program) + "\n")
         with open(lowered_path, "w") as f:
             f.write(backend.lowered_text(program))
+        files = {"ir": os.path.basename(stem + ".ir.txt"),
+                 "lowered": os.path.basename(lowered_path)}
+        if hasattr(backend, "compiled_text"):
+            # what XLA runs after optimization and, on a mesh, SPMD partitioning: per-device
+            # shapes and the collectives (all-reduce, all-gather, ...) it inserted
+            with open(stem + ".hlo.txt", "w") as f:
+                f.write(backend.compiled_text(exe))
+            files["compiled"] = os.path.basename(stem + ".hlo.txt")
         cause, source = self._sync
         meta = {
             "graph_hash": program.graph_hash,
@@ -55,13 +65,14 @@ class Dumper:
             "compile_seconds": seconds,
             "sync": {"cause": cause, "line": format_line(source) if source else None},
             "inputs": [{"kind": kind, "type": type_text(shape, dtype),
-                        "made_at": format_line(src) if src else None}
-                       for (kind, shape, dtype), src in zip(program.leaves, program.leaf_sources)],
+                        "made_at": format_line(src) if src else None,
+                        "sharding": repr(layout) if layout is not None else None}
+                       for (kind, shape, dtype), src, layout in
+                       zip(program.leaves, program.leaf_sources, program.leaf_shardings)],
             "ops": len(program.instructions),
             "outputs": len(program.outputs),
             "source_lines": _source_lines(program),
-            "files": {"ir": os.path.basename(stem + ".ir.txt"),
-                      "lowered": os.path.basename(lowered_path)},
+            "files": files,
         }
         with open(stem + ".json", "w") as f:
             json.dump(meta, f, indent=1)

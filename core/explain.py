@@ -12,6 +12,7 @@ import difflib
 import sys
 
 from . import config, metrics, runtime
+from .buckets import suggest_buckets
 from .debug import graph_id, leaf_text, type_text
 from .source import format_line
 
@@ -27,6 +28,8 @@ CAUSE_TEXT = {
 _RECENT = 16       # cached programs compared by op sequence (the exact-skeleton match sees all)
 _RESEMBLES = 0.5   # difflib ratio of op sequences from which two graphs "resemble" each other
 _MAX_LISTED = 4    # changed inputs named in one explanation
+_ADVISE_AFTER = 3  # compiles of one graph family before its varying dimension is named
+_SHOWN_SIZES = 8   # sizes listed in that advice
 
 
 def _skeleton(program):
@@ -39,12 +42,21 @@ def _skeleton(program):
 def _leaf_changes(new, old):
     changes = []
     for slot, (new_leaf, old_leaf) in enumerate(zip(new.leaves, old.leaves)):
+        new_layout, old_layout = new.leaf_shardings[slot], old.leaf_shardings[slot]
+        if new_leaf == old_leaf and new_layout != old_layout:
+            changes.append(f"{leaf_text(new, slot)} is laid out differently: "
+                           f"{_layout_text(old_layout)} -> {_layout_text(new_layout)}")
+            continue
         if new_leaf == old_leaf:
             continue
         what = [w for w, i in (("shape", 1), ("dtype", 2)) if new_leaf[i] != old_leaf[i]]
         changes.append(f"{leaf_text(new, slot)} changed {' and '.join(what)}: "
                        f"{type_text(*old_leaf[1:])} -> {type_text(*new_leaf[1:])}")
     return changes
+
+
+def _layout_text(sharding):
+    return "one device" if sharding is None else f"sharded {sharding!r}"
 
 
 def _where(program, k):
@@ -118,6 +130,53 @@ def explain_recompile(program, cached_programs):
     return _op_change(program, best), best
 
 
+def _sizes_text(values):
+    sizes = sorted(set(values))
+    shown = ", ".join(map(str, sizes[:_SHOWN_SIZES]))
+    return shown + (f", ... ({len(sizes)} sizes)" if len(sizes) > _SHOWN_SIZES else "")
+
+
+class ShapeFamilies:
+    """Graphs compiled at one sync line whose inputs have the same kinds, dtypes and ranks: a
+    family. When a family keeps compiling because some input dimension takes new sizes (a
+    sequence length, a short last batch), `add` returns advice naming the input, the dimension
+    and the sizes seen, with buckets to pad to -- after _ADVISE_AFTER compiles, then each time
+    the count doubles."""
+
+    def __init__(self):
+        self.families = {}  # (source, leaf signature) -> [leaf shapes of each compile]
+
+    def add(self, program, source):
+        key = (source, tuple((kind, dtype, len(shape)) for kind, shape, dtype in program.leaves))
+        seen = self.families.setdefault(key, [])
+        seen.append([shape for _kind, shape, _dtype in program.leaves])
+        n = len(seen)
+        rounds, rest = divmod(n, _ADVISE_AFTER)
+        if rest or rounds & (rounds - 1):  # after 3, 6, 12, 24, ... compiles: not every one
+            return None
+        varying = {}  # the sizes a dimension took, per compile -> [(input slot, dimension)]
+        for slot, shapes in enumerate(zip(*seen)):
+            for dim, sizes in enumerate(zip(*shapes)):
+                if len(set(sizes)) > 1:
+                    varying.setdefault(sizes, []).append((slot, dim))
+        if not varying:
+            return None  # same input shapes: something else changes (attributes, ops)
+        sizes, where = max(varying.items(), key=lambda kv: len(set(kv[0])))
+        slot, dim = where[0]
+        also = f" (and the same dimension of {len(where) - 1} more inputs)" if len(where) > 1 \
+            else ""
+        others = len(varying) - 1
+        buckets = suggest_buckets(sizes)
+        return (f"graphs synced at {format_line(source)} compiled {n} times because "
+                f"{leaf_text(program, slot)} keeps changing dimension {dim}{also}: sizes "
+                f"{_sizes_text(sizes)} were seen"
+                f"{f'; {others} other dimensions vary too' if others else ''}. Pad it to a few "
+                f"sizes so that each compiles once: lazyx.pad_to_bucket(x, axis={dim}, "
+                f"buckets={buckets}) before the value becomes lazy (lt./lnp./ltf.pad_to_bucket "
+                f"in each frontend) returns the padded value and a mask to apply (attention "
+                f"mask, loss weights)")
+
+
 class Explainer:
     """A runtime listener that explains syncs, recompiles and fallbacks as they happen.
 
@@ -128,6 +187,8 @@ class Explainer:
         self.stream = stream
         self.syncs = []       # (cause, source, graph hash)
         self.recompiles = []  # (why or None, source of the sync, graph hash)
+        self.advice = []      # changing-shape advice given, latest last
+        self._families = ShapeFamilies()
         self._sync_source = None
 
     def _say(self, text):
@@ -151,6 +212,10 @@ class Explainer:
         else:
             self._say(f"recompile at {where}: graph {program.graph_hash} resembles cached graph "
                       f"{old.graph_hash}, but {why}")
+        advice = self._families.add(program, self._sync_source)
+        if advice:
+            self.advice.append(advice)
+            self._say(f"changing shapes: {advice}")
 
     def on_fallback(self, op_name, source):
         self._say(f"fallback at {format_line(source)}: {op_name} has no lowering and ran eagerly")
@@ -219,6 +284,9 @@ def analysis():
         elif not _active:
             lines.append("  (set LAZYX_DEBUG=1 or call lazyx.explain() to see why each one "
                          "recompiled)")
+    advice = {e.advice[-1] for e in _active if e.advice}
+    for text in sorted(advice):
+        lines.append(f"! shapes keep changing: {text}")
     by_cause = m["sync_sources_by_cause"]
     observing = {f"{where}  ({cause})": n for cause in ("item", "print")
                  for where, n in by_cause.get(cause, {}).items()}

@@ -1,31 +1,50 @@
-"""IR nodes: immutable, typed, hashed at construction.
+"""IR nodes: immutable, typed, keyed at construction.
 
-A node's structural hash combines its op, attributes, shape, dtype and its inputs' hashes, so
-equal programs hash equally whichever frontend built them. Leaves are:
-  data      a backend buffer (hashed by shape and dtype only: new data never recompiles)
+Leaves are:
+  data      a backend buffer (keyed by shape, dtype and, when it spans several devices, its
+            sharding: new data never recompiles, data laid out differently does)
   param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only
-  constant  a value baked into the program (hashed by its bytes; frontends ask for it explicitly)
+  constant  a value baked into the program (keyed by its bytes; frontends ask for it explicitly)
+
+Every node carries three identities, all computed when it is made, in O(its inputs):
+  local  an exact id of its own structure (op, attrs, shape, dtype), interned;
+  eid    an exact id of the whole expression below it, interned from `local` and its inputs'
+         eids, where a leaf counts as "the k-th leaf first used in this trace" (see below);
+         two nodes with the same eid compute the same function of the trace's leaves, so a
+         cut keys its compile cache by its roots' eids and walks no graph on a hit;
+  hash   a process-independent structural hash (canonical operand order, root order).
+
+The trace ("epoch") is per thread: it starts empty after a cut leaves nothing of it pending,
+numbers leaves in first-use order, and is what makes a repeated step repeat its eids. A node
+whose inputs come from another thread's or an older trace gets eid None: cuts involving it
+take the graph walk instead (correct, just not O(1)).
+
+Interning tables are bounded: when one fills up it is emptied, and since ids come from a
+counter that never repeats, an old id can never be mistaken for a new structure -- the cost
+of a reset is at most one recompile per graph.
 """
 import hashlib
+import itertools
+import threading
 import zlib
 
 import numpy as np
 
 from . import source as _source
+from .dtypes import to_numpy
 
 LEAF_OPS = frozenset(("data", "param"))
-CREATED = [0]  # nodes built so far; read by metrics and by the runtime's node cap
+CREATED = [0]  # nodes built so far, all threads; read by metrics and by the node cap
 
-# Exact structure, interned: each distinct (op, attrs, shape, dtype[, constant digest]) gets a
-# small int once. Compile-cache keys are built from these ids, so two graphs share a compiled
-# program only if they are really equal -- never because Python's hash() collided (it does:
-# hash(-1) == hash(-2), so pad configs (-1, -2, 0) and (-2, -1, 0) used to share a program).
-_LOCAL_IDS = {}
-# ...and a process-independent hash per interned structure. Python salts str/bytes hashes
-# (PYTHONHASHSEED) and, before 3.12, hashes None by address; node hashes feed the canonical
-# operand order and graph_hash, which must be the same in every run, so strings and None are
-# replaced by stable integers (once per distinct structure, off the hot path).
-_LOCAL_HASHES = []
+# Exact structure -> (local id, stable hash). Cache keys are built from interned ids, so two
+# graphs share a compiled program only if they are really equal -- never because Python's
+# hash() collided (hash(-1) == hash(-2): pad configs (-1, -2, 0) and (-2, -1, 0) once shared
+# one). The stable hash replaces salted str/bytes hashes (PYTHONHASHSEED) and None's
+# address-based hash, so node hashes are the same in every run.
+_LOCALS = {}
+_EIDS = {}  # (local, input eids...) or ("leaf", local, k) -> eid
+_next_id = itertools.count(1).__next__  # atomic under the GIL: ids are never handed out twice
+TABLE_LIMIT = 1 << 19  # entries per interning table (about 50 MB each when full)
 _OP_KEYS = {}
 
 
@@ -41,35 +60,97 @@ def _stable(value):
     return value
 
 
-class Node:
-    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "serial", "source",
-                 "value", "order", "__weakref__")
+def _intern_local(signature):
+    if len(_LOCALS) >= TABLE_LIMIT:
+        _LOCALS.clear()
+    entry = (_next_id(), hash(_stable(signature)))
+    return _LOCALS.setdefault(signature, entry)  # a racing thread's entry wins; both are exact
 
-    def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=0):
+
+def _intern_eid(key):
+    if len(_EIDS) >= TABLE_LIMIT:
+        _EIDS.clear()
+    return _EIDS.setdefault(key, _next_id())
+
+
+class Trace(threading.local):
+    """This thread's current trace: its serial and its leaves in first-use order."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.serial = _next_id()       # never 0: epoch 0 marks leaf-free (universal) nodes
+        self.leaves = []               # leaf nodes, by first-use position k
+        self.leaf_eids = {}            # id(leaf) -> its eid in this trace (leaves stay alive)
+        self.leaf_positions = {}       # id(leaf) -> k
+
+    def leaf_eid(self, leaf):
+        eid = self.leaf_eids.get(id(leaf))
+        if eid is None:
+            k = len(self.leaves)
+            eid = _EIDS.get(("leaf", leaf.local, k))
+            if eid is None:
+                eid = _intern_eid(("leaf", leaf.local, k))
+            self.leaf_eids[id(leaf)] = eid
+            self.leaf_positions[id(leaf)] = k
+            self.leaves.append(leaf)
+        return eid
+
+
+TRACE = Trace()
+
+
+class Node:
+    __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "eid", "epoch",
+                 "serial", "source", "value", "order", "__weakref__")
+
+    def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=0, source=False):
         self.op = op
         self.inputs = inputs
         self.attrs = attrs
         self.shape = shape
         self.dtype = dtype
         self.value = value
-        self.source = _source.user_line(3) if _source.ENABLED else None
+        # not given: the user's line that is making this node (once per frontend op)
+        self.source = _source.node_line() if source is False else source
         CREATED[0] += 1
         self.serial = CREATED[0]  # creation order is a topological order: inputs come first
         signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)
-        local = _LOCAL_IDS.get(signature)
-        if local is None:
-            local = _LOCAL_IDS[signature] = len(_LOCAL_IDS)
-            _LOCAL_HASHES.append(hash(_stable(signature)))
-        self.local = local  # exact id of this node's own structure (inputs excluded)
-        # structural hash of the whole expression (for graph identity; keys use `local`)
-        stable = _LOCAL_HASHES[local]
-        self.hash = hash((stable, tuple([i.hash for i in inputs]))) if inputs else stable
-        # ops alone, no shapes or attributes: the key that orders a commutative op's operands,
-        # so a new input shape does not flip the order (and a recompile reads as one)
-        op_key = _OP_KEYS.get(op)
-        if op_key is None:
-            op_key = _OP_KEYS[op] = zlib.crc32(op.encode())
-        self.order = hash((op_key, tuple([i.order for i in inputs]))) if inputs else op_key
+        entry = _LOCALS.get(signature)
+        if entry is None:
+            entry = _intern_local(signature)
+        self.local, stable = entry
+        if not inputs:
+            self.hash = stable
+            self.order = _op_key(op)
+            if op in LEAF_OPS:  # numbered per trace when first used
+                self.epoch, self.eid = None, None
+            else:  # constant, iota, ...: the same in every trace
+                self.epoch = 0
+                eid = _EIDS.get((self.local,))
+                self.eid = eid if eid is not None else _intern_eid((self.local,))
+            return
+        self.hash = hash((stable, tuple([i.hash for i in inputs])))
+        self.order = hash((_op_key(op), tuple([i.order for i in inputs])))
+        trace = TRACE
+        epoch = 0
+        key = [self.local]
+        for i in inputs:
+            e = i.epoch
+            if e is None:  # a leaf
+                key.append(trace.leaf_eid(i))
+                epoch = trace.serial
+            elif e == 0 or e == trace.serial:
+                key.append(i.eid)
+                epoch |= e
+            else:  # an input from another trace: no exact key, cuts walk this graph
+                self.epoch, self.eid = -1, None
+                return
+        key = tuple(key)
+        eid = _EIDS.get(key)
+        self.eid = eid if eid is not None else _intern_eid(key)
+        self.epoch = epoch
 
     @property
     def ndim(self):
@@ -90,28 +171,50 @@ class Node:
         return f"Node({self.op}, shape={self.shape}, dtype={self.dtype})"
 
 
+def _op_key(op):
+    # ops alone, no shapes or attributes: the key that orders a commutative op's operands,
+    # so a new input shape does not flip the order (and a recompile reads as one)
+    key = _OP_KEYS.get(op)
+    if key is None:
+        key = _OP_KEYS[op] = zlib.crc32(op.encode())
+    return key
+
+
 _NO_ATTRS = {}
 
 
-def data(buffer, shape, dtype):
-    """A leaf holding a backend buffer."""
-    return Node("data", (), _NO_ATTRS, tuple(shape), dtype, value=buffer)
+# Once a mesh exists (core/sharding.activate), the backend's buffer -> Sharding-or-None:
+# a data leaf laid out over several devices keeps its layout in its attrs, so it is part of
+# its `local` id (the compile-cache key) and the backend compiles for that input sharding.
+LAYOUT_OF = [None]
+
+
+def data(buffer, shape, dtype, source=False, sharding=None):
+    """A leaf holding a backend buffer (`source`: where it was made, if not the caller; for a
+    multi-device buffer, its sharding)."""
+    if sharding is None and LAYOUT_OF[0] is not None:
+        sharding = LAYOUT_OF[0](buffer)
+    attrs = _NO_ATTRS if sharding is None else {"sharding": sharding}
+    return Node("data", (), attrs, tuple(shape), dtype, value=buffer, source=source)
 
 
 def param(value, dtype):
     """A leaf whose value (host NumPy) is supplied at execution: changing it never recompiles."""
-    from .dtypes import to_numpy
     host = np.asarray(value, dtype=to_numpy(dtype))
     return Node("param", (), _NO_ATTRS, host.shape, dtype, value=host)
 
 
 def constant(value, dtype):
-    """A value baked into the compiled program; its bytes are part of the graph's hash."""
-    from .dtypes import to_numpy
+    """A value baked into the compiled program; its bytes are part of the graph's key."""
     host = np.asarray(value, dtype=to_numpy(dtype))
     # a digest rather than the bytes: the interned structure table must not keep big arrays
     digest = hashlib.blake2b(host.tobytes(), digest_size=16).digest()
     return Node("constant", (), _NO_ATTRS, host.shape, dtype, value=host, extra_hash=digest)
+
+
+def interned_entries():
+    """Sizes of the interning tables (for the soak benchmark and memory tests)."""
+    return {"structures": len(_LOCALS), "expressions": len(_EIDS)}
 
 
 def topo_order(roots):

@@ -1,4 +1,10 @@
-"""Counters and timers: what ran, what compiled, what forced a sync and from where."""
+"""Counters and timers: what ran, what compiled, what forced a sync and from where.
+
+Shared by all threads: updates take one lock (a counter bump is a read-modify-write), and
+timers are running statistics -- a total, a count and a bounded window for the median -- so
+a long run's metrics stay the same size.
+"""
+import collections
 import statistics
 import threading
 
@@ -7,10 +13,25 @@ from .source import format_line
 
 _lock = threading.Lock()
 _formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is slow per sync
+# disk_hits/disk_misses: the persistent compile cache (a miss compiles and stores);
+# interpreted_steps: runs on the reference interpreter while XLA compiled (LAZYX_TIERED=1)
 COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "graph_breaks",
             "nodes_traced",
-            "transfers_to_device", "bytes_to_device", "transfers_to_host", "bytes_to_host")
-TIMERS = ("trace", "compile", "execute")
+            "nodes_walked", "transfers_to_device", "bytes_to_device", "transfers_to_host",
+            "bytes_to_host", "disk_hits", "disk_misses", "interpreted_steps")
+# compile = the backend's whole compile call; on XLA it splits into lower (jax tracing our
+# program and lowering it to StableHLO) and xla_compile, or disk_load on a disk hit
+TIMERS = ("trace", "compile", "execute", "lower", "xla_compile", "disk_load")
+MEDIAN_WINDOW = 1024  # the median is over the latest this many samples
+
+
+class _Timer:
+    __slots__ = ("total", "count", "recent")
+
+    def __init__(self):
+        self.total = 0.0
+        self.count = 0
+        self.recent = collections.deque(maxlen=MEDIAN_WINDOW)
 
 
 class _State:
@@ -23,7 +44,7 @@ class _State:
         self.fallback_ops = {}
         self.fallback_sources = {}       # op -> {file:line: n}
         self.graph_break_reasons = {}    # "reason at file:line" -> n (torch.compile)
-        self.timers = {name: [] for name in TIMERS}
+        self.timers = {name: _Timer() for name in TIMERS}
         self.nodes_base = ir.CREATED[0]
 
 
@@ -31,38 +52,70 @@ _state = _State()
 
 
 def count(name, n=1):
-    _state.counters[name] += n
+    with _lock:
+        _state.counters[name] += n
 
 
 def record_time(timer, seconds):
-    _state.timers[timer].append(seconds)
+    with _lock:
+        t = _state.timers[timer]
+        t.total += seconds
+        t.count += 1
+        t.recent.append(seconds)
 
 
 def _tally(table, key, n=1):
     table[key] = table.get(key, 0) + n
 
 
+def _where(source):
+    where = _formatted.get(source)
+    if where is None:
+        if len(_formatted) > 65536:  # one entry per distinct line: bounded all the same
+            _formatted.clear()
+        where = _formatted[source] = format_line(source)
+    return where
+
+
 def record_sync(cause, source):
     with _lock:
         _state.counters["syncs"] += 1
         _tally(_state.sync_causes, cause)
-        where = _formatted.get(source)
-        if where is None:
-            where = _formatted[source] = format_line(source)
+        where = _where(source)
         _tally(_state.sync_sources, where)
         _tally(_state.sync_sources_by_cause.setdefault(cause, {}), where)
 
 
+def record_cut(cause, source, trace_seconds, execute_seconds, hit):
+    """Everything one cut records, under one lock: the sync, its cause and line, the trace
+    time before it, the execution time, and a cache hit (a miss counts as a compile)."""
+    with _lock:
+        counters = _state.counters
+        counters["syncs"] += 1
+        counters["executions"] += 1
+        if hit:
+            counters["cache_hits"] += 1
+        _tally(_state.sync_causes, cause)
+        where = _where(source)
+        _tally(_state.sync_sources, where)
+        _tally(_state.sync_sources_by_cause.setdefault(cause, {}), where)
+        for name, seconds in (("trace", trace_seconds), ("execute", execute_seconds)):
+            t = _state.timers[name]
+            t.total += seconds
+            t.count += 1
+            t.recent.append(seconds)
+
+
 def record_compile(source):
     with _lock:
-        _tally(_state.compile_sources, format_line(source))
+        _tally(_state.compile_sources, _where(source))
 
 
 def record_fallback(op_name, source=None):
     with _lock:
         _state.counters["fallbacks"] += 1
         _tally(_state.fallback_ops, op_name)
-        _tally(_state.fallback_sources.setdefault(op_name, {}), format_line(source))
+        _tally(_state.fallback_sources.setdefault(op_name, {}), _where(source))
 
 
 def record_graph_break(reason, where=None):
@@ -84,11 +137,21 @@ def metrics():
         snap["compile_sources"] = dict(_state.compile_sources)
         snap["graph_break_reasons"] = dict(_state.graph_break_reasons)
         snap["fallback_sources"] = {op: dict(v) for op, v in _state.fallback_sources.items()}
-        for name, values in _state.timers.items():
-            snap[f"{name}_seconds_total"] = float(sum(values))
-            snap[f"{name}_seconds_median"] = float(statistics.median(values)) if values else 0.0
-            snap[f"{name}_count"] = len(values)
+        for name, t in _state.timers.items():
+            snap[f"{name}_seconds_total"] = float(t.total)
+            snap[f"{name}_seconds_median"] = float(statistics.median(t.recent)) if t.recent else 0.0
+            snap[f"{name}_count"] = t.count
+    snap["memory_per_device"] = _memory_per_device()
     return snap
+
+
+def _memory_per_device():
+    """{device: bytes of its live buffers}, from a backend that can tell (XLA); {} otherwise
+    or before any backend started (a snapshot must not start one)."""
+    from . import runtime  # runtime imports this module
+    backend = runtime._backend
+    report = getattr(backend, "memory_per_device", None)
+    return report() if report is not None else {}
 
 
 def reset_metrics():
@@ -109,6 +172,7 @@ def metrics_report():
                      f"{m[name + '_count']}")
     for title, key in (("syncs by cause", "sync_causes"), ("syncs by source line", "sync_sources"),
                        ("fallbacks by op", "fallback_ops"),
+                       ("live buffer bytes per device", "memory_per_device"),
                        ("graph breaks by reason", "graph_break_reasons")):
         if m[key]:
             lines.append(f"  {title}:")

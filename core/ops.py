@@ -9,7 +9,7 @@ Adding an op: write its rule here with @primitive, then one entry in each backen
 """
 import math
 
-from . import dtypes as dt
+from . import config, dtypes as dt
 from .ir import Node
 
 OPS = {}  # op name -> builder; backends must cover every key
@@ -83,6 +83,15 @@ def _fold_slice(inputs, attrs, shape, dtype):
     return None
 
 
+def _fold_constraint(inputs, attrs, shape, dtype):
+    x = inputs[0]
+    if x.op == "sharding_constraint":  # the outer layout wins: one constraint
+        return OPS["sharding_constraint"](x.inputs[0], **attrs)
+    if x.op == "data" and x.attrs.get("sharding") == attrs["sharding"]:
+        return x  # the data is already laid out so
+    return None
+
+
 def _push_unary(name, first=None):
     """Element-wise unary ops commute with broadcast and reshape: apply them before (on fewer
     elements, and one canonical form however a frontend ordered the two)."""
@@ -101,7 +110,27 @@ def _push_unary(name, first=None):
 SIMPLIFY = {"convert": _push_unary("convert", first=_fold_identity),
             "transpose": _fold_transpose, "slice": _fold_slice,
             "reshape": _fold_reshape, "broadcast_in_dim": _fold_broadcast,
-            "rev": lambda inputs, attrs, shape, dtype: None if attrs["dimensions"] else inputs[0]}
+            "rev": lambda inputs, attrs, shape, dtype: None if attrs["dimensions"] else inputs[0],
+            "sharding_constraint": _fold_constraint}
+
+
+class TooLarge(MemoryError, RuntimeError):
+    """A value bigger than LAZYX_MAX_BYTES. Both a MemoryError (what NumPy raises for such a
+    request) and a RuntimeError (what torch raises); the TF frontend re-raises it as
+    ResourceExhaustedError."""
+
+
+MAX_BYTES = config.max_bytes()  # read once: this check runs for every node built
+_SMALL = MAX_BYTES // 16  # fewer elements than this fit whatever the dtype: no more to check
+
+
+def check_size(name, shape, dtype):
+    """Refuse a value over MAX_BYTES at the call, before it is recorded: a lazy graph would
+    otherwise fail only at the sync, with the backend's own out-of-memory error."""
+    nbytes = math.prod(shape) * dt.ITEMSIZE[dtype]
+    if MAX_BYTES and nbytes > MAX_BYTES:
+        raise TooLarge(f"{name}: a {dtype}{list(shape)} value needs {nbytes:,} bytes, more than "
+                       f"the limit of {MAX_BYTES:,} (LAZYX_MAX_BYTES; default: physical memory)")
 
 
 def primitive(rule):
@@ -121,6 +150,8 @@ def primitive(rule):
         else:
             shape, dtype = out
         shape = tuple(shape)
+        if MAX_BYTES and len(shape) > 0 and math.prod(shape) > _SMALL:
+            check_size(name, shape, dtype)
         if commutative and inputs[0].order > inputs[1].order:
             inputs = (inputs[1], inputs[0])
         if simplify is not None:
@@ -440,6 +471,18 @@ def iota(*, dtype, shape, dimension):
     if dt.check(dtype) == dt.BOOL:
         raise TypeError("iota: dtype must be numeric, got bool")
     return shape, dtype, {"dtype": dtype, "shape": shape, "dimension": dimension}
+
+
+@primitive
+def sharding_constraint(x, *, sharding):
+    """The identity, laid out as `sharding` (a core.sharding.Sharding) across devices: XLA's
+    partitioner inserts the collectives that get it there; one device computes x itself."""
+    from .sharding import Sharding, make_sharding
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"sharding_constraint: sharding must be a lazyx Sharding, got "
+                        f"{type(sharding).__name__}")
+    make_sharding(sharding.mesh, sharding.spec, x.shape, what="sharding_constraint")
+    return x.shape, x.dtype
 
 
 # ---------------------------------------------------------------- reductions and scans

@@ -9,6 +9,7 @@ for a data leaf holding the result. On the XLA backend the run is dispatched asy
 import collections
 import hashlib
 import operator
+import threading
 import time
 import warnings
 import weakref
@@ -40,26 +41,6 @@ KEEP_ORIGINS = [0]
 ORIGINS = weakref.WeakKeyDictionary()  # realized data leaf -> the node it was computed as
 
 
-class LazyHandle:
-    """A mutable cell pointing at a node; frontends wrap one per tensor."""
-    __slots__ = ("node", "__weakref__")
-
-    def __init__(self, node):
-        self.node = node
-        if node.op != "data":
-            _live.add(self)
-
-    def set(self, node):
-        """Rebind (in-place ops); a pending node registers the handle for the next sync."""
-        self.node = node
-        if node.op != "data":
-            _live.add(self)
-
-    @property
-    def pending(self):
-        return self.node.op != "data"
-
-
 class _OrderedWeakSet:
     """Live pending handles in registration order.
 
@@ -67,31 +48,84 @@ class _OrderedWeakSet:
     a cut would then come out in a different order each time and the same training step would
     linearize into a different program (a recompile per step). Registration order is the
     program's own order, so it repeats exactly.
+
+    Dead handles are dropped when the set is read (at a cut), not by weakref callbacks: a
+    callback per short-lived pending tensor cost more than the cut itself.
     """
 
     def __init__(self):
         self._refs = {}
 
     def add(self, obj):
+        refs = self._refs
         key = id(obj)
-        if key not in self._refs:
-            self._refs[key] = weakref.ref(obj, lambda _ref, key=key: self._refs.pop(key, None))
+        ref = refs.get(key)
+        if ref is None:
+            refs[key] = weakref.ref(obj)
+        elif ref() is not obj:  # a dead handle's address, reused: register anew, at the end
+            del refs[key]
+            refs[key] = weakref.ref(obj)
 
     def discard(self, obj):
         self._refs.pop(id(obj), None)
 
-    def clear(self):
-        self._refs.clear()
-
     def __iter__(self):
-        return iter([obj for obj in (ref() for ref in list(self._refs.values()))
-                     if obj is not None])
+        alive = []
+        dead = []
+        for key, ref in list(self._refs.items()):
+            obj = ref()
+            if obj is None:
+                dead.append(key)
+            else:
+                alive.append(obj)
+        for key in dead:
+            self._refs.pop(key, None)
+        return iter(alive)
 
     def __len__(self):
-        return len(self._refs)
+        return sum(1 for _ in self)
 
 
-_live = _OrderedWeakSet()
+class _ThreadState(threading.local):
+    """What one thread is tracing: its pending handles and its node-cap mark.
+
+    Threading model: every thread records and cuts its own pending graph (lazy values made in
+    one thread may be read in another: such a graph is cut by the walk, not the O(1) key);
+    the compile cache, the interning tables and the metrics are shared, and safe to share.
+    """
+
+    def __init__(self):
+        self.live = _OrderedWeakSet()
+        self.next_cut = ir.CREATED[0] + config.node_cap()
+        self.last_cut_end = time.perf_counter()
+
+
+_thread = _ThreadState()
+
+
+def live_handles():
+    """This thread's pending handles, in registration order."""
+    return list(_thread.live)
+
+
+class LazyHandle:
+    """A mutable cell pointing at a node; frontends wrap one per tensor."""
+    __slots__ = ("node", "__weakref__")
+
+    def __init__(self, node):
+        self.node = node
+        if node.op != "data":
+            _thread.live.add(self)
+
+    def set(self, node):
+        """Rebind (in-place ops); a pending node registers the handle for the next sync."""
+        self.node = node
+        if node.op != "data":
+            _thread.live.add(self)
+
+    @property
+    def pending(self):
+        return self.node.op != "data"
 
 
 def handle_of(obj):
@@ -157,9 +191,11 @@ class Program:
     Slots 0..len(leaves)-1 are the leaves (data and params, in first-visit order); then one
     slot per instruction. An instruction is (op, attrs, input slots, shape, dtype, const).
     """
-    __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "leaf_sources", "_digest")
+    __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "leaf_sources", "_digest",
+                 "leaf_shardings")
 
-    def __init__(self, leaves, instructions, outputs, key, sources, leaf_sources=None):
+    def __init__(self, leaves, instructions, outputs, key, sources, leaf_sources=None,
+                 leaf_shardings=None):
         self.leaves = leaves              # [(kind, shape, dtype)]
         self.instructions = instructions
         self.outputs = outputs
@@ -168,6 +204,8 @@ class Program:
         # user source line per leaf: where the input was made (debug output names inputs so)
         self.leaf_sources = leaf_sources or [None] * len(leaves)
         self._digest = None
+        # per leaf: a core.sharding.Sharding for a multi-device data leaf, else None
+        self.leaf_shardings = leaf_shardings or (None,) * len(leaves)
 
     @property
     def graph_hash(self):
@@ -175,6 +213,8 @@ class Program:
         if self._digest is None:
             h = hashlib.blake2b(digest_size=8)
             h.update(repr((self.leaves, self.outputs)).encode())
+            if any(self.leaf_shardings):
+                h.update(repr(self.leaf_shardings).encode())
             for op, attrs, ins, shape, dtype, const in self.instructions:
                 h.update(repr((op, tuple(attrs.items()), ins, shape, dtype)).encode())
                 if const is not None:
@@ -228,6 +268,7 @@ def _walk(roots):
 
 
 _by_serial = operator.attrgetter("serial")
+_by_hash = operator.attrgetter("hash")
 
 
 def _walk_fast(roots):
@@ -288,7 +329,8 @@ def _program(key, leaves, inner):
         sources.append(node.source)
     outputs = tuple(at(s) for s in key[1])
     return Program([(n.op, n.shape, n.dtype) for n in leaves], instructions, outputs, key,
-                   sources, [n.source for n in leaves])
+                   sources, [n.source for n in leaves],
+                   tuple(n.attrs.get("sharding") for n in leaves))
 
 
 def linearize(roots):
@@ -307,28 +349,92 @@ def program_of(*tensors):
     return linearize(nodes)
 
 
+class _Alias:
+    """A cache entry reached by a trace key (the roots' eids): the executable, and which leaf
+    of the trace (by first-use position) feeds each of its inputs."""
+    __slots__ = ("exe", "leaf_positions")
+
+    def __init__(self, exe, leaf_positions):
+        self.exe = exe
+        self.leaf_positions = leaf_positions
+
+
 class _Cache:
+    """Compiled executables, LRU, bounded by entries (LAZYX_CACHE_SIZE) and by bytes
+    (LAZYX_CACHE_BYTES, the backends' estimates). Shared by all threads, under one lock.
+
+    Two kinds of keys lead to an executable: a program's exact structure key (from a walk)
+    and, as aliases, the trace keys of the cuts that ran it (no walk). An alias goes when its
+    executable does, so evicted programs are really freed.
+    """
+
     def __init__(self):
-        self.entries = collections.OrderedDict()
+        self.entries = collections.OrderedDict()  # structure key -> executable
+        self.aliases = collections.OrderedDict()  # trace key -> _Alias
+        self.nbytes = 0
+        self.lock = threading.Lock()
 
     def get(self, key):
-        exe = self.entries.get(key)
-        if exe is not None:
-            self.entries.move_to_end(key)
-        return exe
+        with self.lock:
+            exe = self.entries.get(key)
+            if exe is not None:
+                self.entries.move_to_end(key)
+            return exe
+
+    def get_alias(self, key):
+        with self.lock:
+            alias = self.aliases.get(key)
+            if alias is not None:
+                main = alias.exe.program.key
+                if main not in self.entries:  # its program was dropped (entries.clear())
+                    del self.aliases[key]
+                    return None
+                self.aliases.move_to_end(key)
+                self.entries.move_to_end(main)
+            return alias
 
     def put(self, key, exe):
-        self.entries[key] = exe
-        while len(self.entries) > config.cache_size():
-            self.entries.popitem(last=False)
+        with self.lock:
+            if key in self.entries:  # another thread compiled it meanwhile: keep theirs
+                return self.entries[key]
+            exe.aliases = []
+            self.entries[key] = exe
+            self.nbytes += getattr(exe, "nbytes", 0)
+            limit, byte_limit = config.cache_size(), config.cache_bytes()
+            while len(self.entries) > 1 and (len(self.entries) > limit or
+                                             self.nbytes > byte_limit):
+                self._evict()
+            return exe
+
+    def put_alias(self, key, exe, leaf_positions):
+        with self.lock:
+            if exe.program.key not in self.entries:
+                return
+            self.aliases[key] = _Alias(exe, leaf_positions)
+            exe.aliases.append(key)
+            while len(self.aliases) > 2 * config.cache_size():
+                old_key, old = self.aliases.popitem(last=False)
+                old.exe.aliases.remove(old_key)
+
+    def _evict(self):
+        _, exe = self.entries.popitem(last=False)
+        self.nbytes -= getattr(exe, "nbytes", 0)
+        for key in exe.aliases:
+            self.aliases.pop(key, None)
+        exe.aliases = []
+
+    def clear(self):
+        with self.lock:
+            self.entries.clear()
+            self.aliases.clear()
+            self.nbytes = 0
 
     def programs(self):
-        return [exe.program for exe in self.entries.values()]
+        with self.lock:
+            return [exe.program for exe in self.entries.values()]
 
 
 CACHE = _Cache()
-_last_cut_end = [time.perf_counter()]
-_next_cut = [config.node_cap()]  # ir.CREATED value past which maybe_cut() cuts
 
 
 def _notify(event, *args):
@@ -353,69 +459,151 @@ def compile_program(program):
     metrics.count("compiles")
     metrics.record_time("compile", elapsed)
     _notify("on_compile", program, exe, start, elapsed)
-    CACHE.put(program.key, exe)
-    return exe, True
+    return CACHE.put(program.key, exe), True
+
+
+def _trace_key(roots):
+    """The roots' eids in this thread's trace, or None when some root has no exact key here."""
+    trace = ir.TRACE
+    serial = trace.serial
+    key = []
+    for r in roots:
+        epoch = r.epoch
+        if epoch is None:  # a leaf as a root (a pending param)
+            key.append(trace.leaf_eid(r))
+        elif epoch == serial or epoch == 0:
+            key.append(r.eid)
+        else:
+            return None
+    return tuple(key)
+
+
+def _lookup(roots):
+    """(executable or None, leaf values, program, alias) for a cut of `roots`.
+
+    On a trace-key hit this walks no graph: the key is the roots' eids, and the leaves are
+    read off the trace by position. Otherwise one walk gives the exact structure key (which
+    is how a step traced in a different order, or across threads, still hits the cache) and,
+    when the cache misses there too, the program to compile. `alias` is the (trace key, leaf
+    positions) under which the executable should also be found next time, or None.
+    """
+    trace = ir.TRACE
+    tkey = _trace_key(roots)
+    if tkey is not None:
+        hit = CACHE.get_alias(tkey)
+        if hit is not None:
+            leaves = trace.leaves
+            return hit.exe, [leaves[k].value for k in hit.leaf_positions], hit.exe.program, None
+    key, leaf_nodes, inner = _walk_fast(roots)
+    metrics.count("nodes_walked", len(leaf_nodes) + len(inner))
+    alias = None
+    if tkey is not None:
+        positions = trace.leaf_positions
+        alias = (tkey, tuple([positions[id(n)] for n in leaf_nodes]))
+    values = [n.value for n in leaf_nodes]
+    exe = CACHE.get(key)
+    if exe is not None:
+        return exe, values, exe.program, alias
+    program = _program(key, leaf_nodes, inner)
+    # the fast walk's order depends on build order; graph_hash must not (dumps, explanations
+    # and lazyx.graph_hash name a graph by the same digest), so take it from the canonical walk
+    program._digest = linearize(roots)[0].graph_hash
+    return None, values, program, alias
 
 
 def sync(*handles, cause="explicit", source=None):
     """Cut and run pending work: for `handles`, or for every live pending handle when none.
 
-    A repeated step costs one walk over its nodes, one dict lookup and one dispatch: the
-    Program (instructions, source lines) is only built when the cache misses.
+    A repeated step costs one lookup of its roots' trace key and one dispatch: no graph walk,
+    and the Program is only built when the cache misses. If running fails (a compile or
+    execution error, KeyboardInterrupt), every value is still pending and a retry computes it;
+    when several values were cut together, each is then tried alone, so values that had
+    nothing to do with the failure are computed (and the error is raised only if some value
+    still fails alone).
     """
     start = time.perf_counter()
     if source is None:
         source = user_line(2)
+    state = _thread
     if handles:
         handles = list({id(h): h for h in map(handle_of, handles)}.values())  # each once
     else:
-        handles = list(_live)
-        _live.clear()
-    # Roots in structural-hash order (stable: ties keep registration order), so the same step
-    # linearizes to the same program key however its values were created.
-    pending = sorted((h for h in handles if h.node.op != "data"), key=lambda h: h.node.hash)
-    _next_cut[0] = ir.CREATED[0] + config.node_cap()
+        handles = list(state.live)
+    pending = [h for h in handles if h.node.op != "data"]
+    state.next_cut = ir.CREATED[0] + config.node_cap()
     if not pending:
         return
-    metrics.record_time("trace", start - _last_cut_end[0])
+    trace_seconds = start - state.last_cut_end
     roots, index = [], {}
     for h in pending:
         if id(h.node) not in index:
             index[id(h.node)] = len(roots)
             roots.append(h.node)
-    key, leaf_nodes, inner = _walk_fast(roots)
-    exe = CACHE.get(key)
-    if exe is not None:
-        program = exe.program
-    else:
-        program = _program(key, leaf_nodes, inner)
-        # the fast walk's order depends on build order; graph_hash must not (dumps, explanations
-        # and lazyx.graph_hash name a graph by the same digest), so take it from the canonical walk
-        program._digest = linearize(roots)[0].graph_hash
-    metrics.record_sync(cause, source)
-    if LISTENERS:
-        _notify("on_sync", cause, source, program)
-    if exe is None:
-        exe, _ = compile_program(program)
-        metrics.record_compile(source)
-    else:
-        metrics.count("cache_hits")
-    run_start = time.perf_counter()
-    results = exe([n.value for n in leaf_nodes])
-    elapsed = time.perf_counter() - run_start
-    metrics.count("executions")
-    metrics.record_time("execute", elapsed)
-    if LISTENERS:
-        _notify("on_execute", program, run_start, elapsed)
-    outs = [ir.data(buf, r.shape, r.dtype) for buf, r in zip(results, roots)]
-    for out, root in zip(outs, roots):
-        out.source = root.source  # a result is "made" where its value was computed, not synced
-        if KEEP_ORIGINS[0]:
-            ORIGINS[out] = root
+    # Roots in structural-hash order (stable: ties keep registration order), so the same step
+    # cuts to the same key however its values were registered -- and whatever its trace
+    # numbering, which eids depend on: the walk's key must repeat too.
+    if len(roots) > 1:
+        roots.sort(key=_by_hash)
+        index = {id(r): i for i, r in enumerate(roots)}
+    try:
+        outs = _run(roots, cause, source, trace_seconds)
+    except Exception:
+        if len(pending) == 1 or _sync_each(pending, cause, source):
+            raise
+        return  # each value computed on its own: the barrier did its job
     for h in pending:
         h.node = outs[index[id(h.node)]]
-        _live.discard(h)
-    _last_cut_end[0] = time.perf_counter()
+        state.live.discard(h)
+    _end_cut(state)
+
+
+def _sync_each(pending, cause, source):
+    """After a failed joint cut: compute each value alone. True if some value still fails
+    (it stays pending, and the caller re-raises)."""
+    failed = False
+    for h in pending:
+        try:
+            sync(h, cause=cause, source=source)
+        except Exception:  # noqa: BLE001 -- the joint error is the one raised
+            failed = True
+    return failed
+
+
+def _run(roots, cause, source, trace_seconds=0.0):
+    """Compile (on a miss) and run the program behind `roots`; data leaves for its results."""
+    exe, values, program, alias = _lookup(roots)
+    if LISTENERS:
+        _notify("on_sync", cause, source, program)
+    hit = exe is not None
+    if not hit:
+        exe, _ = compile_program(program)
+        metrics.record_compile(source)
+    if alias is not None:
+        CACHE.put_alias(alias[0], exe, alias[1])
+    run_start = time.perf_counter()
+    results = exe(values)
+    elapsed = time.perf_counter() - run_start
+    metrics.record_cut(cause, source, trace_seconds, elapsed, hit)
+    if LISTENERS:
+        _notify("on_execute", program, run_start, elapsed)
+    keep = KEEP_ORIGINS[0]
+    # a result is "made" where its value was computed, not where it was synced
+    outs = [ir.data(buf, r.shape, r.dtype, source=r.source) for buf, r in zip(results, roots)]
+    if keep:
+        for out, root in zip(outs, roots):
+            ORIGINS[out] = root
+    return outs
+
+
+def _end_cut(state):
+    """Start a new trace once nothing pending in this thread belongs to the current one (so a
+    repeated step numbers its leaves from 0 again and repeats its keys)."""
+    trace = ir.TRACE
+    serial = trace.serial
+    if len(trace.leaves) > ir.TABLE_LIMIT // 16 or \
+            not any(h.node.epoch == serial for h in state.live):
+        trace.reset()
+    state.last_cut_end = time.perf_counter()
 
 
 def maybe_cut():
@@ -423,9 +611,8 @@ def maybe_cut():
 
     The cap (LAZYX_NODE_CAP) is read at each cut, not per op, so this call stays one compare.
     """
-    if ir.CREATED[0] > _next_cut[0]:
+    if ir.CREATED[0] > _thread.next_cut:
         sync(cause="node_cap", source=user_line(2))
-
 
 
 def graph_hash(*tensors):

@@ -8,6 +8,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
+import threading
 
 _LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _FRAMEWORKS = ("torch", "numpy", "tensorflow", "keras", "tf_keras", "jax", "jaxlib", "ml_dtypes",
@@ -34,6 +35,11 @@ def _framework_roots():
     return _framework_dirs
 
 ENABLED = os.environ.get("LAZYX_SOURCE_LINES", "1") != "0"
+
+
+def is_internal(filename):
+    """Whether a file belongs to lazyx, a framework or the standard library."""
+    return _is_internal(filename)
 
 
 def _is_internal(filename):
@@ -75,3 +81,39 @@ def format_line(source):
     except ValueError:
         pass
     return f"{filename}:{lineno}"
+
+
+class _OpLine(threading.local):
+    """The user line of the frontend op now being lowered (see `op_line`)."""
+    line = None
+    depth = 0
+
+
+CURRENT = _OpLine()
+
+
+class op_line:
+    """`with source.op_line():` around a frontend op: the user's line is found once for the
+    op, and every node its lowering makes (often several: converts, broadcasts, the op) takes
+    it from here instead of walking the stack again. Nested ops keep the outermost line."""
+    __slots__ = ()
+
+    def __enter__(self):
+        current = CURRENT
+        if not current.depth:
+            current.line = user_line(2) if ENABLED else None
+        current.depth += 1
+
+    def __exit__(self, *exc):
+        CURRENT.depth -= 1
+
+
+OP_LINE = op_line()  # stateless: one instance serves every `with`
+
+
+def node_line():
+    """The source line for a node being made now: the current op's, or a walk of the stack."""
+    current = CURRENT
+    if current.depth:
+        return current.line
+    return user_line(3) if ENABLED else None

@@ -1,6 +1,16 @@
 """Test set-up: use the installed lazyx (tox, CI); in a bare checkout, the source tree."""
+import atexit
 import os
+import shutil
 import sys
+import tempfile
+
+# The persistent compile cache is on by default; tests must neither write into the user's
+# ~/.cache nor find programs an earlier run stored there, so each test process gets a fresh,
+# private folder (tests of the cache itself point LAZYX_CACHE_DIR elsewhere).
+_cache_dir = tempfile.mkdtemp(prefix="lazyx-test-cache-")
+os.environ["LAZYX_CACHE_DIR"] = _cache_dir
+atexit.register(shutil.rmtree, _cache_dir, ignore_errors=True)
 
 try:
     import lazyx  # noqa: F401

@@ -29,6 +29,23 @@ def test_bench_quick_writes_json_table_and_agreeing_values(tmp_path, capsys):
     assert "| W4 | numpy-eager |" in out and "Targets (this run):" in out
 
 
+def test_bench_first_step_runs_cold_warm_and_tiered_processes(capsys):
+    pytest.importorskip("jax")
+    from lazyx.bench.first_step import run_first_step
+    runs = run_first_step(systems=["lazyx-numpy"], workloads=["W1"], threads=1)
+    cold, warm, tiered = (runs["lazyx-numpy", mode]["W1"]["lazyx"]
+                          for mode in ("cold", "warm", "tiered"))
+    assert cold["disk_misses"] >= 1 and cold["disk_hits"] == 0
+    assert warm["disk_hits"] >= 1 and warm["disk_misses"] == 0  # the second process found it
+    assert warm["xla_compile_seconds_total"] == 0 and warm["lower_seconds_total"] == 0
+    assert tiered["interpreted_steps"] >= 1 and tiered["disk_hits"] == tiered["disk_misses"] == 0
+    values = [runs["lazyx-numpy", m]["W1"]["values"] for m in ("cold", "warm", "tiered")]
+    np.testing.assert_allclose(values[1], values[0], rtol=1e-6)
+    np.testing.assert_allclose(values[2], values[0], rtol=1e-4)  # reference, then XLA
+    out = capsys.readouterr().out
+    assert "| W1 | lazyx-numpy |" in out and "warm " in out and "cold " in out
+
+
 def test_a_system_that_cannot_run_is_reported_not_dropped(monkeypatch):
     monkeypatch.setitem(harness.SYSTEMS, "broken", "numpy")
     import lazyx.bench.systems_numpy as sn

@@ -52,3 +52,18 @@ def sync():
     """Run everything pending (the same barrier as lazyx.sync())."""
     from ...core.runtime import sync as _sync
     _sync(cause="explicit")
+
+
+def pad_to_bucket(x, axis=-1, buckets=None, value=0):
+    """(padded, mask): `x` padded with `value` at the end of `axis` up to the next bucket size
+    (`buckets`, or powers of two), and a bool mask of the padded shape, True where the data is
+    real. A NumPy array gives NumPy arrays (pad before lnp.asarray: then every length in a
+    bucket is one compiled program); a lazy array gives lazy arrays."""
+    from ...core import buckets as _buckets
+    if not isinstance(x, LazyArray):
+        return _buckets.pad_numpy(x, axis, buckets, value)
+    axis, size, target = _buckets.pad_plan(x.shape, axis, buckets)
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (0, target - size)
+    padded = pad(x, widths, constant_values=value) if target != size else copy(x)
+    return padded, asarray(_buckets.host_mask(padded.shape, axis, size))

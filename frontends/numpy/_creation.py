@@ -7,6 +7,8 @@ import numpy as np
 
 from ...core import ops, runtime
 from ._base import LazyArray, wrap
+from ._fallback import run_eagerly
+from ._manipulation import broadcast_to
 from ._promote import as_lazy, as_node, full_node, ir_dtype
 from ._ufuncs import fill
 
@@ -42,14 +44,17 @@ def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs):
     return out
 
 
+_PY_SCALARS = frozenset((int, float, bool))
+
+
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     shape = _shape(shape)
+    if type(fill_value) in _PY_SCALARS and dtype is not None:  # zeros_like & co.: no NumPy calls
+        return wrap(full_node(fill_value, shape, ir_dtype(dtype)))
     if isinstance(fill_value, LazyArray):
-        from ._manipulation import broadcast_to
         return broadcast_to(fill_value if dtype is None else fill_value.astype(dtype), shape)
     target = ir_dtype(dtype) if dtype is not None else ir_dtype(np.asarray(fill_value).dtype)
     if np.ndim(fill_value):
-        from ._manipulation import broadcast_to
         return broadcast_to(as_lazy(np.asarray(fill_value), target), shape)
     return wrap(full_node(fill_value, shape, target))
 
@@ -102,7 +107,6 @@ def arange(start, /, stop=None, step=None, *, dtype=None, device=None, like=None
 def linspace(start, stop, /, num=50, *, endpoint=True, retstep=False, dtype=None, axis=0,
              device=None):
     if isinstance(start, LazyArray) or isinstance(stop, LazyArray):
-        from ._fallback import run_eagerly
         return run_eagerly(np.linspace, "numpy.linspace", (start, stop, num),
                            {"endpoint": endpoint, "retstep": retstep, "dtype": dtype,
                             "axis": axis})

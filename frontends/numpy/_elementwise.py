@@ -3,8 +3,10 @@ import numpy as np
 
 from ...core import ops
 from ._base import wrap
-from ._promote import as_node
-from ._ufuncs import apply, assign, fill
+from ._entry import apply
+from ._fallback import run_eagerly
+from ._promote import as_node, assign
+from ._ufuncs import fill
 
 # Array API name -> NumPy ufunc (names differ where NumPy's predate the standard).
 ARRAY_API_UFUNCS = {
@@ -69,7 +71,6 @@ def round(x, decimals=0, out=None):  # noqa: A001 - the Array API's name
             else:
                 result = wrap(ops.mul(ops.round(ops.div(node, scale)), scale))
         else:
-            from ._fallback import run_eagerly
             return run_eagerly(np.round, "numpy.round", (x, decimals), {})
     return result if out is None else assign(out, result)
 

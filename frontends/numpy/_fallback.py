@@ -9,6 +9,7 @@ import numpy as np
 from ...core import runtime
 from ...core.source import user_line
 from ._base import LazyArray, wrap
+from ._promote import assign
 
 
 def _lazy_in(obj, found):
@@ -63,7 +64,6 @@ def run_eagerly(fn, name, args, kwargs):
     result = fn(*materialize(args), **materialize(kwargs))
     if not lazy_out:
         return rewrap(result)
-    from ._ufuncs import assign
     outs = out if isinstance(out, tuple) else (out,)
     results = result if isinstance(result, tuple) else (result,)
     for o, r in zip(outs, results):

@@ -2,11 +2,11 @@
 anything else falls back (runs eagerly on NumPy, counted and warned once)."""
 import numpy as np
 
-from . import (_creation, _elementwise, _indexing, _linalg, _manipulation, _reductions,
-               _ufuncs)
+from . import _creation, _elementwise, _indexing, _linalg, _manipulation, _reductions
 from ._base import LazyArray
+from ._entry import apply
 from ._fallback import run_eagerly
-from ._promote import as_lazy, ir_dtype, result_ir_dtype
+from ._promote import as_lazy, assign, ir_dtype, result_ir_dtype
 
 
 def _shape(a):
@@ -40,7 +40,6 @@ def _can_cast(from_, to, casting="safe"):
 
 
 def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    from ._ufuncs import apply
     a, b = as_lazy(a), as_lazy(b) if isinstance(b, LazyArray) else b
     dtype = np.dtype(result_ir_dtype(a, b, 1.0))
     a, b = a.astype(dtype), as_lazy(b, ir_dtype(dtype))
@@ -65,8 +64,8 @@ def _array_equal(a1, a2, equal_nan=False):
         return False
     eq = as_lazy(a1) == a2
     if equal_nan:
-        eq = _ufuncs.apply(np.logical_or, (eq, _ufuncs.apply(np.logical_and, (
-            _ufuncs.apply(np.isnan, (a1,)), _ufuncs.apply(np.isnan, (a2,))))))
+        eq = apply(np.logical_or, (eq, apply(np.logical_and, (
+            apply(np.isnan, (a1,)), apply(np.isnan, (a2,))))))
     return bool(_reductions.all(eq))
 
 
@@ -89,7 +88,7 @@ def _amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 def _copyto(dst, src, casting="same_kind", where=True):
     if where is not True:
         src = _manipulation.where(where, src, dst)
-    _ufuncs.assign(dst, src, casting=casting)
+    assign(dst, src, casting=casting)
 
 
 def _astype(x, dtype, /, *, copy=True, device=None):
@@ -98,7 +97,6 @@ def _astype(x, dtype, /, *, copy=True, device=None):
 
 def _nan_reduce(reduce, fill_value):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
-        from ._ufuncs import apply
         x = as_lazy(a)
         if x.dtype.kind == "f":
             x = _manipulation.where(apply(np.isnan, (x,)), fill_value, x)

@@ -3,8 +3,9 @@
 Integer indices and unit-step slices lower to ``dynamic_slice`` / ``dynamic_update_slice``
 with their start as a *runtime parameter*: ``x[i]`` and ``X[i:i + batch]`` for a new ``i``
 reuse the compiled program. Integer indices known at trace time are bounds-checked at the
-call (IndexError, as NumPy); lazy index arrays cannot be checked there and are clamped (gather)
-or dropped (scatter) instead. Boolean masks whose positions decide the output shape sync
+call (IndexError, as NumPy), and so are lazy index arrays whose values already exist (uploaded
+from the host: core/host_values.py); computed index arrays cannot be checked there and are
+clamped (gather) or dropped (scatter) instead. Boolean masks whose positions decide the output shape sync
 (cause "data_dependent"); ``a[mask] = scalar`` needs no sync (it lowers to a select).
 """
 import builtins
@@ -13,9 +14,12 @@ import operator
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ir, ops, runtime
+from ...core import host_values, ir, ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import as_node, axis_index, broadcast_node, broadcast_shapes, shape_of
+from ._entry import traced
+from ._fallback import rewrap
+from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
+                       broadcast_shapes, shape_of)
 from ._ufuncs import fill
 
 _INDEX_DTYPE = "int32"  # starts of dynamic slices: int32 keeps float32 programs 32-bit
@@ -167,16 +171,23 @@ def _basic(node, items):
     return node, plan
 
 
+def _check_host(host, axis, size):
+    bad = (host < -size) | (host >= size)
+    if bad.any():
+        raise _out_of_bounds(int(host[bad].flat[0]), axis, size)
+
+
 def _index_node(item, size, axis):
     """An integer index (host or lazy) as an int64 node with negatives wrapped."""
     if isinstance(item, LazyArray):
+        known = host_values.known(item._node)  # an uploaded index array: check it as NumPy
+        if known is not None:
+            _check_host(np.asarray(known, dtype=np.int64), axis, size)
         idx = as_node(item, "int64")
         return ops.select(ops.lt(idx, fill(0, "int64", idx.shape)),
                           ops.add(idx, fill(size, "int64", idx.shape)), idx)
     host = np.asarray(item, dtype=np.int64)
-    bad = (host < -size) | (host >= size)
-    if bad.any():
-        raise _out_of_bounds(int(host[bad].flat[0]), axis, size)
+    _check_host(host, axis, size)
     host = np.where(host < 0, host + size, host)
     return runtime.from_host(host, "int64") if host.ndim else ir.param(host, "int64")
 
@@ -316,7 +327,6 @@ def _update_window(node, items, value):
 # ---------------------------------------------------------------- functions
 
 def take(a, indices, axis=None, out=None, mode="raise"):
-    from ._promote import as_lazy
     x = as_lazy(a)
     if axis is None:
         x = wrap(ops.reshape(x._node, new_sizes=(x.size,)))
@@ -332,13 +342,11 @@ def take(a, indices, axis=None, out=None, mode="raise"):
             indices = int(indices)
     result = getitem(x, (slice(None),) * axis + (indices,))
     if out is not None:
-        from ._ufuncs import assign
         return assign(out, result)
     return result
 
 
 def take_along_axis(arr, indices, axis=-1):
-    from ._promote import as_lazy
     x = as_lazy(arr)
     if axis is None:
         x = wrap(ops.reshape(x._node, new_sizes=(x.size,)))
@@ -365,7 +373,6 @@ def _host_dd(a):
 
 
 def _to_device(result):
-    from ._fallback import rewrap
     return rewrap(result)
 
 
@@ -407,12 +414,18 @@ def compress(condition, a, axis=None, out=None):
 
 
 def extract(condition, arr):
-    from ._manipulation import ravel
-    return take(ravel(arr), np.nonzero(np.ravel(_host_dd(condition)))[0])
+    flat = as_node(arr)
+    flat = wrap(ops.reshape(flat, new_sizes=(flat.size,)))
+    return take(flat, np.nonzero(np.ravel(_host_dd(condition)))[0])
 
 
+@traced("a")
 def count_nonzero(a, axis=None, *, keepdims=False):
-    from ._reductions import sum as sum_
-    node = as_node(a)
-    return sum_(wrap(ops.ne(node, fill(0, node.dtype, node.shape))), axis=axis,
-                keepdims=keepdims)
+    node = a
+    axes = axes_tuple(axis, node.ndim)
+    total = ops.reduce_sum(ops.convert(ops.ne(node, fill(0, node.dtype, node.shape)),
+                                       dtype="int64"), axes=axes)
+    if keepdims:
+        total = ops.reshape(total, new_sizes=tuple(1 if i in axes else d
+                                                   for i, d in enumerate(node.shape)))
+    return total

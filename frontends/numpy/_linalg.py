@@ -11,8 +11,12 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import compose, ir, ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, result_ir_dtype)
+from ._fallback import run_eagerly
+from ._entry import GUFUNCS, apply, register, traced
+from ._manipulation import ravel
+from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
+                       broadcast_shapes, nodes_result_dtype, result_ir_dtype)
+from ._reductions import sum as sum_
 from ._ufuncs import fill
 
 _MATMUL_SIG = "(n?,k),(k,m?)->(n?,m?)"
@@ -24,15 +28,27 @@ def _operands(a, b):
     return as_node(a, compute), as_node(b, compute), dtype
 
 
-def _finish(node, dtype):
+def _node_operands(a, b):
+    """_operands for two IR nodes (the lowerings' view): no weak scalars left to promote."""
+    dtype = nodes_result_dtype(a, b)
+    compute = "int64" if dtype == dt.BOOL else dtype
+    return (a if a.dtype == compute else ops.convert(a, dtype=compute),
+            b if b.dtype == compute else ops.convert(b, dtype=compute), dtype)
+
+
+def _finish_node(node, dtype):
     if dtype == dt.BOOL:
         node = ops.ne(node, fill(0, node.dtype, node.shape))
-    return wrap(node)
+    return node
 
 
+def _finish(node, dtype):
+    return wrap(_finish_node(node, dtype))
+
+
+@traced("x1", "x2")
 def matmul(x1, x2, /):
-    runtime.maybe_cut()
-    a, b, dtype = _operands(x1, x2)
+    a, b, dtype = _node_operands(x1, x2)
     for i, n in enumerate((a, b)):
         if n.ndim == 0:
             raise ValueError(f"matmul: Input operand {i} does not have enough dimensions (has "
@@ -55,14 +71,13 @@ def matmul(x1, x2, /):
     shape = batch + (() if squeeze_a else (a.shape[-2],)) + (() if squeeze_b else (b.shape[-1],))
     if shape != out.shape:
         out = ops.reshape(out, new_sizes=shape)
-    return _finish(out, dtype)
+    return _finish_node(out, dtype)
 
 
 def dot(a, b, out=None):
     runtime.maybe_cut()
     x, y, dtype = _operands(a, b)
     if x.ndim == 0 or y.ndim == 0:
-        from ._ufuncs import apply
         result = apply(np.multiply, (a, b))
     else:
         ya = 0 if y.ndim == 1 else y.ndim - 2
@@ -72,7 +87,6 @@ def dot(a, b, out=None):
         result = _finish(ops.dot_general(x, y, contracting_dimensions=((x.ndim - 1,), (ya,))),
                          dtype)
     if out is not None:
-        from ._ufuncs import assign
         return assign(out, result)
     return result
 
@@ -104,22 +118,21 @@ def tensordot(a, b, /, axes=2):
     return _finish(compose.tensordot(x, y, ax_a, ax_b), dtype)
 
 
+@traced("x1", "x2")
 def vecdot(x1, x2, /, *, axis=-1):
-    runtime.maybe_cut()
-    a, b, dtype = _operands(x1, x2)
+    a, b, dtype = _node_operands(x1, x2)
     shape = broadcast_shapes(a.shape, b.shape)
     ax = axis_index(axis, len(shape))
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("vecdot: inputs must have at least one dimension")
     a, b = broadcast_node(a, shape), broadcast_node(b, shape)
     prod = ops.and_(a, b) if dtype == dt.BOOL else ops.mul(a, b)
-    return _finish(ops.reduce_sum(prod, axes=(ax,)), dtype)
+    return _finish_node(ops.reduce_sum(prod, axes=(ax,)), dtype)
 
 
 def inner(a, b, /):
     x, y, dtype = _operands(a, b)
     if x.ndim == 0 or y.ndim == 0:
-        from ._ufuncs import apply
         return apply(np.multiply, (a, b))
     if x.shape[-1] != y.shape[-1]:
         raise ValueError(f"shapes {_fmt(x.shape)} and {_fmt(y.shape)} not aligned: "
@@ -129,12 +142,9 @@ def inner(a, b, /):
 
 
 def outer(a, b, out=None):
-    from ._manipulation import ravel
-    from ._ufuncs import apply
     x, y = ravel(a), ravel(b)
     result = apply(np.multiply, (x[:, None], y[None, :]))
     if out is not None:
-        from ._ufuncs import assign
         return assign(out, result)
     return result
 
@@ -191,7 +201,6 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
            optimize=False):
     if not isinstance(subscripts, str) or builtins.any(
             len(set(t)) != len(t) for t in subscripts.split("->")[0].replace("...", "").split(",")):
-        from ._fallback import run_eagerly  # interleaved operands or repeated (diagonal) indices
         return run_eagerly(np.einsum, "numpy.einsum", (subscripts,) + operands,
                            {"out": out, "dtype": dtype, "optimize": optimize}
                            if out is not None else {"dtype": dtype, "optimize": optimize})
@@ -232,7 +241,6 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
         acc = ops.transpose(acc, permutation=perm)
     result = _finish(acc, result_dtype) if result_dtype == dt.BOOL else wrap(acc)
     if out is not None:
-        from ._ufuncs import assign
         return assign(out, result)
     return result
 
@@ -308,15 +316,14 @@ def _matrix_norm(x, node, ord, axes):
         row_after = row - (1 if row > col else 0)
         return (ops.reduce_max if ord > 0 else ops.reduce_min)(sums, axes=(row_after,))
     if ord in ("nuc", 2, -2):
-        from ._fallback import run_eagerly
         return as_node(run_eagerly(np.linalg.norm, "numpy.linalg.norm", (x,),
                                    {"ord": ord, "axis": axes}))
     raise ValueError("Invalid norm order for matrices.")
 
 
+@traced("a")
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    runtime.maybe_cut()
-    node = as_node(a)
+    node = a
     i, j = axis_index(axis1, node.ndim), axis_index(axis2, node.ndim)
     if i == j:
         raise ValueError("axis1 and axis2 cannot be the same")
@@ -329,11 +336,10 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     from ...core import runtime as rt
     out = ops.gather(node, rt.from_host(idx.astype(np.int64)))
     perm = tuple(range(1, out.ndim)) + (0,)
-    return wrap(ops.transpose(out, permutation=perm) if out.ndim > 1 else out)
+    return ops.transpose(out, permutation=perm) if out.ndim > 1 else out
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    from ._reductions import sum as sum_
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 
@@ -386,3 +392,18 @@ def convolve(a, v, mode="full"):
         start = (k - 1) // 2
         out = ops.slice_(out, start_indices=(start,), limit_indices=(start + n,))
     return _finish(out, dtype)
+
+
+# np.matmul / np.vecdot called on lazy arrays (NEP 13): the gufuncs' entries in the ufunc table
+
+def _matmul_gufunc(a, b, dtype=None, where=True, casting="same_kind"):
+    return matmul(a, b) if dtype is None else matmul(a, b).astype(dtype)
+
+
+def _vecdot_gufunc(a, b, dtype=None, where=True, casting="same_kind"):
+    return vecdot(a, b) if dtype is None else vecdot(a, b).astype(dtype)
+
+
+register(GUFUNCS, np.matmul, _matmul_gufunc)
+if hasattr(np, "vecdot"):
+    register(GUFUNCS, np.vecdot, _vecdot_gufunc)

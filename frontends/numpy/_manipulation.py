@@ -12,10 +12,12 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node,
+from ._fallback import run_eagerly
+from ._entry import apply, traced
+from ._indexing import nonzero, take
+from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, ir_dtype, normalize_axis_tuple, promote,
                        result_ir_dtype, shape_of)
-from ._ufuncs import assign, fill
 
 
 def _shape_arg(shape):
@@ -24,11 +26,11 @@ def _shape_arg(shape):
     return tuple(operator.index(d) for d in shape)
 
 
+@traced("a")
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    runtime.maybe_cut()
     if order not in ("C", None):
         raise NotImplementedError("lazyx.frontends.numpy: only order='C' reshapes are lowered")
-    node = as_node(a)
+    node = a
     shape = _shape_arg(shape if shape is not None else newshape)
     unknown = [i for i, d in enumerate(shape) if d < 0]
     if len(unknown) > 1:
@@ -41,7 +43,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         shape = tuple(node.size // known if d < 0 else d for d in shape)
     if math.prod(shape) != node.size:
         raise ValueError(f"cannot reshape array of size {node.size} into shape {_fmt(shape)}")
-    return wrap(node if node.shape == shape else ops.reshape(node, new_sizes=shape))
+    return node if node.shape == shape else ops.reshape(node, new_sizes=shape)
 
 
 def _fmt(shape):
@@ -52,9 +54,9 @@ def ravel(a, order="C"):
     return reshape(a, (-1,), order)
 
 
+@traced("x")
 def permute_dims(x, /, axes):
-    runtime.maybe_cut()
-    node = as_node(x)
+    node = x
     if axes is None:
         axes = tuple(range(node.ndim))[::-1]
     axes = tuple(operator.index(a) for a in axes)
@@ -67,8 +69,8 @@ def permute_dims(x, /, axes):
             raise ValueError("repeated axis in transpose") from None
         raise
     if axes == tuple(range(node.ndim)):
-        return wrap(node)
-    return wrap(ops.transpose(node, permutation=axes))
+        return node
+    return ops.transpose(node, permutation=axes)
 
 
 def transpose(a, axes=None):
@@ -126,16 +128,16 @@ def squeeze(a, axis=None):
     return wrap(node if shape == node.shape else ops.reshape(node, new_sizes=shape))
 
 
+@traced("array")
 def broadcast_to(array, shape, subok=False):
-    runtime.maybe_cut()
     shape = _shape_arg(shape)
     if builtins.any(d < 0 for d in shape):
         raise ValueError("all elements of broadcast shape must be non-negative")
-    node = as_node(array)
+    node = array
     if node.ndim > len(shape):
         raise ValueError(f"input operand has more dimensions than allowed by the axis "
                          f"remapping")
-    return wrap(broadcast_node(node, shape))
+    return broadcast_node(node, shape)
 
 
 def broadcast_arrays(*args, subok=False):
@@ -284,9 +286,9 @@ def roll(a, shift, axis=None):
     return wrap(node)
 
 
+@traced("A")
 def tile(A, reps):
-    runtime.maybe_cut()
-    node = as_node(A)
+    node = A
     reps = (operator.index(reps),) if isinstance(reps, (int, np.integer)) else \
         tuple(operator.index(r) for r in reps)
     ndim = builtins.max(node.ndim, len(reps))
@@ -295,7 +297,7 @@ def tile(A, reps):
     interleaved = tuple(v for r, d in zip(reps, shape) for v in (r, d))
     out = ops.broadcast_in_dim(ops.reshape(node, new_sizes=shape), shape=interleaved,
                                broadcast_dimensions=tuple(range(1, 2 * ndim, 2)))
-    return wrap(ops.reshape(out, new_sizes=tuple(r * d for r, d in zip(reps, shape))))
+    return ops.reshape(out, new_sizes=tuple(r * d for r, d in zip(reps, shape)))
 
 
 def repeat(a, repeats, axis=None):
@@ -321,7 +323,6 @@ def repeat(a, repeats, axis=None):
     if reps.shape != (node.shape[axis],):
         raise ValueError(f"operands could not be broadcast together with shape "
                          f"({node.shape[axis]},) ({reps.size},)")
-    from ._indexing import take
     return take(wrap(node), np.repeat(np.arange(node.shape[axis]), reps), axis=axis)
 
 
@@ -357,7 +358,6 @@ def array_split(ary, indices_or_sections, axis=0):
 
 def pad(array, pad_width, mode="constant", **kwargs):
     if mode != "constant" or set(kwargs) - {"constant_values"}:
-        from ._fallback import run_eagerly
         return run_eagerly(np.pad, "numpy.pad", (array, pad_width, mode), kwargs)
     runtime.maybe_cut()
     node = as_node(array)
@@ -366,7 +366,6 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise ValueError("index can't contain negative values")
     value = kwargs.get("constant_values", 0)
     if np.ndim(value) != 0:
-        from ._fallback import run_eagerly
         return run_eagerly(np.pad, "numpy.pad", (array, pad_width, mode), kwargs)
     value_node = as_node(np.asarray(value).astype(np.dtype(node.dtype))
                          if not isinstance(value, LazyArray) else value, node.dtype)
@@ -388,7 +387,6 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
                       if np.ndim(append) == 0 else append)
     if len(pieces) > 1:
         x = concatenate(pieces, ax)
-    from ._ufuncs import apply
     for _ in range(n):
         m = x.shape[ax]
         hi = wrap(compose.slice_axis(x._node, ax, builtins.min(1, m), m))
@@ -415,7 +413,6 @@ def copy(a, order="K", subok=False):
 
 def where(condition, x=None, y=None, /):
     if x is None and y is None:
-        from ._indexing import nonzero
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")

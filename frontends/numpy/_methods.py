@@ -6,27 +6,37 @@ read separately; ``install()`` runs once when the package is imported.
 import numpy as np
 
 from ...core import ops
-from . import _creation, _indexing, _linalg, _manipulation, _reductions, _ufuncs
+from . import _creation, _indexing, _linalg, _manipulation, _reductions
 from ._base import LazyArray, wrap
+from ._elementwise import round as round_
+from ._entry import apply, array_ufunc, binary
+from ._functions import array_function
+from ._promote import assign
+from ._ufuncs import fill
 
 _OPERANDS = (LazyArray, np.ndarray, np.generic, int, float, bool, list, tuple)
 
 
 def _binary(ufunc):
+    # the common operands (a lazy array, a Python float or int) skip the isinstance check
     def forward(self, other):
-        if not isinstance(other, _OPERANDS):
+        t = type(other)
+        if t is not LazyArray and t is not float and t is not int and \
+                not isinstance(other, _OPERANDS):
             return NotImplemented
-        return _ufuncs.apply(ufunc, (self, other))
+        return binary(ufunc, self, other)
 
     def reverse(self, other):
-        if not isinstance(other, _OPERANDS):
+        t = type(other)
+        if t is not LazyArray and t is not float and t is not int and \
+                not isinstance(other, _OPERANDS):
             return NotImplemented
-        return _ufuncs.apply(ufunc, (other, self))
+        return binary(ufunc, other, self)
 
     def inplace(self, other):
         if not isinstance(other, _OPERANDS):
             return NotImplemented
-        _ufuncs.assign(self, _ufuncs.apply(ufunc, (self, other)), ufunc)
+        assign(self, apply(ufunc, (self, other)), ufunc)
         return self
     return forward, reverse, inplace
 
@@ -53,16 +63,16 @@ def _rmatmul(self, other):
 
 
 def _imatmul(self, other):
-    _ufuncs.assign(self, _linalg.matmul(self, other), np.matmul)
+    assign(self, _linalg.matmul(self, other), np.matmul)
     return self
 
 
 def _divmod(self, other):
-    return _ufuncs.apply(np.divmod, (self, other))
+    return apply(np.divmod, (self, other))
 
 
 def _rdivmod(self, other):
-    return _ufuncs.apply(np.divmod, (other, self))
+    return apply(np.divmod, (other, self))
 
 
 def _getitem(self, key):
@@ -74,11 +84,10 @@ def _setitem(self, key, value):
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    return _ufuncs.array_ufunc(ufunc, method, inputs, kwargs)
+    return array_ufunc(ufunc, method, inputs, kwargs)
 
 
 def _array_function(self, func, types, args, kwargs):
-    from ._functions import array_function
     return array_function(func, types, args, kwargs)
 
 
@@ -111,7 +120,6 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
 
 
 def _round(self, decimals=0, out=None):
-    from ._elementwise import round as round_
     return round_(self, decimals, out)
 
 
@@ -153,9 +161,9 @@ def _prop_real(self):
 
 
 def _prop_imag(self):
-    return wrap(ops.broadcast_in_dim(_ufuncs.fill(0, self._node.dtype, ()),
+    return wrap(ops.broadcast_in_dim(fill(0, self._node.dtype, ()),
                                      shape=self.shape, broadcast_dimensions=())
-                if self.shape else _ufuncs.fill(0, self._node.dtype, ()))
+                if self.shape else fill(0, self._node.dtype, ()))
 
 
 PROPERTIES = {"T": _prop_T, "mT": _prop_mT, "real": _prop_real, "imag": _prop_imag}
@@ -170,7 +178,7 @@ def install():
     for name, ufunc in _COMPARE.items():
         setattr(LazyArray, f"__{name}__", _binary(ufunc)[0])
     for name, ufunc in _UNARY.items():
-        setattr(LazyArray, f"__{name}__", lambda self, _u=ufunc: _ufuncs.apply(_u, (self,)))
+        setattr(LazyArray, f"__{name}__", lambda self, _u=ufunc: apply(_u, (self,)))
     for name, fn in METHODS.items():
         setattr(LazyArray, name, fn)
     for name, fn in PROPERTIES.items():

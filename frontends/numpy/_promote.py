@@ -83,8 +83,8 @@ def as_node(x, dtype=None):
         node = x._node
         return node if dtype is None or node.dtype == dtype else ops.convert(node, dtype=dtype)
     if isinstance(x, (list, tuple)) and _holds_lazy(x):
-        from ._manipulation import stack
-        return as_node(stack([as_lazy(v) for v in x]), dtype)
+        node = stack_nodes([as_node(v) for v in x])
+        return node if dtype is None or node.dtype == dtype else ops.convert(node, dtype=dtype)
     kind = scalar_kind(x)
     if kind is not None:
         if dtype is None:
@@ -100,6 +100,19 @@ def as_node(x, dtype=None):
         raise TypeError(f"lazyx.frontends.numpy: cannot convert {type(x).__name__} to a lazy "
                         f"array")
     return runtime.from_host(host, dtype or ir_dtype(host.dtype))
+
+
+def stack_nodes(nodes):
+    """np.stack(nodes) along a new first axis, in their promoted dtype (as np.stack does)."""
+    if not nodes:
+        raise ValueError("need at least one array to stack")
+    dtype = _result_type(tuple(np_dtype(n.dtype) for n in nodes))
+    if any(n.shape != nodes[0].shape for n in nodes):
+        raise ValueError("all input arrays must have the same shape")
+    shape = (1,) + nodes[0].shape
+    nodes = [ops.reshape(n if n.dtype == dtype else ops.convert(n, dtype=dtype),
+                         new_sizes=shape) for n in nodes]
+    return nodes[0] if len(nodes) == 1 else ops.concatenate(*nodes, dimension=0)
 
 
 def _holds_lazy(seq):
@@ -168,6 +181,11 @@ def _result_type(keys):
     return ir_dtype(np.result_type(*probes))
 
 
+def nodes_result_dtype(*nodes):
+    """np.result_type of IR nodes' dtypes (all strong: they are arrays) as an IR dtype name."""
+    return _result_type(tuple(np_dtype(n.dtype) for n in nodes))
+
+
 def promote(*operands, dtype=None):
     """Operands converted to one dtype and broadcast to one shape: (nodes, shape, dtype)."""
     dtype = dtype or result_ir_dtype(*operands)
@@ -226,3 +244,43 @@ def full_node(value, shape, dtype):
     node = ir.param(value, dtype)
     return ops.broadcast_in_dim(node, shape=tuple(shape), broadcast_dimensions=()) \
         if shape else node
+
+
+# ---------------------------------------------------------------- out=
+
+def _output_casting_error(ufunc, src, dst, index):
+    err_type = getattr(getattr(np, "_core", None), "_exceptions", None)
+    err_type = getattr(err_type, "_UFuncOutputCastingError", None)
+    if err_type is not None:
+        return err_type(ufunc, "same_kind", np.dtype(src), np.dtype(dst), index)
+    return TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from dtype('{src}') to "
+                     f"dtype('{dst}') with casting rule 'same_kind'")
+
+
+def assign(out, result, ufunc=None, casting="same_kind", index=0):
+    """Write `result` into `out` (a lazy or NumPy array), as a ufunc's out= does."""
+    src = result._node.dtype if isinstance(result, LazyArray) else ir_dtype(np.asarray(result).dtype)
+    dst_dtype = out.dtype
+    if not np.can_cast(np_dtype(src), dst_dtype, casting=casting):
+        if ufunc is not None:
+            raise _output_casting_error(ufunc, src, dst_dtype.name, index)
+        raise TypeError(f"Cannot cast array data from dtype('{src}') to "
+                        f"dtype('{dst_dtype.name}') according to the rule '{casting}'")
+    res_shape = shape_of(result)
+    if broadcast_shapes_or_none(res_shape, out.shape) != tuple(out.shape):
+        raise ValueError(f"non-broadcastable output operand with shape {tuple(out.shape)} "
+                         f"doesn't match the broadcast shape "
+                         f"{broadcast_shapes_or_none(res_shape, out.shape) or res_shape}")
+    if isinstance(out, LazyArray):
+        node = broadcast_node(as_node(result, out._node.dtype), out.shape)
+        out.__lazyx_handle__.set(node)
+    else:
+        np.copyto(out, np.asarray(result), casting=casting)
+    return out
+
+
+def broadcast_shapes_or_none(*shapes):
+    try:
+        return broadcast_shapes(*[tuple(s) for s in shapes])
+    except ValueError:
+        return None

@@ -12,20 +12,18 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import as_lazy, as_node, axes_tuple, axis_index, ir_dtype, result_ir_dtype
-from ._ufuncs import assign, const, fill
+from ._entry import ACCUMULATE, REDUCE, register, traced
+from ._indexing import take
+from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node, ir_dtype,
+                       result_ir_dtype)
+from ._ufuncs import fill
 
 
-def _node(x):
-    return as_node(x)
-
-
-def _finish(node, shape, axes, keepdims, out=None):
+def _finish(node, shape, axes, keepdims):
     if keepdims:
         node = ops.reshape(node, new_sizes=tuple(1 if i in axes else d
                                                  for i, d in enumerate(shape)))
-    result = wrap(node)
-    return result if out is None else assign(out, result)
+    return node
 
 
 def _sum_dtype(dtype):
@@ -39,26 +37,27 @@ def _sum_dtype(dtype):
 def _masked(node, where, identity):
     if where is None or where is True:
         return node
-    from ._promote import broadcast_node
-    mask = broadcast_node(as_node(where, dt.BOOL), node.shape)
+    mask = broadcast_node(where if where.dtype == dt.BOOL else ops.convert(where, dtype=dt.BOOL),
+                          node.shape)
     return ops.select(mask, node, fill(identity, node.dtype, node.shape))
 
 
 def _sum_like(reduce_op, identity, combine):
+    @traced("x", "where")
     def reduction(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                   where=None):
-        runtime.maybe_cut()
-        node = _node(x)
+        node = x
         axes = axes_tuple(axis, node.ndim)
         acc = ir_dtype(dtype) if dtype is not None else _sum_dtype(node.dtype)
         if acc == dt.BOOL:  # numpy allows dtype=bool: compute in int64, then cast
-            return reduction(x, axis, "int64", None, keepdims, initial, where).astype(bool)
+            return ops.convert(reduction.lowering(x, axis, "int64", None, keepdims, initial,
+                                                  where), dtype=dt.BOOL)
         node = _masked(ops.convert(node, dtype=acc) if node.dtype != acc else node, where,
                        identity)
         result = reduce_op(node, axes=axes)
         if initial is not None:
             result = combine(result, fill(initial, acc, result.shape))
-        return _finish(result, node.shape, axes, keepdims, out)
+        return _finish(result, node.shape, axes, keepdims)
     return reduction
 
 
@@ -67,9 +66,9 @@ prod = _sum_like(ops.reduce_prod, 1, ops.mul)
 
 
 def _extreme(reduce_op, name):
+    @traced("x", "where")
     def reduction(x, axis=None, out=None, keepdims=False, initial=None, where=None):
-        runtime.maybe_cut()
-        node = _node(x)
+        node = x
         axes = axes_tuple(axis, node.ndim)
         if initial is None and builtins.any(node.shape[a] == 0 for a in axes):
             raise ValueError(f"zero-size array to reduction operation {name} which has no "
@@ -83,7 +82,7 @@ def _extreme(reduce_op, name):
         if initial is not None:
             combine = ops.max_ if reduce_op is ops.reduce_max else ops.min_
             result = combine(result, fill(initial, node.dtype, result.shape))
-        return _finish(result, node.shape, axes, keepdims, out)
+        return _finish(result, node.shape, axes, keepdims)
     return reduction
 
 
@@ -92,14 +91,14 @@ min = _extreme(ops.reduce_min, "minimum")  # noqa: A001
 
 
 def _logical(reduce_op, identity):
+    @traced("x", "where")
     def reduction(x, axis=None, out=None, keepdims=False, *, where=None):
-        runtime.maybe_cut()
-        node = _node(x)
+        node = x
         axes = axes_tuple(axis, node.ndim)
         if node.dtype != dt.BOOL:
             node = ops.ne(node, fill(0, node.dtype, node.shape))
         node = _masked(node, where, identity)
-        return _finish(reduce_op(node, axes=axes), node.shape, axes, keepdims, out)
+        return _finish(reduce_op(node, axes=axes), node.shape, axes, keepdims)
     return reduction
 
 
@@ -121,15 +120,15 @@ def _count(shape, axes):
     return math.prod(shape[a] for a in axes)
 
 
+@traced("x", "where")
 def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    runtime.maybe_cut()
-    node = _node(x)
+    node = x
     axes = axes_tuple(axis, node.ndim)
     compute, result_dtype = _mean_dtypes(node.dtype, dtype)
     work = ops.convert(node, dtype=compute) if node.dtype != compute else node
     if where is not None and where is not True:
-        from ._promote import broadcast_node
-        mask = broadcast_node(as_node(where, dt.BOOL), node.shape)
+        mask = broadcast_node(where if where.dtype == dt.BOOL
+                              else ops.convert(where, dtype=dt.BOOL), node.shape)
         total = ops.reduce_sum(ops.select(mask, work, fill(0, compute, work.shape)), axes=axes)
         count = ops.reduce_sum(ops.convert(mask, dtype=compute), axes=axes)
     else:
@@ -138,15 +137,15 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     result = ops.div(total, count)
     if result.dtype != result_dtype:
         result = ops.convert(result, dtype=result_dtype)
-    return _finish(result, node.shape, axes, keepdims, out)
+    return _finish(result, node.shape, axes, keepdims)
 
 
+@traced("x", "where")
 def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    runtime.maybe_cut()
     if correction is not None:
         ddof = correction
-    node = _node(x)
+    node = x
     axes = axes_tuple(axis, node.ndim)
     compute, result_dtype = _mean_dtypes(node.dtype, dtype)
     work = ops.convert(node, dtype=compute) if node.dtype != compute else node
@@ -163,14 +162,14 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     result = ops.div(sq, fill(builtins.max(n - ddof, 0), compute, sq.shape))
     if result.dtype != result_dtype:
         result = ops.convert(result, dtype=result_dtype)
-    return _finish(result, node.shape, axes, keepdims, out)
+    return _finish(result, node.shape, axes, keepdims)
 
 
+@traced("x", "where")
 def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    v = var(x, axis, dtype, None, ddof, keepdims, where=where, correction=correction)
-    result = wrap(ops.sqrt(v._node))
-    return result if out is None else assign(out, result)
+    return ops.sqrt(var.lowering(x, axis, dtype, None, ddof, keepdims, where=where,
+                                 correction=correction))
 
 
 # ---------------------------------------------------------------- scans
@@ -178,9 +177,8 @@ def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 _SCANS = {"sum": ops.cumsum, "prod": ops.cumprod, "max": ops.cummax, "min": ops.cummin}
 
 
-def _scan(kind, x, axis, dtype, out=None):
-    runtime.maybe_cut()
-    node = _node(x)
+def _scan(kind, node, axis, dtype):
+    """The node of a cumulative `kind` ("sum", "prod", "max", "min") along `axis`."""
     if axis is None:
         node = ops.reshape(node, new_sizes=(node.size,))
         axis = 0
@@ -189,20 +187,21 @@ def _scan(kind, x, axis, dtype, out=None):
         _sum_dtype(node.dtype) if kind in ("sum", "prod") else node.dtype)
     if node.dtype != acc:
         node = ops.convert(node, dtype=acc)
-    result = wrap(_SCANS[kind](node, axis=axis))
-    return result if out is None else assign(out, result)
+    return _SCANS[kind](node, axis=axis)
 
 
+@traced("a")
 def cumsum(a, axis=None, dtype=None, out=None):
-    return _scan("sum", a, axis, dtype, out)
+    return _scan("sum", a, axis, dtype)
 
 
+@traced("a")
 def cumprod(a, axis=None, dtype=None, out=None):
-    return _scan("prod", a, axis, dtype, out)
+    return _scan("prod", a, axis, dtype)
 
 
+@traced("x")
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    x = as_lazy(x)
     if axis is None:
         if x.ndim > 1:
             raise ValueError("cumulative_sum: axis must be given for arrays of rank > 1")
@@ -210,14 +209,13 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     axis = axis_index(axis, x.ndim)
     result = _scan("sum", x, axis, dtype)
     if include_initial:
-        node = result._node
-        config = tuple((1, 0, 0) if i == axis else (0, 0, 0) for i in range(node.ndim))
-        result = wrap(ops.pad(node, fill(0, node.dtype, ()), padding_config=config))
+        config = tuple((1, 0, 0) if i == axis else (0, 0, 0) for i in range(result.ndim))
+        result = ops.pad(result, fill(0, result.dtype, ()), padding_config=config)
     return result
 
 
+@traced("x")
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    x = as_lazy(x)
     axis = 0 if axis is None else axis
     return _scan("prod", x, axis, dtype)
 
@@ -242,15 +240,26 @@ _UFUNC_SCAN = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum
 
 
 def ufunc_accumulate(ufunc, x, axis=0, dtype=None):
-    return _scan(_UFUNC_SCAN[ufunc], x, axis, dtype)
+    return _accumulate(x, _UFUNC_SCAN[ufunc], axis, dtype)
+
+
+@traced("x")
+def _accumulate(x, kind, axis, dtype):
+    return _scan(kind, x, axis, dtype)
+
+
+for _ufunc in _UFUNC_REDUCE:
+    register(REDUCE, _ufunc, ufunc_reduce)
+for _ufunc in _UFUNC_SCAN:
+    register(ACCUMULATE, _ufunc, ufunc_accumulate)
 
 
 # ---------------------------------------------------------------- searching
 
 def _arg(op, name):
+    @traced("a")
     def arg(a, axis=None, out=None, *, keepdims=False):
-        runtime.maybe_cut()
-        node = _node(a)
+        node = a
         if axis is None:
             shape = node.shape
             node = ops.reshape(node, new_sizes=(node.size,))
@@ -264,8 +273,7 @@ def _arg(op, name):
         if keepdims:
             result = ops.reshape(result, new_sizes=(1,) * len(shape) if axis is None else tuple(
                 1 if i == ax else d for i, d in enumerate(shape)))
-        result = wrap(result)
-        return result if out is None else assign(out, result)
+        return result
     return arg
 
 
@@ -282,7 +290,6 @@ def searchsorted(a, v, side="left", sorter=None):
     if a.ndim != 1:
         raise ValueError("object too deep for desired array")
     if sorter is not None:
-        from ._indexing import take
         a = take(a, sorter)
     dtype = result_ir_dtype(a, v)
     a_node, v_node = as_node(a, dtype), as_node(v, dtype)
@@ -316,21 +323,21 @@ def _sort_axis(node, axis):
     return node, axis_index(axis, node.ndim)
 
 
+@traced("a")
 def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
-    runtime.maybe_cut()
     if order is not None:
         raise ValueError("Cannot specify order when the array has no fields.")
-    node, ax = _sort_axis(_node(a), axis)
-    return wrap(ops.sort(node, axis=ax, descending=bool(descending)))
+    node, ax = _sort_axis(a, axis)
+    return (ops.sort(node, axis=ax, descending=bool(descending)))
 
 
+@traced("a")
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
     """Always stable (NumPy's default quicksort may order ties differently)."""
-    runtime.maybe_cut()
     if order is not None:
         raise ValueError("Cannot specify order when the array has no fields.")
-    node, ax = _sort_axis(_node(a), axis)
-    return wrap(ops.argsort(node, axis=ax, descending=bool(descending), index_dtype="int64"))
+    node, ax = _sort_axis(a, axis)
+    return (ops.argsort(node, axis=ax, descending=bool(descending), index_dtype="int64"))
 
 
 def is_lazy_array(x):

@@ -1,20 +1,19 @@
-"""NumPy ufuncs on lazy arrays: one table {ufunc: lowering} and the NEP 13 entry point.
+"""NumPy ufuncs as pure lowerings: one table {ufunc: lowering}, node in, node out.
 
-A lowering receives IR nodes already converted to the loop dtypes NumPy's own resolver picks
+The entry (``_entry.py``) applies NumPy's rules and calls these. A lowering receives IR nodes already converted to the loop dtypes NumPy's own resolver picks
 (``ufunc.resolve_dtypes``, NEP 50 weak scalars included) and broadcast to one shape, and
 returns the node(s) of the ufunc's outputs. Decompositions of ufuncs that are not primitives
 (floor_divide, remainder, hypot, logaddexp, ...) follow NumPy's C formulas, so edge cases
 (signs of zero, Python-style modulus) come out as NumPy's.
 """
 import math
+import sys
+import warnings
 
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import compose, ir, ops, runtime
-from ._base import LazyArray, np_dtype, wrap
-from ._promote import (broadcast_node, broadcast_shapes, as_node, dtype_key, ir_dtype,
-                       resolve_ufunc, shape_of)
+from ...core import compose, host_values, ir, ops, source
 
 
 def fill(value, dtype, shape):
@@ -86,11 +85,34 @@ def _rounding(op):
     return lambda x: op(x) if _is_float(x) else x
 
 
-def _int_floor_divide(a, b):
-    return compose.floor_divide(a, b)  # NumPy gives 0 (and a warning) for x // 0
+def _divide_by_zero(b, name):
+    """NumPy's divide-by-zero report (np.errstate's "divide" setting: a RuntimeWarning by
+    default), given where the divisor's value is known at the call; a divisor still pending
+    in the graph cannot report (docs/errors.md)."""
+    known = host_values.known(b)
+    if known is None or np.all(known):
+        return
+    mode = np.geterr()["divide"]
+    message = f"divide by zero encountered in {name}"
+    if mode == "raise":
+        raise FloatingPointError(message)
+    if mode in ("warn", "print", "log"):  # attributed to the user's line, as NumPy's is
+        frame = sys._getframe(1)
+        while frame.f_back is not None and source.is_internal(frame.f_code.co_filename):
+            frame = frame.f_back
+        warnings.warn_explicit(message, RuntimeWarning, frame.f_code.co_filename,
+                               frame.f_lineno, module=frame.f_globals.get("__name__"),
+                               registry=frame.f_globals.setdefault("__warningregistry__", {}))
 
 
-def _int_remainder(a, b, python_sign=True):
+def _int_floor_divide(a, b, name="floor_divide"):
+    _divide_by_zero(b, name)
+    return compose.floor_divide(a, b)  # NumPy gives 0 for x // 0
+
+
+def _int_remainder(a, b, python_sign=True, name=None):
+    if name != "divmod":  # divmod reports once, from its quotient
+        _divide_by_zero(b, name or ("remainder" if python_sign else "fmod"))
     if python_sign:
         return compose.floor_mod(a, b)  # shared with torch and TF: the same graph
     zero = ops.eq(b, const(0, b))
@@ -128,7 +150,7 @@ def remainder(a, b):
 def divmod_(a, b):
     if _is_float(a):
         return _float_divmod(a, b)
-    return _int_floor_divide(a, b), _int_remainder(a, b)
+    return _int_floor_divide(a, b, "divmod"), _int_remainder(a, b, name="divmod")
 
 
 def fmod(a, b):
@@ -218,6 +240,25 @@ def _abs(x):
     return x if x.dtype == dt.BOOL or dt.is_unsigned(x.dtype) else ops.abs_(x)
 
 
+# NumPy 2 compares int64 with uint64 exactly, with a mixed (int64, uint64) loop instead of a
+# promotion to float64: a negative signed operand decides the answer, else compare as uint64.
+_IF_FIRST_NEGATIVE = {"lt": True, "le": True, "gt": False, "ge": False, "eq": False, "ne": True}
+_IF_SECOND_NEGATIVE = {"lt": False, "le": False, "gt": True, "ge": True, "eq": False, "ne": True}
+
+
+def _compare(op):
+    def lower(a, b):
+        if a.dtype == b.dtype:
+            return op(a, b)
+        name = op.__name__
+        out = op(ops.convert(a, dtype="uint64"), ops.convert(b, dtype="uint64"))
+        for x, table in ((b, _IF_SECOND_NEGATIVE), (a, _IF_FIRST_NEGATIVE)):
+            if _is_signed(x):
+                out = ops.select(ops.lt(x, const(0, x)), fill(table[name], dt.BOOL, x.shape), out)
+        return out
+    return lower
+
+
 UFUNCS = {
     np.add: _for_bool(ops.add, ops.or_), np.subtract: ops.sub,
     np.multiply: _for_bool(ops.mul, ops.and_), np.true_divide: true_divide,
@@ -245,149 +286,7 @@ UFUNCS = {
     np.logical_xor: _logical(ops.xor), np.logical_not: lambda x: ops.not_(_to_bool(x)),
     np.bitwise_and: ops.and_, np.bitwise_or: ops.or_, np.bitwise_xor: ops.xor,
     np.invert: ops.not_, np.left_shift: ops.shift_left, np.right_shift: right_shift,
-    np.equal: ops.eq, np.not_equal: ops.ne, np.less: ops.lt, np.less_equal: ops.le,
-    np.greater: ops.gt, np.greater_equal: ops.ge,
+    np.equal: _compare(ops.eq), np.not_equal: _compare(ops.ne), np.less: _compare(ops.lt),
+    np.less_equal: _compare(ops.le), np.greater: _compare(ops.gt),
+    np.greater_equal: _compare(ops.ge),
 }
-
-
-# ---------------------------------------------------------------- applying a ufunc
-
-def apply(ufunc, args, dtype=None):
-    """ufunc(*args) traced: a LazyArray (or a tuple of them for multi-output ufuncs)."""
-    runtime.maybe_cut()
-    lower = UFUNCS[ufunc]
-    keys = tuple([dtype_key(a) for a in args])
-    signature = None
-    if dtype is not None:
-        signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
-    loop = resolve_ufunc(ufunc, keys, signature)
-    if len(args) == 1:
-        nodes = [as_node(args[0], loop[0])]
-    else:
-        shape = broadcast_shapes(*[shape_of(a) for a in args])
-        nodes = [broadcast_node(as_node(a, loop[i]), shape) for i, a in enumerate(args)]
-    if ufunc is np.power and dt.is_int(loop[1]):
-        _check_int_power(args[1])
-    if ufunc in (np.power, np.float_power) and _is_host_scalar(args[1]):
-        # x ** 2 is x * x, as in every framework (the same graph as torch's and TF's)
-        out = compose.power_scalar(nodes[0], np.asarray(args[1]).item())
-    else:
-        out = lower(*nodes)
-    if ufunc.nout == 1:
-        return wrap(_as_dtype(out, loop[-1]))
-    return tuple(wrap(_as_dtype(o, d)) for o, d in zip(out, loop[ufunc.nin:]))
-
-
-def _is_host_scalar(value):
-    return not isinstance(value, LazyArray) and np.ndim(value) == 0
-
-
-def _as_dtype(node, dtype):
-    return node if node.dtype == dtype else ops.convert(node, dtype=dtype)
-
-
-def _check_int_power(exponent):
-    # Known at trace time only for host values; lazy exponents follow the IR (0 unless +-1).
-    if not isinstance(exponent, LazyArray) and np.any(np.asarray(exponent) < 0):
-        raise ValueError("Integers to negative integer powers are not allowed.")
-
-
-def _output_casting_error(ufunc, src, dst, index):
-    err_type = getattr(getattr(np, "_core", None), "_exceptions", None)
-    err_type = getattr(err_type, "_UFuncOutputCastingError", None)
-    if err_type is not None:
-        return err_type(ufunc, "same_kind", np.dtype(src), np.dtype(dst), index)
-    return TypeError(f"Cannot cast ufunc '{ufunc.__name__}' output from dtype('{src}') to "
-                     f"dtype('{dst}') with casting rule 'same_kind'")
-
-
-def assign(out, result, ufunc=None, casting="same_kind", index=0):
-    """Write `result` into `out` (a lazy or NumPy array), as a ufunc's out= does."""
-    src = result._node.dtype if isinstance(result, LazyArray) else ir_dtype(np.asarray(result).dtype)
-    dst_dtype = out.dtype
-    if not np.can_cast(np_dtype(src), dst_dtype, casting=casting):
-        if ufunc is not None:
-            raise _output_casting_error(ufunc, src, dst_dtype.name, index)
-        raise TypeError(f"Cannot cast array data from dtype('{src}') to "
-                        f"dtype('{dst_dtype.name}') according to the rule '{casting}'")
-    res_shape = shape_of(result)
-    if broadcast_shapes_or_none(res_shape, out.shape) != tuple(out.shape):
-        raise ValueError(f"non-broadcastable output operand with shape {tuple(out.shape)} "
-                         f"doesn't match the broadcast shape "
-                         f"{broadcast_shapes_or_none(res_shape, out.shape) or res_shape}")
-    if isinstance(out, LazyArray):
-        node = broadcast_node(as_node(result, out._node.dtype), out.shape)
-        out.__lazyx_handle__.set(node)
-    else:
-        np.copyto(out, np.asarray(result), casting=casting)
-    return out
-
-
-def broadcast_shapes_or_none(*shapes):
-    try:
-        return broadcast_shapes(*[tuple(s) for s in shapes])
-    except ValueError:
-        return None
-
-
-_REDUCE_KWARGS = frozenset(("axis", "dtype", "out", "keepdims", "initial", "where"))
-
-
-def array_ufunc(ufunc, method, inputs, kwargs):
-    """The body of LazyArray.__array_ufunc__ (NEP 13)."""
-    for x in inputs + tuple(kwargs.get("out", ())):
-        if not isinstance(x, (LazyArray, np.ndarray, np.generic, int, float, bool, list, tuple)):
-            if hasattr(type(x), "__array_ufunc__"):
-                return NotImplemented
-    out = kwargs.pop("out", None)
-    if method == "__call__" and _traceable_call(ufunc, kwargs):
-        if ufunc in _GUFUNCS:
-            result = _GUFUNCS[ufunc](*inputs, **kwargs)
-        else:
-            kwargs.pop("casting", None)
-            result = apply(ufunc, inputs, dtype=kwargs.get("dtype"))
-    elif method == "reduce" and ufunc in _REDUCTIONS and set(kwargs) <= _REDUCE_KWARGS:
-        from . import _reductions
-        result = _reductions.ufunc_reduce(ufunc, inputs[0], **kwargs)
-    elif method == "accumulate" and ufunc in _ACCUMULATIONS and set(kwargs) <= {"axis", "dtype"}:
-        from . import _reductions
-        result = _reductions.ufunc_accumulate(ufunc, inputs[0], **kwargs)
-    else:
-        from ._fallback import run_eagerly
-        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-        return run_eagerly(getattr(ufunc, method), name, inputs,
-                           dict(kwargs, out=out) if out is not None else kwargs)
-    if out is None:
-        return result
-    results = result if isinstance(result, tuple) else (result,)
-    for i, (o, r) in enumerate(zip(out, results)):
-        if o is not None:
-            assign(o, r, ufunc, index=i)
-    written = tuple(o if o is not None else r for o, r in zip(out, results))
-    return written if isinstance(result, tuple) else written[0]
-
-
-def _traceable_call(ufunc, kwargs):
-    if ufunc not in UFUNCS and ufunc not in _GUFUNCS:
-        return False
-    if kwargs.get("where", True) is not True or kwargs.get("casting", "same_kind") != "same_kind":
-        return False
-    return set(kwargs) <= {"dtype", "casting", "where"}
-
-
-def _matmul(a, b, dtype=None, where=True, casting="same_kind"):
-    from ._linalg import matmul
-    return matmul(a, b) if dtype is None else matmul(a, b).astype(dtype)
-
-
-def _vecdot(a, b, dtype=None, where=True, casting="same_kind"):
-    from ._linalg import vecdot
-    return vecdot(a, b) if dtype is None else vecdot(a, b).astype(dtype)
-
-
-_GUFUNCS = {np.matmul: _matmul}
-if hasattr(np, "vecdot"):
-    _GUFUNCS[np.vecdot] = _vecdot
-_REDUCTIONS = frozenset((np.add, np.multiply, np.maximum, np.minimum, np.logical_and,
-                         np.logical_or, np.fmax, np.fmin))
-_ACCUMULATIONS = frozenset((np.add, np.multiply, np.maximum, np.minimum))

@@ -13,7 +13,9 @@ import numpy as np
 
 from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
-from ._promote import as_lazy, ir_dtype
+from ._indexing import take
+from ._promote import as_lazy, assign, broadcast_shapes, ir_dtype, shape_of
+from ._reductions import searchsorted
 
 _MASK64 = (1 << 64) - 1
 
@@ -52,7 +54,6 @@ class Generator:
             raise TypeError(f"Unsupported dtype {np.dtype(dtype)!r} for random")
         result = wrap(self._uniforms(_size(size), 1, dtype)[0])
         if out is not None:
-            from ._ufuncs import assign
             return assign(out, result)
         return result
 
@@ -69,7 +70,6 @@ class Generator:
         runtime.maybe_cut()
         result = wrap(compose.normal(self._key(), _size(size), dtype))
         if out is not None:
-            from ._ufuncs import assign
             return assign(out, result)
         return result
 
@@ -117,7 +117,6 @@ class Generator:
     def shuffle(self, x, axis=0):
         if not isinstance(x, LazyArray):
             raise TypeError("lnp.random: shuffle works in place on lazy arrays")
-        from ._indexing import take
         x.__lazyx_handle__.set(take(x, self._order(x.shape[axis]), axis=axis)._node)
 
     def _order(self, n):
@@ -132,7 +131,6 @@ class Generator:
         if p is not None:
             cdf = np.cumsum(p) if not isinstance(p, LazyArray) else p.cumsum()
             cdf = cdf / cdf[-1]
-            from ._reductions import searchsorted
             idx = searchsorted(cdf, self.random(shape), side="right")
             idx = np.minimum(idx, n - 1)
         elif replace:
@@ -144,7 +142,6 @@ class Generator:
             idx = self._order(n)[:count].reshape(shape)
         if pool is not None:
             return idx
-        from ._indexing import take
         return take(as_lazy(a), idx, axis=axis)
 
 
@@ -153,7 +150,6 @@ def _any_lazy(*xs):
 
 
 def _broadcast(*xs):
-    from ._promote import broadcast_shapes, shape_of
     return broadcast_shapes(*[tuple(shape_of(x)) for x in xs])
 
 

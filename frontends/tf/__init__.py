@@ -9,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from ... import core  # noqa: F401
-from ...core import runtime
+from ...core import buckets as _buckets, runtime
 from . import api_array, api_math, api_nn, variables  # noqa: F401 - registering the lowerings
 from .tape import GradientTape
 from .api_nn import key_from_seed, normal_node, uniform_node
@@ -77,4 +77,18 @@ class random:  # noqa: N801 - a namespace mirroring tf.random
         return out * stddev + mean if (mean, stddev) != (0.0, 1.0) else out
 
 
-__all__ = ["Tensor", "GradientTape", "constant", "convert", "sync", "random", "to_tf", "LOWERED"]
+def pad_to_bucket(x, axis=-1, buckets=None, value=0):
+    """(padded, mask): `x` padded with `value` at the end of `axis` up to the next bucket size
+    (`buckets`, or powers of two), and a tf.bool mask of the padded shape, True where the data
+    is real. Lazy in, lazy out; a tf.Tensor gives tf.Tensors (pad before ltf.constant: then
+    every length in a bucket is one compiled program)."""
+    axis, size, target = _buckets.pad_plan(tuple(x.shape), axis, buckets)
+    paddings = [[0, 0]] * len(x.shape)
+    paddings[axis] = [0, target - size]
+    padded = tf.pad(x, paddings, constant_values=value) if target != size else tf.identity(x)
+    mask = _buckets.host_mask(tuple(padded.shape), axis, size)
+    return padded, (constant(mask) if isinstance(x, LazyTensor) else tf.constant(mask))
+
+
+__all__ = ["Tensor", "GradientTape", "constant", "convert", "sync", "random", "to_tf", "LOWERED",
+           "pad_to_bucket"]

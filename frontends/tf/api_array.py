@@ -4,10 +4,10 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import compose, ir, ops
+from ...core import compose, host_values, ir, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, filled, operand_nodes,
                        static_ints)
-from .registry import lower
+from .registry import lower, raise_for_values
 from .tensor import LazyTensor, ir_dtype, to_tf, wrap
 
 
@@ -216,6 +216,11 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
         return wrap(compose.take_along_axis(x, idx, a), params)
     if batch_dims != 0 or x.ndim == 0:
         raise Reject()
+    known = host_values.known(idx)
+    if known is not None and host_values.out_of_range(known, 0, x.shape[a]):
+        # TF (on CPU) refuses indices outside [0, n): so do we, where they are known
+        raise_for_values(tf.gather, dict(params=params, indices=indices, axis=axis),
+                         {"indices": known})
     # Negative indices wrap as in NumPy and torch (TF would raise on CPU and give 0 on GPU;
     # a lazy index can do neither, and this keeps the three frontends' graphs equal).
     idx = compose.wrap_index(idx, x.shape[a])

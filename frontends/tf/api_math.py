@@ -5,10 +5,10 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import compose, ops
+from ...core import compose, host_values, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, const, operand_nodes,
                        scalar)
-from .registry import lower, lower_varargs
+from .registry import lower, lower_varargs, raise_for_values
 from .tensor import LazyTensor, ir_dtype, wrap
 
 # ---------------------------------------------------------------- element-wise, binary
@@ -86,12 +86,20 @@ def _register_binary(api, fn):
                 _tensorish(x) and _tensorish(y)) and not _number_like(x, y):
             return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
         nodes = broadcast_all(*operand_nodes(x, y))
+        if api in _INTEGER_DIVISIONS and dt.is_int(nodes[1].dtype):
+            divisor = host_values.known(operand_nodes(y)[0])
+            if divisor is not None and not np.all(divisor):
+                # TF raises "Integer division by zero" eagerly; we can where y is known
+                raise_for_values(api, {x_name: x, y_name: y}, {y_name: divisor})
         if api is tf.math.pow and isinstance(y, (int, float)) and not isinstance(y, bool):
             # x ** 2 is x * x, as in every framework (the same graph as NumPy's and torch's)
             return wrap(compose.power_scalar(nodes[0], y), x, y)
         return wrap(fn(*nodes), x, y)
     lowering.__name__ = api.__name__
     lower(api, x_name, y_name)(lowering)
+
+
+_INTEGER_DIVISIONS = (tf.math.floordiv, tf.math.floormod)
 
 
 def _tensorish(v):

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.util import tf_decorator
 
-from ...core import runtime
+from ...core import ops, runtime
 from . import variables
 from .lowering import Reject
 from .tensor import LazyTensor, node_of, sources_of, to_tf, _tf_leaf
@@ -66,6 +66,8 @@ def lower(api, *params, lists=()):
             arguments = _read_variables(arguments, params, lists, _read_for_lowering)
             try:
                 return fn(**arguments)
+            except ops.TooLarge as err:  # TF's type for an allocation it cannot make
+                raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
             except (Reject, TypeError, ValueError):
                 # TF's own error for a bad call; a call TF accepts but the IR cannot express
                 # (strings, complex, an unsupported mode) runs eagerly instead.
@@ -136,6 +138,18 @@ def raise_like_tf(api, args=(), kwargs=None, otherwise=None):
         None, None, f"{api_name(api)}: invalid arguments")
 
 
+def raise_for_values(api, arguments, values):
+    """Replay `api(**arguments)` on placeholders, but with the known values of the operands
+    named in `values` (NumPy arrays): TF's own error for a bad index or divisor, at the call.
+    Returns quietly if TF accepts those values."""
+    kwargs = {k: tf.constant(values[k]) if k in values and isinstance(v, LazyTensor)
+              else _placeholder(v) for k, v in arguments.items()}
+    try:
+        api(**kwargs)
+    except Exception as err:  # noqa: BLE001 - we re-raise TF's error unchanged
+        raise err.with_traceback(None) from None
+
+
 def _has_lazy(value):
     if isinstance(value, LazyTensor):
         return True
@@ -194,6 +208,8 @@ class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
             runtime.maybe_cut()
             try:
                 return lowering(*args, **{k: v for k, v in kwargs.items() if k != "name"})
+            except ops.TooLarge as err:
+                raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
             except (Reject, TypeError, ValueError):
                 pass  # TF's own checks and errors: run it for real below
         return run_eagerly(op, args, kwargs)

@@ -11,11 +11,13 @@ or, with PyTorch 2's graph capture: `torch.compile(model, backend="lazyx")` (the
 """
 import torch
 
-from ...core import runtime
+from ...core import buckets as _buckets, runtime
 from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
+from . import bounds  # noqa: F401  (torch's index and divisor errors, where values are known)
 from . import device as _device
 from .dynamo import backend as dynamo_backend
+from .sharding import mark_sharding, shard_parameters
 from .tensor import LazyTensor
 
 _device.register()
@@ -32,5 +34,20 @@ def is_lazy(tensor):
     return isinstance(tensor, torch.Tensor) and tensor.device.type == "lazyx"
 
 
-__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "dynamo_backend", "metrics", "metrics_report",
-           "reset_metrics"]
+def pad_to_bucket(tensor, dim=-1, buckets=None, value=0):
+    """(padded, mask): `tensor` padded with `value` at the end of `dim` up to the next bucket
+    size (`buckets`, or powers of two), and a bool mask of the padded shape, True where the data
+    is real -- on the tensor's device. Pad before `.to(lt.device)`: then every length in a
+    bucket is one compiled program (see lazyx.pad_to_bucket)."""
+    dim, size, target = _buckets.pad_plan(tuple(tensor.shape), dim, buckets)
+    if target == size:
+        padded = tensor.clone()
+    else:  # F.pad lists (left, right) pairs from the last dimension backwards
+        widths = [0, 0] * (tensor.ndim - 1 - dim) + [0, target - size]
+        padded = torch.nn.functional.pad(tensor, widths, value=value)
+    mask = torch.from_numpy(_buckets.host_mask(tuple(padded.shape), dim, size))
+    return padded, mask.to(tensor.device)
+
+
+__all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "dynamo_backend", "mark_sharding", "shard_parameters",
+           "metrics", "metrics_report", "reset_metrics", "pad_to_bucket"]

@@ -21,6 +21,7 @@ from . import dtypes
 DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the name exists
 LOWERINGS = {}      # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes
 EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
+VALUE_CHECKS = {}   # OpOverload -> fn(func, args, kwargs): torch's value errors (bounds.py)
 
 
 class _State(threading.local):
@@ -194,13 +195,14 @@ def _to_cpu_zeros(x):
 
 
 def _cpu_error(func, args, kwargs, meta_error):
-    """torch's meta kernels word some errors differently from its CPU kernels: on a bad call,
-    replay it on CPU zeros of the same shapes for the message users know (only on error)."""
+    """torch's meta kernels word (and type) some errors differently from its CPU kernels: on a
+    bad call, replay it on CPU zeros of the same shapes for the error users know."""
     try:
         func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
     except Exception as cpu_error:
-        if isinstance(cpu_error, type(meta_error)):
-            return cpu_error
+        # the CPU kernel's error is the one eager torch raises, even where its type differs
+        # from the meta kernel's (an empty argmax: IndexError on CPU, RuntimeError on meta)
+        return cpu_error
     return meta_error
 
 
@@ -211,6 +213,9 @@ def dispatch(func, args, kwargs):
         runtime.maybe_cut()
     _state.depth += 1
     try:
+        check = VALUE_CHECKS.get(func)
+        if check is not None:
+            check(func, args, kwargs)
         special = SPECIAL.get(func)
         if special is not None:
             return special(*args, **kwargs)

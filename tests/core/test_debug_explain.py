@@ -33,7 +33,7 @@ def here():
 def explainer():
     """Explanations recorded into a string, on an empty cache and fresh metrics."""
     lazyx.reset_metrics()
-    runtime.CACHE.entries.clear()
+    runtime.CACHE.clear()
     with explain.Explainer(io.StringIO()) as ex:
         yield ex
 
@@ -183,7 +183,7 @@ def test_analysis_on_request_counts_compiles_item_syncs_and_fallbacks(explainer)
 
 def test_analysis_finds_nothing_in_a_steady_loop():
     lazyx.reset_metrics()
-    runtime.CACHE.entries.clear()
+    runtime.CACHE.clear()
     w = runtime.LazyHandle(runtime.from_host(np.zeros(3, np.float32)))
     for step in range(4):
         w.set(ops.add(w.node, ops.broadcast_in_dim(ir.param(step, "float32"), shape=(3,),

@@ -8,7 +8,8 @@ import lazyx
 
 def test_core_and_reference_import_no_framework():
     code = ("import sys, lazyx, lazyx.core, lazyx.core.runtime, lazyx.backends.reference\n"
-            "import lazyx.core.ops, lazyx.core.ir, lazyx.core.metrics\n"
+            "import lazyx.core.ops, lazyx.core.ir, lazyx.core.metrics, lazyx.core.sharding\n"
+            "import lazyx.distributed\n"
             "bad = [m for m in ('torch', 'tensorflow', 'jax', 'jaxlib') if m in sys.modules]\n"
             "print(','.join(bad))")
     # the same lazyx this test session imported (installed, or the checkout's .dev shim)

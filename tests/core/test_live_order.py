@@ -30,7 +30,7 @@ def test_same_step_same_program_whatever_the_addresses():
 
 def test_dead_handles_leave_the_live_set():
     handle = runtime.LazyHandle(ops.neg(runtime.from_host(np.ones(2))))
-    before = len(runtime._live)
+    before = len(runtime.live_handles())
     del handle
     gc.collect()
-    assert len(runtime._live) == before - 1
+    assert len(runtime.live_handles()) == before - 1

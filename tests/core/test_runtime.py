@@ -10,7 +10,7 @@ from lazyx.core import config, ir, ops, runtime
 @pytest.fixture(autouse=True)
 def fresh_runtime():
     lazyx.sync()
-    runtime.CACHE.entries.clear()
+    runtime.CACHE.clear()
     lazyx.reset_metrics()
     yield
     lazyx.sync()

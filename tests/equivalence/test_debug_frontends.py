@@ -41,7 +41,7 @@ def _scaled_sum(frontend, rows):
 @pytest.mark.parametrize("frontend", [f for f in FRONTENDS if available(f)])
 def test_source_lines_syncs_and_recompiles_through_each_frontend(frontend):
     lazyx.reset_metrics()
-    runtime.CACHE.entries.clear()  # the graphs are the same in every frontend: start cold
+    runtime.CACHE.clear()  # the graphs are the same in every frontend: start cold
     with Explainer(io.StringIO()) as explainer:
         s, made_at = _scaled_sum(frontend, 4)
         text = lazyx.ir_text(s)

@@ -64,15 +64,25 @@ def _mean(out, x, *, dtype=None):
     return _mean_dim(out, x, None, dtype=dtype)
 
 
+def _check_not_empty(name, a):
+    # torch's CPU kernel refuses an empty max()/min() (its meta kernel lets it through)
+    if a.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                           f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           f"argument.")
+
+
 @lower(aten.max.default)
 def _max_all(out, x):
     a = node_of(x)
+    _check_not_empty("max", a)
     return ops.reduce_max(a, axes=tuple(range(a.ndim)))
 
 
 @lower(aten.min.default)
 def _min_all(out, x):
     a = node_of(x)
+    _check_not_empty("min", a)
     return ops.reduce_min(a, axes=tuple(range(a.ndim)))
 
 

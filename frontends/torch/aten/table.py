@@ -103,8 +103,12 @@ def operands(out, *xs, dtype=None):
 
 
 def dim_of(dim, ndim):
-    """torch's wrap of a negative dim (torch already validated it through the meta kernel)."""
+    """torch's wrap of a negative dim, and its IndexError for one out of range (some meta
+    kernels, softmax's and sort's, do not check it; the CPU kernels do)."""
     n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
     return dim % n if ndim else 0
 
 

@@ -1,0 +1,75 @@
+"""W3's executed programs side by side: the one lazyx compiles for the 50-op chain, and the
+one jax.jit compiles for the same math (issue 12: "W3 executes at jax.jit's speed").
+
+    PYTHONPATH=<dir holding a lazyx package> python benchmarks/w3_programs.py [--hlo DIR]
+
+Both executables are called alternately on the same input (so machine load hits both alike)
+and the minimum and median of each are printed, with the optimized HLO's entry computation
+of each (the fusions XLA made). Tracing is not timed here: this isolates the program.
+Run with XLA_FLAGS=--xla_cpu_multi_thread_eigen=false to match `lazyx bench --threads 1`.
+"""
+import os
+import statistics
+import sys
+import time
+
+os.environ["LAZYX_BACKEND"] = "xla"
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import lazyx  # noqa: E402
+import lazyx.frontends.numpy as lnp  # noqa: E402
+from lazyx.bench import workloads as wl  # noqa: E402
+from lazyx.core import ir, runtime  # noqa: E402
+
+
+def entry(compiled):
+    text = compiled.as_text()
+    return text[text.index("\nENTRY"):].strip()
+
+
+def main():
+    chain, host = wl.chain_of("W3"), wl.chain_input("W3")
+    x = lnp.asarray(host)
+    lazy_sum = np.sum(wl.run_chain(x, chain, {"tanh": np.tanh}))
+    roots = [lazy_sum.__lazyx_handle__.node]
+    exe, values, program, _ = runtime._lookup(roots)
+    if exe is None:
+        exe, _ = runtime.compile_program(program)
+    lazy_value = float(lazy_sum)
+
+    jitted = jax.jit(lambda t: jnp.sum(wl.run_chain(t, chain, {"tanh": jnp.tanh})))
+    xj = jnp.asarray(host)
+    compiled = jitted.lower(xj).compile()
+    assert abs(float(compiled(xj)) - lazy_value) <= 1e-3 * abs(lazy_value)
+
+    times = {"lazyx": [], "jax.jit": []}
+    runs = {"lazyx": lambda: exe(values), "jax.jit": lambda: compiled(xj)}
+    for _ in range(40):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            jax.block_until_ready(run())
+            times[name].append(time.perf_counter() - start)
+    print("W3 executed program alone (alternating calls, same input):")
+    for name, ts in times.items():
+        print(f"  {name:<8} min {min(ts) * 1e3:7.2f} ms   median {statistics.median(ts) * 1e3:7.2f} ms")
+    print(f"  lazyx / jax.jit: min {min(times['lazyx']) / min(times['jax.jit']):.2f}x, "
+          f"median {statistics.median(times['lazyx']) / statistics.median(times['jax.jit']):.2f}x")
+    print(f"  lazyx program: {len(program.leaves)} inputs "
+          f"({sum(1 for k, s, _ in program.leaves if k == 'param')} run-time scalars packed into "
+          f"one array), {len(program.instructions)} instructions")
+    if "--hlo" in sys.argv:
+        folder = sys.argv[sys.argv.index("--hlo") + 1]
+        os.makedirs(folder, exist_ok=True)
+        for name, c in (("lazyx", exe.compiled), ("jax_jit", compiled)):
+            with open(os.path.join(folder, f"w3_{name}.hlo.txt"), "w") as f:
+                f.write(c.as_text())
+        print(f"  optimized HLO of both written to {folder}/")
+    for name, c in (("lazyx", exe.compiled), ("jax.jit", compiled)):
+        text = entry(c)
+        print(f"\n{name}: {text.count('fusion(')} fusions in the entry computation")
+
+
+if __name__ == "__main__":
+    main()

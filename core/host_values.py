@@ -1,0 +1,74 @@
+"""Values a frontend can read at the call without a sync, so that it can raise there.
+
+A lazy value is usually not known until a barrier, so a bad index or a zero divisor inside
+it cannot raise where eager code would. But many such operands are already known: Python
+numbers and constants are host values, a data leaf holds a buffer (a tensor uploaded from the
+host, or a result of a graph a sync already started), and layout ops of those are cheap to
+replay. `known(node)` returns those as NumPy arrays -- never cutting a graph -- and None for
+values still pending in the graph (docs/errors.md says what those give).
+
+LAZYX_CHECK_INDICES=off turns these reads off (each costs a device-to-host copy on a GPU).
+"""
+import numpy as np
+
+from . import config
+
+MAX_ELEMENTS = 1 << 16  # bigger operands are not read (a copy per call would cost too much)
+_ENABLED = config.check_indices() != "off"
+
+
+def _broadcast(x, *, shape, broadcast_dimensions):
+    expanded = [1] * len(shape)
+    for d, size in zip(broadcast_dimensions, x.shape):
+        expanded[d] = size
+    return np.broadcast_to(x.reshape(expanded), shape)
+
+
+def _convert(x, *, dtype):
+    # integer -> integer only (wraps identically everywhere); other conversions are not read
+    target = np.dtype(dtype) if dtype[:3] in ("int", "uin") else None
+    return x.astype(target) if target is not None and x.dtype.kind in "iu" else None
+
+
+# layout ops read on the host: the value they give is exact and cheap (no arithmetic)
+_LAYOUT = {
+    "reshape": lambda x, *, new_sizes: x.reshape(new_sizes),
+    "transpose": lambda x, *, permutation: x.transpose(permutation),
+    "broadcast_in_dim": _broadcast,
+    "slice": lambda x, *, start_indices, limit_indices, strides: x[tuple(
+        slice(a, b, c) for a, b, c in zip(start_indices, limit_indices, strides))],
+    "convert": _convert,
+}
+
+
+def known(node, max_elements=MAX_ELEMENTS):
+    """The node's value as a NumPy array if it exists on the host or in a finished buffer."""
+    if not _ENABLED or node.size > max_elements:
+        return None
+    if node.op in ("param", "constant"):
+        return node.value
+    if node.op in _LAYOUT:  # an index reshaped or broadcast (one_hot's unsqueeze) is known too
+        inner = known(node.inputs[0], max_elements)
+        return None if inner is None else _LAYOUT[node.op](inner, **node.attrs)
+    if node.op != "data":
+        return None
+    # A data leaf is either uploaded from the host or the result of a graph already started
+    # (by a sync); reading the latter waits for it -- a wait, never a new sync -- so that
+    # whether a bad index raises does not depend on timing.
+    try:
+        return np.asarray(node.value)
+    except Exception:  # noqa: BLE001 - a buffer that cannot be read is simply not known
+        return None
+
+
+def out_of_range(values, low, high, ignore=None):
+    """Whether any value lies outside [low, high) (values equal to `ignore` excepted)."""
+    values = np.asarray(values)
+    if values.size == 0 or values.dtype.kind not in "iu":
+        return False
+    if values.min() >= low and values.max() < high:  # the common case: two reductions
+        return False
+    if ignore is not None:
+        values = values[values != ignore]
+        return bool(values.size) and bool(values.min() < low or values.max() >= high)
+    return True

@@ -1,0 +1,159 @@
+"""Errors eager torch raises from operand *values* (an index out of range, an integer division
+by zero), raised at the call whenever those values are already known on the host.
+
+A lazy index tensor is only a shape until the graph runs, so torch's value checks cannot run
+in general; but an index made from a Python list, a batch uploaded from the host or a finished
+result is known (core/host_values.py). For those, each op below names the operand to read and
+the range it must lie in. When a value is out of range the call is replayed on CPU with the
+real values of those operands (zeros elsewhere), so the error is torch's own, type and text;
+a replay that does not raise means our range was stricter than torch's and the call goes on.
+Values still being computed are not checked: docs/errors.md says what they give.
+"""
+import numpy as np
+import torch
+
+from ...core import host_values
+from .tensor import VALUE_CHECKS, LazyTensor
+
+aten = torch.ops.aten
+
+
+def _value(x):
+    """x's value as NumPy if known without a sync, else None."""
+    if isinstance(x, LazyTensor):
+        return host_values.known(x._lazyx_handle.node)
+    if isinstance(x, torch.Tensor):
+        if x.device.type != "cpu" or x.numel() > host_values.MAX_ELEMENTS:
+            return None
+        return x.detach().numpy() if x.dtype != torch.bfloat16 else None
+    if isinstance(x, (bool, int, float)):
+        return np.asarray(x)
+    return None
+
+
+def _size(t, dim):
+    return t.shape[dim] if t.dim() else 1
+
+
+def _cpu(x, real):
+    if isinstance(x, LazyTensor):
+        value = real.get(id(x))
+        return torch.from_numpy(np.array(value)) if value is not None else \
+            torch.zeros(x.shape, dtype=x.dtype)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_cpu(v, real) for v in x)
+    if isinstance(x, torch.device) and x.type == "lazyx":
+        return torch.device("cpu")
+    return x
+
+
+def _replay(func, args, kwargs, real):
+    try:
+        func(*_cpu(args, real), **{k: _cpu(v, real) for k, v in kwargs.items()})
+    except Exception as err:  # noqa: BLE001 - torch's own error, re-raised unchanged
+        raise err.with_traceback(None) from None
+
+
+def _check_ranges(func, args, kwargs, operands):
+    """operands: (tensor, low, high, ignore) to check; replay on the first one out of range."""
+    real = {}
+    for tensor, low, high, ignore in operands:
+        values = _value(tensor)
+        if values is not None and host_values.out_of_range(values, low, high, ignore):
+            real[id(tensor)] = values
+    if real:
+        _replay(func, args, kwargs, real)
+
+
+def _dim_index(self_pos=0, dim_pos=1, index_pos=2, wraps=False):
+    def check(func, args, kwargs):
+        if len(args) <= index_pos:
+            return
+        x, dim, index = args[self_pos], args[dim_pos], args[index_pos]
+        if not isinstance(dim, int) or not -max(x.dim(), 1) <= dim < max(x.dim(), 1):
+            return  # torch's meta kernel reports a bad dim
+        if isinstance(index, torch.Tensor) and (index.is_floating_point() or index.is_complex()):
+            _replay(func, args, kwargs, {})  # torch refuses a float index whatever its values
+        n = _size(x, dim)
+        _check_ranges(func, args, kwargs, [(index, -n if wraps else 0, n, None)])
+    return check
+
+
+def _embedding(func, args, kwargs):
+    weight, indices = args[0], args[1]
+    _check_ranges(func, args, kwargs, [(indices, 0, weight.shape[0], None)])
+
+
+def _take(func, args, kwargs):
+    n = args[0].numel()
+    _check_ranges(func, args, kwargs, [(args[1], -n, n, None)])
+
+
+def _advanced_index(func, args, kwargs):
+    """x[i, j, ...] with integer tensors: each against the dimension it indexes."""
+    x, indices = args[0], args[1]
+    operands, dim = [], 0
+    for index in indices:
+        if isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8):
+            dim += index.dim()  # a mask: torch checks its shape, not values
+            continue
+        if index is not None and dim < x.dim():
+            operands.append((index, -x.shape[dim], x.shape[dim], None))
+        dim += 1
+    _check_ranges(func, args, kwargs, operands)
+
+
+def _nll_loss(func, args, kwargs):
+    x, target = args[0], args[1]
+    ignore = args[4] if len(args) > 4 else kwargs.get("ignore_index", -100)
+    classes = x.shape[-1] if x.dim() == 1 else x.shape[1]
+    _check_ranges(func, args, kwargs, [(target, 0, classes, ignore)])
+
+
+def _one_hot(func, args, kwargs):
+    classes = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
+    if classes >= 0:
+        _check_ranges(func, args, kwargs, [(args[0], 0, classes, None)])
+
+
+def _integer_divisor(divisor_pos):
+    """torch raises "ZeroDivisionError" (a RuntimeError) for an integer division by zero."""
+    def check(func, args, kwargs):
+        if func in _TRUE_DIVISION and kwargs.get("rounding_mode") is None:
+            return
+        dividend, divisor = args[0], args[divisor_pos]
+        kinds = [t.dtype for t in (dividend, divisor) if isinstance(t, torch.Tensor)]
+        if any(k.is_floating_point or k.is_complex or k == torch.bool for k in kinds) or \
+                any(isinstance(v, (float, complex)) for v in (dividend, divisor)):
+            return
+        values = _value(divisor)
+        if values is not None and values.dtype.kind in "iu" and not values.all():
+            _replay(func, args, kwargs, {id(divisor): values})
+    return check
+
+
+_TRUE_DIVISION = (aten.div.Tensor_mode, aten.div.Scalar_mode)
+
+CHECKS = {
+    aten.index_select.default: _dim_index(),
+    aten.gather.default: _dim_index(),
+    aten.scatter.src: _dim_index(), aten.scatter.value: _dim_index(),
+    aten.scatter.reduce: _dim_index(), aten.scatter.value_reduce: _dim_index(),
+    aten.scatter_add.default: _dim_index(), aten.scatter_reduce.two: _dim_index(),
+    aten.index_add.default: _dim_index(wraps=True),
+    aten.index_copy.default: _dim_index(wraps=True),
+    aten.index_fill.int_Tensor: _dim_index(wraps=True),
+    aten.index_fill.int_Scalar: _dim_index(wraps=True),
+    aten.embedding.default: _embedding,
+    aten.take.default: _take,
+    aten.index.Tensor: _advanced_index,
+    aten.index_put.default: _advanced_index, aten._unsafe_index_put.default: _advanced_index,
+    aten.nll_loss_forward.default: _nll_loss, aten.nll_loss2d_forward.default: _nll_loss,
+    aten.one_hot.default: _one_hot,
+    aten.div.Tensor_mode: _integer_divisor(1), aten.div.Scalar_mode: _integer_divisor(1),
+    aten.floor_divide.default: _integer_divisor(1), aten.floor_divide.Scalar: _integer_divisor(1),
+    aten.remainder.Tensor: _integer_divisor(1), aten.remainder.Scalar: _integer_divisor(1),
+    aten.remainder.Scalar_Tensor: _integer_divisor(1),
+    aten.fmod.Tensor: _integer_divisor(1), aten.fmod.Scalar: _integer_divisor(1),
+}
+VALUE_CHECKS.update(CHECKS)

@@ -1,0 +1,56 @@
+"""Importing lazyx's TF frontend changes nothing for code that does not use it (issue 18):
+the same plain-TensorFlow/Keras program prints the same thing with and without the import,
+in fresh processes (the frontend registers a tensor conversion function and a dispatcher
+for its own type, and swaps the class of a tf.Variable only when a lazy value is assigned)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import lazyx
+
+PROGRAM = textwrap.dedent("""
+    import os
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    import numpy as np
+    import tensorflow as tf
+    import keras
+    tf.random.set_seed(0); keras.utils.set_random_seed(0)
+    v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+    v.assign_add(tf.ones((2, 2))); v.assign(v * 2)
+    print(type(v).__name__, v.numpy().tolist())
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.tanh(tf.matmul(v, v)))
+    print(np.round(tape.gradient(y, v).numpy(), 5).tolist())
+    f = tf.function(lambda a: tf.nn.softmax(a * 3.0))
+    print(np.round(f(tf.constant([1.0, 2.0, 3.0])).numpy(), 5).tolist())
+    print(repr(tf.constant([1, 2], tf.int64)))
+    try:
+        tf.matmul(tf.ones((2, 3)), tf.ones((2, 3)))
+    except tf.errors.InvalidArgumentError as e:
+        print("InvalidArgumentError")
+    try:
+        tf.add(tf.ones(2), "x")
+    except Exception as e:  # noqa: BLE001 -- which error TF raises is the point
+        print(type(e).__name__)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    h = model.fit(np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32), epochs=2, verbose=0)
+    print([round(x, 5) for x in h.history["loss"]], type(model.layers[0].kernel).__name__)
+""")
+
+
+def _run(prelude):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(lazyx.__file__)), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", prelude + PROGRAM], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_plain_tensorflow_code_behaves_the_same_after_importing_the_frontend():
+    without = _run("")
+    with_frontend = _run("import lazyx.frontends.tf\n")
+    assert len(without) >= 7
+    assert with_frontend == without

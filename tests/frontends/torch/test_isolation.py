@@ -1,0 +1,52 @@
+"""Importing lazyx's torch frontend changes nothing for code that does not use it (issue 18):
+the same plain-torch program prints the same thing with and without the import, in fresh
+processes. The frontend's hooks (device.py: Tensor.__repr__, Tensor.numpy, Module.to, the
+PrivateUse1 device) must each act only on lazyx tensors."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import lazyx
+
+PROGRAM = textwrap.dedent("""
+    import torch
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, requires_grad=True)
+    print(repr(x)); print(str(x * 2)); print(repr(torch.zeros(2, dtype=torch.int64)))
+    print(x.detach().numpy().round(4).tolist())
+    print(repr(torch.tensor([1.5, float("nan")], dtype=torch.float64)))
+    m = torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())
+    w = m[0].weight
+    m2 = m.to(torch.float64)
+    print(m2 is m, m[0].weight is w, m[0].weight.dtype, type(m[0].weight).__name__)
+    m.to("cpu"); print(m[0].weight.device, torch.__future__.get_swap_module_params_on_conversion())
+    y = m(x.double()).sum(); y.backward(); print(x.grad is None, m[0].weight.grad.shape)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1); opt.step()
+    print(m[0].weight.sum().item().__round__(6))
+    print(hasattr(x, "__lazyx_handle__"))
+    try:
+        torch.ones(2, 3) @ torch.ones(2, 3)
+    except RuntimeError as e:
+        print("RuntimeError", str(e).splitlines()[0])
+    print([d for d in ("cpu", "meta") if torch.empty(1, device=d).device.type == d])
+""")
+
+
+def _run(prelude):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(lazyx.__file__)), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", prelude + PROGRAM], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_plain_torch_code_behaves_the_same_after_importing_the_frontend():
+    without = _run("")
+    with_frontend = _run("import lazyx.frontends.torch\n")
+    assert len(without) > 10
+    # the frontend's class-level hooks are the only visible difference: a lazy-handle
+    # property exists on torch.Tensor (raising AttributeError, so hasattr is False) and
+    # __repr__ is wrapped; everything a plain program prints is the same
+    assert with_frontend == without
