@@ -382,7 +382,7 @@ _RECENT_MAX = 64
 def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
     """Lower one aten FX graph (AOTAutograd's) to lazyx programs; returns the callable."""
     capture = _Capture(gm)
-    before = {id(h) for h in runtime._live}
+    before = {id(h) for h in runtime.live_handles()}
     drawn = []
     original_next_key = lazy_random._next_key
 
@@ -399,10 +399,11 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
             outputs = capture.run()
     finally:
         lazy_random._next_key = original_next_key
-        # handles made while lowering hold leaves with no buffer: never sync them
-        for h in list(runtime._live):
-            if id(h) not in before:
-                runtime._live.discard(h)
+        # handles made while lowering stand on leaves with no buffer: a later cut must not
+        # run them, so they become (empty) data, which a cut skips
+        for h in runtime.live_handles():
+            if id(h) not in before and h.pending:
+                h.node = ir.data(None, h.node.shape, h.node.dtype)
     n_inputs = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
     compiled = CompiledGraph(kind, n_inputs, capture.steps, capture.n_slots, outputs,
                              capture.slot_types, n_user_outputs)
