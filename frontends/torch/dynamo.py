@@ -236,7 +236,7 @@ class _Capture:
             node = x._lazyx_handle.node
             if id(node) in self.slot_of:
                 return (_SLOT, self.slot_of[id(node)])
-            return tensor.to_cpu(x, "fallback") if node.value is not None else x
+            return _host_value(x) if node.value is not None else x
         if isinstance(x, (list, tuple)):
             return type(x)(self.template(i) for i in x)
         if isinstance(x, dict):
@@ -303,10 +303,17 @@ class _Capture:
                 elif id(node) in self.slot_of:
                     spec.append((_SLOT, self.slot_of[id(node)], value.dtype))
                 else:  # a constant: made once, handed out at every call
-                    spec.append((_FIXED, tensor.to_cpu(value, "convert"), value.dtype))
+                    spec.append((_FIXED, _host_value(value), value.dtype))
             else:
                 spec.append((_FIXED, value, None))
         return spec
+
+
+def _host_value(t):
+    """A CPU copy of a lazy leaf made while lowering (a constant, a run-time param, data)."""
+    node = t._lazyx_handle.node
+    host = runtime.get_backend().to_host(node.value) if node.op == "data" else node.value
+    return dtypes.from_numpy_array(host, t.dtype)
 
 
 class _Meta:
@@ -427,7 +434,10 @@ def _compiler(kind):
         context = torch._guards.TracingContext.try_get()
         if kind == "forward" and context is not None and context.fw_metadata is not None:
             n_user = context.fw_metadata.num_forward  # then come the saved activations
-        compiled = compile_graph(gm, example_inputs, kind, n_user)
+        try:
+            compiled = compile_graph(gm, example_inputs, kind, n_user)
+        except Exception as err:  # never a compile error the user cannot act on
+            return _graph_fallback(gm, err)
 
         def run(args):  # a function: torch.compiler.disable copies its attributes
             return compiled(args)
@@ -435,6 +445,20 @@ def _compiler(kind):
         run.compiled_graph = compiled
         return run
     return compile_
+
+
+def _graph_fallback(gm, err):
+    """An ATen graph lazyx could not lower (an op returning Python values, a lowering's
+    limit): torch runs it as AOTAutograd gave it (CPU inputs eagerly, lt.device inputs
+    through the lazy frontend), counted as a fallback at each call, explained once."""
+    name = f"torch.compile graph lazyx could not lower ({type(err).__name__}: " \
+           f"{str(err).splitlines()[0][:120] if str(err) else ''})"
+
+    def run(args):
+        runtime.fallback(name, "torch")
+        return gm(*args)
+    run._boxed_call = True
+    return run
 
 
 def _note_graph_break(gm):
