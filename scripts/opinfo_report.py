@@ -117,7 +117,8 @@ def run_sample_compiled(op, sample, lt):
     except Exception:
         return "skip"
     torch._dynamo.reset()  # a fresh cache: Dynamo gives up recompiling after 8 shapes
-    before, graphs = dict(lazyx.metrics()["fallback_ops"]), len(dynamo.RECENT)
+    before = dict(lazyx.metrics()["fallback_ops"])
+    last = dynamo.RECENT[-1] if dynamo.RECENT else None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -135,7 +136,8 @@ def run_sample_compiled(op, sample, lt):
         return f"fail: mismatch {str(err).splitlines()[0][:100]}"
     if names:
         return "fallback: " + " ".join(names)
-    return "pass" if len(dynamo.RECENT) > graphs else "fallback: no-graph-compiled"
+    compiled = dynamo.RECENT and dynamo.RECENT[-1] is not last
+    return "pass" if compiled else "fallback: no-graph-compiled"
 
 
 def run_op(op, lt, max_samples=None, dtype=torch.float32, compiled=False):

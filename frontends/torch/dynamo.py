@@ -203,24 +203,30 @@ class _Capture:
         out = node.meta.get("val")
         if isinstance(out, tuple):
             out = tuple(out)  # torch.return_types named tuples are built field by field
+        if func is torch.ops.higher_order.with_effects:
+            # (token, op, *args) -> (token, *op's results): an op with a side effect (torch's
+            # linalg error checks read `info`); the op runs eagerly, the token passes through
+            results = self.eager(args[1], node.args[2:], node.kwargs, out[1:] if len(out) > 2
+                                 else (out[1] if len(out) == 2 else None), i)
+            return (args[0],) + (tuple(results) if isinstance(results, tuple) else (results,))
         try:
             if not isinstance(func, torch._ops.OpOverload):
                 raise tensor.NeedsEager(func)
             return _lower(func, args, kwargs, out)
         except tensor.NeedsEager:
-            return self.eager(node, i, args, kwargs, out)
+            return self.eager(func, node.args, node.kwargs, out, i)
 
-    def eager(self, node, i, args, kwargs, out):
-        """Close the program so far (its values still needed become slots), then run the
-        node on CPU torch at each call; its results are new slots."""
+    def eager(self, func, fx_args, fx_kwargs, out, i):
+        """Close the program so far (its values still needed become slots), then run `func`
+        on CPU torch at each call; its results are new slots."""
         self.close(lambda n: self.last_use.get(n, -1) >= i)
-        args, kwargs = _map(node.args, self.env), _map(node.kwargs, self.env)
+        args, kwargs = _map(fx_args, self.env), _map(fx_kwargs, self.env)
         flat = out if isinstance(out, (list, tuple)) else (out,)
         if any(not isinstance(v, torch.Tensor) for v in flat if v is not None):
-            raise NotImplementedError(f"lazyx: {node.target} returns non-tensors and has no "
+            raise NotImplementedError(f"lazyx: {func} returns non-tensors and has no "
                                       "lowering; it cannot run inside a compiled graph")
         made = [self.slot_tensor(v) if v is not None else None for v in flat]
-        self.steps.append(_Eager(node.target, self.template(args), self.template(kwargs),
+        self.steps.append(_Eager(func, self.template(args), self.template(kwargs),
                                  [self.slot_of[id(m._lazyx_handle.node)] if m is not None
                                   else None for m in made]))
         return type(out)(made) if isinstance(out, (list, tuple)) else made[0]
@@ -230,7 +236,7 @@ class _Capture:
             node = x._lazyx_handle.node
             if id(node) in self.slot_of:
                 return (_SLOT, self.slot_of[id(node)])
-            return tensor.to_cpu(x, "fallback") if node.value is not None else x
+            return _host_value(x) if node.value is not None else x
         if isinstance(x, (list, tuple)):
             return type(x)(self.template(i) for i in x)
         if isinstance(x, dict):
@@ -297,10 +303,17 @@ class _Capture:
                 elif id(node) in self.slot_of:
                     spec.append((_SLOT, self.slot_of[id(node)], value.dtype))
                 else:  # a constant: made once, handed out at every call
-                    spec.append((_FIXED, tensor.to_cpu(value, "convert"), value.dtype))
+                    spec.append((_FIXED, _host_value(value), value.dtype))
             else:
                 spec.append((_FIXED, value, None))
         return spec
+
+
+def _host_value(t):
+    """A CPU copy of a lazy leaf made while lowering (a constant, a run-time param, data)."""
+    node = t._lazyx_handle.node
+    host = runtime.get_backend().to_host(node.value) if node.op == "data" else node.value
+    return dtypes.from_numpy_array(host, t.dtype)
 
 
 class _Meta:
@@ -376,7 +389,7 @@ _RECENT_MAX = 64
 def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
     """Lower one aten FX graph (AOTAutograd's) to lazyx programs; returns the callable."""
     capture = _Capture(gm)
-    before = {id(h) for h in runtime._live}
+    before = {id(h) for h in runtime.live_handles()}
     drawn = []
     original_next_key = lazy_random._next_key
 
@@ -393,10 +406,11 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
             outputs = capture.run()
     finally:
         lazy_random._next_key = original_next_key
-        # handles made while lowering hold leaves with no buffer: never sync them
-        for h in list(runtime._live):
-            if id(h) not in before:
-                runtime._live.discard(h)
+        # handles made while lowering stand on leaves with no buffer: a later cut must not
+        # run them, so they become (empty) data, which a cut skips
+        for h in runtime.live_handles():
+            if id(h) not in before and h.pending:
+                h.node = ir.data(None, h.node.shape, h.node.dtype)
     n_inputs = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
     compiled = CompiledGraph(kind, n_inputs, capture.steps, capture.n_slots, outputs,
                              capture.slot_types, n_user_outputs)
@@ -420,7 +434,10 @@ def _compiler(kind):
         context = torch._guards.TracingContext.try_get()
         if kind == "forward" and context is not None and context.fw_metadata is not None:
             n_user = context.fw_metadata.num_forward  # then come the saved activations
-        compiled = compile_graph(gm, example_inputs, kind, n_user)
+        try:
+            compiled = compile_graph(gm, example_inputs, kind, n_user)
+        except Exception as err:  # never a compile error the user cannot act on
+            return _graph_fallback(gm, err)
 
         def run(args):  # a function: torch.compiler.disable copies its attributes
             return compiled(args)
@@ -428,6 +445,20 @@ def _compiler(kind):
         run.compiled_graph = compiled
         return run
     return compile_
+
+
+def _graph_fallback(gm, err):
+    """An ATen graph lazyx could not lower (an op returning Python values, a lowering's
+    limit): torch runs it as AOTAutograd gave it (CPU inputs eagerly, lt.device inputs
+    through the lazy frontend), counted as a fallback at each call, explained once."""
+    name = f"torch.compile graph lazyx could not lower ({type(err).__name__}: " \
+           f"{str(err).splitlines()[0][:120] if str(err) else ''})"
+
+    def run(args):
+        runtime.fallback(name, "torch")
+        return gm(*args)
+    run._boxed_call = True
+    return run
 
 
 def _note_graph_break(gm):
