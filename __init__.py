@@ -7,11 +7,12 @@ from .core import dump as _dump, explain as _explain
 from .core.debug import ir_text, render, to_dot
 from .core.explain import analysis, explain
 from .core.metrics import metrics, metrics_report, reset_metrics
+from .core.replay import CompileError, compile  # noqa: A004
 from .core.runtime import backend, graph_hash, sync
 from .core.timeline import profile
 
 __all__ = ["sync", "backend", "graph_hash", "metrics", "metrics_report", "reset_metrics",
-           "ir_text", "to_dot", "render", "explain", "analysis", "profile"]
+           "ir_text", "to_dot", "render", "explain", "analysis", "profile", "compile", "CompileError"]
 __version__ = "0.1.0"
 
 # LAZYX_DEBUG / LAZYX_DUMP_DIR: their listeners are registered only when the variable is set.

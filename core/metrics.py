@@ -15,7 +15,7 @@ _lock = threading.Lock()
 _formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is slow per sync
 COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "nodes_traced",
             "nodes_walked", "transfers_to_device", "bytes_to_device", "transfers_to_host",
-            "bytes_to_host")
+            "bytes_to_host", "replays", "replay_misses")
 TIMERS = ("trace", "compile", "execute")
 MEDIAN_WINDOW = 1024  # the median is over the latest this many samples
 
@@ -98,6 +98,18 @@ def record_cut(cause, source, trace_seconds, execute_seconds, hit):
             t.total += seconds
             t.count += 1
             t.recent.append(seconds)
+
+
+def record_replay(execute_seconds):
+    """A compiled step (lazyx.compile) replayed: one execution, no trace, no cut."""
+    with _lock:
+        counters = _state.counters
+        counters["replays"] += 1
+        counters["executions"] += 1
+        t = _state.timers["execute"]
+        t.total += execute_seconds
+        t.count += 1
+        t.recent.append(execute_seconds)
 
 
 def record_compile(source):

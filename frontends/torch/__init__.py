@@ -12,6 +12,7 @@ from ...core import runtime
 from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
 from . import device as _device
+from . import replay as _replay  # noqa: F401  (lazyx.compile learns torch's types)
 from .tensor import LazyTensor
 
 _device.register()

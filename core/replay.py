@@ -1,0 +1,634 @@
+"""lazyx.compile: trace a step once, then replay its compiled program without running Python.
+
+The first call runs the step lazily, as any lazy code runs, and cuts at its end. That trace
+yields everything a replay needs: the program, which of its inputs are the call's arguments,
+which are captured state (tensors the step reads without receiving them: module parameters,
+optimizer state, tf.Variables, arrays in a closure), which are Python numbers or random keys,
+and which live tensors it updated. A later call whose guard matches binds the new arguments
+and the state's current values, runs the program once, writes the updated state back into the
+same tensors, and returns the results as new lazy tensors in the same structure.
+
+Frontends teach this module their tensor types (`register_tensor`: how to reach a tensor's
+handle, how to wrap a result) and containers (`register_container`: a module's parameters,
+an optimizer's state) and may wrap the trace (`register_trace_hook`); nothing here imports a
+framework.
+
+Guard: the arguments' structure, tensor shapes and dtypes, non-number arguments by value,
+the identity of every object the function refers to (closure cells, globals, self, defaults),
+and the shape and dtype of every captured state tensor. A miss traces again and keeps another
+entry (at most `max_entries`).
+"""
+import sys
+import time
+import types
+import warnings
+import weakref
+
+import numpy as np
+
+from . import capture, config, ir, metrics, prng, runtime
+from . import dtypes as dt
+from .capture import CompileError
+from .source import format_line, user_line
+
+_TENSORS = {}     # type -> (is_lazy, handle, wrap, write): see register_tensor
+_CONTAINERS = {}  # type -> children(obj) -> iterable of (child, stable)
+_TRACE_HOOKS = []  # context-manager factories entered around every trace
+_lookup_cache = {}
+
+
+def _set_node(tensor, handle, node):
+    handle.node = node
+
+
+def register_tensor(cls, handle, wrap, is_lazy=None, write=None):
+    """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
+    replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
+    False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
+    node)` stores a replay's new value (default: rebind the handle)."""
+    _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node)
+    _lookup_cache.clear()
+
+
+def register_container(cls, children):
+    """Objects holding state: `children(obj)` yields (child, stable) pairs; `stable` False for
+    state that a step may legitimately replace each call (a parameter's .grad)."""
+    _CONTAINERS[cls] = children
+    _lookup_cache.clear()
+
+
+def register_trace_hook(factory):
+    """`factory()` is a context manager entered around each trace (a frontend's setup)."""
+    _TRACE_HOOKS.append(factory)
+
+
+def _spec(cls):
+    try:
+        return _lookup_cache[cls]
+    except KeyError:
+        pass
+    found = None
+    for base in cls.__mro__:
+        if base in _TENSORS:
+            found = ("tensor", _TENSORS[base])
+            break
+        if base in _CONTAINERS:
+            found = ("container", _CONTAINERS[base])
+            break
+    _lookup_cache[cls] = found
+    return found
+
+
+# ---------------------------------------------------------------- arguments
+
+_NUMBER_TYPES = (int, float)
+_LEAF_VALUE_TYPES = (str, bytes, bool, type(None), complex, type(Ellipsis), slice, range)
+
+
+def _flatten(obj, tensors, numbers, path="args"):
+    """The structure key of `obj`, collecting its tensors and Python numbers."""
+    cls = type(obj)
+    if cls is tuple or cls is list:
+        return (cls, tuple([_flatten(x, tensors, numbers, f"{path}[{i}]")
+                            for i, x in enumerate(obj)]))
+    if cls is dict:
+        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, f"{path}[{k!r}]")
+                                         for k, v in obj.items()]))
+    if cls is int or cls is float:
+        numbers.append(obj)
+        return cls
+    spec = _spec(cls)
+    if spec is not None and spec[0] == "tensor":
+        if not spec[1][0](obj):
+            raise TypeError(f"lazyx.compile: {path} is a {cls.__module__}.{cls.__name__} that "
+                            f"is not a lazyx tensor; a host value would be baked into the "
+                            f"compiled program. Pass lazy tensors (lnp.asarray(x), "
+                            f"x.to(lt.device), ltf.constant(x)).")
+        tensors.append(obj)
+        return spec[1]
+    if cls.__module__ == "numpy" or hasattr(obj, "__array_interface__"):
+        raise TypeError(f"lazyx.compile: {path} is a host array ({cls.__name__}); pass a lazy "
+                        f"tensor (lnp.asarray(x), x.to(lt.device), ltf.constant(x)) so new "
+                        f"data is a new input rather than a constant of the program")
+    try:
+        hash(obj)
+    except TypeError:
+        raise TypeError(f"lazyx.compile: {path} ({cls.__name__}) is neither a tensor, a "
+                        f"number, nor a hashable value that can be part of the guard") from None
+    return ("value", obj)
+
+
+def _rebuild(key, items):
+    """Inverse of _flatten: `items` is an iterator over the replacements, in order."""
+    if type(key) is tuple and key and key[0] in (tuple, list):
+        return key[0](_rebuild(k, items) for k in key[1])
+    if type(key) is tuple and key and key[0] is dict:
+        return {name: _rebuild(k, items) for name, k in zip(key[1], key[2])}
+    if type(key) is tuple and key and key[0] == "value":
+        return key[1]
+    return next(items)
+
+
+def _substitute(obj, numbers):
+    """`obj` with each Python number replaced by a symbolic one (argument k of `numbers`)."""
+    cls = type(obj)
+    if cls is tuple or cls is list:
+        return cls(_substitute(x, numbers) for x in obj)
+    if cls is dict:
+        return {k: _substitute(v, numbers) for k, v in obj.items()}
+    if cls is int or cls is float:
+        k = len(numbers)
+        numbers.append(obj)
+        return capture.sym(obj, lambda n, _k=k: n[_k])
+    return obj
+
+
+# ---------------------------------------------------------------- what the function refers to
+
+def _code_names(code, out):
+    out.update(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_names(const, out)
+    return out
+
+
+def _roots(fn):
+    """(getter, object) for everything `fn` refers to: self, closure cells, globals it names,
+    defaults. The getters are re-read at each call (the identity guard)."""
+    roots = []
+    func = fn
+    if isinstance(fn, types.MethodType):
+        roots.append((lambda f=fn: f.__self__, fn.__self__))
+        func = fn.__func__
+    if not isinstance(func, types.FunctionType):
+        roots.append((lambda f=fn: f, fn))  # a callable object (an nn.Module, a Keras model)
+        call = getattr(type(fn), "__call__", None)
+        func = call if isinstance(call, types.FunctionType) else None
+    if func is None:
+        return roots
+    for cell in func.__closure__ or ():
+        try:
+            roots.append((lambda c=cell: c.cell_contents, cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    g = func.__globals__
+    for name in sorted(_code_names(func.__code__, set())):
+        if name in g and not isinstance(g[name], types.ModuleType):
+            roots.append((lambda g=g, name=name: g.get(name), g[name]))
+    for value in (func.__defaults__ or ()) + tuple((func.__kwdefaults__ or {}).values()):
+        roots.append((lambda v=value: v, value))
+    return roots
+
+
+_SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, float, bool,
+         complex, type(None), np.ndarray, np.generic)
+
+
+def _discover(objects, limit=200_000):
+    """{id: (tensor, stable)} for the lazy tensors reachable from `objects`."""
+    found, seen = {}, set()
+    stack = [(obj, True, 0) for obj in objects]
+    while stack and len(seen) < limit:
+        obj, stable, depth = stack.pop()
+        if id(obj) in seen or depth > 8 or isinstance(obj, _SKIP):
+            continue
+        seen.add(id(obj))
+        spec = _spec(type(obj))
+        if spec is not None:
+            if spec[0] == "tensor":
+                if spec[1][0](obj):
+                    found[id(obj)] = (obj, stable)
+            else:
+                stack.extend((c, stable and s, depth + 1) for c, s in spec[1](obj))
+            continue
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend((c, stable, depth + 1) for c in obj)
+        elif isinstance(obj, dict):
+            stack.extend((c, stable, depth + 1) for c in obj.values())
+        elif isinstance(obj, types.FunctionType):
+            stack.extend((o, stable, depth + 1) for _, o in _roots(obj))
+        elif isinstance(obj, types.MethodType):
+            stack.append((obj.__self__, stable, depth + 1))
+        else:
+            attrs = getattr(obj, "__dict__", None)
+            if type(attrs) is dict:
+                stack.extend((c, stable, depth + 1) for c in attrs.values())
+    return found
+
+
+# ---------------------------------------------------------------- entries
+
+class _Entry:
+    """One traced variant of the step: its guard, its program, and how to feed and unpack it."""
+
+    def __init__(self):
+        self.numbers_by_value = ()  # (k, value): numbers that reached no parameter: guarded
+        self.roots = []             # (getter, object)
+        self.slots = []             # (tensor, handle getter, shape, dtype)
+        self.exe = None
+        self.program = None
+        self.feed = []              # per program input: a function (ctx) -> value
+        self.streams = []           # (stream, draws)
+        self.outs = []              # (shape, dtype, source)
+        self.slot_writes = []       # (output index, slot index)
+        self.handle_writes = []     # (output index, weakref to a handle)
+        self.results = None         # (structure key, [("new", out, template) | ("obj", o) | ("arg", k)])
+        self.value_linked = False   # some parameter was linked by value (checked once)
+        self.first_numbers = []
+
+
+class Compiled:
+    """A compiled step: call it like the function. See lazyx.compile."""
+
+    def __init__(self, fn, on_observe="raise", verify_every=0, max_entries=8):
+        if on_observe not in ("raise", "split"):
+            raise ValueError(f"lazyx.compile: on_observe must be 'raise' or 'split', "
+                             f"got {on_observe!r}")
+        if not isinstance(verify_every, int) or verify_every < 0:
+            raise ValueError(f"lazyx.compile: verify_every must be a non-negative int, "
+                             f"got {verify_every!r}")
+        self.fn = fn
+        self.on_observe = on_observe
+        self.verify_every = verify_every
+        self.max_entries = max_entries
+        self.entries = {}   # structure key -> [entry, ...]
+        self.calls = 0
+        self.split = False  # the step observes values: run lazily, cut by cut
+        self.__wrapped__ = fn
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            if hasattr(fn, attr):
+                setattr(self, attr, getattr(fn, attr))
+
+    def __repr__(self):
+        return f"<lazyx.compile of {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+    def __get__(self, obj, objtype=None):  # used as a method decorator: one Compiled per object
+        if obj is None:
+            return self
+        bound = obj.__dict__.get(("lazyx.compile", id(self))) if hasattr(obj, "__dict__") else None
+        if bound is None:
+            bound = Compiled(self.fn.__get__(obj, objtype), self.on_observe, self.verify_every,
+                             self.max_entries)
+            try:
+                obj.__dict__[("lazyx.compile", id(self))] = bound
+            except (AttributeError, TypeError):
+                pass
+        return bound
+
+    # ---------------------------------------------------------------- calling
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        if self.split:
+            return self.fn(*args, **kwargs)
+        tensors, numbers = [], []
+        key = (_flatten(args, tensors, numbers), _flatten(kwargs, tensors, numbers, "kwargs"))
+        shapes = []
+        handles = []
+        for t in tensors:
+            handle = _handle_of(t)
+            handles.append(handle)
+            node = handle.node
+            shapes.append((node.shape, node.dtype))
+        full = (key, tuple(shapes))
+        candidates = self.entries.get(full)
+        verify = self.verify_every and self.calls % self.verify_every == 0
+        miss = "no traced variant has this argument structure, shapes and dtypes"
+        if candidates:
+            for entry in candidates:
+                miss = _guard_miss(entry, numbers)
+                if miss is None:
+                    if verify or (entry.value_linked and entry.first_numbers != numbers):
+                        return self._verify(entry, full, args, kwargs, numbers)
+                    out = _replay(entry, tensors, handles, numbers)
+                    if out is not _MISS:
+                        return out
+                    miss = "a captured state tensor changed shape or dtype"
+                    break
+        if self.entries:
+            metrics.count("replay_misses")
+            if config.debug():
+                print(f"lazyx: compile miss at {format_line(user_line(2))}: "
+                      f"{getattr(self.fn, '__qualname__', self.fn)}: {miss}; tracing again",
+                      file=sys.stderr)
+        return self._trace(full, args, kwargs)[0]
+
+
+    # ---------------------------------------------------------------- tracing
+
+    def _trace(self, full, args, kwargs):
+        """Run the step lazily, cut at its end; (result, new entry or None when the step
+        created state -- a warm-up call -- or observes values)."""
+        runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
+        before = _discover([o for _, o in _roots(self.fn)])
+        start_leaf = {id(_handle_of(t).node): tid for tid, (t, _) in before.items()}
+        tensors = []
+        _flatten((args, kwargs), tensors, [])
+        arg_leaf = {}
+        for k, t in enumerate(tensors):
+            arg_leaf.setdefault(id(_handle_of(t).node), k)
+        numbers = []
+        serial0 = ir.CREATED[0]
+        start = time.perf_counter()
+        with capture.recording(self.on_observe) as rec:
+            sym_args, sym_kwargs = _substitute(args, numbers), _substitute(kwargs, numbers)
+            hooks = [factory() for factory in _TRACE_HOOKS]
+            for hook in hooks:
+                hook.__enter__()
+            try:
+                result = self.fn(*sym_args, **sym_kwargs)
+            finally:
+                for hook in reversed(hooks):
+                    hook.__exit__(None, None, None)
+        if rec.observed is not None:
+            self.split = True
+            warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)} "
+                          f"observes a value at {rec.observed[1]}; with on_observe='split' it "
+                          f"runs lazily, cut at each observation (each piece's program is "
+                          f"cached), instead of being replayed", RuntimeWarning, stacklevel=3)
+            return result, None
+        trace_seconds = time.perf_counter() - start
+        roots = _roots(self.fn)
+        after = _discover([o for _, o in roots])
+        warm_up = {i for i, (_, s) in before.items() if s} != \
+            {i for i, (_, s) in after.items() if s}
+
+        # the cut at the step's end: every pending value of this thread, one program
+        pending = [h for h in runtime.live_handles() if h.node.op != "data"]
+        nodes = list({id(h.node): h.node for h in pending}.values())
+        nodes.sort(key=lambda n: n.hash)
+        position = {id(n): k for k, n in enumerate(nodes)}
+        out_of = {id(h): position[id(h.node)] for h in pending}
+        entry = _Entry()
+        leaves, outs = [], []
+        if nodes:
+            program, leaves = runtime.linearize(nodes)
+            exe, compiled = runtime.compile_program(program)
+            source = user_line(3)
+            if compiled:
+                metrics.record_compile(source)
+            run_start = time.perf_counter()
+            buffers = exe([leaf.value for leaf in leaves])
+            metrics.record_cut("explicit", source, trace_seconds,
+                               time.perf_counter() - run_start, not compiled)
+            outs = [ir.data(b, n.shape, n.dtype, source=n.source) for b, n in zip(buffers, nodes)]
+            entry.exe, entry.program = exe, program
+            entry.outs = [(n.shape, n.dtype, n.source) for n in nodes]
+        runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
+        if warm_up:
+            return result, None
+        _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
+               before, after, pending, out_of, roots)
+        bucket = self.entries.setdefault(full, [])
+        bucket.insert(0, entry)
+        del bucket[self.max_entries:]
+        return result, entry
+
+    def _verify(self, entry, full, args, kwargs, numbers):
+        """Trace again (this call runs as that trace) and check that the graph and the numbers
+        it bakes in are those of the entry being replayed."""
+        predicted = _predict(entry, numbers)
+        result, fresh = self._trace(full, args, kwargs)
+        same = fresh is not None and (fresh.program is None) == (entry.program is None) and \
+            (fresh.program is None or fresh.program.key == entry.program.key) and \
+            _same_values(_predict(fresh, numbers), predicted)
+        bucket = self.entries.get(full, [])
+        if not same:
+            if entry in bucket:
+                bucket.remove(entry)
+            if self.verify_every and self.calls % self.verify_every == 0:
+                raise CompileError(
+                    f"lazyx.compile(verify_every={self.verify_every}): the step traced at "
+                    f"call {self.calls} differs from the one being replayed (its graph or the "
+                    f"numbers it bakes in changed: does it depend on a global or other Python "
+                    f"state?). Pass what changes as an argument.")
+            # a number linked by value was a coincidence: keep the fresh trace, which guards it
+            if fresh is not None:
+                fresh.value_linked = False
+            return result
+        if fresh in bucket:  # keep the entry being replayed (its objects are the ones in use)
+            bucket.remove(fresh)
+        entry.value_linked = False
+        return result
+
+
+def _handle_of(t):
+    return _spec(type(t))[1][1](t)
+
+
+class _Probe(list):
+    """Numbers that record which of them an expression reads."""
+
+    def __init__(self, numbers):
+        super().__init__(numbers)
+        self.read = set()
+
+    def __getitem__(self, k):
+        self.read.add(k)
+        return list.__getitem__(self, k)
+
+
+def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
+           before, after, pending, out_of, roots):
+    """Fill `entry` from one trace: where each program input comes from, where each output goes."""
+    entry.roots = [(getter, getter()) for getter, _ in roots]
+    entry.first_numbers = list(numbers)
+    slot_index = {}
+
+    def slot_of(tid):
+        if tid not in slot_index:
+            t = (after.get(tid) or before.get(tid))[0]
+            node = _handle_of(t).node
+            slot_index[tid] = len(entry.slots)
+            spec = _spec(type(t))[1]
+            entry.slots.append((t, spec[1], node.shape, node.dtype, spec[3]))
+        return slot_index[tid]
+
+    probe = _Probe(numbers)
+    streams = {}
+    feed = []
+    for leaf in leaves:
+        nid = id(leaf)
+        if leaf.op == "data":
+            if nid in arg_leaf:
+                feed.append(("arg", arg_leaf[nid]))
+            elif nid in start_leaf:
+                feed.append(("slot", slot_of(start_leaf[nid])))
+            else:
+                if leaf.serial <= serial0:
+                    where = format_line(leaf.source) if leaf.source else "an unknown line"
+                    warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at {where} "
+                                  f"that it neither received nor found among the objects it "
+                                  f"refers to; its current value is baked into the compiled "
+                                  f"step. Pass it as an argument.", RuntimeWarning, stacklevel=4)
+                feed.append(("const", leaf.value))
+        elif nid in rec.keys:
+            _, stream, counter = rec.keys[nid]
+            lo_hi = streams.setdefault(id(stream), [stream, counter, counter + 1])
+            lo_hi[1], lo_hi[2] = min(lo_hi[1], counter), max(lo_hi[2], counter + 1)
+            feed.append(("key", stream, counter))
+        elif nid in rec.params:
+            _, expr, by_value = rec.params[nid]
+            expr(probe)
+            entry.value_linked |= by_value
+            feed.append(("number", expr, dt.to_numpy(leaf.dtype).type))
+        else:
+            feed.append(("baked", leaf.value))  # a number of the code, or of a global
+    # a key is drawn at (the stream's counter at the replay + its offset in the trace), and
+    # the stream advances by the trace's draws: the numbers the uncompiled run would draw
+    entry.feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
+                  for f in feed]
+    entry.streams = [(s, hi - lo) for s, lo, hi in streams.values()]
+    entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
+                                   if k not in probe.read)
+    slot_by_handle = {id(_handle_of(t)): tid for tid, (t, _) in after.items()}
+    result_tensors = []
+    result_key = _flatten(result, result_tensors, [], "result")
+    result_handles = {id(_handle_of(t)) for t in result_tensors}
+    for h in pending:
+        tid = slot_by_handle.get(id(h))
+        if tid is not None:
+            entry.slot_writes.append((out_of[id(h)], slot_of(tid)))
+        elif id(h) not in result_handles:
+            entry.handle_writes.append((out_of[id(h)], weakref.ref(h)))
+    arg_ids = {id(t): k for k, t in enumerate(tensors)}
+    plan = []
+    for t in result_tensors:
+        h = _handle_of(t)
+        if id(t) in arg_ids:
+            plan.append(("arg", arg_ids[id(t)], None))
+        elif id(h) in slot_by_handle or id(h) not in out_of:
+            plan.append(("obj", t, None))  # state or an unchanged value: the same tensor
+        else:
+            plan.append(("new", out_of[id(h)], t))
+    entry.results = (result_key, plan)
+
+
+def _predict(entry, numbers):
+    """The values the entry feeds its parameters for these numbers (keys by offset)."""
+    out = []
+    for f in entry.feed:
+        if f[0] == "number":
+            out.append(np.asarray(f[2](f[1](numbers))))
+        elif f[0] == "baked":
+            out.append(np.asarray(f[1]))
+        elif f[0] == "key":
+            out.append(("key", f[2]))
+    return out
+
+
+def _same_values(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, tuple) or isinstance(y, tuple):
+            if x != y:
+                return False
+        elif x.shape != y.shape or not np.array_equal(x, y, equal_nan=True):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- replaying
+
+_MISS = object()
+
+
+def _guard_miss(entry, numbers):
+    """None when the entry's guard holds (besides shapes, already in the key); else why not."""
+    for getter, obj in entry.roots:
+        if getter() is not obj:
+            return f"an object the step refers to was replaced (was {type(obj).__name__})"
+    for k, cls, value in entry.numbers_by_value:
+        if type(numbers[k]) is not cls or numbers[k] != value:
+            return (f"Python number argument {k} changed ({value!r} -> {numbers[k]!r}) and is "
+                    f"part of the graph's structure, not a run-time parameter")
+    return None
+
+
+def _replay(entry, tensors, handles, numbers):
+    """Run the entry's program for these arguments; _MISS if some state changed shape."""
+    slots = entry.slots
+    slot_handles = []
+    stale = None
+    for t, get, shape, dtype, _ in slots:
+        try:
+            h = get(t)
+        except (AttributeError, TypeError, RuntimeError):
+            return _MISS  # no longer a lazyx tensor (moved to another device)
+        node = h.node
+        if node.shape != shape or node.dtype != dtype:
+            return _MISS
+        if node.op != "data":
+            stale = stale or []
+            stale.append(h)
+        slot_handles.append(h)
+    for h in handles:
+        if h.node.op != "data":
+            stale = stale or []
+            stale.append(h)
+    if stale:
+        runtime.sync(*stale, cause="explicit", source=user_line(3))
+    values = []
+    for f in entry.feed:
+        kind = f[0]
+        if kind == "arg":
+            values.append(handles[f[1]].node.value)
+        elif kind == "slot":
+            values.append(slot_handles[f[1]].node.value)
+        elif kind == "const" or kind == "baked":
+            values.append(f[1])
+        elif kind == "number":
+            values.append(f[2](f[1](numbers)))
+        else:  # a random key
+            stream = f[1]
+            values.append(prng.seed_key(stream.seed, stream.counter + f[2]))
+    for stream, draws in entry.streams:
+        stream.counter += draws
+    outs = []
+    if entry.exe is not None:
+        start = time.perf_counter()
+        buffers = entry.exe(values)
+        metrics.record_replay(time.perf_counter() - start)
+        data = ir.data
+        outs = [data(b, shape, dtype, source) for b, (shape, dtype, source) in
+                zip(buffers, entry.outs)]
+    else:
+        metrics.record_replay(0.0)
+    for k, s in entry.slot_writes:
+        slot = slots[s]
+        slot[4](slot[0], slot_handles[s], outs[k])
+    for k, ref in entry.handle_writes:
+        h = ref()
+        if h is not None:
+            h.node = outs[k]
+    key, plan = entry.results
+    items = []
+    for kind, x, template in plan:
+        if kind == "new":
+            items.append(_spec(type(template))[1][2](template, outs[x]))
+        elif kind == "arg":
+            items.append(tensors[x])
+        else:
+            items.append(x)
+    return _rebuild(key, iter(items))
+
+
+
+def compile(fn=None, *, on_observe="raise", verify_every=0, max_entries=8):  # noqa: A001
+    """Trace `fn` once, then replay its compiled program: `step = lazyx.compile(fn)` or
+    `@lazyx.compile` / `@lazyx.compile(verify_every=100)`.
+
+    `on_observe`: "raise" (default) makes a step that reads a value into Python while it is
+    traced (.item(), float(), print, bool/if) fail at its first call, naming the line;
+    "split" runs such a step lazily instead (cut at each observation, each piece cached).
+    `verify_every=N`: every N-th call traces again and raises CompileError if the graph or
+    the numbers it bakes in changed (a step depending on a global). `max_entries`: traced
+    variants kept per argument structure.
+    """
+    if fn is None:
+        return lambda f: Compiled(f, on_observe, verify_every, max_entries)
+    if not callable(fn):
+        raise TypeError(f"lazyx.compile: expected a callable, got {type(fn).__name__}")
+    return Compiled(fn, on_observe, verify_every, max_entries)
