@@ -17,6 +17,8 @@ The hooks are installed on the module attributes frontends call (`ir.param`,
 import operator
 import threading
 
+import numpy as np
+
 from . import compose, ir, runtime
 from .source import format_line
 
@@ -72,6 +74,8 @@ def sym(value, expr):
     if rec is not None and isinstance(value, float) and value == value and \
             not float(value).is_integer() and abs(value) != 0.5:
         rec.derived.setdefault(float(value), expr)
+        # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
+        rec.derived.setdefault(float(np.float32(value)), expr)
     return out
 
 
@@ -119,7 +123,7 @@ def _param(value, dtype):
         expr = getattr(value, "_lazyx_expr", None)
         if expr is not None:
             rec.params[id(node)] = (node, expr, False)
-        elif isinstance(value, float):
+        elif isinstance(value, (float, np.floating)):
             expr = rec.derived.get(float(value))
             if expr is not None:
                 rec.params[id(node)] = (node, expr, True)
@@ -158,6 +162,15 @@ class _Observer:
 
 
 _OBSERVER = _Observer()
+
+
+def host_read(what):
+    """A frontend read captured state eagerly (on the host) while a step is traced: the value
+    would be baked into the replayed program. The step then runs lazily instead of being
+    replayed (correct, not faster); lazyx.compile warns, naming `what`."""
+    rec = current()
+    if rec is not None and rec.observed is None:
+        rec.observed = ("host read", what)
 
 
 class recording:

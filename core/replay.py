@@ -344,9 +344,10 @@ class Compiled:
         if rec.observed is not None:
             self.split = True
             warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)} "
-                          f"observes a value at {rec.observed[1]}; with on_observe='split' it "
-                          f"runs lazily, cut at each observation (each piece's program is "
-                          f"cached), instead of being replayed", RuntimeWarning, stacklevel=3)
+                          f"observes a value ({rec.observed[0]}: {rec.observed[1]}); it runs "
+                          f"lazily from now on, cut at each observation (each piece's program "
+                          f"is cached), instead of being replayed", RuntimeWarning,
+                          stacklevel=3)
             return result, None
         trace_seconds = time.perf_counter() - start
         roots = _roots(self.fn)
