@@ -186,34 +186,40 @@ _SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, flo
 
 
 def _discover(objects, limit=200_000):
-    """{id: (tensor, stable)} for the lazy tensors reachable from `objects`."""
+    """{path: (tensor, stable)} for the lazy tensors reachable from `objects`.
+
+    State is keyed by where it is found (root, then keys, attributes or positions), so a step
+    that rebinds `params["w"] = params["w"] - g` keeps one slot whose tensor is replaced."""
     found, seen = {}, set()
-    stack = [(obj, True, 0) for obj in objects]
+    stack = [(obj, True, (i,)) for i, obj in enumerate(objects)]
+    stack.reverse()
     while stack and len(seen) < limit:
-        obj, stable, depth = stack.pop()
-        if id(obj) in seen or depth > 8 or isinstance(obj, _SKIP):
+        obj, stable, path = stack.pop()
+        if id(obj) in seen or len(path) > 9 or isinstance(obj, _SKIP):
             continue
         seen.add(id(obj))
         spec = _spec(type(obj))
         if spec is not None:
             if spec[0] == "tensor":
                 if spec[1][0](obj):
-                    found[id(obj)] = (obj, stable)
+                    found[path] = (obj, stable)
             else:
-                stack.extend((c, stable and s, depth + 1) for c, s in spec[1](obj))
+                children = [(c, stable and s, path + (k,)) for k, (c, s) in enumerate(spec[1](obj))]
+                stack.extend(reversed(children))
             continue
-        if isinstance(obj, (list, tuple, set, frozenset)):
-            stack.extend((c, stable, depth + 1) for c in obj)
+        if isinstance(obj, (list, tuple)):
+            children = [(c, stable, path + (k,)) for k, c in enumerate(obj)]
         elif isinstance(obj, dict):
-            stack.extend((c, stable, depth + 1) for c in obj.values())
+            children = [(c, stable, path + (k,)) for k, c in obj.items()]
         elif isinstance(obj, types.FunctionType):
-            stack.extend((o, stable, depth + 1) for _, o in _roots(obj))
+            children = [(o, stable, path + (k,)) for k, (_, o) in enumerate(_roots(obj))]
         elif isinstance(obj, types.MethodType):
-            stack.append((obj.__self__, stable, depth + 1))
+            children = [(obj.__self__, stable, path + ("__self__",))]
         else:
             attrs = getattr(obj, "__dict__", None)
-            if type(attrs) is dict:
-                stack.extend((c, stable, depth + 1) for c in attrs.values())
+            children = [(c, stable, path + (k,)) for k, c in attrs.items()] \
+                if type(attrs) is dict else []
+        stack.extend(reversed(children))
     return found
 
 
