@@ -18,6 +18,7 @@ the identity of every object the function refers to (closure cells, globals, sel
 and the shape and dtype of every captured state tensor. A miss traces again and keeps another
 entry (at most `max_entries`).
 """
+import dis
 import sys
 import time
 import types
@@ -51,8 +52,9 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None):
 
 
 def register_container(cls, children):
-    """Objects holding state: `children(obj)` yields (child, stable) pairs; `stable` False for
-    state that a step may legitimately replace each call (a parameter's .grad)."""
+    """Objects holding state: `children(obj)` yields (name, child, stable): `name` says where
+    the child is (stable across calls: a parameter's name, not its position), `stable` is
+    False for state that a step may legitimately replace each call (a parameter's .grad)."""
     _CONTAINERS[cls] = children
     _lookup_cache.clear()
 
@@ -146,7 +148,9 @@ def _substitute(obj, numbers):
 # ---------------------------------------------------------------- what the function refers to
 
 def _code_names(code, out):
-    out.update(code.co_names)
+    """The global names `code` (and the functions defined in it) load."""
+    out.update(i.argval for i in dis.get_instructions(code)
+               if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _code_names(const, out)
@@ -195,7 +199,7 @@ def _discover(objects, limit=200_000):
     stack.reverse()
     while stack and len(seen) < limit:
         obj, stable, path = stack.pop()
-        if id(obj) in seen or len(path) > 9 or isinstance(obj, _SKIP):
+        if id(obj) in seen or len(path) > 9 or isinstance(obj, _SKIP) or type(obj) is Compiled:
             continue
         seen.add(id(obj))
         spec = _spec(type(obj))
@@ -204,7 +208,7 @@ def _discover(objects, limit=200_000):
                 if spec[1][0](obj):
                     found[path] = (obj, stable)
             else:
-                children = [(c, stable and s, path + (k,)) for k, (c, s) in enumerate(spec[1](obj))]
+                children = [(c, stable and s, path + (k,)) for k, c, s in spec[1](obj)]
                 stack.extend(reversed(children))
             continue
         if isinstance(obj, (list, tuple)):
@@ -363,10 +367,25 @@ class Compiled:
 
         # the cut at the step's end: every pending value of this thread, one program
         pending = [h for h in runtime.live_handles() if h.node.op != "data"]
+        # and pending state made in other threads (torch's autograd engine runs a device's
+        # backward in its own thread: the .grad tensors are registered there)
+        seen = {id(h) for h in pending}
+        for t, _ in after.values():
+            h = _handle_of(t)
+            if h.node.op != "data" and id(h) not in seen:
+                seen.add(id(h))
+                pending.append(h)
         nodes = list({id(h.node): h.node for h in pending}.values())
         nodes.sort(key=lambda n: n.hash)
         position = {id(n): k for k, n in enumerate(nodes)}
         out_of = {id(h): position[id(h.node)] for h in pending}
+        # state is matched to outputs by value, not by handle: torch's autograd may hand a
+        # .grad tensor a handle other than the one the cut saw
+        slot_out = {}
+        for path, (t, _) in after.items():
+            k = position.get(id(_handle_of(t).node))
+            if k is not None:
+                slot_out[path] = k
         entry = _Entry()
         leaves, outs = [], []
         if nodes:
@@ -386,7 +405,7 @@ class Compiled:
         if warm_up:
             return result, None
         _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-               before, after, pending, out_of, roots)
+               before, after, pending, out_of, slot_out, roots)
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -437,7 +456,7 @@ class _Probe(list):
 
 
 def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-           before, after, pending, out_of, roots):
+           before, after, pending, out_of, slot_out, roots):
     """Fill `entry` from one trace: where each program input comes from, where each output goes."""
     entry.roots = [(getter, getter()) for getter, _ in roots]
     entry.first_numbers = list(numbers)
@@ -489,16 +508,18 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     entry.streams = [(s, hi - lo) for s, lo, hi in streams.values()]
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
                                    if k not in probe.read)
-    slot_by_handle = {id(_handle_of(t)): tid for tid, (t, _) in after.items()}
+    slot_by_handle = {id(_handle_of(t)): path for path, (t, _) in after.items()}
     result_tensors = []
     result_key = _flatten(result, result_tensors, [], "result")
-    result_handles = {id(_handle_of(t)) for t in result_tensors}
+    result_outs = {out_of.get(id(_handle_of(t))) for t in result_tensors}
+    written = set()
+    for path, k in slot_out.items():
+        entry.slot_writes.append((k, slot_of(path)))
+        written.add(k)
     for h in pending:
-        tid = slot_by_handle.get(id(h))
-        if tid is not None:
-            entry.slot_writes.append((out_of[id(h)], slot_of(tid)))
-        elif id(h) not in result_handles:
-            entry.handle_writes.append((out_of[id(h)], weakref.ref(h)))
+        k = out_of[id(h)]
+        if k not in written and k not in result_outs:
+            entry.handle_writes.append((k, weakref.ref(h)))
     arg_ids = {id(t): k for k, t in enumerate(tensors)}
     plan = []
     for t in result_tensors:

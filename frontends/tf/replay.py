@@ -42,8 +42,8 @@ def _is_variable(value):
 
 
 def _variables(obj):
-    for v in obj.variables:
-        yield v, True
+    for k, v in enumerate(obj.variables):
+        yield (k, getattr(v, "path", None) or v.name), v, True
 
 
 replay.register_tensor(LazyTensor, _tensor_handle, _wrap)

@@ -58,25 +58,26 @@ def _write(t, handle, node):
 
 
 def _module_state(module):
-    for t in module.parameters():
-        yield t, True
+    for name, t in module.named_parameters():
+        yield ("param", name), t, True
         if t.grad is not None:
-            yield t.grad, False
-    for t in module.buffers():
-        yield t, True
+            yield ("grad", name), t.grad, False
+    for name, t in module.named_buffers():
+        yield ("buffer", name), t, True
 
 
 def _optimizer_state(opt):
-    for group in opt.param_groups:
+    index = 0
+    for g, group in enumerate(opt.param_groups):
+        for key, value in group.items():
+            if isinstance(value, torch.Tensor):
+                yield ("group", g, key), value, True
         for p in group["params"]:
-            yield p, True
-        for value in group.values():
-            if isinstance(value, torch.Tensor):
-                yield value, True
-    for state in opt.state.values():
-        for value in state.values():
-            if isinstance(value, torch.Tensor):
-                yield value, True
+            yield ("param", index), p, True
+            for key, value in opt.state.get(p, {}).items():
+                if isinstance(value, torch.Tensor):
+                    yield ("state", index, key), value, True
+            index += 1
 
 
 def _capturable(opt, args, kwargs):
