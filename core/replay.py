@@ -506,6 +506,9 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     entry.feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
                   for f in feed]
     entry.streams = [(s, hi - lo) for s, lo, hi in streams.values()]
+    entry.template = [f[1] if f[0] in ("const", "baked") else None for f in entry.feed]
+    entry.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
+                     for i, f in enumerate(entry.feed) if f[0] not in ("const", "baked")]
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
                                    if k not in probe.read)
     slot_by_handle = {id(_handle_of(t)): path for path, (t, _) in after.items()}
@@ -598,20 +601,16 @@ def _replay(entry, tensors, handles, numbers):
             stale.append(h)
     if stale:
         runtime.sync(*stale, cause="explicit", source=user_line(3))
-    values = []
-    for f in entry.feed:
-        kind = f[0]
+    values = list(entry.template)  # constants in place; fill in what changes per call
+    for i, kind, a, b in entry.dynamic:
         if kind == "arg":
-            values.append(handles[f[1]].node.value)
+            values[i] = handles[a].node.value
         elif kind == "slot":
-            values.append(slot_handles[f[1]].node.value)
-        elif kind == "const" or kind == "baked":
-            values.append(f[1])
+            values[i] = slot_handles[a].node.value
         elif kind == "number":
-            values.append(f[2](f[1](numbers)))
+            values[i] = b(a(numbers))
         else:  # a random key
-            stream = f[1]
-            values.append(prng.seed_key(stream.seed, stream.counter + f[2]))
+            values[i] = prng.seed_key(a.seed, a.counter + b)
     for stream, draws in entry.streams:
         stream.counter += draws
     outs = []
