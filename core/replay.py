@@ -17,11 +17,11 @@ Guard: the arguments' structure, tensor shapes and dtypes, non-number arguments 
 the identity of every object the function refers to (closure cells, globals, self, defaults),
 and the shape and dtype of every captured state tensor. A miss traces again and keeps another
 entry (at most `max_entries`).
+
+Where state is found and how arguments are flattened: core/capture.py.
 """
-import dis
 import sys
 import time
-import types
 import warnings
 import weakref
 
@@ -29,203 +29,10 @@ import numpy as np
 
 from . import capture, config, ir, metrics, prng, runtime
 from . import dtypes as dt
-from .capture import CompileError
+from .capture import (_TENSORS, CompileError, _discover, _flatten, _rebuild, _roots,  # noqa: F401
+                      _spec, _substitute, register_container, register_tensor,
+                      register_trace_hook)
 from .source import format_line, user_line
-
-_TENSORS = {}     # type -> (is_lazy, handle, wrap, write): see register_tensor
-_CONTAINERS = {}  # type -> children(obj) -> iterable of (child, stable)
-_TRACE_HOOKS = []  # context-manager factories entered around every trace
-_lookup_cache = {}
-
-
-def _set_node(tensor, handle, node):
-    handle.node = node
-
-
-def register_tensor(cls, handle, wrap, is_lazy=None, write=None):
-    """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
-    replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
-    False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
-    node)` stores a replay's new value (default: rebind the handle)."""
-    _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node)
-    _lookup_cache.clear()
-
-
-def register_container(cls, children):
-    """Objects holding state: `children(obj)` yields (name, child, stable): `name` says where
-    the child is (stable across calls: a parameter's name, not its position), `stable` is
-    False for state that a step may legitimately replace each call (a parameter's .grad)."""
-    _CONTAINERS[cls] = children
-    _lookup_cache.clear()
-
-
-def register_trace_hook(factory):
-    """`factory()` is a context manager entered around each trace (a frontend's setup)."""
-    _TRACE_HOOKS.append(factory)
-
-
-def _spec(cls):
-    try:
-        return _lookup_cache[cls]
-    except KeyError:
-        pass
-    found = None
-    for base in cls.__mro__:
-        if base in _TENSORS:
-            found = ("tensor", _TENSORS[base])
-            break
-        if base in _CONTAINERS:
-            found = ("container", _CONTAINERS[base])
-            break
-    _lookup_cache[cls] = found
-    return found
-
-
-# ---------------------------------------------------------------- arguments
-
-_NUMBER_TYPES = (int, float)
-_LEAF_VALUE_TYPES = (str, bytes, bool, type(None), complex, type(Ellipsis), slice, range)
-
-
-def _flatten(obj, tensors, numbers, path="args"):
-    """The structure key of `obj`, collecting its tensors and Python numbers."""
-    cls = type(obj)
-    if cls is tuple or cls is list:
-        return (cls, tuple([_flatten(x, tensors, numbers, f"{path}[{i}]")
-                            for i, x in enumerate(obj)]))
-    if cls is dict:
-        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, f"{path}[{k!r}]")
-                                         for k, v in obj.items()]))
-    if cls is int or cls is float:
-        numbers.append(obj)
-        return cls
-    spec = _spec(cls)
-    if spec is not None and spec[0] == "tensor":
-        if not spec[1][0](obj):
-            raise TypeError(f"lazyx.compile: {path} is a {cls.__module__}.{cls.__name__} that "
-                            f"is not a lazyx tensor; a host value would be baked into the "
-                            f"compiled program. Pass lazy tensors (lnp.asarray(x), "
-                            f"x.to(lt.device), ltf.constant(x)).")
-        tensors.append(obj)
-        return spec[1]
-    if cls.__module__ == "numpy" or hasattr(obj, "__array_interface__"):
-        raise TypeError(f"lazyx.compile: {path} is a host array ({cls.__name__}); pass a lazy "
-                        f"tensor (lnp.asarray(x), x.to(lt.device), ltf.constant(x)) so new "
-                        f"data is a new input rather than a constant of the program")
-    try:
-        hash(obj)
-    except TypeError:
-        raise TypeError(f"lazyx.compile: {path} ({cls.__name__}) is neither a tensor, a "
-                        f"number, nor a hashable value that can be part of the guard") from None
-    return ("value", obj)
-
-
-def _rebuild(key, items):
-    """Inverse of _flatten: `items` is an iterator over the replacements, in order."""
-    if type(key) is tuple and key and key[0] in (tuple, list):
-        return key[0](_rebuild(k, items) for k in key[1])
-    if type(key) is tuple and key and key[0] is dict:
-        return {name: _rebuild(k, items) for name, k in zip(key[1], key[2])}
-    if type(key) is tuple and key and key[0] == "value":
-        return key[1]
-    return next(items)
-
-
-def _substitute(obj, numbers):
-    """`obj` with each Python number replaced by a symbolic one (argument k of `numbers`)."""
-    cls = type(obj)
-    if cls is tuple or cls is list:
-        return cls(_substitute(x, numbers) for x in obj)
-    if cls is dict:
-        return {k: _substitute(v, numbers) for k, v in obj.items()}
-    if cls is int or cls is float:
-        k = len(numbers)
-        numbers.append(obj)
-        return capture.sym(obj, lambda n, _k=k: n[_k])
-    return obj
-
-
-# ---------------------------------------------------------------- what the function refers to
-
-def _code_names(code, out):
-    """The global names `code` (and the functions defined in it) load."""
-    out.update(i.argval for i in dis.get_instructions(code)
-               if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _code_names(const, out)
-    return out
-
-
-def _roots(fn):
-    """(getter, object) for everything `fn` refers to: self, closure cells, globals it names,
-    defaults. The getters are re-read at each call (the identity guard)."""
-    roots = []
-    func = fn
-    if isinstance(fn, types.MethodType):
-        roots.append((lambda f=fn: f.__self__, fn.__self__))
-        func = fn.__func__
-    if not isinstance(func, types.FunctionType):
-        roots.append((lambda f=fn: f, fn))  # a callable object (an nn.Module, a Keras model)
-        call = getattr(type(fn), "__call__", None)
-        func = call if isinstance(call, types.FunctionType) else None
-    if func is None:
-        return roots
-    for cell in func.__closure__ or ():
-        try:
-            roots.append((lambda c=cell: c.cell_contents, cell.cell_contents))
-        except ValueError:  # an empty cell
-            pass
-    g = func.__globals__
-    for name in sorted(_code_names(func.__code__, set())):
-        if name in g and not isinstance(g[name], types.ModuleType):
-            roots.append((lambda g=g, name=name: g.get(name), g[name]))
-    for value in (func.__defaults__ or ()) + tuple((func.__kwdefaults__ or {}).values()):
-        roots.append((lambda v=value: v, value))
-    return roots
-
-
-_SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, float, bool,
-         complex, type(None), np.ndarray, np.generic)
-
-
-def _discover(objects, limit=200_000):
-    """{path: (tensor, stable)} for the lazy tensors reachable from `objects`.
-
-    State is keyed by where it is found (root, then keys, attributes or positions), so a step
-    that rebinds `params["w"] = params["w"] - g` keeps one slot whose tensor is replaced."""
-    found, seen = {}, set()
-    stack = [(obj, True, (i,)) for i, obj in enumerate(objects)]
-    stack.reverse()
-    while stack and len(seen) < limit:
-        obj, stable, path = stack.pop()
-        if id(obj) in seen or len(path) > 9 or isinstance(obj, _SKIP) or type(obj) is Compiled:
-            continue
-        seen.add(id(obj))
-        spec = _spec(type(obj))
-        if spec is not None:
-            if spec[0] == "tensor":
-                if spec[1][0](obj):
-                    found[path] = (obj, stable)
-            else:
-                children = [(c, stable and s, path + (k,)) for k, c, s in spec[1](obj)]
-                stack.extend(reversed(children))
-            continue
-        if isinstance(obj, (list, tuple)):
-            children = [(c, stable, path + (k,)) for k, c in enumerate(obj)]
-        elif isinstance(obj, dict):
-            children = [(c, stable, path + (k,)) for k, c in obj.items()]
-        elif isinstance(obj, types.FunctionType):
-            children = [(o, stable, path + (k,)) for k, (_, o) in enumerate(_roots(obj))]
-        elif isinstance(obj, types.MethodType):
-            children = [(obj.__self__, stable, path + ("__self__",))]
-        else:
-            attrs = getattr(obj, "__dict__", None)
-            children = [(c, stable, path + (k,)) for k, c in attrs.items()] \
-                if type(attrs) is dict else []
-        stack.extend(reversed(children))
-    return found
-
 
 # ---------------------------------------------------------------- entries
 
@@ -243,13 +50,14 @@ class _Entry:
         self.outs = []              # (shape, dtype, source)
         self.slot_writes = []       # (output index, slot index)
         self.handle_writes = []     # (output index, weakref to a handle)
-        self.results = None         # (structure key, [("new", out, template) | ("obj", o) | ("arg", k)])
+        self.results = None         # (structure key, [(kind, out/object/arg, template)])
         self.value_linked = False   # some parameter was linked by value (checked once)
         self.first_numbers = []
 
 
 class Compiled:
     """A compiled step: call it like the function. See lazyx.compile."""
+    _lazyx_compiled = True  # state discovery does not look inside compiled steps
 
     def __init__(self, fn, on_observe="raise", verify_every=0, max_entries=8):
         if on_observe not in ("raise", "split"):
@@ -343,7 +151,7 @@ class Compiled:
         start = time.perf_counter()
         with capture.recording(self.on_observe) as rec:
             sym_args, sym_kwargs = _substitute(args, numbers), _substitute(kwargs, numbers)
-            hooks = [factory() for factory in _TRACE_HOOKS]
+            hooks = [factory() for factory in capture._TRACE_HOOKS]
             for hook in hooks:
                 hook.__enter__()
             try:
