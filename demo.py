@@ -76,7 +76,7 @@ class Progress:
 # Each returns (step, predict, state_tensors): step(x_idx) runs one SGD step and returns the
 # loss tensor; predict() returns test-set logits; state_tensors() lists what a step updates.
 
-def _torch_trainer(data, lazy):
+def _torch_trainer(data, lazy, compile_step):
     import torch
     import torch.nn.functional as F
     if lazy:
@@ -95,14 +95,17 @@ def _torch_trainer(data, lazy):
         h = torch.relu(x @ params[0] + params[1])
         return h @ params[2] + params[3]
 
-    def step(idx):
-        x = torch.from_numpy(x_train[idx]).to(device)
-        y = torch.from_numpy(y_train[idx]).to(device)
+    @compile_step
+    def train_step(x, y):
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(forward(x), y)
         loss.backward()
         opt.step()
         return loss
+
+    def step(idx):
+        return train_step(torch.from_numpy(x_train[idx]).to(device),
+                          torch.from_numpy(y_train[idx]).to(device))
 
     def predict():
         with torch.no_grad():
@@ -111,7 +114,7 @@ def _torch_trainer(data, lazy):
         lambda t: t.detach().cpu().numpy()
 
 
-def _numpy_trainer(data, lazy):
+def _numpy_trainer(data, lazy, compile_step):
     from .bench.systems_numpy import mlp_forward, mlp_step
     if lazy:
         import lazyx
@@ -124,23 +127,32 @@ def _numpy_trainer(data, lazy):
     state = {"params": [xp.asarray(p) for p in initial_params()]}
     x_test_a = xp.asarray(x_test)
 
-    def step(idx):
-        x, onehot = xp.asarray(x_train[idx]), xp.asarray(eye[y_train[idx]])
+    @compile_step
+    def train_step(x, onehot):
         state["params"], loss = mlp_step(xp, state["params"], x, onehot, lr=LR)
         return loss
+
+    def step(idx):
+        return train_step(xp.asarray(x_train[idx]), xp.asarray(eye[y_train[idx]]))
 
     def predict():
         return mlp_forward(xp, state["params"], x_test_a)
     return step, predict, lambda: list(state["params"]), barrier, float, np.asarray
 
 
-def _tf_trainer(data, lazy):
+def _tf_trainer(data, lazy, compile_step):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TF's start-up chatter is not ours
     import tensorflow as tf
     from .bench.systems_tf import mlp_forward, mlp_loss
+    tape_cls = tf.GradientTape
     if lazy:
+        import lazyx
         import lazyx.frontends.tf as ltf
         to_tensor, barrier = ltf.constant, ltf.sync
+        if compile_step is not _as_is:
+            # a compiled step keeps the variables on the device (lazyx.sync leaves them
+            # there); ltf.GradientTape makes their updates part of the step's program
+            barrier, tape_cls = lazyx.sync, ltf.GradientTape
     else:
         to_tensor, barrier = tf.constant, (lambda: None)
     x_train, y_train, x_test, _ = data
@@ -148,13 +160,16 @@ def _tf_trainer(data, lazy):
     variables = [tf.Variable(p) for p in initial_params()]
     x_test_t = to_tensor(x_test)
 
-    def step(idx):
-        x, onehot = to_tensor(x_train[idx]), to_tensor(eye[y_train[idx]])
-        with tf.GradientTape() as tape:
+    @compile_step
+    def train_step(x, onehot):
+        with tape_cls() as tape:
             loss = mlp_loss(variables, x, onehot)
         for var, grad in zip(variables, tape.gradient(loss, variables)):
             var.assign_sub(LR * grad)
         return loss
+
+    def step(idx):
+        return train_step(to_tensor(x_train[idx]), to_tensor(eye[y_train[idx]]))
 
     def predict():
         return mlp_forward(variables, x_test_t)
@@ -162,6 +177,10 @@ def _tf_trainer(data, lazy):
     def state():
         return [ltf.convert(v) for v in variables] if lazy else variables
     return step, predict, state, barrier, lambda t: float(t.numpy()), lambda t: t.numpy()
+
+
+def _as_is(fn):
+    return fn
 
 
 TRAINERS = {"torch": _torch_trainer, "numpy": _numpy_trainer, "tf": _tf_trainer}
@@ -174,10 +193,12 @@ def _graph_hash(*tensors):
     return lazyx.graph_hash(*lazy) if lazy else None
 
 
-def train(frontend, data, epochs, lazy):
-    """Train once; returns accuracy, timings, and (lazy) metrics and graph hashes."""
+def train(frontend, data, epochs, lazy, compiled=False):
+    """Train once; returns accuracy, timings, and (lazy) metrics and graph hashes.
+    `compiled`: the step runs under lazyx.compile (traced once, then replayed)."""
     import lazyx
-    step, predict, state, barrier, to_float, to_numpy = TRAINERS[frontend](data, lazy)
+    step, predict, state, barrier, to_float, to_numpy = TRAINERS[frontend](
+        data, lazy, lazyx.compile if compiled else _as_is)
     if lazy:
         lazyx.reset_metrics()
     plan = list(batches(len(data[0]), epochs))
@@ -187,7 +208,7 @@ def train(frontend, data, epochs, lazy):
     start = time.perf_counter()
     for i, idx in enumerate(plan):
         loss = step(idx)
-        if lazy and i in (0, len(plan) - 1):
+        if lazy and not compiled and i in (0, len(plan) - 1):
             result.setdefault("step_hashes", []).append(_graph_hash(loss, *state()))
         barrier()
         if i == 0:
@@ -209,21 +230,23 @@ def train(frontend, data, epochs, lazy):
                   step_ms=(end - first_done) * 1e3 / max(1, len(plan) - 1))
     if lazy:
         m = lazyx.metrics()
-        result.update({k: m[k] for k in ("compiles", "cache_hits", "syncs", "fallbacks")},
-                      fallback_ops=m["fallback_ops"])
+        result.update({k: m[k] for k in ("compiles", "cache_hits", "syncs", "fallbacks",
+                                         "replays")}, fallback_ops=m["fallback_ops"])
     return result
 
 
 def _print_table(rows, out):
-    head = ("frontend", "test acc lazyx", "eager", "compiles", "cache hits", "syncs",
-            "ms/step lazyx", "eager", "first step ms lazyx", "step graph hash")
+    head = ("frontend", "test acc lazyx", "+compile", "eager", "compiles", "cache hits",
+            "syncs", "ms/step lazyx", "lazyx+compile", "eager", "first step ms lazyx",
+            "step graph hash")
     table = [head]
-    for frontend, lazy, eager in rows:
+    for frontend, lazy, eager, comp in rows:
         hashes = lazy.get("step_hashes") or [None]
         stable = "" if len(set(hashes)) == 1 else " (changed!)"
-        table.append((frontend, f"{lazy['accuracy']:.4f}", f"{eager['accuracy']:.4f}",
-                      str(lazy["compiles"]), str(lazy["cache_hits"]), str(lazy["syncs"]),
-                      f"{lazy['step_ms']:.2f}", f"{eager['step_ms']:.2f}",
+        table.append((frontend, f"{lazy['accuracy']:.4f}", f"{comp['accuracy']:.4f}",
+                      f"{eager['accuracy']:.4f}", str(lazy["compiles"]),
+                      str(lazy["cache_hits"]), str(lazy["syncs"]), f"{lazy['step_ms']:.2f}",
+                      f"{comp['step_ms']:.2f}", f"{eager['step_ms']:.2f}",
                       f"{lazy['first_ms']:.0f}", f"{hashes[-1]}{stable}"))
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for n, r in enumerate(table):
@@ -236,7 +259,7 @@ def _print_equal_graphs(rows, out):
     for title, key in (("step", lambda r: (r.get("step_hashes") or [None])[-1]),
                        ("predict", lambda r: r.get("predict_hash"))):
         groups = {}
-        for frontend, lazy, _ in rows:
+        for frontend, lazy, *_ in rows:
             groups.setdefault(key(lazy), []).append((frontend, lazy))
         text = "; ".join(f"{h}: {', '.join(f for f, _ in fs)}" for h, fs in groups.items())
         print(f"  {title} graphs by hash: {text}", file=out)
@@ -268,23 +291,25 @@ def run_demo(frontends=("torch", "numpy", "tf"), epochs=10, out=None):
             importlib.import_module(f"lazyx.frontends.{frontend}")
             eager = train(frontend, data, epochs, lazy=False)
             lazy = train(frontend, data, epochs, lazy=True)
+            comp = train(frontend, data, epochs, lazy=True, compiled=True)
         except ImportError as err:
             failures.append(f"{frontend}: not available ({err})")
             continue
         except Exception as err:  # report and go on with the other frontends
             failures.append(f"{frontend}: failed: {type(err).__name__}: {err}")
             continue
-        rows.append((frontend, lazy, eager))
+        rows.append((frontend, lazy, eager, comp))
     print(file=out)
     if rows:
         _print_table(rows, out)
         _print_equal_graphs(rows, out)
-        for frontend, lazy, _ in rows:
+        for frontend, lazy, *_ in rows:
             if lazy["fallbacks"]:
                 print(f"  {frontend}: {lazy['fallbacks']} eager fallbacks: "
                       f"{lazy['fallback_ops']}", file=out)
     print("  ms/step: wall time of steps 2..N (the first includes the compile); eager runs "
-          "use the same code on the real framework.", file=out)
+          "use the same code on the real framework; lazyx+compile runs the step under "
+          "lazyx.compile (traced once, then replayed without Python).", file=out)
     for line in failures:
         print(f"  {line}", file=out)
     return 1 if failures else 0

@@ -23,6 +23,7 @@ SYSTEMS = {
     "jax.jit": "jax", "torch.compile": "torch", "torch.compile(lazyx)": "torch",
     "tf.function": "tf", "torch._lazy": "torch",
     "lazyx-torch": "torch", "lazyx-numpy": "numpy", "lazyx-tf": "tf",
+    "lazyx-torch+compile": "torch", "lazyx-numpy+compile": "numpy", "lazyx-tf+compile": "tf",
 }
 EAGER = {"torch": "torch-eager", "numpy": "numpy-eager", "tf": "tf-eager"}
 # (measured steps, warm-up steps, seconds budget per workload after the first step)
@@ -34,12 +35,13 @@ class NotAvailable(Exception):
     """A system that cannot run here; the message is the reason shown in the table."""
 
 
-def make_step(run, barrier, read, lazy=False, ops_per_step=None):
+def make_step(run, barrier, read, lazy=False, ops_per_step=None, replay=False):
     """step() = run(), barrier(), then read the result on the host (which waits for it).
 
     For lazyx systems the step also times its host side: tracing (`run`) and tracing + cut +
     dispatch (through `barrier`, which returns before an asynchronous backend finishes), and
-    counts the IR nodes it traced; `step.extra()` summarizes them for the table.
+    counts the IR nodes it traced; `step.extra()` summarizes them for the table. `replay`:
+    `run` is a lazyx.compile'd step, whose host time per step is reported as replay_host_us.
     """
     if not lazy:
         def step():
@@ -68,6 +70,8 @@ def make_step(run, barrier, read, lazy=False, ops_per_step=None):
                   "nodes_per_step": n, "trace_us_per_node": med(trace_s) / max(n, 1) * 1e6}
         if ops_per_step:
             result["trace_us_per_op"] = med(trace_s) / ops_per_step * 1e6
+        if replay:  # lazyx.compile: the host's whole share of a replayed step
+            result["replay_host_us"] = med(host_s) * 1e6
         return result
     lazy_step.extra = extra
     return lazy_step
@@ -125,7 +129,7 @@ def run_system_here(system, workloads, plan):
                     "compiles", "cache_hits", "syncs", "nodes_walked", "fallbacks",
                     "fallback_ops", "disk_hits", "disk_misses", "interpreted_steps",
                     "compile_seconds_total", "lower_seconds_total", "xla_compile_seconds_total",
-                    "disk_load_seconds_total")}
+                    "disk_load_seconds_total", "replays", "replay_misses")}
             yield result
         except NotAvailable as err:
             yield _na(workload, system, str(err))

@@ -138,7 +138,7 @@ def block_grads(xp, p, x, target):
     return loss, g
 
 
-def _build(workload, xp, barrier, lazy=False):
+def _build(workload, xp, barrier, lazy=False, compile_fn=None):
     if workload in ("W1", "W2"):
         if workload == "W1":
             x, _, onehot = wl.mlp_data()
@@ -153,12 +153,19 @@ def _build(workload, xp, barrier, lazy=False):
         def train():
             state["params"], loss = step_fn(xp, state["params"], *batch)
             return loss
-        return make_step(train, barrier, float, lazy)
+        if compile_fn is not None:
+            train = compile_fn(train)
+        return make_step(train, barrier, float, lazy, replay=compile_fn is not None)
     chain = wl.chain_of(workload)
     unary = {"tanh": xp.tanh}
     x = xp.asarray(wl.chain_input(workload))
-    return make_step(lambda: xp.sum(wl.run_chain(x, chain, unary)), barrier, float, lazy,
-                     wl.OPS_PER_STEP[workload])
+
+    def fn(t):
+        return xp.sum(wl.run_chain(t, chain, unary))
+    if compile_fn is not None:
+        fn = compile_fn(fn)
+    return make_step(lambda: fn(x), barrier, float, lazy, wl.OPS_PER_STEP[workload],
+                     replay=compile_fn is not None)
 
 
 def numpy_eager(workload):
@@ -174,4 +181,14 @@ def lazyx_numpy(workload):
     return _build(workload, lnp, lazyx.sync, lazy=True)
 
 
-SYSTEMS = {"numpy-eager": numpy_eager, "lazyx-numpy": lazyx_numpy}
+def lazyx_numpy_compile(workload):
+    try:
+        import lazyx
+        import lazyx.frontends.numpy as lnp
+    except ImportError as err:
+        raise NotAvailable(f"lazyx numpy frontend not importable: {err}")
+    return _build(workload, lnp, lazyx.sync, lazy=True, compile_fn=lazyx.compile)
+
+
+SYSTEMS = {"numpy-eager": numpy_eager, "lazyx-numpy": lazyx_numpy,
+           "lazyx-numpy+compile": lazyx_numpy_compile}

@@ -51,7 +51,8 @@ def block_loss(params, x, target):
     return tf.reduce_mean(diff * diff)
 
 
-def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False, tape=tf.GradientTape):
+def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False, tape=tf.GradientTape,
+           replay=False):
     if workload in ("W1", "W2"):
         if workload == "W1":
             x, _, onehot = wl.mlp_data()
@@ -71,7 +72,7 @@ def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False, tape=tf.Gr
 
         if compile_fn is not None:
             train = compile_fn(train)
-        return make_step(lambda: train(*batch), barrier, _read, lazy)
+        return make_step(lambda: train(*batch), barrier, _read, lazy, replay=replay)
     chain = wl.chain_of(workload)
     unary = {"tanh": tf.tanh}
 
@@ -81,7 +82,8 @@ def _build(workload, to_tensor, barrier, compile_fn=None, lazy=False, tape=tf.Gr
     if compile_fn is not None:
         fn = compile_fn(fn)
     x = to_tensor(wl.chain_input(workload))
-    return make_step(lambda: fn(x), barrier, _read, lazy, wl.OPS_PER_STEP[workload])
+    return make_step(lambda: fn(x), barrier, _read, lazy, wl.OPS_PER_STEP[workload],
+                     replay=replay)
 
 
 def _read(t):
@@ -106,4 +108,17 @@ def lazyx_tf(workload):
     return _build(workload, ltf.constant, ltf.sync, lazy=True, tape=ltf.GradientTape)
 
 
-SYSTEMS = {"tf-eager": tf_eager, "tf.function": tf_function, "lazyx-tf": lazyx_tf}
+def lazyx_tf_compile(workload):
+    try:
+        import lazyx
+        import lazyx.frontends.tf as ltf
+    except ImportError as err:
+        raise NotAvailable(f"lazyx tf frontend not importable: {err}")
+    # barrier: lazyx.sync, not ltf.sync, which would also copy every variable back into TF
+    # (a compiled step keeps them on the device between calls)
+    return _build(workload, ltf.constant, lazyx.sync, compile_fn=lazyx.compile, lazy=True,
+                  tape=ltf.GradientTape, replay=True)
+
+
+SYSTEMS = {"tf-eager": tf_eager, "tf.function": tf_function, "lazyx-tf": lazyx_tf,
+           "lazyx-tf+compile": lazyx_tf_compile}

@@ -63,7 +63,7 @@ def _mse(out, target):
     return (diff * diff).mean()
 
 
-def _training(workload, device, barrier, compile_fn=None, lazy=False):
+def _training(workload, device, barrier, compile_fn=None, lazy=False, step_compile=None):
     if workload == "W1":
         model = MLP(wl.mlp_params())
         x, labels, _ = wl.mlp_data()
@@ -90,10 +90,12 @@ def _training(workload, device, barrier, compile_fn=None, lazy=False):
         loss.backward()
         opt.step()
         return loss
-    return make_step(train, barrier, _read, lazy)
+    if step_compile is not None:  # the whole step, backward and optimizer included
+        train = step_compile(train)
+    return make_step(train, barrier, _read, lazy, replay=step_compile is not None)
 
 
-def _chain(workload, device, barrier, compile_fn=None, lazy=False):
+def _chain(workload, device, barrier, compile_fn=None, lazy=False, step_compile=None):
     x = torch.from_numpy(wl.chain_input(workload)).to(device)
     chain = wl.chain_of(workload)
     unary = {"tanh": torch.tanh}
@@ -103,17 +105,20 @@ def _chain(workload, device, barrier, compile_fn=None, lazy=False):
 
     if compile_fn is not None:
         fn = compile_fn(fn)
-    return make_step(lambda: fn(x), barrier, _read, lazy, wl.OPS_PER_STEP[workload])
+    if step_compile is not None:
+        fn = step_compile(fn)
+    return make_step(lambda: fn(x), barrier, _read, lazy, wl.OPS_PER_STEP[workload],
+                     replay=step_compile is not None)
 
 
 def _read(t):
     return t.item()
 
 
-def _build(workload, device, barrier, compile_fn=None, lazy=False):
+def _build(workload, device, barrier, compile_fn=None, lazy=False, step_compile=None):
     if workload in ("W1", "W2"):
-        return _training(workload, device, barrier, compile_fn, lazy)
-    return _chain(workload, device, barrier, compile_fn, lazy)
+        return _training(workload, device, barrier, compile_fn, lazy, step_compile)
+    return _chain(workload, device, barrier, compile_fn, lazy, step_compile)
 
 
 def _nothing():
@@ -160,6 +165,15 @@ def lazyx_torch(workload):
     return _build(workload, lt.device, lt.mark_step, lazy=True)
 
 
+def lazyx_torch_compile(workload):
+    try:
+        import lazyx
+        import lazyx.frontends.torch as lt
+    except ImportError as err:
+        raise NotAvailable(f"lazyx torch frontend not importable: {err}")
+    return _build(workload, lt.device, lt.mark_step, lazy=True, step_compile=lazyx.compile)
+
+
 def torch_compile_lazyx(workload):
     """torch.compile with lazyx as the Dynamo backend: CPU tensors in and out, each captured
     graph (forward, backward) compiled once by XLA through lazyx."""
@@ -174,4 +188,5 @@ def torch_compile_lazyx(workload):
 
 SYSTEMS = {"torch-eager": torch_eager, "torch.compile": torch_compile,
            "torch.compile(lazyx)": torch_compile_lazyx,
-           "torch._lazy": torch_lazy, "lazyx-torch": lazyx_torch}
+           "torch._lazy": torch_lazy, "lazyx-torch": lazyx_torch,
+           "lazyx-torch+compile": lazyx_torch_compile}

@@ -162,8 +162,9 @@ def convolve_valid(x, w):
 
 # ---------------------------------------------------------------- randomness
 
-def random_key(seed, counter=0):
-    """seed_key as a run-time parameter leaf: a new seed or counter never recompiles."""
+def random_key(seed, counter=0, stream=None):
+    """seed_key as a run-time parameter leaf: a new seed or counter never recompiles.
+    `stream` (a prng.Stream) names the generator it came from, for lazyx.compile's replays."""
     return ir.param(seed_key(seed, counter), "uint32")
 
 

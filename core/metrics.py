@@ -18,7 +18,8 @@ _formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is sl
 COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "graph_breaks",
             "nodes_traced",
             "nodes_walked", "transfers_to_device", "bytes_to_device", "transfers_to_host",
-            "bytes_to_host", "disk_hits", "disk_misses", "interpreted_steps")
+            "bytes_to_host", "disk_hits", "disk_misses", "interpreted_steps",
+            "replays", "replay_misses")
 # compile = the backend's whole compile call; on XLA it splits into lower (jax tracing our
 # program and lowering it to StableHLO) and xla_compile, or disk_load on a disk hit
 TIMERS = ("trace", "compile", "execute", "lower", "xla_compile", "disk_load")
@@ -104,6 +105,18 @@ def record_cut(cause, source, trace_seconds, execute_seconds, hit):
             t.total += seconds
             t.count += 1
             t.recent.append(seconds)
+
+
+def record_replay(execute_seconds):
+    """A compiled step (lazyx.compile) replayed: one execution, no trace, no cut."""
+    with _lock:
+        counters = _state.counters
+        counters["replays"] += 1
+        counters["executions"] += 1
+        t = _state.timers["execute"]
+        t.total += execute_seconds
+        t.count += 1
+        t.recent.append(execute_seconds)
 
 
 def record_compile(source):

@@ -38,3 +38,15 @@ def seed_key(seed, counter=0):
     y0, y1 = threefry2x32(k0, k1, np.array([0], np.uint32),
                           np.array([int(counter) & 0xFFFFFFFF], np.uint32))
     return np.array([y0[0], y1[0]], np.uint32)
+
+
+class Stream:
+    """A frontend generator's state: a seed and the number of draws made since seeding.
+
+    Frontends pass it to compose.random_key, so a compiled step (core/replay.py) knows which
+    generator each of its keys came from and advances it on replay as the traced run did."""
+    __slots__ = ("seed", "counter")
+
+    def __init__(self, seed=0):
+        self.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+        self.counter = 0

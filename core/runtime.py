@@ -634,3 +634,16 @@ def fallback(op_name, framework):
         warnings.warn(f"lazyx: {op_name} has no lowering; it runs eagerly on {framework} "
                       f"(inputs are materialized; counted in lazyx.metrics()['fallback_ops'])",
                       RuntimeWarning, stacklevel=3)
+
+
+# ---------------------------------------------------------------- replay (core/replay.py)
+
+def bind_results(handles, nodes):
+    """Point `handles` at `nodes` (data leaves a compiled step produced outside `sync`), as a
+    cut does: they leave this thread's pending set, and a new trace starts when nothing of
+    the current one is pending any more."""
+    state = _thread
+    for handle, node in zip(handles, nodes):
+        handle.node = node
+        state.live.discard(handle)
+    _end_cut(state)

@@ -99,6 +99,8 @@ def test_demo_numpy_lazy_matches_eager(capsys):
     assert run_demo(frontends=["numpy"], epochs=1) == 0
     out = capsys.readouterr().out
     row = next(line.split() for line in out.splitlines() if line.strip().startswith("numpy"))
-    lazy_acc, eager_acc, compiles = float(row[1]), float(row[2]), int(row[3])
+    lazy_acc, compiled_acc, eager_acc, compiles = float(row[1]), float(row[2]), float(row[3]), \
+        int(row[4])
     assert abs(lazy_acc - eager_acc) <= 0.01 and eager_acc > 0.5
+    assert compiled_acc == lazy_acc  # lazyx.compile replays the same program
     assert compiles <= 3  # the step compiles once, the prediction once: no per-step compile

@@ -37,6 +37,7 @@ from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  #
                           cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,
                           sort, std, sum, var)
 from . import linalg, random  # noqa: E402
+from . import _replay  # noqa: E402,F401  (lazyx.compile learns lazy arrays)
 
 _methods.install()
 globals().update(_ELEMENTWISE)

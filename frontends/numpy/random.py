@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from ...core import compose, ops, runtime
+from ...core.prng import Stream
 from ._base import LazyArray, wrap
 from ._indexing import take
 from ._promote import as_lazy, assign, broadcast_shapes, ir_dtype, shape_of
@@ -34,13 +35,13 @@ class Generator:
     def __init__(self, seed=None):
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "little")
-        self._seed = operator.index(seed) & _MASK64
-        self._counter = 0
+        self._stream = Stream(operator.index(seed) & _MASK64)
 
     def _key(self):
         # the key every frontend derives for draw k after seeding with s (core.prng.seed_key)
-        key = compose.random_key(self._seed, self._counter)
-        self._counter += 1
+        stream = self._stream
+        key = compose.random_key(stream.seed, stream.counter, stream=stream)
+        stream.counter += 1
         return key
 
     def _uniforms(self, shape, count, dtype):
@@ -164,8 +165,9 @@ _global = Generator(0)
 
 
 def seed(seed=None):
-    global _global
-    _global = Generator(seed)
+    # reseed the global generator in place: a compiled step (lazyx.compile) holds its stream
+    stream = _global._stream
+    stream.seed, stream.counter = Generator(seed)._stream.seed, 0
 
 
 def random(size=None):

@@ -16,13 +16,14 @@ How the calls reach lazyx, without patching a TF function:
 * that subclass, and Keras' Variable, are registered dispatchable types, so a TF API whose
   only lazy operand is a shadowed variable (Adam's `m * alpha`) dispatches to the lowering.
 """
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record
 from tensorflow.python.util import dispatch
 
-from ...core import runtime
+from ...core import capture, ir, ops, runtime
 from . import tensor as _tensor
-from .tensor import LazyTensor, _tf_leaf, to_tf, wrap
+from .tensor import LazyTensor, _tf_leaf, ir_dtype, to_tf, wrap
 
 try:
     from keras.src.backend.tensorflow.core import Variable as _KerasTFVariable
@@ -152,6 +153,15 @@ class _LazyMethods:
     """Shadow-aware assign and read methods, placed before the variable's own class."""
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
+        if self._lazyx_shadow is not None and isinstance(value, tf.Tensor) and \
+                not isinstance(value, LazyTensor) and value.shape.rank == 0:
+            value = value.numpy()[()]  # Keras casts numbers to eager tensors before assigning
+        if self._lazyx_shadow is not None and type(value) is not bool and \
+                isinstance(value, (int, float, np.number)) and self.shape.is_fully_defined():
+            # a Python number into a lazy variable (a learning rate set in a step) stays a
+            # run-time parameter of the step's graph instead of running it
+            value = wrap(ops.broadcast_in_dim(ir.param(value, ir_dtype(self.dtype)),
+                                              shape=tuple(self.shape), broadcast_dimensions=()))
         if isinstance(value, LazyTensor) and record_assign(self, "assign", value):
             return self if read_value else None
         if self._lazyx_shadow is not None:  # an eager value replaces the lazy one
@@ -181,6 +191,7 @@ class _LazyMethods:
 
     def _read_variable_op(self, *args, **kwargs):
         if self._lazyx_shadow is not None:  # eager code reads it: store the lazy value first
+            capture.host_read(f"an eager read of tf.Variable {self.name!r}")
             write_back([self])
         return super()._read_variable_op(*args, **kwargs)
 

@@ -18,6 +18,7 @@ from . import bounds  # noqa: F401  (torch's index and divisor errors, where val
 from . import device as _device
 from .dynamo import backend as dynamo_backend
 from .sharding import mark_sharding, shard_parameters
+from . import replay as _replay  # noqa: F401  (lazyx.compile learns torch's types)
 from .tensor import LazyTensor
 
 _device.register()

@@ -5,19 +5,20 @@ stateless ops with seed (seed, k)), and a training step with dropout never recom
 import torch
 
 from ....core import compose, ops
+from ....core.prng import Stream
 from .table import Unsupported, aten, bcast, lower, node_of
 
-_rng = {"seed": 0, "counter": 0}
+_rng = Stream()
 
 
 def manual_seed(seed):
-    _rng["seed"] = int(seed) & 0xFFFFFFFFFFFFFFFF
-    _rng["counter"] = 0
+    _rng.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
+    _rng.counter = 0
 
 
 def _next_key():
-    key = compose.random_key(_rng["seed"], _rng["counter"])
-    _rng["counter"] += 1
+    key = compose.random_key(_rng.seed, _rng.counter, stream=_rng)
+    _rng.counter += 1
     return key
 
 

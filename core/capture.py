@@ -1,0 +1,398 @@
+"""What lazyx.compile records while it traces a step (core/replay.py uses it).
+
+* Python numbers among the step's arguments are handed to the step as `SymFloat`/`SymInt`:
+  real floats and ints that also remember how they were computed from the arguments. When
+  one becomes a run-time parameter (`ir.param`), the parameter is linked to that expression,
+  so a replay computes its new value from the new arguments (a new learning rate never
+  recompiles). torch's dispatcher turns numbers into plain floats on the way (`alpha=-lr`);
+  such a parameter is linked by value to an expression computed in this trace, unless the
+  value is an integer or +-0.5 (too common among code constants to be told apart).
+* Every random key is linked to the generator stream and counter it was drawn at.
+* A sync inside the step (an observation) raises, naming the line; or, with
+  on_observe="split", is remembered.
+* Frontends register their tensor types and state containers here; `_discover` finds the
+  state a step can reach from what its function refers to, `_flatten` its arguments.
+
+The hooks are installed on the module attributes frontends call (`ir.param`,
+`compose.random_key`) only while some thread traces, and act only for that thread.
+"""
+import dis
+import operator
+import threading
+import types
+
+import numpy as np
+
+from . import compose, ir, runtime
+from .source import format_line
+
+_local = threading.local()
+_lock = threading.Lock()
+_active = [0]
+_ORIGINAL = {}
+
+
+class CompileError(RuntimeError):
+    """A step lazyx.compile cannot replay (it observes a value, its graph changed)."""
+
+
+class Recording:
+    """One trace's links: parameters to number expressions, keys to generator streams."""
+
+    def __init__(self, on_observe):
+        self.on_observe = on_observe
+        self.derived = {}     # float value -> expression, for every number derived in this trace
+        self.params = {}      # id(param node) -> (node, expression, linked by value)
+        self.keys = {}        # id(key node) -> (node, stream, counter)
+        self.observed = None  # (cause, "file:line") of the first observation (split mode)
+
+
+def current():
+    return getattr(_local, "recording", None)
+
+
+# ---------------------------------------------------------------- symbolic numbers
+
+def _expr_of(x):
+    expr = getattr(x, "_lazyx_expr", None)
+    if expr is not None:
+        return expr
+    return lambda numbers, _x=x: _x
+
+
+def _plain(x):
+    if isinstance(x, SymFloat):
+        return float.__float__(x)
+    if isinstance(x, SymInt):
+        return int.__int__(x)
+    return x
+
+
+def sym(value, expr):
+    """`value` as a number that remembers `expr` (a function of the call's numbers)."""
+    if type(value) is bool or not isinstance(value, (int, float)):
+        return value
+    out = SymFloat(value) if isinstance(value, float) else SymInt(value)
+    out._lazyx_expr = expr
+    rec = current()
+    if rec is not None and isinstance(value, float) and value == value and \
+            not float(value).is_integer() and abs(value) != 0.5:
+        rec.derived.setdefault(float(value), expr)
+        # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
+        rec.derived.setdefault(float(np.float32(value)), expr)
+    return out
+
+
+def _binary(op, reflected):
+    def method(self, other):
+        if type(other) is bool or not isinstance(other, (int, float)):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        result = op(_plain(a), _plain(b))
+        ea, eb = _expr_of(a), _expr_of(b)
+        return sym(result, lambda n: op(ea(n), eb(n)))
+    return method
+
+
+def _unary(op):
+    def method(self):
+        e = _expr_of(self)
+        return sym(op(_plain(self)), lambda n: op(e(n)))
+    return method
+
+
+class SymFloat(float):
+    """A float argument of a compiled step (or a number computed from one) while it traces."""
+
+
+class SymInt(int):
+    """An int argument of a compiled step (or a number computed from one) while it traces."""
+
+
+for _cls in (SymFloat, SymInt):
+    for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+        _op = getattr(operator, _name)
+        setattr(_cls, f"__{_name}__", _binary(_op, False))
+        setattr(_cls, f"__r{_name}__", _binary(_op, True))
+    for _name in ("neg", "pos", "abs"):
+        setattr(_cls, f"__{_name}__", _unary(getattr(operator, _name)))
+
+
+# ---------------------------------------------------------------- hooks
+
+def _param(value, dtype):
+    node = _ORIGINAL["param"](value, dtype)
+    rec = current()
+    if rec is not None:
+        expr = getattr(value, "_lazyx_expr", None)
+        if expr is not None:
+            rec.params[id(node)] = (node, expr, False)
+        elif isinstance(value, (float, np.floating)):
+            expr = rec.derived.get(float(value))
+            if expr is not None:
+                rec.params[id(node)] = (node, expr, True)
+    return node
+
+
+def _random_key(seed, counter=0, stream=None):
+    node = _ORIGINAL["random_key"](seed, counter, stream)
+    rec = current()
+    if rec is not None and stream is not None:
+        rec.keys[id(node)] = (node, stream, int(counter))
+    return node
+
+
+class _Observer:
+    """A runtime listener: a sync while this thread traces is an observation inside the step."""
+
+    def on_sync(self, cause, source, program):
+        rec = current()
+        if rec is None:
+            return
+        where = format_line(source) if source else "an unknown line"
+        if rec.on_observe == "split":
+            if rec.observed is None:
+                rec.observed = (cause, where)
+            return
+        what = {"fallback": "an op with no lowering runs eagerly there (its inputs are read)",
+                "data_dependent": "an op whose result shape depends on values",
+                "explicit": "a barrier (lazyx.sync / mark_step) cuts the step"}.get(
+                    cause, "a lazy value is read into Python (.item(), float(), print, bool/if)")
+        raise CompileError(
+            f"lazyx.compile: the step observes a value at {where}: {what}. A compiled step "
+            f"is replayed without running Python, so it cannot read values while it runs. "
+            f"Move that line out of the compiled function (e.g. return the value and read it "
+            f"after the call), or pass lazyx.compile(fn, on_observe='split').")
+
+
+_OBSERVER = _Observer()
+
+
+def host_read(what):
+    """A frontend read captured state eagerly (on the host) while a step is traced: the value
+    would be baked into the replayed program. The step then runs lazily instead of being
+    replayed (correct, not faster); lazyx.compile warns, naming `what`."""
+    rec = current()
+    if rec is not None and rec.observed is None:
+        rec.observed = ("host read", what)
+
+
+class recording:
+    """Context manager: record this thread's trace into a new Recording."""
+
+    def __init__(self, on_observe):
+        self.rec = Recording(on_observe)
+
+    def __enter__(self):
+        with _lock:
+            if _active[0] == 0:
+                _ORIGINAL["param"], _ORIGINAL["random_key"] = ir.param, compose.random_key
+                ir.param, compose.random_key = _param, _random_key
+                runtime.LISTENERS.append(_OBSERVER)
+            _active[0] += 1
+        self.outer = current()
+        _local.recording = self.rec
+        return self.rec
+
+    def __exit__(self, *exc):
+        _local.recording = self.outer
+        with _lock:
+            _active[0] -= 1
+            if _active[0] == 0:
+                ir.param, compose.random_key = _ORIGINAL["param"], _ORIGINAL["random_key"]
+                runtime.LISTENERS.remove(_OBSERVER)
+        return False
+
+
+# ---------------------------------------------------------------- frontends' types
+
+_TENSORS = {}     # type -> (is_lazy, handle, wrap, write): see register_tensor
+_CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
+_TRACE_HOOKS = []  # context-manager factories entered around every trace
+_lookup_cache = {}
+
+
+def _set_node(tensor, handle, node):
+    handle.node = node
+
+
+def register_tensor(cls, handle, wrap, is_lazy=None, write=None):
+    """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
+    replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
+    False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
+    node)` stores a replay's new value (default: rebind the handle)."""
+    _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node)
+    _lookup_cache.clear()
+
+
+def register_container(cls, children):
+    """Objects holding state: `children(obj)` yields (name, child, stable): `name` says where
+    the child is (stable across calls: a parameter's name, not its position), `stable` is
+    False for state that a step may legitimately replace each call (a parameter's .grad)."""
+    _CONTAINERS[cls] = children
+    _lookup_cache.clear()
+
+
+def register_trace_hook(factory):
+    """`factory()` is a context manager entered around each trace (a frontend's setup)."""
+    _TRACE_HOOKS.append(factory)
+
+
+def _spec(cls):
+    try:
+        return _lookup_cache[cls]
+    except KeyError:
+        pass
+    found = None
+    for base in cls.__mro__:
+        if base in _TENSORS:
+            found = ("tensor", _TENSORS[base])
+            break
+        if base in _CONTAINERS:
+            found = ("container", _CONTAINERS[base])
+            break
+    _lookup_cache[cls] = found
+    return found
+
+
+# ---------------------------------------------------------------- arguments
+
+def _flatten(obj, tensors, numbers, path="args"):
+    """The structure key of `obj`, collecting its tensors and Python numbers."""
+    cls = type(obj)
+    if cls is tuple or cls is list:
+        return (cls, tuple([_flatten(x, tensors, numbers, f"{path}[{i}]")
+                            for i, x in enumerate(obj)]))
+    if cls is dict:
+        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, f"{path}[{k!r}]")
+                                         for k, v in obj.items()]))
+    if cls is int or cls is float:
+        numbers.append(obj)
+        return cls
+    spec = _spec(cls)
+    if spec is not None and spec[0] == "tensor":
+        if not spec[1][0](obj):
+            raise TypeError(f"lazyx.compile: {path} is a {cls.__module__}.{cls.__name__} that "
+                            f"is not a lazyx tensor; a host value would be baked into the "
+                            f"compiled program. Pass lazy tensors (lnp.asarray(x), "
+                            f"x.to(lt.device), ltf.constant(x)).")
+        tensors.append(obj)
+        return spec[1]
+    if cls.__module__ == "numpy" or hasattr(obj, "__array_interface__"):
+        raise TypeError(f"lazyx.compile: {path} is a host array ({cls.__name__}); pass a lazy "
+                        f"tensor (lnp.asarray(x), x.to(lt.device), ltf.constant(x)) so new "
+                        f"data is a new input rather than a constant of the program")
+    try:
+        hash(obj)
+    except TypeError:
+        raise TypeError(f"lazyx.compile: {path} ({cls.__name__}) is neither a tensor, a "
+                        f"number, nor a hashable value that can be part of the guard") from None
+    return ("value", obj)
+
+
+def _rebuild(key, items):
+    """Inverse of _flatten: `items` is an iterator over the replacements, in order."""
+    if type(key) is tuple and key and key[0] in (tuple, list):
+        return key[0](_rebuild(k, items) for k in key[1])
+    if type(key) is tuple and key and key[0] is dict:
+        return {name: _rebuild(k, items) for name, k in zip(key[1], key[2])}
+    if type(key) is tuple and key and key[0] == "value":
+        return key[1]
+    return next(items)
+
+
+def _substitute(obj, numbers):
+    """`obj` with each Python number replaced by a symbolic one (argument k of `numbers`)."""
+    cls = type(obj)
+    if cls is tuple or cls is list:
+        return cls(_substitute(x, numbers) for x in obj)
+    if cls is dict:
+        return {k: _substitute(v, numbers) for k, v in obj.items()}
+    if cls is int or cls is float:
+        k = len(numbers)
+        numbers.append(obj)
+        return sym(obj, lambda n, _k=k: n[_k])
+    return obj
+
+
+# ---------------------------------------------------------------- what the function refers to
+
+def _code_names(code, out):
+    """The global names `code` (and the functions defined in it) load."""
+    out.update(i.argval for i in dis.get_instructions(code)
+               if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _code_names(const, out)
+    return out
+
+
+def _roots(fn):
+    """(getter, object) for everything `fn` refers to: self, closure cells, globals it names,
+    defaults. The getters are re-read at each call (the identity guard)."""
+    roots = []
+    func = fn
+    if isinstance(fn, types.MethodType):
+        roots.append((lambda f=fn: f.__self__, fn.__self__))
+        func = fn.__func__
+    if not isinstance(func, types.FunctionType):
+        roots.append((lambda f=fn: f, fn))  # a callable object (an nn.Module, a Keras model)
+        call = getattr(type(fn), "__call__", None)
+        func = call if isinstance(call, types.FunctionType) else None
+    if func is None:
+        return roots
+    for cell in func.__closure__ or ():
+        try:
+            roots.append((lambda c=cell: c.cell_contents, cell.cell_contents))
+        except ValueError:  # an empty cell
+            pass
+    g = func.__globals__
+    for name in sorted(_code_names(func.__code__, set())):
+        if name in g and not isinstance(g[name], types.ModuleType):
+            roots.append((lambda g=g, name=name: g.get(name), g[name]))
+    for value in (func.__defaults__ or ()) + tuple((func.__kwdefaults__ or {}).values()):
+        roots.append((lambda v=value: v, value))
+    return roots
+
+
+_SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, float, bool,
+         complex, type(None), np.ndarray, np.generic)
+
+
+def _discover(objects, limit=200_000):
+    """{path: (tensor, stable)} for the lazy tensors reachable from `objects`.
+
+    State is keyed by where it is found (root, then keys, attributes or positions), so a step
+    that rebinds `params["w"] = params["w"] - g` keeps one slot whose tensor is replaced."""
+    found, seen = {}, set()
+    stack = [(obj, True, (i,)) for i, obj in enumerate(objects)]
+    stack.reverse()
+    while stack and len(seen) < limit:
+        obj, stable, path = stack.pop()
+        if id(obj) in seen or len(path) > 9 or isinstance(obj, _SKIP) or \
+                getattr(type(obj), "_lazyx_compiled", False):
+            continue
+        seen.add(id(obj))
+        spec = _spec(type(obj))
+        if spec is not None:
+            if spec[0] == "tensor":
+                if spec[1][0](obj):
+                    found[path] = (obj, stable)
+            else:
+                children = [(c, stable and s, path + (k,)) for k, c, s in spec[1](obj)]
+                stack.extend(reversed(children))
+            continue
+        if isinstance(obj, (list, tuple)):
+            children = [(c, stable, path + (k,)) for k, c in enumerate(obj)]
+        elif isinstance(obj, dict):
+            children = [(c, stable, path + (k,)) for k, c in obj.items()]
+        elif isinstance(obj, types.FunctionType):
+            children = [(o, stable, path + (k,)) for k, (_, o) in enumerate(_roots(obj))]
+        elif isinstance(obj, types.MethodType):
+            children = [(obj.__self__, stable, path + ("__self__",))]
+        else:
+            attrs = getattr(obj, "__dict__", None)
+            children = [(c, stable, path + (k,)) for k, c in attrs.items()] \
+                if type(attrs) is dict else []
+        stack.extend(reversed(children))
+    return found

@@ -1,0 +1,469 @@
+"""lazyx.compile: trace a step once, then replay its compiled program without running Python.
+
+The first call runs the step lazily, as any lazy code runs, and cuts at its end. That trace
+yields everything a replay needs: the program, which of its inputs are the call's arguments,
+which are captured state (tensors the step reads without receiving them: module parameters,
+optimizer state, tf.Variables, arrays in a closure), which are Python numbers or random keys,
+and which live tensors it updated. A later call whose guard matches binds the new arguments
+and the state's current values, runs the program once, writes the updated state back into the
+same tensors, and returns the results as new lazy tensors in the same structure.
+
+Frontends teach this module their tensor types (`register_tensor`: how to reach a tensor's
+handle, how to wrap a result) and containers (`register_container`: a module's parameters,
+an optimizer's state) and may wrap the trace (`register_trace_hook`); nothing here imports a
+framework.
+
+Guard: the arguments' structure, tensor shapes and dtypes, non-number arguments by value,
+the identity of every object the function refers to (closure cells, globals, self, defaults),
+and the shape and dtype of every captured state tensor. A miss traces again and keeps another
+entry (at most `max_entries`).
+
+Where state is found and how arguments are flattened: core/capture.py.
+"""
+import sys
+import time
+import warnings
+import weakref
+
+import numpy as np
+
+from . import capture, config, ir, metrics, prng, runtime
+from . import dtypes as dt
+from .capture import (_TENSORS, CompileError, _discover, _flatten, _rebuild, _roots,  # noqa: F401
+                      _spec, _substitute, register_container, register_tensor,
+                      register_trace_hook)
+from .source import format_line, user_line
+
+# ---------------------------------------------------------------- entries
+
+class _Entry:
+    """One traced variant of the step: its guard, its program, and how to feed and unpack it."""
+
+    def __init__(self):
+        self.numbers_by_value = ()  # (k, value): numbers that reached no parameter: guarded
+        self.roots = []             # (getter, object)
+        self.slots = []             # (tensor, handle getter, shape, dtype)
+        self.exe = None
+        self.program = None
+        self.feed = []              # per program input: a function (ctx) -> value
+        self.streams = []           # (stream, draws)
+        self.outs = []              # (shape, dtype, source)
+        self.slot_writes = []       # (output index, slot index)
+        self.handle_writes = []     # (output index, weakref to a handle)
+        self.results = None         # (structure key, [(kind, out/object/arg, template)])
+        self.value_linked = False   # some parameter was linked by value (checked once)
+        self.first_numbers = []
+
+
+class Compiled:
+    """A compiled step: call it like the function. See lazyx.compile."""
+    _lazyx_compiled = True  # state discovery does not look inside compiled steps
+
+    def __init__(self, fn, on_observe="raise", verify_every=0, max_entries=8):
+        if on_observe not in ("raise", "split"):
+            raise ValueError(f"lazyx.compile: on_observe must be 'raise' or 'split', "
+                             f"got {on_observe!r}")
+        if not isinstance(verify_every, int) or verify_every < 0:
+            raise ValueError(f"lazyx.compile: verify_every must be a non-negative int, "
+                             f"got {verify_every!r}")
+        self.fn = fn
+        self.on_observe = on_observe
+        self.verify_every = verify_every
+        self.max_entries = max_entries
+        self.entries = {}   # structure key -> [entry, ...]
+        self.calls = 0
+        self.split = False  # the step observes values: run lazily, cut by cut
+        self.__wrapped__ = fn
+        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+            if hasattr(fn, attr):
+                setattr(self, attr, getattr(fn, attr))
+
+    def __repr__(self):
+        return f"<lazyx.compile of {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+    def __get__(self, obj, objtype=None):  # used as a method decorator: one Compiled per object
+        if obj is None:
+            return self
+        bound = obj.__dict__.get(("lazyx.compile", id(self))) if hasattr(obj, "__dict__") else None
+        if bound is None:
+            bound = Compiled(self.fn.__get__(obj, objtype), self.on_observe, self.verify_every,
+                             self.max_entries)
+            try:
+                obj.__dict__[("lazyx.compile", id(self))] = bound
+            except (AttributeError, TypeError):
+                pass
+        return bound
+
+    # ---------------------------------------------------------------- calling
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        if self.split:
+            return self.fn(*args, **kwargs)
+        tensors, numbers = [], []
+        key = (_flatten(args, tensors, numbers), _flatten(kwargs, tensors, numbers, "kwargs"))
+        shapes = []
+        handles = []
+        for t in tensors:
+            handle = _handle_of(t)
+            handles.append(handle)
+            node = handle.node
+            shapes.append((node.shape, node.dtype))
+        full = (key, tuple(shapes))
+        candidates = self.entries.get(full)
+        verify = self.verify_every and self.calls % self.verify_every == 0
+        miss = "no traced variant has this argument structure, shapes and dtypes"
+        if candidates:
+            for entry in candidates:
+                miss = _guard_miss(entry, numbers)
+                if miss is None:
+                    if verify or (entry.value_linked and entry.first_numbers != numbers):
+                        return self._verify(entry, full, args, kwargs, numbers)
+                    out = _replay(entry, tensors, handles, numbers)
+                    if out is not _MISS:
+                        return out
+                    miss = "a captured state tensor changed shape or dtype"
+                    break
+        if self.entries:
+            metrics.count("replay_misses")
+            if config.debug():
+                print(f"lazyx: compile miss at {format_line(user_line(2))}: "
+                      f"{getattr(self.fn, '__qualname__', self.fn)}: {miss}; tracing again",
+                      file=sys.stderr)
+        return self._trace(full, args, kwargs)[0]
+
+
+    # ---------------------------------------------------------------- tracing
+
+    def _trace(self, full, args, kwargs):
+        """Run the step lazily, cut at its end; (result, new entry or None when the step
+        created state -- a warm-up call -- or observes values)."""
+        runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
+        before = _discover([o for _, o in _roots(self.fn)])
+        start_leaf = {id(_handle_of(t).node): tid for tid, (t, _) in before.items()}
+        tensors = []
+        _flatten((args, kwargs), tensors, [])
+        arg_leaf = {}
+        for k, t in enumerate(tensors):
+            arg_leaf.setdefault(id(_handle_of(t).node), k)
+        numbers = []
+        serial0 = ir.CREATED[0]
+        start = time.perf_counter()
+        with capture.recording(self.on_observe) as rec:
+            sym_args, sym_kwargs = _substitute(args, numbers), _substitute(kwargs, numbers)
+            hooks = [factory() for factory in capture._TRACE_HOOKS]
+            for hook in hooks:
+                hook.__enter__()
+            try:
+                result = self.fn(*sym_args, **sym_kwargs)
+            finally:
+                for hook in reversed(hooks):
+                    hook.__exit__(None, None, None)
+        if rec.observed is not None:
+            self.split = True
+            warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)} "
+                          f"observes a value ({rec.observed[0]}: {rec.observed[1]}); it runs "
+                          f"lazily from now on, cut at each observation (each piece's program "
+                          f"is cached), instead of being replayed", RuntimeWarning,
+                          stacklevel=3)
+            return result, None
+        trace_seconds = time.perf_counter() - start
+        roots = _roots(self.fn)
+        after = _discover([o for _, o in roots])
+        warm_up = {i for i, (_, s) in before.items() if s} != \
+            {i for i, (_, s) in after.items() if s}
+
+        # the cut at the step's end: every pending value of this thread, one program
+        pending = [h for h in runtime.live_handles() if h.node.op != "data"]
+        # and pending state made in other threads (torch's autograd engine runs a device's
+        # backward in its own thread: the .grad tensors are registered there)
+        seen = {id(h) for h in pending}
+        for t, _ in after.values():
+            h = _handle_of(t)
+            if h.node.op != "data" and id(h) not in seen:
+                seen.add(id(h))
+                pending.append(h)
+        nodes = list({id(h.node): h.node for h in pending}.values())
+        nodes.sort(key=lambda n: n.hash)
+        position = {id(n): k for k, n in enumerate(nodes)}
+        out_of = {id(h): position[id(h.node)] for h in pending}
+        # state is matched to outputs by value, not by handle: torch's autograd may hand a
+        # .grad tensor a handle other than the one the cut saw
+        slot_out = {}
+        for path, (t, _) in after.items():
+            k = position.get(id(_handle_of(t).node))
+            if k is not None:
+                slot_out[path] = k
+        entry = _Entry()
+        leaves, outs = [], []
+        if nodes:
+            program, leaves = runtime.linearize(nodes)
+            exe, compiled = runtime.compile_program(program)
+            source = user_line(3)
+            if compiled:
+                metrics.record_compile(source)
+            run_start = time.perf_counter()
+            buffers = exe([leaf.value for leaf in leaves])
+            metrics.record_cut("explicit", source, trace_seconds,
+                               time.perf_counter() - run_start, not compiled)
+            outs = [ir.data(b, n.shape, n.dtype, source=n.source) for b, n in zip(buffers, nodes)]
+            entry.exe, entry.program = exe, program
+            entry.outs = [(n.shape, n.dtype, n.source) for n in nodes]
+        runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
+        if warm_up:
+            return result, None
+        _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
+               before, after, pending, out_of, slot_out, roots)
+        bucket = self.entries.setdefault(full, [])
+        bucket.insert(0, entry)
+        del bucket[self.max_entries:]
+        return result, entry
+
+    def _verify(self, entry, full, args, kwargs, numbers):
+        """Trace again (this call runs as that trace) and check that the graph and the numbers
+        it bakes in are those of the entry being replayed."""
+        predicted = _predict(entry, numbers)
+        result, fresh = self._trace(full, args, kwargs)
+        same = fresh is not None and (fresh.program is None) == (entry.program is None) and \
+            (fresh.program is None or fresh.program.key == entry.program.key) and \
+            _same_values(_predict(fresh, numbers), predicted)
+        bucket = self.entries.get(full, [])
+        if not same:
+            if entry in bucket:
+                bucket.remove(entry)
+            if self.verify_every and self.calls % self.verify_every == 0:
+                raise CompileError(
+                    f"lazyx.compile(verify_every={self.verify_every}): the step traced at "
+                    f"call {self.calls} differs from the one being replayed (its graph or the "
+                    f"numbers it bakes in changed: does it depend on a global or other Python "
+                    f"state?). Pass what changes as an argument.")
+            # a number linked by value was a coincidence: keep the fresh trace, which guards it
+            if fresh is not None:
+                fresh.value_linked = False
+            return result
+        if fresh in bucket:  # keep the entry being replayed (its objects are the ones in use)
+            bucket.remove(fresh)
+        entry.value_linked = False
+        return result
+
+
+def _handle_of(t):
+    return _spec(type(t))[1][1](t)
+
+
+class _Probe(list):
+    """Numbers that record which of them an expression reads."""
+
+    def __init__(self, numbers):
+        super().__init__(numbers)
+        self.read = set()
+
+    def __getitem__(self, k):
+        self.read.add(k)
+        return list.__getitem__(self, k)
+
+
+def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
+           before, after, pending, out_of, slot_out, roots):
+    """Fill `entry` from one trace: where each program input comes from, where each output goes."""
+    entry.roots = [(getter, getter()) for getter, _ in roots]
+    entry.first_numbers = list(numbers)
+    slot_index = {}
+
+    def slot_of(tid):
+        if tid not in slot_index:
+            t = (after.get(tid) or before.get(tid))[0]
+            node = _handle_of(t).node
+            slot_index[tid] = len(entry.slots)
+            spec = _spec(type(t))[1]
+            entry.slots.append((t, spec[1], node.shape, node.dtype, spec[3]))
+        return slot_index[tid]
+
+    probe = _Probe(numbers)
+    streams = {}
+    feed = []
+    for leaf in leaves:
+        nid = id(leaf)
+        if leaf.op == "data":
+            if nid in arg_leaf:
+                feed.append(("arg", arg_leaf[nid]))
+            elif nid in start_leaf:
+                feed.append(("slot", slot_of(start_leaf[nid])))
+            else:
+                if leaf.serial <= serial0:
+                    where = format_line(leaf.source) if leaf.source else "an unknown line"
+                    warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at {where} "
+                                  f"that it neither received nor found among the objects it "
+                                  f"refers to; its current value is baked into the compiled "
+                                  f"step. Pass it as an argument.", RuntimeWarning, stacklevel=4)
+                feed.append(("const", leaf.value))
+        elif nid in rec.keys:
+            _, stream, counter = rec.keys[nid]
+            lo_hi = streams.setdefault(id(stream), [stream, counter, counter + 1])
+            lo_hi[1], lo_hi[2] = min(lo_hi[1], counter), max(lo_hi[2], counter + 1)
+            feed.append(("key", stream, counter))
+        elif nid in rec.params:
+            _, expr, by_value = rec.params[nid]
+            expr(probe)
+            entry.value_linked |= by_value
+            feed.append(("number", expr, dt.to_numpy(leaf.dtype).type))
+        else:
+            feed.append(("baked", leaf.value))  # a number of the code, or of a global
+    # a key is drawn at (the stream's counter at the replay + its offset in the trace), and
+    # the stream advances by the trace's draws: the numbers the uncompiled run would draw
+    entry.feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
+                  for f in feed]
+    entry.streams = [(s, hi - lo) for s, lo, hi in streams.values()]
+    entry.template = [f[1] if f[0] in ("const", "baked") else None for f in entry.feed]
+    entry.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
+                     for i, f in enumerate(entry.feed) if f[0] not in ("const", "baked")]
+    entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
+                                   if k not in probe.read)
+    slot_by_handle = {id(_handle_of(t)): path for path, (t, _) in after.items()}
+    result_tensors = []
+    result_key = _flatten(result, result_tensors, [], "result")
+    result_outs = {out_of.get(id(_handle_of(t))) for t in result_tensors}
+    written = set()
+    for path, k in slot_out.items():
+        entry.slot_writes.append((k, slot_of(path)))
+        written.add(k)
+    for h in pending:
+        k = out_of[id(h)]
+        if k not in written and k not in result_outs:
+            entry.handle_writes.append((k, weakref.ref(h)))
+    arg_ids = {id(t): k for k, t in enumerate(tensors)}
+    plan = []
+    for t in result_tensors:
+        h = _handle_of(t)
+        if id(t) in arg_ids:
+            plan.append(("arg", arg_ids[id(t)], None))
+        elif id(h) in slot_by_handle or id(h) not in out_of:
+            plan.append(("obj", t, None))  # state or an unchanged value: the same tensor
+        else:
+            plan.append(("new", out_of[id(h)], t))
+    entry.results = (result_key, plan)
+
+
+def _predict(entry, numbers):
+    """The values the entry feeds its parameters for these numbers (keys by offset)."""
+    out = []
+    for f in entry.feed:
+        if f[0] == "number":
+            out.append(np.asarray(f[2](f[1](numbers))))
+        elif f[0] == "baked":
+            out.append(np.asarray(f[1]))
+        elif f[0] == "key":
+            out.append(("key", f[2]))
+    return out
+
+
+def _same_values(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, tuple) or isinstance(y, tuple):
+            if x != y:
+                return False
+        elif x.shape != y.shape or not np.array_equal(x, y, equal_nan=True):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- replaying
+
+_MISS = object()
+
+
+def _guard_miss(entry, numbers):
+    """None when the entry's guard holds (besides shapes, already in the key); else why not."""
+    for getter, obj in entry.roots:
+        if getter() is not obj:
+            return f"an object the step refers to was replaced (was {type(obj).__name__})"
+    for k, cls, value in entry.numbers_by_value:
+        if type(numbers[k]) is not cls or numbers[k] != value:
+            return (f"Python number argument {k} changed ({value!r} -> {numbers[k]!r}) and is "
+                    f"part of the graph's structure, not a run-time parameter")
+    return None
+
+
+def _replay(entry, tensors, handles, numbers):
+    """Run the entry's program for these arguments; _MISS if some state changed shape."""
+    slots = entry.slots
+    slot_handles = []
+    stale = None
+    for t, get, shape, dtype, _ in slots:
+        try:
+            h = get(t)
+        except (AttributeError, TypeError, RuntimeError):
+            return _MISS  # no longer a lazyx tensor (moved to another device)
+        node = h.node
+        if node.shape != shape or node.dtype != dtype:
+            return _MISS
+        if node.op != "data":
+            stale = stale or []
+            stale.append(h)
+        slot_handles.append(h)
+    for h in handles:
+        if h.node.op != "data":
+            stale = stale or []
+            stale.append(h)
+    if stale:
+        runtime.sync(*stale, cause="explicit", source=user_line(3))
+    values = list(entry.template)  # constants in place; fill in what changes per call
+    for i, kind, a, b in entry.dynamic:
+        if kind == "arg":
+            values[i] = handles[a].node.value
+        elif kind == "slot":
+            values[i] = slot_handles[a].node.value
+        elif kind == "number":
+            values[i] = b(a(numbers))
+        else:  # a random key
+            values[i] = prng.seed_key(a.seed, a.counter + b)
+    for stream, draws in entry.streams:
+        stream.counter += draws
+    outs = []
+    if entry.exe is not None:
+        start = time.perf_counter()
+        buffers = entry.exe(values)
+        metrics.record_replay(time.perf_counter() - start)
+        data = ir.data
+        outs = [data(b, shape, dtype, source) for b, (shape, dtype, source) in
+                zip(buffers, entry.outs)]
+    else:
+        metrics.record_replay(0.0)
+    for k, s in entry.slot_writes:
+        slot = slots[s]
+        slot[4](slot[0], slot_handles[s], outs[k])
+    for k, ref in entry.handle_writes:
+        h = ref()
+        if h is not None:
+            h.node = outs[k]
+    key, plan = entry.results
+    items = []
+    for kind, x, template in plan:
+        if kind == "new":
+            items.append(_spec(type(template))[1][2](template, outs[x]))
+        elif kind == "arg":
+            items.append(tensors[x])
+        else:
+            items.append(x)
+    return _rebuild(key, iter(items))
+
+
+
+def compile(fn=None, *, on_observe="raise", verify_every=0, max_entries=8):  # noqa: A001
+    """Trace `fn` once, then replay its compiled program: `step = lazyx.compile(fn)` or
+    `@lazyx.compile` / `@lazyx.compile(verify_every=100)`.
+
+    `on_observe`: "raise" (default) makes a step that reads a value into Python while it is
+    traced (.item(), float(), print, bool/if) fail at its first call, naming the line;
+    "split" runs such a step lazily instead (cut at each observation, each piece cached).
+    `verify_every=N`: every N-th call traces again and raises CompileError if the graph or
+    the numbers it bakes in changed (a step depending on a global). `max_entries`: traced
+    variants kept per argument structure.
+    """
+    if fn is None:
+        return lambda f: Compiled(f, on_observe, verify_every, max_entries)
+    if not callable(fn):
+        raise TypeError(f"lazyx.compile: expected a callable, got {type(fn).__name__}")
+    return Compiled(fn, on_observe, verify_every, max_entries)

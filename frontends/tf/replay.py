@@ -1,0 +1,56 @@
+"""lazyx.compile for TF: lazy tensors, and tf.Variables (plain or Keras) as captured state.
+
+A variable's state is its *shadow* (variables.py): the LazyTensor holding its value while a
+lazy step updates it. A trace gives every variable it can find a shadow before the step runs,
+so the step's reads are that shadow's data leaf; a replay reads and writes the shadow's
+handle, and the variable stays shadowed between replays (its value stays on the device; TF
+code that reads it eagerly gets it written back first, as after any lazy step).
+Keras layers, models and optimizers hold their variables in `.variables`.
+"""
+import tensorflow as tf
+
+from ...core import replay
+from . import variables as _vars
+from .tensor import LazyTensor, _tf_leaf, wrap
+
+try:
+    import keras
+except ImportError:  # pragma: no cover - keras is optional
+    keras = None
+
+
+def _tensor_handle(t):
+    return t._handle
+
+
+def _wrap(template, node):
+    return wrap(node)
+
+
+def _var_handle(value):
+    var = _vars.tf_variable(value)
+    shadow = var._lazyx_shadow if isinstance(var, _vars.LazyVariable) else None
+    if shadow is None:
+        _vars._make_lazy(var)
+        shadow = LazyTensor(_tf_leaf(var.value()))
+        _vars._set_shadow(var, shadow)
+    return shadow._handle
+
+
+def _is_variable(value):
+    return _vars.tf_variable(value) is not None
+
+
+def _variables(obj):
+    for k, v in enumerate(obj.variables):
+        yield (k, getattr(v, "path", None) or v.name), v, True
+
+
+replay.register_tensor(LazyTensor, _tensor_handle, _wrap)
+replay.register_tensor(tf.Variable, _var_handle, _wrap, _is_variable)
+if _vars._KerasTFVariable is not None:
+    replay.register_tensor(_vars._KerasTFVariable, _var_handle, _wrap, _is_variable)
+replay.register_container(tf.Module, _variables)
+if keras is not None:
+    replay.register_container(keras.layers.Layer, _variables)
+    replay.register_container(keras.optimizers.Optimizer, _variables)

@@ -1,0 +1,110 @@
+"""lazyx.compile for torch: tensors, modules and optimizers as captured state.
+
+* A user's tensor is torch's FunctionalTensorWrapper around a LazyTensor; an in-place op
+  swaps the inner LazyTensor, so a replay reaches the *current* inner handle through the
+  wrapper (the wrapper is the state's identity) and writes the new value into it.
+* A module's state is its parameters and buffers (and their .grad, which a step may replace
+  each call); an optimizer's is its per-parameter state.
+* While a step is traced, optimizers on the lazyx device take their `capturable` path
+  (checked against torch 2.13): its step counter and bias corrections are tensors on the
+  device, so they are part of the replayed program. The default path keeps the counter on
+  the CPU and computes the corrections in Python, which a replay would never advance.
+"""
+import contextlib
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+from ...core import replay
+from . import device as _device
+from . import tensor as _tensor
+
+
+def _is_lazy(t):
+    return t.device.type == "lazyx"
+
+
+def _handle(t):
+    if type(t) is _tensor.LazyTensor:
+        return t._lazyx_handle
+    return torch._from_functional_tensor(t)._lazyx_handle
+
+
+def _wrap(template, node):
+    return _device.user_tensor(_tensor.from_node(node, template.dtype))
+
+
+_commits = {}  # id(tensor) -> updates committed since its functional storage last synced
+
+
+def _write(t, handle, node):
+    """Store a replay's value: rebind the inner tensor's handle, then tell functionalization
+    it is the tensor's new value. Views (t.detach(), state_dict()) are regenerated from the
+    functional storage's base, not from the inner tensor: without the commit they would read
+    the value of the last traced call. Each commit is queued on the storage until something
+    syncs it; syncing every 256 keeps the queue short (0.7 us per commit, 0.2 ms per sync of
+    1000, measured)."""
+    handle.node = node
+    if type(t) is _tensor.LazyTensor:
+        return
+    inner = torch._from_functional_tensor(t)
+    torch._functionalize_replace(t, inner)
+    torch._functionalize_commit_update(t)
+    n = _commits.get(id(t), 0) + 1
+    if n >= 256:
+        torch._functionalize_sync(t)
+        n = 0
+    _commits[id(t)] = n
+
+
+def _module_state(module):
+    for name, t in module.named_parameters():
+        yield ("param", name), t, True
+        if t.grad is not None:
+            yield ("grad", name), t.grad, False
+    for name, t in module.named_buffers():
+        yield ("buffer", name), t, True
+
+
+def _optimizer_state(opt):
+    index = 0
+    for g, group in enumerate(opt.param_groups):
+        for key, value in group.items():
+            if isinstance(value, torch.Tensor):
+                yield ("group", g, key), value, True
+        for p in group["params"]:
+            yield ("param", index), p, True
+            for key, value in opt.state.get(p, {}).items():
+                if isinstance(value, torch.Tensor):
+                    yield ("state", index, key), value, True
+            index += 1
+
+
+def _capturable(opt, args, kwargs):
+    for group in opt.param_groups:
+        if "capturable" not in group or group["capturable"]:
+            continue
+        if not group["params"] or not all(_is_lazy(p) for p in group["params"]):
+            continue
+        group["capturable"] = True
+        for p in group["params"]:
+            state = opt.state.get(p, {})
+            step = state.get("step")
+            if isinstance(step, torch.Tensor) and not _is_lazy(step):
+                state["step"] = step.to(p.device)
+    return None
+
+
+@contextlib.contextmanager
+def _tracing():
+    hook = register_optimizer_step_pre_hook(_capturable)
+    try:
+        yield
+    finally:
+        hook.remove()
+
+
+replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)
+replay.register_container(torch.nn.Module, _module_state)
+replay.register_container(torch.optim.Optimizer, _optimizer_state)
+replay.register_trace_hook(_tracing)

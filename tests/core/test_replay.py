@@ -1,0 +1,223 @@
+"""lazyx.compile through the NumPy frontend: replays equal the uncompiled lazy run and NumPy,
+guards hit and miss, state is written back, Python numbers are run-time parameters, random
+draws advance as the uncompiled run's, observation inside the step is refused, and
+verify_every catches a step whose graph changed. Runs on the backend tox selects."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import lazyx
+import lazyx.frontends.numpy as lnp
+
+
+def _mlp(seed=0):
+    rng = np.random.default_rng(seed)
+    return {"W1": rng.standard_normal((6, 8)).astype(np.float32) * 0.3,
+            "b1": np.zeros(8, np.float32),
+            "W2": rng.standard_normal((8, 2)).astype(np.float32) * 0.3}
+
+
+def _step_fn(params, xp):
+    """A two-layer MLP step with hand-written backprop, for NumPy (xp=np) or lazy arrays."""
+    def step(x, y, lr):
+        h = x @ params["W1"] + params["b1"]
+        a = xp.maximum(h, 0)
+        out = a @ params["W2"]
+        err = out - y
+        loss = (err * err).mean()
+        g = 2 * err / err.size
+        gW2 = a.T @ g
+        ga = (g @ params["W2"].T) * (h > 0)
+        params["W2"] -= lr * gW2
+        params["W1"] -= lr * (x.T @ ga)
+        params["b1"] -= lr * ga.sum(axis=0)
+        return loss
+    return step
+
+
+def _data(n=4, seed=1):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal((5, 6)).astype(np.float32),
+             rng.standard_normal((5, 2)).astype(np.float32)) for _ in range(n)]
+
+
+def _lazy(params):
+    return {k: lnp.asarray(v) for k, v in params.items()}
+
+
+def test_hand_written_backprop_equals_uncompiled_and_numpy():
+    data, lrs = _data(6), [0.1 / (i + 1) for i in range(6)]
+    eager = _mlp()
+    eager_step = _step_fn(eager, np)
+    plain, comp = _lazy(_mlp()), _lazy(_mlp())
+    plain_step, comp_step = _step_fn(plain, np), lazyx.compile(_step_fn(comp, np))
+    lazyx.reset_metrics()
+    for (x, y), lr in zip(data, lrs):
+        want = eager_step(x, y, lr)
+        a = plain_step(lnp.asarray(x), lnp.asarray(y), lr)
+        lazyx.sync()
+        b = comp_step(lnp.asarray(x), lnp.asarray(y), lr)  # a new learning rate every call
+        assert float(b) == float(a)
+        np.testing.assert_allclose(float(b), want, rtol=1e-5)
+    for k in eager:
+        np.testing.assert_array_equal(np.asarray(comp[k]), np.asarray(plain[k]))
+        np.testing.assert_allclose(np.asarray(comp[k]), eager[k], rtol=1e-5, atol=1e-6)
+    m = lazyx.metrics()
+    assert m["replays"] == 5 and m["replay_misses"] == 0
+
+
+def test_guard_misses_on_shape_and_keeps_both_variants():
+    params = _lazy(_mlp())
+    step = lazyx.compile(_step_fn(params, np))
+    lazyx.reset_metrics()
+    x, y = _data(1)[0]
+    for rows in (5, 5, 3, 3, 5):
+        step(lnp.asarray(x[:rows]), lnp.asarray(y[:rows]), 0.1)
+    m = lazyx.metrics()
+    assert m["replay_misses"] == 1  # the first 3-row call; 5 rows again replays
+    assert m["replays"] == 3
+    assert sum(len(v) for v in step.entries.values()) == 2
+
+
+def test_guard_misses_when_captured_state_is_replaced():
+    state = {"w": lnp.asarray(np.ones(3, np.float32))}
+
+    def step(x):
+        state["w"] = state["w"] * x
+        return state["w"].sum()
+
+    f = lazyx.compile(step)
+    x = lnp.asarray(np.full(3, 2.0, np.float32))
+    assert [float(f(x)) for _ in range(3)] == [6.0, 12.0, 24.0]
+    state["w"] = lnp.asarray(np.ones(4, np.float32))  # a new tensor, another shape
+    lazyx.reset_metrics()
+    assert float(f(lnp.asarray(np.full(4, 2.0, np.float32)))) == 8.0
+    assert float(f(lnp.asarray(np.full(4, 2.0, np.float32)))) == 16.0
+    assert lazyx.metrics()["replay_misses"] == 1
+
+
+def test_non_number_arguments_are_guarded_by_value():
+    w = lnp.asarray(np.arange(4.0, dtype=np.float32))
+
+    def step(x, mode):
+        return x * w if mode == "mul" else x + w
+
+    f = lazyx.compile(step)
+    x = lnp.asarray(np.ones(4, np.float32))
+    assert np.asarray(f(x, "mul")).tolist() == [0, 1, 2, 3]
+    assert np.asarray(f(x, "add")).tolist() == [1, 2, 3, 4]
+    assert np.asarray(f(x, "mul")).tolist() == [0, 1, 2, 3]
+
+
+def test_numbers_used_as_structure_are_guarded():
+    def step(x, n):
+        return x[:n] * 2.0
+
+    f = lazyx.compile(step)
+    x = lnp.asarray(np.arange(6, dtype=np.float32))
+    assert np.asarray(f(x, 2)).tolist() == [0, 2]
+    assert np.asarray(f(x, 4)).tolist() == [0, 2, 4, 6]
+
+
+@given(st.lists(st.floats(-3, 3, allow_nan=False, width=32), min_size=3, max_size=6))
+def test_python_numbers_are_run_time_parameters(scales):
+    w = lnp.asarray(np.linspace(-1, 1, 5).astype(np.float32))
+
+    def step(x, s):
+        return x * s - w / (s * s + 1.5)
+
+    f = lazyx.compile(step)
+    x = lnp.asarray(np.arange(5, dtype=np.float32))
+    lazyx.reset_metrics()
+    for s in scales:
+        want = np.arange(5, dtype=np.float32) * np.float32(s) - \
+            np.linspace(-1, 1, 5).astype(np.float32) / np.float32(s * s + 1.5)
+        np.testing.assert_allclose(np.asarray(f(x, s)), want, rtol=1e-6, atol=1e-6)
+    assert lazyx.metrics()["compiles"] <= 1
+
+
+def test_random_draws_match_the_uncompiled_run():
+    def make():
+        rng = lnp.random.default_rng(7)
+
+        def step(x):
+            keep = rng.random(x.shape) > 0.3  # dropout
+            return lnp.where(keep, x / 0.7, 0.0), rng.standard_normal(2)
+        return step
+
+    x = lnp.asarray(np.ones((3, 4), np.float32))
+    plain, comp = make(), lazyx.compile(make())
+    seen = []
+    for _ in range(4):
+        a, b = plain(x), comp(x)
+        np.testing.assert_array_equal(np.asarray(a[0]), np.asarray(b[0]))
+        np.testing.assert_array_equal(np.asarray(a[1]), np.asarray(b[1]))
+        seen.append(np.asarray(b[1]).tolist())
+    assert len({tuple(s) for s in seen}) == 4  # every replay draws new numbers
+
+
+def test_results_keep_their_structure():
+    w = lnp.asarray(np.ones(2, np.float32))
+
+    def step(batch):
+        return {"sum": batch["x"] + w, "parts": [batch["x"] * 2, (batch["x"] - w,)]}
+
+    f = lazyx.compile(step)
+    for k in range(3):
+        out = f({"x": lnp.asarray(np.full(2, float(k), np.float32))})
+        assert set(out) == {"sum", "parts"}
+        assert isinstance(out["parts"][1], tuple)
+        assert np.asarray(out["parts"][1][0]).tolist() == [k - 1.0] * 2
+        assert isinstance(out["sum"], lnp.LazyArray)
+
+
+def test_observation_inside_the_step_raises_naming_the_line():
+    w = lnp.asarray(np.ones(2, np.float32))
+
+    def step(x):
+        y = x * w
+        if float(y.sum()) > 0:  # observation
+            return y
+        return -y
+
+    f = lazyx.compile(step)
+    with pytest.raises(lazyx.CompileError, match=r"test_replay.py:\d+.*on_observe='split'"):
+        f(lnp.asarray(np.ones(2, np.float32)))
+
+
+def test_split_runs_an_observing_step_lazily():
+    w = lnp.asarray(np.ones(2, np.float32))
+
+    def step(x):
+        y = x * w
+        return y if float(y.sum()) > 0 else -y
+
+    f = lazyx.compile(step, on_observe="split")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.asarray(f(lnp.asarray(np.ones(2, np.float32)))).tolist() == [1, 1]
+    assert np.asarray(f(lnp.asarray(-np.ones(2, np.float32)))).tolist() == [1, 1]
+
+
+def test_verify_every_catches_a_changed_graph():
+    config = {"square": False}
+    w = lnp.asarray(np.ones(3, np.float32))
+
+    def step(x):
+        return x * x + w if config["square"] else x + w
+
+    f = lazyx.compile(step, verify_every=3)
+    x = lnp.asarray(np.full(3, 2.0, np.float32))
+    f(x), f(x), f(x)  # the third call verifies: same graph
+    config["square"] = True  # a dict the guard cannot see into
+    f(x), f(x)
+    with pytest.raises(lazyx.CompileError, match="verify_every=3"):
+        f(x)
+
+
+def test_host_arrays_are_refused_with_a_clear_error():
+    f = lazyx.compile(lambda x: x + 1)
+    with pytest.raises(TypeError, match="host array"):
+        f(np.ones(3))

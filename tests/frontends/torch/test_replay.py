@@ -1,0 +1,177 @@
+"""lazyx.compile with torch: an nn.Module trained by SGD, Adam and AdamW (and a small
+HuggingFace GPT-2) replays with the uncompiled lazy run's numbers exactly and eager torch's
+within tolerance; dropout draws what the uncompiled run draws; a learning rate that changes
+every call never recompiles; state reads back through torch (views, state_dict)."""
+import copy
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import lazyx
+import lazyx.frontends.torch as lt
+
+
+class _Net(torch.nn.Module):
+    def __init__(self, dropout=0.0):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(6, 16), torch.nn.Linear(16, 3)
+        self.drop = torch.nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.fc2(self.drop(torch.relu(self.fc1(x))))
+
+
+def _train(model, opt_name, device, compiled, steps, dropout_seed=None):
+    # capturable (the step counter on the device) is the path lazyx.compile switches lazy
+    # optimizers to; the uncompiled lazy run takes it too, so both compute the same formulas
+    # (eager CPU torch cannot: it keeps the counter on the host)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9) if opt_name == "SGD" else \
+        getattr(torch.optim, opt_name)(model.parameters(), lr=0.01,
+                                       capturable=device != "cpu")
+    gen = torch.Generator().manual_seed(3)
+    batches = [(torch.randn(8, 6, generator=gen), torch.randn(8, 3, generator=gen))
+               for _ in range(steps)]
+
+    def step(x, y, lr):
+        for group in opt.param_groups:
+            group["lr"] = lr
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = lazyx.compile(step) if compiled else step
+    losses = []
+    if dropout_seed is not None:
+        torch.manual_seed(dropout_seed)
+    for k, (x, y) in enumerate(batches):
+        loss = run(x.to(device), y.to(device), 0.05 / (k + 1))
+        if device != "cpu" and not compiled:
+            lt.mark_step()
+        losses.append(loss.item())
+    return losses, {k: v.detach().cpu() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW"])
+def test_module_with_optimizer_replays_like_the_uncompiled_run(opt_name):
+    torch.manual_seed(0)
+    eager = _Net()
+    plain, comp = copy.deepcopy(eager).to(lt.device), copy.deepcopy(eager).to(lt.device)
+    want, want_state = _train(eager, opt_name, "cpu", False, 6)
+    a, a_state = _train(plain, opt_name, lt.device, False, 6)
+    lazyx.reset_metrics()
+    b, b_state = _train(comp, opt_name, lt.device, True, 6)
+    m = lazyx.metrics()
+    assert m["replays"] >= 3, m  # the learning rate changes every call: still replayed
+    assert m["compiles"] <= 3, m
+    assert a == b
+    for k in a_state:
+        torch.testing.assert_close(b_state[k], a_state[k], rtol=0, atol=0)
+        torch.testing.assert_close(b_state[k], want_state[k], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(b, want, rtol=1e-4)
+
+
+def test_dropout_draws_what_the_uncompiled_run_draws():
+    torch.manual_seed(0)
+    base = _Net(dropout=0.3)
+    plain, comp = copy.deepcopy(base).to(lt.device), copy.deepcopy(base).to(lt.device)
+    a, a_state = _train(plain, "SGD", lt.device, False, 5, dropout_seed=11)
+    lazyx.reset_metrics()
+    b, b_state = _train(comp, "SGD", lt.device, True, 5, dropout_seed=11)
+    assert lazyx.metrics()["replays"] >= 2  # after the warm-up call (momentum) and the trace
+    assert a == b
+    for k in a_state:
+        torch.testing.assert_close(b_state[k], a_state[k], rtol=0, atol=0)
+
+
+def test_state_written_back_is_read_by_torch_and_guards_identity():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).to(lt.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    @lazyx.compile
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    x = torch.ones(3, 4).to(lt.device)
+    values = []
+    for _ in range(4):
+        step(x)
+        values.append(model.bias.detach().cpu().clone())
+        grad = model.bias.grad.cpu()
+    assert all(not torch.equal(u, v) for u, v in zip(values, values[1:]))
+    # the replayed gradient is the one of the last call: recompute it eagerly
+    cpu = torch.nn.Linear(4, 2)
+    cpu.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+    with torch.no_grad():
+        cpu.bias.add_(0.1 * grad)  # undo the last update
+        cpu.weight.add_(0.1 * model.weight.grad.cpu())
+    cpu(torch.ones(3, 4)).pow(2).sum().backward()
+    torch.testing.assert_close(cpu.bias.grad, grad)
+    lazyx.reset_metrics()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # a new optimizer: a new identity
+    step(x)
+    assert lazyx.metrics()["replay_misses"] == 1
+
+
+def test_item_inside_the_step_is_refused():
+    model = torch.nn.Linear(4, 2).to(lt.device)
+
+    @lazyx.compile
+    def step(x):
+        loss = model(x).sum()
+        print(loss.item())
+        return loss
+
+    with pytest.raises(lazyx.CompileError, match=r"test_replay.py:\d+"):
+        step(torch.ones(2, 4).to(lt.device))
+
+
+def test_cpu_tensors_are_refused():
+    step = lazyx.compile(lambda x: x * 2)
+    with pytest.raises(TypeError, match="not a lazyx tensor"):
+        step(torch.ones(2))
+
+
+def test_gpt2_adamw_replays_like_the_uncompiled_run():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2,
+                                     n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                                     bos_token_id=0, eos_token_id=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = transformers.GPT2LMHeadModel(config)
+    ids = torch.randint(0, 64, (2, 12))
+    losses = []
+    for compiled in (False, True):
+        model = copy.deepcopy(base).to(lt.device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, capturable=True)
+
+        def step(ids):
+            opt.zero_grad()
+            loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = lazyx.compile(step) if compiled else step
+        lazyx.reset_metrics()
+        out = []
+        for _ in range(4):
+            loss = run(ids.to(lt.device))
+            if not compiled:
+                lt.mark_step()
+            out.append(loss.item())
+        losses.append(out)
+        if compiled:
+            assert lazyx.metrics()["replays"] == 2
+            assert model.lm_head.weight is model.transformer.wte.weight
+    assert losses[0] == losses[1]
