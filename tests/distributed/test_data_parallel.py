@@ -38,8 +38,12 @@ def _torch_train(model, batch, loss_of, steps, mesh, rules=None):
                 torch.testing.assert_close(loss.item(), eager_loss, rtol=1e-4, atol=1e-6)
             else:
                 eager_loss = loss.item()
+    # AdamW's first steps move each weight by about lr * sign(gradient): a gradient that is
+    # ~0 in both runs may round to opposite signs (2 * lr apart), so weights are compared to
+    # that scale; the losses above carry the tight claim
     for (name, p), q in zip(model.named_parameters(), lazy.parameters()):
-        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-3, atol=1e-5, msg=name)
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-3, atol=2e-3 * steps,
+                                   msg=name)
     return lazy, lazy_opt, lazyx.metrics()
 
 
