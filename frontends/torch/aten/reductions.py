@@ -185,6 +185,33 @@ def _log_softmax(out, x, dim, half_to_float):
     return _softmax_like(out, x, dim, compose.log_softmax, 0)
 
 
+def _sum_back(x, axis):
+    """sum along axis, broadcast back to x's shape (torch's sum(..., keepdim=True) + bcast)."""
+    s = compose.keepdims(ops.reduce_sum(x, axes=(axis,)), x.shape, (axis,))
+    return compose.broadcast_to(s, x.shape)
+
+
+# The backward halves, lowered whole: torch's decompositions would send each of their five
+# or six aten calls (and two dtype casts) through the dispatcher once per training step.
+@lower(aten._softmax_backward_data.default)
+def _softmax_backward(out, grad, output, dim, input_dtype):
+    dtype = compute_dtype(out.dtype)
+    g, y = node_of(grad, dtype), node_of(output, dtype)
+    if g.ndim == 0:
+        return const(0, dtype, ())
+    gy = ops.mul(g, y)
+    return ops.sub(gy, ops.mul(y, _sum_back(gy, dim_of(dim, g.ndim))))
+
+
+@lower(aten._log_softmax_backward_data.default)
+def _log_softmax_backward(out, grad, output, dim, input_dtype):
+    dtype = compute_dtype(out.dtype)
+    g, y = node_of(grad, dtype), node_of(output, dtype)
+    if g.ndim == 0:
+        return const(0, dtype, ())
+    return ops.sub(g, ops.mul(ops.exp(y), _sum_back(g, dim_of(dim, g.ndim))))
+
+
 @lower(aten.native_layer_norm.default)
 def _native_layer_norm(out, x, normalized_shape, weight, bias, eps):
     dtype = compute_dtype(out[0].dtype)
