@@ -8,6 +8,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
+import threading
 
 _LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _FRAMEWORKS = ("torch", "numpy", "tensorflow", "keras", "tf_keras", "jax", "jaxlib", "ml_dtypes",
@@ -48,10 +49,33 @@ def _is_internal(filename):
     return verdict
 
 
+class _Pinned(threading.local):
+    line = False  # False: walk the stack; anything else is the answer (None included)
+
+
+_pinned = _Pinned()
+
+
+def pin(line):
+    """Until unpin: every user_line in this thread answers `line` without a walk. A frontend
+    pins the line once as a user's op enters it; the 2-20 nodes (and any sync or fallback)
+    that op makes would each walk the same frames to the same line. Returns the previous pin."""
+    previous = _pinned.line
+    _pinned.line = line
+    return previous
+
+
+def unpin(previous):
+    _pinned.line = previous
+
+
 def user_line(depth=2):
     """(filename, lineno) of the nearest user frame, or None when capture is off or none exists."""
     if not ENABLED:
         return None
+    pinned = _pinned.line
+    if pinned is not False:
+        return pinned
     try:
         frame = sys._getframe(depth)
     except ValueError:

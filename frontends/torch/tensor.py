@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch._decomp import decomposition_table
 
-from ...core import ir, runtime
+from ...core import ir, runtime, source
 from . import dtypes
 
 DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the name exists
@@ -237,7 +237,15 @@ def _cpu_error(func, args, kwargs, meta_error):
 # ---------------------------------------------------------------- the dispatcher
 
 def dispatch(func, args, kwargs):
-    return _dispatch(func, args, kwargs, _state)
+    state = _state
+    if state.depth or not source.ENABLED:
+        return _dispatch(func, args, kwargs, state)
+    # A user's op: find its source line once, for every node (and sync) it makes
+    outer = source.pin(source.user_line(2))
+    try:
+        return _dispatch(func, args, kwargs, state)
+    finally:
+        source.unpin(outer)
 
 
 def _dispatch(func, args, kwargs, state):
