@@ -174,3 +174,29 @@ def test_softmax_gradients_match_eager(fn, shape, dim):
     lx = _lazy(x.detach()).requires_grad_()
     (fn(lx, dim) * _lazy(weights)).sum().backward()
     _same(lx.grad, x.grad)
+
+
+@pytest.mark.parametrize("shape,normalized,affine", [((2, 3, 4), (4,), True),
+                                                     ((2, 3, 4), (3, 4), True),
+                                                     ((5, 4), (4,), False), ((4,), (4,), True)])
+def test_layer_norm_gradients_match_eager(shape, normalized, affine):
+    torch.manual_seed(3)
+    ln = torch.nn.LayerNorm(normalized, elementwise_affine=affine, dtype=torch.float64)
+    if affine:
+        with torch.no_grad():
+            ln.weight.normal_()
+            ln.bias.normal_()
+    lazy_ln = torch.nn.LayerNorm(normalized, elementwise_affine=affine, dtype=torch.float64)
+    lazy_ln.load_state_dict(ln.state_dict())
+    lazy_ln = lazy_ln.to(lt.device)
+    x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(shape, dtype=torch.float64)
+    (ln(x) * weights).sum().backward()
+    lx = _lazy(x.detach()).requires_grad_()
+    before = dict(lazyx.metrics()["fallback_ops"])
+    (lazy_ln(lx) * _lazy(weights)).sum().backward()
+    _same(lx.grad, x.grad)
+    if affine:
+        _same(lazy_ln.weight.grad, ln.weight.grad)
+        _same(lazy_ln.bias.grad, ln.bias.grad)
+    assert lazyx.metrics()["fallback_ops"] == before
