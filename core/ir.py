@@ -113,7 +113,7 @@ class Node:
         self.dtype = dtype
         self.value = value
         # not given: the user's line that is making this node (once per frontend op)
-        self.source = _source.node_line() if source is False else source
+        self.source = _source.user_line(3) if source is False else source
         CREATED[0] += 1
         self.serial = CREATED[0]  # creation order is a topological order: inputs come first
         signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)

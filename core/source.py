@@ -54,10 +54,42 @@ def _is_internal(filename):
     return verdict
 
 
+class _OpLine(threading.local):
+    """The user line of the frontend op now running in this thread (see `op_line`)."""
+    line = None
+    depth = 0  # nested frontend ops inside it (a decomposition calling public ops)
+
+
+CURRENT = _OpLine()
+
+
+class op_line:
+    """`with source.OP_LINE:` around a frontend op: the user's line is found once for the op,
+    and everything that asks for it while the op runs -- the 2-20 nodes its lowering makes, a
+    sync or fallback it causes -- gets that answer instead of walking the same frames again.
+    Nested ops keep the outermost line."""
+    __slots__ = ()
+
+    def __enter__(self):
+        current = CURRENT
+        if not current.depth:
+            current.line = user_line(2)
+        current.depth += 1
+
+    def __exit__(self, *exc):
+        CURRENT.depth -= 1
+
+
+OP_LINE = op_line()  # stateless: one instance serves every `with`
+
+
 def user_line(depth=2):
     """(filename, lineno) of the nearest user frame, or None when capture is off or none exists."""
     if not ENABLED:
         return None
+    current = CURRENT
+    if current.depth:  # inside a frontend op: its line was found as it began
+        return current.line
     try:
         frame = sys._getframe(depth)
     except ValueError:
@@ -82,38 +114,3 @@ def format_line(source):
         pass
     return f"{filename}:{lineno}"
 
-
-class _OpLine(threading.local):
-    """The user line of the frontend op now being lowered (see `op_line`)."""
-    line = None
-    depth = 0
-
-
-CURRENT = _OpLine()
-
-
-class op_line:
-    """`with source.op_line():` around a frontend op: the user's line is found once for the
-    op, and every node its lowering makes (often several: converts, broadcasts, the op) takes
-    it from here instead of walking the stack again. Nested ops keep the outermost line."""
-    __slots__ = ()
-
-    def __enter__(self):
-        current = CURRENT
-        if not current.depth:
-            current.line = user_line(2) if ENABLED else None
-        current.depth += 1
-
-    def __exit__(self, *exc):
-        CURRENT.depth -= 1
-
-
-OP_LINE = op_line()  # stateless: one instance serves every `with`
-
-
-def node_line():
-    """The source line for a node being made now: the current op's, or a walk of the stack."""
-    current = CURRENT
-    if current.depth:
-        return current.line
-    return user_line(3) if ENABLED else None

@@ -173,6 +173,24 @@ def register():
     torch._mirror_autograd_meta_to = _mirror_autograd_meta_to
     _ORIGINAL["module_to"] = torch.nn.Module.to
     torch.nn.Module.to = _module_to
+    # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
+    # torch.compiler patch swaps both names, so we replace both and stay in place under it
+    _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward
+    torch.autograd.graph._engine_run_backward = _run_backward
+    torch.autograd._engine_run_backward = _run_backward
+
+
+def _run_backward(outputs, *args, **kwargs):
+    """Backward of a lazyx graph runs on the calling thread. The autograd engine runs a
+    non-CPU device's backward on a worker thread of its own (torch 2.13); there it would
+    record into that thread's trace and pending handles: a training step's cut could not use
+    the expression ids (it would walk the whole graph every step), and a barrier on the
+    user's thread would not see the gradients as pending."""
+    original = _ORIGINAL["run_backward"]
+    if any(isinstance(t, torch.Tensor) and t.device.type == "lazyx" for t in outputs):
+        with torch.autograd.set_multithreading_enabled(False):
+            return original(outputs, *args, **kwargs)
+    return original(outputs, *args, **kwargs)
 
 
 def _mirror_autograd_meta_to(source, target):

@@ -10,6 +10,7 @@ _TO_IR = {torch.bool: "bool", torch.int8: "int8", torch.int16: "int16", torch.in
           torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64",
           torch.complex64: "complex64", torch.complex128: "complex128"}
 _TO_TORCH = {v: k for k, v in _TO_IR.items()}
+IR = _TO_IR  # read-only use: dispatch's per-op path looks dtypes up without a call
 
 
 def supported(torch_dtype):

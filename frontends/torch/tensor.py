@@ -7,6 +7,8 @@ already functionalized (view_copy, select_scatter, ...) and autograd runs above 
 Every call: cut at the node cap, then ask torch's meta kernel for the output's shape and dtype
 (raising torch's own error at the call for a bad one; memoized per signature), then lower
 through the aten table, else torch._decomp, else run eagerly on CPU torch (a counted fallback).
+This path runs per op: what does not depend on the op's arguments is computed once (the meta
+result per signature, as a Meta record) rather than per call.
 """
 import contextlib
 import threading
@@ -15,9 +17,10 @@ import numpy as np
 import torch
 from torch._decomp import decomposition_table
 
-from ...core import ir, runtime
+from ...core import ir, runtime, source
 from . import dtypes
 
+_OP_LINE = source.OP_LINE
 DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the name exists
 LOWERINGS = {}      # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes
 EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
@@ -108,23 +111,75 @@ def _cause(default):
 
 # ---------------------------------------------------------------- meta: shapes, dtypes, errors
 
+class Meta:
+    """What a lowering needs of torch's meta result: the shape (a tuple), the torch dtype and
+    its IR name. Made once per signature, so a repeated op asks torch for nothing."""
+    __slots__ = ("shape", "dtype", "ir")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.ir = dtypes.IR.get(dtype)  # None: no IR dtype (the op falls back if it is made)
+
+    def __repr__(self):
+        return f"Meta(shape={self.shape}, dtype={self.dtype})"
+
+
+def _as_meta(out):
+    if isinstance(out, torch.Tensor):
+        return Meta(out.shape, out.dtype)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_as_meta(o) for o in out)
+    return out
+
+
 _meta_cache = {}
+_META_LIMIT = 20000  # signatures; emptied when full (a refill costs one meta call each)
+_SCALARS = (float, int, bool)
 
 
 def _key(x):
-    if type(x) is LazyTensor:
+    """An argument's part of the signature: what torch's meta kernel can see of it."""
+    t = type(x)
+    if t is LazyTensor:
         node = x._lazyx_handle.node
         return (node.shape, node.dtype)
+    if t in _SCALARS:
+        return (t, x)  # 1, 1.0 and True promote differently (and True == 1 == 1.0)
     if isinstance(x, LazyTensor):
         node = x._lazyx_handle.node
         return (node.shape, node.dtype)
     if isinstance(x, torch.Tensor):
-        return ("cpu", tuple(x.shape), x.dtype)
-    if isinstance(x, (list, tuple)):
-        return tuple([_key(i) for i in x])
-    if isinstance(x, dict):
+        # a CPU tensor's values are invisible to meta kernels, but a CPU scalar tensor is
+        # treated like a Python number: its dtype and device decide promotion
+        return ("cpu", tuple(x.shape), x.dtype, x.device.type)
+    if t is list or t is tuple:
+        return (t, *[_key(i) for i in x])
+    if t is dict:
         return tuple((k, _key(v)) for k, v in x.items())
-    return (type(x), x)  # 1, 1.0 and True promote differently
+    return (t, x)
+
+
+def _signature(func, args, kwargs):
+    """The meta cache's key: the op and each argument's key (None if one is unhashable)."""
+    key = [func]
+    for x in args:
+        t = type(x)
+        if t is LazyTensor:
+            node = x._lazyx_handle.node
+            key.append((node.shape, node.dtype))
+        elif t in _SCALARS:
+            key.append((t, x))
+        else:
+            key.append(_key(x))
+    if kwargs:
+        key.append(_key(kwargs))
+    key = tuple(key)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _to_meta(x):
@@ -157,16 +212,15 @@ def _check_devices(func, args):
 
 
 def meta_of(func, args, kwargs):
-    """torch's meta kernel on the inputs' shapes: the output's shapes/dtypes, or torch's error.
+    """torch's meta kernel on the inputs' shapes, as Meta records (or torch's error).
 
-    The device check runs only on a cache miss: the key records which arguments are CPU
-    tensors (and their shapes), so a hit is a call that already passed it.
+    Memoized per signature (op, then each argument's shape and dtype, or type and value for
+    a non-tensor): a signature is everything a meta kernel reads, so a hit is exactly what
+    torch would answer. The device check runs only on a miss: the key records which
+    arguments are CPU tensors (and their shapes), so a hit is a call that already passed it.
+    Errors are not memoized: a bad call asks torch again, and raises again.
     """
-    try:
-        key = (func, _key(args), _key(kwargs))
-        hash(key)
-    except TypeError:
-        key = None
+    key = _signature(func, args, kwargs)
     if key is not None:
         hit = _meta_cache.get(key)
         if hit is not None:
@@ -176,9 +230,9 @@ def meta_of(func, args, kwargs):
     kwargs = {k: _to_meta(v) for k, v in kwargs.items()}
     if "device" in kwargs:
         kwargs["device"] = torch.device("meta")
-    out = func(*_to_meta(args), **kwargs)
-    if key is not None:
-        if len(_meta_cache) > 20000:
+    out = _as_meta(func(*_to_meta(args), **kwargs))
+    if key is not None and out is not None:
+        if len(_meta_cache) >= _META_LIMIT:
             _meta_cache.clear()
         _meta_cache[key] = out
     return out
@@ -209,9 +263,17 @@ def _cpu_error(func, args, kwargs, meta_error):
 # ---------------------------------------------------------------- the dispatcher
 
 def dispatch(func, args, kwargs):
-    if not _state.capturing:  # a compiled graph's leaves have no values yet: never cut them
+    state = _state
+    if state.depth:
+        return _dispatch(func, args, kwargs, state)
+    with _OP_LINE:  # a user's op: its source line is found once, for every node (and sync) it makes
+        return _dispatch(func, args, kwargs, state)
+
+
+def _dispatch(func, args, kwargs, state):
+    if not state.capturing:  # a compiled graph's leaves have no values yet: never cut them
         runtime.maybe_cut()
-    _state.depth += 1
+    state.depth += 1
     try:
         check = VALUE_CHECKS.get(func)
         if check is not None:
@@ -220,7 +282,7 @@ def dispatch(func, args, kwargs):
         if special is not None:
             return special(*args, **kwargs)
         lowering = LOWERINGS.get(func)
-        if lowering is not None and func not in EAGER_ONLY:
+        if lowering is not None:
             try:
                 out = meta_of(func, args, kwargs)
             except NotImplementedError:
@@ -233,7 +295,7 @@ def dispatch(func, args, kwargs):
             if out is not None:
                 try:
                     result = _wrap(lowering(out, *args, **kwargs), out)
-                    if func.is_view and _state.views:
+                    if state.views and func.is_view:
                         _note_view(args[0], result)
                     return result
                 except Unsupported:
@@ -252,39 +314,51 @@ def dispatch(func, args, kwargs):
             return foreach(func, args, kwargs)
         elif _is_in_place(func, args):
             return _in_place(func, args, kwargs)
-        expansions = []
-        decomposition = decomposition_table.get(func)
-        if decomposition is not None:
-            expansions.append(decomposition)
-        # Below autograd, torch's composite ops (x.to(dtype), result_type, ...) reach us
-        # whole when a decomposition calls them: expand them as torch would above us.
-        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(),
-                                                          "CompositeImplicitAutograd"):
-            expansions.append(func.decompose)
-        for expansion in expansions:
+        for expansion in _expansions(func):
             try:
                 out = expand(expansion, *args, **kwargs)
             except ViewWrite:
                 break  # the expansion's result would miss a write: run the op on CPU torch
             if out is not NotImplemented:
-                if func.is_view and _state.views:  # a view to the code that called it
+                if func.is_view and state.views:  # a view to the code that called it
                     _note_view(args[0], out)
                 return out
         return eager(func, args, kwargs, cause="fallback")
     finally:
-        _state.depth -= 1
+        state.depth -= 1
+
+
+_EXPANSIONS = {}  # op -> (size of torch's decomposition table when looked up, expansions)
+
+
+def _expansions(func):
+    """torch's decomposition of `func`, then its CompositeImplicitAutograd kernel: looked up
+    once per op (again if torch has registered decompositions since)."""
+    known = _EXPANSIONS.get(func)
+    if known is not None and known[0] == len(decomposition_table):
+        return known[1]
+    expansions = []
+    decomposition = decomposition_table.get(func)
+    if decomposition is not None:
+        expansions.append(decomposition)
+    # Below autograd, torch's composite ops (x.to(dtype), result_type, ...) reach us
+    # whole when a decomposition calls them: expand them as torch would above us.
+    if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd"):
+        expansions.append(func.decompose)
+    _EXPANSIONS[func] = (len(decomposition_table), tuple(expansions))
+    return tuple(expansions)
 
 
 def _wrap(result, out):
-    if isinstance(result, ir.Node):
-        want = dtypes.to_ir(out.dtype)
-        if result.shape != tuple(out.shape):
+    if type(result) is ir.Node:
+        want = out.ir or dtypes.to_ir(out.dtype)  # (to_ir raises for a dtype the IR lacks)
+        if result.shape != out.shape:
             raise AssertionError(f"lazyx: lowering made shape {result.shape}, torch says "
-                                 f"{tuple(out.shape)}")
+                                 f"{out.shape}")
         if result.dtype != want:
             from ...core import ops
             result = ops.convert(result, dtype=want)
-        return from_node(result, out.dtype)
+        return LazyTensor(runtime.LazyHandle(result), out.dtype)
     if isinstance(result, (tuple, list)):
         return type(out)(_wrap(r, o) for r, o in zip(result, out))
     return result  # a pass-through value (e.g. an input tensor returned as is)

@@ -3,5 +3,5 @@ from . import elementwise, indexing, linalg, random, reductions, shapes, special
 from . import bessel, polynomials  # noqa: F401
 from . import prims  # noqa: F401  (after the aten twins it reuses)
 from . import composites, data_dependent, factorizations, histograms, pooling  # noqa: F401
-from . import segments, selection  # noqa: F401
+from . import losses, segments, selection  # noqa: F401
 from . import complex, fft  # noqa: F401

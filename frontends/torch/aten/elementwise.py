@@ -158,10 +158,11 @@ def _is_bool(x):
 
 def _sub_check(x, y):
     """torch's CPU kernel (not its meta kernel) refuses bool subtraction; so do we."""
-    if _is_bool(x) and _is_bool(y):
+    x_bool, y_bool = _is_bool(x), _is_bool(y)  # (per op: each test reads a tensor's dtype)
+    if x_bool and y_bool:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
-    if _is_bool(x) or _is_bool(y):
+    if x_bool or y_bool:
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
                            "supported. If you are trying to invert a mask, use the `~` or "
                            "`logical_not()` operator instead.")

@@ -4,7 +4,7 @@ dims with a reshape."""
 import math
 
 from ....core import compose, ops
-from .table import (aten, bcast, compute_dtype, const, dims_of, dim_of, is_float,
+from .table import (Unsupported, aten, bcast, compute_dtype, const, dims_of, dim_of, is_float,
                     ir_dtype, lower, node_of, scalar)
 
 
@@ -195,6 +195,33 @@ def _log_softmax(out, x, dim, half_to_float):
     return _softmax_like(out, x, dim, compose.log_softmax, 0)
 
 
+def _sum_back(x, axis):
+    """sum along axis, broadcast back to x's shape (torch's sum(..., keepdim=True) + bcast)."""
+    s = compose.keepdims(ops.reduce_sum(x, axes=(axis,)), x.shape, (axis,))
+    return compose.broadcast_to(s, x.shape)
+
+
+# The backward halves, lowered whole: torch's decompositions would send each of their five
+# or six aten calls (and two dtype casts) through the dispatcher once per training step.
+@lower(aten._softmax_backward_data.default)
+def _softmax_backward(out, grad, output, dim, input_dtype):
+    dtype = compute_dtype(out.dtype)
+    g, y = node_of(grad, dtype), node_of(output, dtype)
+    if g.ndim == 0:
+        return const(0, dtype, ())
+    gy = ops.mul(g, y)
+    return ops.sub(gy, ops.mul(y, _sum_back(gy, dim_of(dim, g.ndim))))
+
+
+@lower(aten._log_softmax_backward_data.default)
+def _log_softmax_backward(out, grad, output, dim, input_dtype):
+    dtype = compute_dtype(out.dtype)
+    g, y = node_of(grad, dtype), node_of(output, dtype)
+    if g.ndim == 0:
+        return const(0, dtype, ())
+    return ops.sub(g, ops.mul(ops.exp(y), _sum_back(g, dim_of(dim, g.ndim))))
+
+
 @lower(aten.native_layer_norm.default)
 def _native_layer_norm(out, x, normalized_shape, weight, bias, eps):
     dtype = compute_dtype(out[0].dtype)
@@ -214,6 +241,48 @@ def _native_layer_norm(out, x, normalized_shape, weight, bias, eps):
     if bias is not None:
         y = ops.add(y, bcast(node_of(bias, dtype), a.shape))
     return (y, ops.reshape(mean, new_sizes=stat_shape), ops.reshape(rstd, new_sizes=stat_shape))
+
+
+@lower(aten.native_layer_norm_backward.default)
+def _native_layer_norm_backward(out, grad, x, normalized_shape, mean, rstd, weight, bias,
+                                output_mask):
+    """Lowered whole (torch's decomposition dispatches ~20 aten calls and casts per layer);
+    the same formulas: x_hat = (x - mean) * rstd, dx = rstd / N * (N g' - sum g' -
+    x_hat sum(g' x_hat)) with g' = grad * weight; dweight = sum(grad x_hat), dbias = sum grad
+    over the outer axes. An output torch's meta kernel leaves out (None) stays out."""
+    dtype = compute_dtype(out[0].dtype if out[0] is not None else x.dtype)
+    a, g = node_of(x, dtype), node_of(grad, dtype)
+    axes = tuple(range(a.ndim - len(normalized_shape), a.ndim))
+    keep = tuple(i for i in range(a.ndim) if i not in axes)
+    n = _count(a, axes)
+    if a.size == 0:
+        raise Unsupported("layer norm backward of an empty input")
+    outer = tuple(a.shape[i] for i in keep)
+
+    def per_row(stat):  # (outer..., 1, ...) statistics, broadcast back over the inner axes
+        s = ops.reshape(node_of(stat, dtype), new_sizes=outer)
+        return ops.broadcast_in_dim(s, shape=a.shape, broadcast_dimensions=keep)
+
+    def row_sum(v):
+        return ops.broadcast_in_dim(ops.reduce_sum(v, axes=axes), shape=a.shape,
+                                    broadcast_dimensions=keep)
+
+    def outer_sum(v):
+        return ops.reduce_sum(v, axes=keep) if keep else v
+
+    rs = per_row(rstd)
+    x_hat = ops.mul(ops.sub(a, per_row(mean)), rs)
+    gw = ops.mul(g, bcast(node_of(weight, dtype), a.shape)) if weight is not None else g
+    results = [None, None, None]
+    if out[0] is not None:
+        inner = ops.sub(ops.sub(ops.mul(gw, const(n, dtype, a.shape)), row_sum(gw)),
+                        ops.mul(x_hat, row_sum(ops.mul(gw, x_hat))))
+        results[0] = ops.mul(ops.div(rs, const(n, dtype, a.shape)), inner)
+    if out[1] is not None:
+        results[1] = outer_sum(ops.mul(g, x_hat))
+    if out[2] is not None:
+        results[2] = outer_sum(g)
+    return tuple(results)
 
 
 def _sorted(a, axis, descending):

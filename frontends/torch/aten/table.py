@@ -40,7 +40,12 @@ def _scalar_dtype(value):
 def node_of(x, dtype=None):
     """An IR node for a lazy tensor, a CPU scalar tensor or a Python number (a run-time param,
     never a constant, so a changing learning rate does not recompile), converted to `dtype`."""
-    if isinstance(x, LazyTensor):
+    t = type(x)
+    if t is LazyTensor:  # the common cases first: one type test each
+        node = x._lazyx_handle.node
+    elif t is float or t is int or t is bool:
+        return ir.param(x, dtype or _scalar_dtype(x))
+    elif isinstance(x, LazyTensor):
         node = x._lazyx_handle.node
     elif isinstance(x, torch.Tensor):
         if not dtypes.supported(x.dtype) or x.device.type not in ("cpu",):
@@ -89,10 +94,15 @@ def const(value, dtype, shape=()):
     return bcast(ir.constant(value, dtype), shape)
 
 
+# Half types compute in float32, as torch's CPU kernels do (opmath)
+_COMPUTE = {d: "float32" if name in ("float16", "bfloat16") else name
+            for d, name in dtypes.IR.items()}
+
+
 def compute_dtype(torch_dtype):
-    """Half types compute in float32, as torch's CPU kernels do (opmath)."""
-    d = ir_dtype(torch_dtype)
-    return "float32" if d in ("float16", "bfloat16") else d
+    """The IR dtype a lowering computes in for a torch result dtype."""
+    d = _COMPUTE.get(torch_dtype)
+    return d if d is not None else ir_dtype(torch_dtype)  # (ir_dtype raises for the rest)
 
 
 def operands(out, *xs, dtype=None):
