@@ -532,6 +532,7 @@ def sync(*handles, cause="explicit", source=None):
     pending = [h for h in handles if h.node.op != "data"]
     state.next_cut = ir.CREATED[0] + config.node_cap()
     if not pending:
+        _new_trace_if_done(state)  # a barrier with nothing to run still ends the trace
         return
     trace_seconds = start - state.last_cut_end
     roots, index = [], {}
@@ -596,6 +597,11 @@ def _run(roots, cause, source, trace_seconds=0.0):
 
 
 def _end_cut(state):
+    _new_trace_if_done(state)
+    state.last_cut_end = time.perf_counter()
+
+
+def _new_trace_if_done(state):
     """Start a new trace once nothing pending in this thread belongs to the current one (so a
     repeated step numbers its leaves from 0 again and repeats its keys)."""
     trace = ir.TRACE
@@ -603,7 +609,6 @@ def _end_cut(state):
     if len(trace.leaves) > ir.TABLE_LIMIT // 16 or \
             not any(h.node.epoch == serial for h in state.live):
         trace.reset()
-    state.last_cut_end = time.perf_counter()
 
 
 def maybe_cut():
