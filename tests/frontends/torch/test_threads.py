@@ -1,0 +1,54 @@
+"""Independent threads never interfere (issue 18): each trains its own torch model on the
+lazyx device with its own mark_step; every thread's weights equal its single-threaded run's
+on CPU torch."""
+import threading
+
+import torch
+
+import lazyx.frontends.torch as lt
+
+STEPS, THREADS = 500, 4
+
+
+def initial(seed):
+    """Made before the threads start: torch's global RNG (module init) is shared by threads."""
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    return model
+
+
+def train(seed, device, model):
+    model = model.to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(32, 8, generator=g).to(device)
+    y = torch.randn(32, 1, generator=g).to(device)
+    for _ in range(STEPS):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if device is lt.device:
+            lt.mark_step()
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+def test_four_threads_train_as_if_alone():
+    results, errors = {}, []
+    models = [initial(t) for t in range(THREADS)]
+
+    def worker(t):
+        try:
+            results[t] = train(t, lt.device, models[t])
+        except BaseException as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for t in range(THREADS):
+        for got, want in zip(results[t], train(t, "cpu", initial(t))):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
