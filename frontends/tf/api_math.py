@@ -79,19 +79,22 @@ BINARY = {
 
 def _register_binary(api, fn):
     x_name, y_name = list(__import__("inspect").signature(api).parameters)[:2]
+    compares = api in (tf.__operators__.eq, tf.__operators__.ne)
+    power = api is tf.math.pow
 
-    def lowering(**a):
-        x, y = a[x_name], a[y_name]
-        if api in (tf.__operators__.eq, tf.__operators__.ne) and not (
-                _tensorish(x) and _tensorish(y)) and not _number_like(x, y):
+    def binary(x, y):
+        if compares and not (_tensorish(x) and _tensorish(y)) and not _number_like(x, y):
             return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
         nodes = broadcast_all(*operand_nodes(x, y))
-        if api is tf.math.pow and isinstance(y, (int, float)) and not isinstance(y, bool):
+        if power and isinstance(y, (int, float)) and not isinstance(y, bool):
             # x ** 2 is x * x, as in every framework (the same graph as NumPy's and torch's)
             return wrap(compose.power_scalar(nodes[0], y), x, y)
         return wrap(fn(*nodes), x, y)
+
+    def lowering(**a):
+        return binary(a[x_name], a[y_name])
     lowering.__name__ = api.__name__
-    lower(api, x_name, y_name)(lowering)
+    lower(api, x_name, y_name, direct=binary)(lowering)
 
 
 def _tensorish(v):

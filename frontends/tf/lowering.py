@@ -28,10 +28,20 @@ def operand_nodes(*values):
 
 
 def broadcast_shapes(*shapes):
+    known = _BROADCAST.get(shapes)
+    if known is not None:
+        return known
     try:
-        return tuple(np.broadcast_shapes(*shapes))
+        out = tuple(np.broadcast_shapes(*shapes))
     except ValueError as err:
         raise Reject() from err
+    if len(_BROADCAST) > 4096:  # bounded: a program's variety of shapes, not its length
+        _BROADCAST.clear()
+    _BROADCAST[shapes] = out
+    return out
+
+
+_BROADCAST = {}  # operand shapes -> their broadcast shape (NumPy's rule, computed once)
 
 
 def broadcast_to(node, shape):
