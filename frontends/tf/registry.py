@@ -85,7 +85,8 @@ def _operator(api, direct, target):
     """What `lazy + y` calls: one operand is a LazyTensor (so the call is lazy); a variable
     operand takes the general path, which reads it."""
     def operator(x, y):
-        if isinstance(x, VARIABLES) or isinstance(y, VARIABLES):
+        if type(x) not in _PLAIN and isinstance(x, VARIABLES) or \
+                type(y) not in _PLAIN and isinstance(y, VARIABLES):
             return target(x, y)
         runtime.maybe_cut()
         try:
@@ -93,6 +94,9 @@ def _operator(api, direct, target):
         except (Reject, TypeError, ValueError):
             return _rejected(api, (x, y), {})
     return operator
+
+
+_PLAIN = frozenset({LazyTensor, float, int, bool})  # operands that are surely not variables
 
 
 def _rejected(api, args, kwargs):

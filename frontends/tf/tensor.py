@@ -269,10 +269,16 @@ def _tf_leaf(tensor):
     return node
 
 
+_NUMBERS = (float, int, bool)
+
+
 def sources_of(*values):
     """The watched (tf tensor, node) pairs the values depend on, deduplicated."""
     out, seen = [], set()
     for v in values:
+        kind = type(v)
+        if kind is LazyTensor and not v._sources and not v._leaf_token or kind in _NUMBERS:
+            continue  # the usual operand: nothing watched (type checks: LazyTensor is an ABC)
         if isinstance(v, LazyTensor):
             pairs = v._sources
             if not pairs and v._leaf_token and record.should_record_backprop([v._token]):
@@ -296,7 +302,7 @@ def node_of(value, dtype=None):
     Python scalars become run-time params (a new value never recompiles); conversion goes
     through TF itself, so dtype defaults and conversion errors are TF's own.
     """
-    if isinstance(value, LazyTensor):
+    if type(value) is LazyTensor or isinstance(value, LazyTensor):
         return value.node
     if isinstance(value, tf.Variable):
         value = value.value()
