@@ -269,6 +269,13 @@ def _tf_leaf(tensor):
     return node
 
 
+def remember_lift(tensor, node):
+    """`tensor` holds what the data leaf `node` holds: lifting it reuses the node."""
+    if len(_lift_cache) > 512:
+        _lift_cache.clear()
+    _lift_cache[id(tensor)] = (tensor, node)
+
+
 _NUMBERS = (float, int, bool)
 
 

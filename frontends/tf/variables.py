@@ -216,10 +216,13 @@ class _LazyMethods:
     def _read_variable_op(self, *args, **kwargs):
         if self._lazyx_shadow is not None:  # eager code reads it: store the lazy value first
             write_back([self])
-        mirror = self._lazyx_mirror
+        mirror = mirror_of(self)
         value = super()._read_variable_op(*args, **kwargs)
-        if tf.executing_eagerly():  # an eager read leaves the buffer as it is
+        if mirror is not None and tf.executing_eagerly():
+            # an eager read leaves the buffer as it is; a lowering that lifts the tensor read
+            # (Keras reads optimizer slots before its ops) gets the mirror's node, no copy
             self._lazyx_mirror = mirror
+            _tensor.remember_lift(value, mirror.node)
         return value
 
     @property

@@ -1,6 +1,7 @@
 """The per-op shortcuts of the TF frontend (registry._binder, the operators' direct path, the
-Python-scalar table in tensor.node_of, memoized broadcast shapes) never differ from what TF
-itself does: same values, dtypes and shapes, same errors, whatever was cached before."""
+Python-scalar table in tensor.node_of, memoized broadcast shapes) and its cheaper formulations
+(activations @ weights) never differ from what TF itself does: same values, dtypes and
+shapes, same errors, whatever was cached before."""
 import inspect
 import operator
 
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import lazyx.frontends.tf as ltf
+from lazyx.core import ir
 from lazyx.frontends.tf import registry, tensor
 from .conftest import assert_matches
 
@@ -157,3 +159,29 @@ def test_operators_with_a_variable_operand_read_it():
     x = ltf.constant([10.0, 20.0])
     assert_matches(x + v, tf.constant([11.0, 22.0]))
     assert_matches(x * v, tf.constant([10.0, 40.0]))
+
+
+@SETTINGS
+@given(lead=st.lists(st.integers(1, 3), min_size=1, max_size=3).map(tuple),
+       transpose_b=st.booleans(), seed=st.integers(0, 2**16))
+def test_activations_times_weights_is_one_matrix_product(lead, transpose_b, seed):
+    """(..., k) @ (k, n) matches TF (values and lazy-tape gradients) and records one plain
+    matrix product: the weight is never broadcast over the batch (nor its gradient summed)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(lead + (4,)).astype("float32")
+    w0 = rng.standard_normal((3, 4) if transpose_b else (4, 3)).astype("float32")
+
+    def loss(t, w):
+        return tf.reduce_sum(tf.tanh(tf.linalg.matmul(t, w, transpose_b=transpose_b)))
+    w = tf.Variable(w0)
+    with tf.GradientTape() as tape:
+        want = loss(tf.constant(x), w)
+    want_grad = tape.gradient(want, w)
+    with ltf.GradientTape() as tape:
+        got = loss(ltf.constant(x), w)
+    got_grad = tape.gradient(got, w)
+    dots = [n for n in ir.topo_order([got.node, got_grad.node]) if n.op == "dot_general"]
+    assert dots and all(n.attrs["batch_dimensions"] == ((), ()) for n in dots), dots
+    np.testing.assert_allclose(float(got), float(want), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_grad.numpy(), want_grad.numpy(), rtol=1e-4, atol=1e-4)
+    ltf.sync()
