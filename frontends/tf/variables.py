@@ -220,9 +220,11 @@ class _LazyMethods:
         value = super()._read_variable_op(*args, **kwargs)
         if mirror is not None and tf.executing_eagerly():
             # an eager read leaves the buffer as it is; a lowering that lifts the tensor read
-            # (Keras reads optimizer slots before its ops) gets the mirror's node, no copy
+            # (Keras reads optimizer slots before its ops) gets the mirror's node, no copy --
+            # unless a tape records: each read it watches must stay its own leaf
             self._lazyx_mirror = mirror
-            _tensor.remember_lift(value, mirror.node)
+            if not record.could_possibly_record():
+                _tensor.remember_lift(value, mirror.node)
         return value
 
     @property
