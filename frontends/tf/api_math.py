@@ -79,11 +79,11 @@ BINARY = {
 
 def _register_binary(api, fn):
     x_name, y_name = list(__import__("inspect").signature(api).parameters)[:2]
+    compares = api in (tf.__operators__.eq, tf.__operators__.ne)
+    power = api is tf.math.pow
 
-    def lowering(**a):
-        x, y = a[x_name], a[y_name]
-        if api in (tf.__operators__.eq, tf.__operators__.ne) and not (
-                _tensorish(x) and _tensorish(y)) and not _number_like(x, y):
+    def binary(x, y):
+        if compares and not (_tensorish(x) and _tensorish(y)) and not _number_like(x, y):
             return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
         nodes = broadcast_all(*operand_nodes(x, y))
         if api in _INTEGER_DIVISIONS and dt.is_int(nodes[1].dtype):
@@ -91,12 +91,15 @@ def _register_binary(api, fn):
             if divisor is not None and not np.all(divisor):
                 # TF raises "Integer division by zero" eagerly; we can where y is known
                 raise_for_values(api, {x_name: x, y_name: y}, {y_name: divisor})
-        if api is tf.math.pow and isinstance(y, (int, float)) and not isinstance(y, bool):
+        if power and isinstance(y, (int, float)) and not isinstance(y, bool):
             # x ** 2 is x * x, as in every framework (the same graph as NumPy's and torch's)
             return wrap(compose.power_scalar(nodes[0], y), x, y)
         return wrap(fn(*nodes), x, y)
+
+    def lowering(**a):
+        return binary(a[x_name], a[y_name])
     lowering.__name__ = api.__name__
-    lower(api, x_name, y_name)(lowering)
+    lower(api, x_name, y_name, direct=binary)(lowering)
 
 
 _INTEGER_DIVISIONS = (tf.math.floordiv, tf.math.floormod)
@@ -324,6 +327,14 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         y = _swap_last(y)
     if x.shape[-1] != y.shape[-2]:
         raise Reject()
+    if y.ndim == 2 and x.ndim > 2:
+        # activations (..., k) @ weights (k, n): one matrix product over the flattened rows,
+        # as torch's matmul records it -- not the weight broadcast to every batch entry,
+        # whose gradient is a batched product summed over the batch (W2: 2x the run time)
+        lead = x.shape[:-1]
+        rows = ops.reshape(x, new_sizes=(math.prod(lead), x.shape[-1]))
+        out = ops.dot_general(rows, y, contracting_dimensions=((1,), (0,)))
+        return wrap(ops.reshape(out, new_sizes=lead + (y.shape[-1],)), a, b)
     batch = broadcast_shapes_or_reject(x.shape[:-2], y.shape[:-2])
     x = broadcast_to(x, batch + x.shape[-2:])
     y = broadcast_to(y, batch + y.shape[-2:])

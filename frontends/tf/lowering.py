@@ -16,26 +16,41 @@ class Reject(Exception):
 
 def operand_nodes(*values):
     """IR nodes of one dtype for TF's element-wise operands, or Reject (mixed dtypes)."""
-    lead = next((v for v in values if isinstance(v, TENSORS)), None)
-    dtype = lead.dtype if lead is not None else None
+    dtype = None
+    for v in values:
+        if type(v) is LazyTensor or isinstance(v, TENSORS):  # (LazyTensor is an ABC: slow)
+            dtype = v.dtype
+            break
     try:
         nodes = [node_of(v, dtype) for v in values]
     except (TypeError, ValueError) as err:
         raise Reject() from err
-    if len({n.dtype for n in nodes}) > 1:
-        raise Reject()
+    first = nodes[0].dtype
+    for n in nodes:
+        if n.dtype != first:
+            raise Reject()
     return nodes
 
 
 def broadcast_shapes(*shapes):
+    known = _BROADCAST.get(shapes)
+    if known is not None:
+        return known
     try:
-        return tuple(np.broadcast_shapes(*shapes))
+        out = tuple(np.broadcast_shapes(*shapes))
     except ValueError as err:
         raise Reject() from err
+    if len(_BROADCAST) > 4096:  # bounded: a program's variety of shapes, not its length
+        _BROADCAST.clear()
+    _BROADCAST[shapes] = out
+    return out
+
+
+_BROADCAST = {}  # operand shapes -> their broadcast shape (NumPy's rule, computed once)
 
 
 def broadcast_to(node, shape):
-    if node.shape == tuple(shape):
+    if node.shape == shape or node.shape == tuple(shape):
         return node
     offset = len(shape) - node.ndim
     if offset < 0:

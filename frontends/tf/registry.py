@@ -20,7 +20,7 @@ from tensorflow.python.util import tf_decorator
 from ...core import ops, runtime
 from . import variables
 from .lowering import Reject
-from .tensor import LazyTensor, node_of, sources_of, to_tf, _tf_leaf
+from .tensor import TARGETS, LazyTensor, node_of, sources_of, to_tf, _tf_leaf
 
 try:  # Keras 3 hands its variables to TF ops unconverted in places (bias_add, divide_no_nan)
     from keras import Variable as _KerasVariable
@@ -39,11 +39,15 @@ def api_name(api):
     return "tf." + names[0] if names else getattr(api, "__name__", repr(api))
 
 
-def lower(api, *params, lists=()):
-    """Register `fn(**arguments)` as the lazy lowering of the TF `api`."""
+def lower(api, *params, lists=(), direct=None):
+    """Register `fn(**arguments)` as the lazy lowering of the TF `api`.
+
+    `direct(x, y)`, for binary APIs, is the same lowering taking the two operands by
+    position: LazyTensor's operators call it without binding TF's signature."""
     signature = inspect.signature(api)
     annotations = {p: OPERAND for p in params}
     annotations.update({p: OPERAND_LIST for p in lists})
+    bind = _binder(signature)
 
     def register(fn):
         missing = set(signature.parameters) - {"name"} - set(inspect.signature(fn).parameters)
@@ -53,40 +57,117 @@ def lower(api, *params, lists=()):
 
         def target(*args, **kwargs):
             runtime.maybe_cut()
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            arguments = dict(bound.arguments)
-            arguments.pop("name", None)
-            if not _any_lazy(arguments, params, lists):
-                # only a dispatchable variable (Keras', or one that once held a lazy value)
-                # brought the call here, and none holds a lazy value now: plain eager TF
-                return api(**_read_variables(arguments, params, lists, _read_eagerly))
-            # Read each variable once, so its IR leaf and its tape source are the same tensor;
-            # a variable holding a lazy value (a shadow) is read as that value.
-            arguments = _read_variables(arguments, params, lists, _read_for_lowering)
+            arguments = bind(args, kwargs)
+            lazy, variable = _scan(arguments, params, lists)
+            if variable:
+                if not lazy:
+                    # only a dispatchable variable (Keras', or one that once held a lazy
+                    # value) brought the call here, and none holds a lazy value now
+                    return api(**_read_variables(arguments, params, lists, _read_eagerly))
+                # Read each variable once, so its IR leaf and its tape source are the same
+                # tensor; a variable holding a lazy value (a shadow) is read as that value.
+                arguments = _read_variables(arguments, params, lists, _read_for_lowering)
+            elif not lazy:
+                return api(**arguments)
             try:
                 return fn(**arguments)
             except ops.TooLarge as err:  # TF's type for an allocation it cannot make
                 raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
             except (Reject, TypeError, ValueError):
-                # TF's own error for a bad call; a call TF accepts but the IR cannot express
-                # (strings, complex, an unsupported mode) runs eagerly instead.
-                if _tf_accepts(api, args, kwargs):
-                    return run_eagerly(api, args, kwargs)
-                raise_like_tf(api, args, kwargs)
+                return _rejected(api, args, kwargs)
         target.__name__ = f"lazyx_{fn.__name__}"
         tf.experimental.dispatch_for_api(api, annotations)(target)
         LOWERED[api_name(api)] = fn
+        TARGETS[api] = target if direct is None else _operator(api, direct, target)
         return fn
     return register
 
 
-def _any_lazy(arguments, params, lists):
+def _operator(api, direct, target):
+    """What `lazy + y` calls: one operand is a LazyTensor (so the call is lazy); a variable
+    operand takes the general path, which reads it."""
+    def operator(x, y):
+        if type(x) not in _PLAIN and isinstance(x, VARIABLES) or \
+                type(y) not in _PLAIN and isinstance(y, VARIABLES):
+            return target(x, y)
+        runtime.maybe_cut()
+        try:
+            return direct(x, y)
+        except (Reject, TypeError, ValueError):
+            return _rejected(api, (x, y), {})
+    return operator
+
+
+_PLAIN = frozenset({LazyTensor, float, int, bool})  # operands that are surely not variables
+
+
+def _rejected(api, args, kwargs):
+    """A lowering refused the call: TF's own error for a bad call; a call TF accepts but the
+    IR cannot express (strings, complex, an unsupported mode) runs eagerly instead."""
+    if _tf_accepts(api, args, kwargs):
+        return run_eagerly(api, args, kwargs)
+    raise_like_tf(api, args, kwargs)
+
+
+def _binder(signature):
+    """`bind(args, kwargs)` -> {parameter: value} with defaults, less `name`: what
+    inspect.Signature.bind + apply_defaults give (and raise), at a fraction of the cost.
+    Calls the fast path cannot vouch for go through the signature itself."""
+    kinds = inspect.Parameter
+    positional = [p.name for p in signature.parameters.values()
+                  if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
+    by_keyword = frozenset(p.name for p in signature.parameters.values()
+                           if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY))
+    defaults = {p.name: p.default for p in signature.parameters.values()
+                if p.default is not p.empty and p.kind != kinds.VAR_KEYWORD}
+    count = len(signature.parameters)
+    simple = all(p.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)
+                 for p in signature.parameters.values())
+
+    def slow(args, kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        arguments.pop("name", None)
+        return arguments
+
+    def bind(args, kwargs):
+        if not simple or len(args) > len(positional):
+            return slow(args, kwargs)
+        arguments = defaults.copy()
+        arguments.update(zip(positional, args))
+        if kwargs:
+            if not by_keyword.issuperset(kwargs) or \
+                    any(k in kwargs for k in positional[:len(args)]):
+                return slow(args, kwargs)  # signature.bind raises TF's TypeError
+            arguments.update(kwargs)
+        if len(arguments) != count:
+            return slow(args, kwargs)  # a required argument is missing
+        arguments.pop("name", None)
+        return arguments
+    return bind
+
+
+def _scan(arguments, params, lists):
+    """(any operand lazy, any operand a variable) for the dispatchable parameters."""
+    lazy = variable = False
     for p in params:
-        if variables.is_lazy(arguments.get(p)):
-            return True
-    return any(isinstance(arguments.get(p), (list, tuple)) and
-               any(variables.is_lazy(v) for v in arguments[p]) for p in lists)
+        value = arguments.get(p)
+        if isinstance(value, LazyTensor):
+            lazy = True
+        elif isinstance(value, VARIABLES):
+            variable = True
+            lazy = lazy or variables.is_lazy(value)
+    for p in lists:
+        values = arguments.get(p)
+        if isinstance(values, (list, tuple)):
+            for value in values:
+                if isinstance(value, LazyTensor):
+                    lazy = True
+                elif isinstance(value, VARIABLES):
+                    variable = True
+                    lazy = lazy or variables.is_lazy(value)
+    return lazy, variable
 
 
 def _read_eagerly(value):

@@ -45,14 +45,23 @@ class GradientTape(tf.GradientTape):
             seed = ops.broadcast_in_dim(one, shape=target.node.shape, broadcast_dimensions=())
         else:
             seed = _node(output_gradients, target.node.dtype)
-        order = _order_through_origins(target.node)
-        reachable = {id(n) for n in order}
-        wanted = [n for n in nodes if n is not None and id(n) in reachable
-                  and dt.is_float(n.dtype)]
-        # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates up
-        # to them, TF's own tape from them back to the sources
-        bridges = [n for n in order if n in TAPED_LEAVES and dt.is_float(n.dtype)]
-        grads = _vjp_through_origins(target.node, seed, wanted + bridges)
+        if not runtime.ORIGINS and not TAPED_LEAVES:
+            # the usual step: no value realized mid-step, no fallback under the tape -- one
+            # walk of the graph here, instead of three with a weak-table lookup per node
+            reachable = {id(n) for n in ir.topo_order([target.node])}
+            wanted = [n for n in nodes if n is not None and id(n) in reachable
+                      and dt.is_float(n.dtype)]
+            grads = dict(zip(map(id, wanted), autodiff.vjp([target.node], [seed], wanted)))
+            bridges = []
+        else:
+            order = _order_through_origins(target.node)
+            reachable = {id(n) for n in order}
+            wanted = [n for n in nodes if n is not None and id(n) in reachable
+                      and dt.is_float(n.dtype)]
+            # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates
+            # up to them, TF's own tape from them back to the sources
+            bridges = [n for n in order if n in TAPED_LEAVES and dt.is_float(n.dtype)]
+            grads = _vjp_through_origins(target.node, seed, wanted + bridges)
         extra = self._through_tf(bridges, [grads[id(b)] for b in bridges], flat) if bridges \
             else [None] * len(flat)
         zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO

@@ -34,15 +34,25 @@ def _observe(handle, cause):
 
 
 def tf_dtype(ir_dtype):
-    return tf.as_dtype(ir_dtype)
+    known = _TF_DTYPES.get(ir_dtype)
+    return known if known is not None else tf.as_dtype(ir_dtype)
+
+
+_TF_DTYPES = {name: tf.as_dtype(name) for name in dt.REAL}
 
 
 def ir_dtype(tf_dtype_like):
+    known = _IR_DTYPES.get(tf_dtype_like) if isinstance(tf_dtype_like, tf.DType) else None
+    if known is not None:
+        return known
     name = tf.as_dtype(tf_dtype_like).name
     if dt.is_complex(name):  # the TF lowerings are written for real dtypes
         raise TypeError(f"lazyx.frontends.tf: dtype {name} is not supported yet (lazy tensors "
                         f"hold {', '.join(dt.REAL)})")
     return dt.check(name)
+
+
+_IR_DTYPES = {d: d.name for d in _TF_DTYPES.values()}
 
 
 class LazySpec(type_spec.TypeSpec):
@@ -191,9 +201,16 @@ class LazyTensor(composite_tensor.CompositeTensor):
         return iter(tf.unstack(self))
 
 
+# TF api -> the dispatch target registry.lower registered for it. LazyTensor's operators call
+# it directly: the call TF's type-based dispatch would make, without TF's wrappers around it.
+TARGETS = {}
+
+
 def _operator(api_path, reflected=False):
+    api = _resolve(api_path)
+
     def method(self, other):
-        fn = _resolve(api_path)
+        fn = TARGETS.get(api, api)
         return fn(other, self) if reflected else fn(self, other)
     return method
 
@@ -216,10 +233,19 @@ for _name, _path in _OPERATORS.items():
         setattr(LazyTensor, f"__r{_name}__", _operator(_path, reflected=True))
 LazyTensor.__eq__ = _operator("__operators__.eq")
 LazyTensor.__ne__ = _operator("__operators__.ne")
-LazyTensor.__getitem__ = lambda self, key: tf.__operators__.getitem(self, key)
-LazyTensor.__neg__ = lambda self: tf.math.negative(self)
-LazyTensor.__abs__ = lambda self: tf.math.abs(self)
-LazyTensor.__invert__ = lambda self: tf.math.logical_not(self)
+
+
+def _unary(api):
+    def method(self):
+        return TARGETS.get(api, api)(self)
+    return method
+
+
+LazyTensor.__getitem__ = lambda self, key: TARGETS.get(_GETITEM, _GETITEM)(self, key)
+_GETITEM = tf.__operators__.getitem
+LazyTensor.__neg__ = _unary(tf.math.negative)
+LazyTensor.__abs__ = _unary(tf.math.abs)
+LazyTensor.__invert__ = _unary(tf.math.logical_not)
 
 
 # ---------------------------------------------------------------- lifting operands
@@ -243,10 +269,23 @@ def _tf_leaf(tensor):
     return node
 
 
+def remember_lift(tensor, node):
+    """`tensor` holds what the data leaf `node` holds: lifting it reuses the node."""
+    if len(_lift_cache) > 512:
+        _lift_cache.clear()
+    _lift_cache[id(tensor)] = (tensor, node)
+
+
+_NUMBERS = (float, int, bool)
+
+
 def sources_of(*values):
     """The watched (tf tensor, node) pairs the values depend on, deduplicated."""
     out, seen = [], set()
     for v in values:
+        kind = type(v)
+        if kind is LazyTensor and not v._sources and not v._leaf_token or kind in _NUMBERS:
+            continue  # the usual operand: nothing watched (type checks: LazyTensor is an ABC)
         if isinstance(v, LazyTensor):
             pairs = v._sources
             if not pairs and v._leaf_token and record.should_record_backprop([v._token]):
@@ -270,12 +309,19 @@ def node_of(value, dtype=None):
     Python scalars become run-time params (a new value never recompiles); conversion goes
     through TF itself, so dtype defaults and conversion errors are TF's own.
     """
-    if isinstance(value, LazyTensor):
+    if type(value) is LazyTensor or isinstance(value, LazyTensor):
         return value.node
     if isinstance(value, tf.Variable):
         value = value.value()
     if isinstance(value, tf.Tensor):
         return _tf_leaf(value)
+    if dtype is not None and type(value) in (float, int):
+        # the common `x * 0.5`: conversions TF makes exactly as NumPy does need no TF call
+        # (tests/frontends/tf/test_fast_paths.py holds this table to tf.convert_to_tensor)
+        bounds = _SCALAR_RANGE.get(dtype)
+        if bounds is not None and bounds[0] <= value <= bounds[1] and \
+                (type(value) is int or bounds[2]):
+            return ir.param(value, _IR_DTYPES[dtype])
     if isinstance(value, (bool, int, float, np.generic)) and dtype is not None:
         converted = tf.convert_to_tensor(value, dtype=dtype)  # TF's range/type errors
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))
@@ -283,6 +329,23 @@ def node_of(value, dtype=None):
     if converted.shape.rank == 0:
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))
     return runtime.from_host(converted.numpy(), ir_dtype(converted.dtype))
+
+
+def _scalar_ranges():
+    """dtype -> (low, high, floats allowed): Python numbers TF converts to that dtype as
+    NumPy does (rounding to nearest; no wrap-around, no error, no overflow to inf)."""
+    out = {}
+    for d in (tf.float16, tf.float32, tf.float64):
+        top = float(np.finfo(d.as_numpy_dtype).max)
+        out[d] = (-top, top, True)
+    for d in (tf.int8, tf.int16, tf.int32, tf.int64, tf.uint8, tf.uint16, tf.uint32,
+              tf.uint64):
+        info = np.iinfo(d.as_numpy_dtype)
+        out[d] = (int(info.min), int(info.max), False)
+    return out
+
+
+_SCALAR_RANGE = _scalar_ranges()
 
 
 def wrap(node, *inputs):

@@ -9,6 +9,14 @@ whole step as one program; `ltf.sync()` then writes every shadow back into its t
 Eager code that reads a shadowed variable (`.numpy()`, `value()`, an API with no lowering,
 a checkpoint) writes it back first, so TF never sees a stale value.
 
+After `ltf.sync()` has stored a shadow into its tf.Variable, the variable keeps the stored
+value's device buffer as its *mirror*: the next step's lowered reads use it instead of copying
+the variable from TF to the device again. Every way TF can change the variable's buffer goes
+through its `handle` (assign ops, raw ops, checkpoint restore, a tf.function being traced), so
+reading `handle` drops the mirror, and the mirror is used only while nothing but the variable
+holds its handle tensor: a graph function that captured it (and may write the buffer later,
+with no Python running) or a handle kept by user code holds a reference (sys.getrefcount).
+
 How the calls reach lazyx, without patching a TF function:
 * the first lazy assign of a plain tf.Variable arrives through TF's tensor conversion
   (registry._refuse_implicit_conversion); its instance's class becomes a subclass of its own
@@ -16,6 +24,8 @@ How the calls reach lazyx, without patching a TF function:
 * that subclass, and Keras' Variable, are registered dispatchable types, so a TF API whose
   only lazy operand is a shadowed variable (Adam's `m * alpha`) dispatches to the lowering.
 """
+import sys
+
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record
@@ -77,7 +87,25 @@ def _make_lazy(var):
                                     {"__module__": __name__})
     var.__class__ = cls
     var._lazyx_shadow = None
+    var._lazyx_mirror = None   # a LazyTensor holding what the TF buffer holds (see module doc)
     return var
+
+
+def _free_refs():
+    """sys.getrefcount of a variable's handle tensor that nothing else holds (TF 2.21: 2)."""
+    probe = tf.Variable(0.0)
+    return sys.getrefcount(probe._handle)
+
+
+_FREE_REFS = _free_refs()
+
+
+def mirror_of(var):
+    """The device copy of what `var`'s TF buffer holds, if still known to be current."""
+    mirror = getattr(var, "_lazyx_mirror", None)
+    if mirror is not None and sys.getrefcount(var._handle) > _FREE_REFS:
+        var._lazyx_mirror = mirror = None
+    return mirror
 
 
 def _set_shadow(var, lazy):
@@ -93,14 +121,17 @@ def read(value):
     if var is None:
         return None
     shadow = getattr(var, "_lazyx_shadow", None)
-    if shadow is not None and not _lazy_tapes[0] and var.trainable \
-            and record.could_possibly_record():
+    if not _lazy_tapes[0] and var.trainable and record.could_possibly_record():
         # a plain tf.GradientTape records: it must see a real read of the variable
-        write_back([var])
+        if shadow is not None:
+            write_back([var])
         return None
-    if shadow is None and _lazy_tapes[0]:
+    if shadow is None:
+        mirror = mirror_of(var)
+        if not _lazy_tapes[0]:
+            return mirror
         _make_lazy(var)
-        shadow = LazyTensor(_tf_leaf(var.value()))
+        shadow = mirror if mirror is not None else LazyTensor(_tf_leaf(var.value()))
         _set_shadow(var, shadow)
     return shadow
 
@@ -143,10 +174,13 @@ def write_back(variables=None, cause="convert"):
         shadow = var._lazyx_shadow
         if shadow is None:
             continue
-        host = runtime.to_host(shadow._handle, cause=cause)
         var._lazyx_shadow = None
         _SHADOWED.pop(id(var), None)
+        if shadow is var._lazyx_mirror:  # read in the step, never assigned: TF holds it
+            continue
+        host = runtime.to_host(shadow._handle, cause=cause)
         super(_LazyMethods, var).assign(host)
+        var._lazyx_mirror = shadow  # (after the assign: reading `handle` drops the mirror)
 
 
 class _LazyMethods:
@@ -193,7 +227,22 @@ class _LazyMethods:
         if self._lazyx_shadow is not None:  # eager code reads it: store the lazy value first
             capture.host_read(f"an eager read of tf.Variable {self.name!r}")
             write_back([self])
-        return super()._read_variable_op(*args, **kwargs)
+        mirror = mirror_of(self)
+        value = super()._read_variable_op(*args, **kwargs)
+        if mirror is not None and tf.executing_eagerly():
+            # an eager read leaves the buffer as it is; a lowering that lifts the tensor read
+            # (Keras reads optimizer slots before its ops) gets the mirror's node, no copy --
+            # unless a tape records: each read it watches must stay its own leaf
+            self._lazyx_mirror = mirror
+            if not record.could_possibly_record():
+                _tensor.remember_lift(value, mirror.node)
+        return value
+
+    @property
+    def handle(self):
+        """Every TF op on the variable's buffer starts here: the mirror may go stale."""
+        self._lazyx_mirror = None
+        return self._handle
 
 
 def _shadow_operator(name):

@@ -1,0 +1,100 @@
+"""After ltf.sync() a variable keeps a device copy of what it stored (its mirror), so the next
+lazy step reads it without copying it from TF again -- and never reads a stale copy, whatever
+changed the variable in between: an eager assign, a raw op on its handle, a tf.function (traced
+before or after the variable went lazy), a checkpoint restore."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx
+import lazyx.frontends.tf as ltf
+
+X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
+W0 = np.array([0.3, -0.2, 0.9], np.float32)
+NEW = np.array([2.0, -3.0, 0.5], np.float32)
+
+
+def _step(w, lazy):
+    x = (ltf.constant if lazy else tf.constant)(X)
+    with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
+        loss = tf.reduce_sum(tf.tanh(x * w) * w)
+    w.assign_sub(0.1 * tape.gradient(loss, w))
+    if lazy:
+        ltf.sync()
+    return float(loss)
+
+
+def test_repeated_step_reads_variables_without_copying_them():
+    w, v = tf.Variable(W0), tf.Variable(W0)
+    for _ in range(2):
+        _step(w, lazy=True)
+    before = lazyx.metrics()["transfers_to_device"]
+    for _ in range(3):
+        _step(w, lazy=True)
+    assert lazyx.metrics()["transfers_to_device"] == before + 3  # x only: not the variable
+    want = [_step(v, lazy=False) for _ in range(5)]
+    np.testing.assert_allclose(w.numpy(), v.numpy(), rtol=1e-6)
+    assert want  # the eager run took the same five steps
+
+
+def _restore(w, folder):
+    saved = tf.Variable(NEW)
+    path = tf.train.Checkpoint(w=saved).write(str(folder / "ckpt"))
+    tf.train.Checkpoint(w=w).read(path).assert_consumed()
+
+
+WRITES = {
+    "assign": lambda w, f, folder: w.assign(NEW),
+    "assign_add": lambda w, f, folder: w.assign_add(NEW),
+    "scatter": lambda w, f, folder: w.scatter_nd_update([[1]], [NEW[1]]),
+    "raw-op": lambda w, f, folder: tf.raw_ops.AssignVariableOp(resource=w.handle, value=NEW),
+    "tf.function": lambda w, f, folder: f(),
+    "checkpoint": lambda w, f, folder: _restore(w, folder),
+}
+
+
+@pytest.mark.parametrize("traced_first", [False, True], ids=["fn-traced-late", "fn-traced-early"])
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_a_tf_write_between_lazy_steps_is_what_the_next_step_reads(write, traced_first,
+                                                                   tmp_path):
+    def run(lazy):
+        w = tf.Variable(W0)
+        fn = tf.function(lambda: w.assign_add(tf.constant(NEW)))
+        if traced_first:
+            fn()  # captured before lazyx ever saw the variable
+        losses = [_step(w, lazy), _step(w, lazy)]
+        WRITES[write](w, fn, tmp_path)
+        losses += [_step(w, lazy)]
+        WRITES[write](w, fn, tmp_path)
+        losses += [_step(w, lazy), _step(w, lazy)]
+        return losses, w.numpy()
+
+    want_losses, want_w = run(lazy=False)
+    got_losses, got_w = run(lazy=True)
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-5)
+    np.testing.assert_allclose(got_w, want_w, rtol=1e-5)
+
+
+def test_eager_reads_keep_the_mirror_and_see_the_stored_value():
+    w = tf.Variable(W0)
+    _step(w, lazy=True)
+    stored = w.numpy()                          # an eager read: the buffer is unchanged
+    before = lazyx.metrics()["transfers_to_device"]
+    _step(w, lazy=True)
+    assert lazyx.metrics()["transfers_to_device"] == before + 1  # x only
+    v = tf.Variable(W0)
+    _step(v, lazy=False)
+    np.testing.assert_allclose(stored, v.numpy(), rtol=1e-6)
+
+
+def test_an_eager_read_lifted_by_a_lowering_reuses_the_mirror():
+    """Keras reads optimizer slots eagerly (convert_to_tensor) before its ops: lifting that
+    read needs no copy while the mirror is current, and sees a later eager write."""
+    w = tf.Variable(W0)
+    _step(w, lazy=True)
+    before = lazyx.metrics()["transfers_to_device"]
+    got = tf.convert_to_tensor(w) * ltf.constant(NEW)
+    assert lazyx.metrics()["transfers_to_device"] == before + 1  # NEW only
+    np.testing.assert_allclose(got.numpy(), w.numpy() * NEW, rtol=1e-6)
+    w.assign(NEW)
+    np.testing.assert_allclose((tf.convert_to_tensor(w) * ltf.constant(NEW)).numpy(), NEW * NEW)
