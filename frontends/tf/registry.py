@@ -17,10 +17,12 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.util import tf_decorator
 
-from ...core import ops, runtime
+from ...core import ops, runtime, source
 from . import variables
 from .lowering import Reject
 from .tensor import TARGETS, LazyTensor, node_of, sources_of, to_tf, _tf_leaf
+
+_OP_LINE = source.OP_LINE
 
 try:  # Keras 3 hands its variables to TF ops unconverted in places (bias_add, divide_no_nan)
     from keras import Variable as _KerasVariable
@@ -70,7 +72,8 @@ def lower(api, *params, lists=(), direct=None):
             elif not lazy:
                 return api(**arguments)
             try:
-                return fn(**arguments)
+                with _OP_LINE:  # one user-line lookup for every node this op makes
+                    return fn(**arguments)
             except ops.TooLarge as err:  # TF's type for an allocation it cannot make
                 raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
             except (Reject, TypeError, ValueError):
@@ -92,7 +95,8 @@ def _operator(api, direct, target):
             return target(x, y)
         runtime.maybe_cut()
         try:
-            return direct(x, y)
+            with _OP_LINE:
+                return direct(x, y)
         except (Reject, TypeError, ValueError):
             return _rejected(api, (x, y), {})
     return operator
