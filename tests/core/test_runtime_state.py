@@ -1,12 +1,16 @@
 """Runtime state (issue 12/18): O(1) cuts on a hit, traces, failed barriers that lose nothing,
 threads that do not interfere, and tables that stay bounded."""
-import threading
+import os
+import sys
 
 import numpy as np
 import pytest
 
 import lazyx
 from lazyx.core import ir, metrics, ops, runtime
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import shared  # noqa: E402  (tests/shared.py)
 
 
 @pytest.fixture(autouse=True)
@@ -164,25 +168,16 @@ def test_values_not_involved_in_a_failure_stay_usable(monkeypatch):
 def test_threads_trace_and_cut_independently():
     steps, n_threads = 60, 4
     w0 = data(0, (4, 3))
-    results, errors = {}, []
 
-    def worker(t):
-        try:
-            w = runtime.LazyHandle(runtime.from_host(w0 + t))
-            losses = []
-            for i in range(steps):
-                losses.append(mlp_step(w, data(i, (8, 4)), 0.01 * (t + 1)))
-                lazyx.sync()
-            results[t] = (runtime.to_host(w), [float(runtime.to_host(x)) for x in losses])
-        except BaseException as e:  # noqa: BLE001 -- reported below
-            errors.append(e)
+    def train(t):
+        w = runtime.LazyHandle(runtime.from_host(w0 + t))
+        losses = []
+        for i in range(steps):
+            losses.append(mlp_step(w, data(i, (8, 4)), 0.01 * (t + 1)))
+            lazyx.sync()
+        return runtime.to_host(w), [float(runtime.to_host(x)) for x in losses]
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(n_threads)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors, errors
+    results = shared.run_in_threads(train, n_threads)
     for t in range(n_threads):  # each thread's numbers are the single-threaded ones
         w, losses = w0 + t, []
         for i in range(steps):

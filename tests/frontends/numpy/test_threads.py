@@ -1,11 +1,15 @@
 """Independent threads never interfere (issue 18): each runs its own NumPy training loop with
 its own barriers; every thread's numbers equal the single-threaded run's."""
-import threading
+import os
+import sys
 
 import numpy as np
 
 import lazyx
 import lazyx.frontends.numpy as lnp
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import shared  # noqa: E402  (tests/shared.py)
 
 STEPS, THREADS = 500, 4
 
@@ -27,20 +31,7 @@ def train(seed, lazy):
 
 
 def test_four_threads_train_as_if_alone():
-    results, errors = {}, []
-
-    def worker(t):
-        try:
-            results[t] = train(t, lazy=True)
-        except BaseException as e:  # noqa: BLE001 -- reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors, errors
+    results = shared.run_in_threads(lambda t: train(t, lazy=True), THREADS)
     for t in range(THREADS):
         want_w, want_acc = train(t, lazy=False)
         np.testing.assert_allclose(results[t][0], want_w, rtol=1e-4, atol=1e-5)

@@ -3,11 +3,11 @@ the same plain-TensorFlow/Keras program prints the same thing with and without t
 in fresh processes (the frontend registers a tensor conversion function and a dispatcher
 for its own type, and swaps the class of a tf.Variable only when a lazy value is assigned)."""
 import os
-import subprocess
 import sys
 import textwrap
 
-import lazyx
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import shared  # noqa: E402  (tests/shared.py)
 
 PROGRAM = textwrap.dedent("""
     import os
@@ -40,17 +40,8 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
-def _run(prelude):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(lazyx.__file__)), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", prelude + PROGRAM], capture_output=True,
-                         text=True, env=env, timeout=300)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.splitlines()
-
-
 def test_plain_tensorflow_code_behaves_the_same_after_importing_the_frontend():
-    without = _run("")
-    with_frontend = _run("import lazyx.frontends.tf\n")
+    without = shared.program_output(PROGRAM)
+    with_frontend = shared.program_output("import lazyx.frontends.tf\n" + PROGRAM)
     assert len(without) >= 7
     assert with_frontend == without

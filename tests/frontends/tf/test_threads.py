@@ -1,11 +1,15 @@
 """Independent threads never interfere (issue 18): each runs its own TF training loop with its
 own ltf.sync(); every thread's numbers equal the single-threaded eager run's."""
-import threading
+import os
+import sys
 
 import numpy as np
 import tensorflow as tf
 
 import lazyx.frontends.tf as ltf
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import shared  # noqa: E402  (tests/shared.py)
 
 STEPS, THREADS = 500, 4
 
@@ -24,19 +28,6 @@ def train(seed, lazy):
 
 
 def test_four_threads_train_as_if_alone():
-    results, errors = {}, []
-
-    def worker(t):
-        try:
-            results[t] = train(t, lazy=True)
-        except BaseException as e:  # noqa: BLE001 -- reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors, errors
+    results = shared.run_in_threads(lambda t: train(t, lazy=True), THREADS)
     for t in range(THREADS):
         np.testing.assert_allclose(results[t], train(t, lazy=False), rtol=1e-4, atol=1e-5)

@@ -3,11 +3,11 @@ the same plain-torch program prints the same thing with and without the import, 
 processes. The frontend's hooks (device.py: Tensor.__repr__, Tensor.numpy, Module.to, the
 PrivateUse1 device) must each act only on lazyx tensors."""
 import os
-import subprocess
 import sys
 import textwrap
 
-import lazyx
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import shared  # noqa: E402  (tests/shared.py)
 
 PROGRAM = textwrap.dedent("""
     import torch
@@ -33,18 +33,9 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
-def _run(prelude):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(lazyx.__file__)), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", prelude + PROGRAM], capture_output=True,
-                         text=True, env=env, timeout=300)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.splitlines()
-
-
 def test_plain_torch_code_behaves_the_same_after_importing_the_frontend():
-    without = _run("")
-    with_frontend = _run("import lazyx.frontends.torch\n")
+    without = shared.program_output(PROGRAM)
+    with_frontend = shared.program_output("import lazyx.frontends.torch\n" + PROGRAM)
     assert len(without) > 10
     # the frontend's class-level hooks are the only visible difference: a lazy-handle
     # property exists on torch.Tensor (raising AttributeError, so hasattr is False) and

@@ -1,11 +1,15 @@
 """Independent threads never interfere (issue 18): each trains its own torch model on the
 lazyx device with its own mark_step; every thread's weights equal its single-threaded run's
 on CPU torch."""
-import threading
+import os
+import sys
 
 import torch
 
 import lazyx.frontends.torch as lt
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import shared  # noqa: E402  (tests/shared.py)
 
 STEPS, THREADS = 500, 4
 
@@ -34,21 +38,8 @@ def train(seed, device, model):
 
 
 def test_four_threads_train_as_if_alone():
-    results, errors = {}, []
     models = [initial(t) for t in range(THREADS)]
-
-    def worker(t):
-        try:
-            results[t] = train(t, lt.device, models[t])
-        except BaseException as e:  # noqa: BLE001 -- reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors, errors
+    results = shared.run_in_threads(lambda t: train(t, lt.device, models[t]), THREADS)
     for t in range(THREADS):
         for got, want in zip(results[t], train(t, "cpu", initial(t))):
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
