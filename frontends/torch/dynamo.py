@@ -359,8 +359,9 @@ def _lower(func, args, kwargs, out):
     through the lazy dispatcher (decompositions), which raises NeedsEager for a CPU fallback."""
     lowering = tensor.LOWERINGS.get(func)
     if lowering is not None and func not in tensor.EAGER_ONLY and _static(out):
+        meta = tensor._as_meta(out)  # what lowerings read: shape, torch and IR dtypes
         try:
-            return tensor._wrap(lowering(out, *args, **kwargs), out)
+            return tensor._wrap(lowering(meta, *args, **kwargs), meta)
         except tensor.Unsupported:
             pass
         except tensor.ViewWrite:
