@@ -83,6 +83,7 @@ def median_us(samples):
 
 def bench(name, build_lazy, build_jax, size):
     import jax
+    lazyx.sync()  # ends the trace the previous graph's timing loop left (its raw nodes)
     host = np.linspace(-1, 1, SHAPE[0], dtype=np.float32)
     x = runtime.from_host(host)
     # warm up: compile once
