@@ -34,12 +34,12 @@ def gated(monkeypatch):
     monkeypatch.setattr(xla.XlaBackend, "compile_now", held)
     monkeypatch.setattr(xla._Executable, "__call__", counted)
     lazyx.sync()
-    runtime.CACHE.entries.clear()
+    runtime.CACHE.clear()
     lazyx.reset_metrics()
     yield gate, calls
     gate.set()
     lazyx.sync()
-    runtime.CACHE.entries.clear()
+    runtime.CACHE.clear()
 
 
 def _step(handle, k):

@@ -66,7 +66,7 @@ def _step(length, rows=2):
 @pytest.fixture()
 def explainer():
     lazyx.reset_metrics()
-    runtime.CACHE.entries.clear()
+    runtime.CACHE.clear()
     with explain.Explainer(io.StringIO()) as ex:
         yield ex
 
