@@ -33,6 +33,15 @@ from ..core.ops import recurrence3_step
 _HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks compute them
 
 
+def _initialize_lapack():
+    """jax fills its CPU LAPACK kernels' function table when it *lowers* a linalg op; an
+    executable loaded from disk skips lowering, and its first cholesky/lu/qr/eigh/svd then
+    called a null pointer (a segfault, seen in a fresh process). jax's own export path makes
+    the same call before running deserialized code (checked against jax 0.10.2)."""
+    from jax._src.lax import linalg as jax_linalg
+    jax_linalg.initialize_lapack()  # idempotent and cheap
+
+
 def _jdt(dtype):
     return jnp.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
 
@@ -479,6 +488,7 @@ def _deserialize(payload):
         raise ValueError(f"implausible argument/result counts {n_args}/{n_outputs}")
     in_tree = jax.tree_util.tree_structure((tuple(range(n_args)), {}))
     out_tree = jax.tree_util.tree_structure(list(range(n_outputs)))
+    _initialize_lapack()
     compiled = deserialize_and_load(payload[8:], in_tree, out_tree)
     return compiled, jax.tree_util.tree_leaves(compiled.in_avals)
 
