@@ -522,6 +522,12 @@ class ReferenceBackend:
     def to_host(self, buffer):
         return np.array(buffer, copy=True)
 
+    # the interpreter may hand an input back as a result (or a view of one): never share
+    borrow = from_host
+
+    def wait(self, buffers):
+        pass  # the interpreter computes synchronously
+
     def shard(self, buffer, sharding):
         return buffer  # one device holds every value whole (lazyx.shard is accepted as is)
 

@@ -514,6 +514,15 @@ class XlaBackend:
                 return jax.device_put(array, self.device)
         return jax.device_put(array, self.device)
 
+    def borrow(self, array):
+        """device_put without the defensive copy: on CPU the buffer may alias `array`, so the
+        caller waits for every program reading it (wait) before writing the array again."""
+        return self.put_owned(array)
+
+    @staticmethod
+    def wait(buffers):
+        jax.block_until_ready(buffers)
+
     def to_host(self, buffer):
         if not buffer.is_fully_addressable:  # spread over several processes: gather it
             from jax.experimental import multihost_utils

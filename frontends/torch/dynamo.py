@@ -84,7 +84,9 @@ class CompiledGraph:
             else:
                 cpu_inputs = True
                 host = dtypes.to_numpy_array(a)
-                env[i] = backend.from_host(host)
+                # borrowed, not copied (W1: a copy per parameter was half the step): the
+                # programs' results are waited for below, before torch may write `a` again
+                env[i] = backend.borrow(host)
                 metrics.count("transfers_to_device")
                 metrics.count("bytes_to_device", host.nbytes)
         if pending:  # a compiled function is a barrier for its own lazy inputs
@@ -102,6 +104,8 @@ class CompiledGraph:
                 metrics.count("executions")
                 for slot, buf in zip(step.out_slots, results):
                     env[slot] = buf
+                if cpu_inputs:
+                    backend.wait(results)
             else:
                 self._run_eager(step, env)
         # CPU tensors in, CPU tensors out (like Inductor); lt.device tensors in, lazy ones out
