@@ -7,9 +7,9 @@ A backend has `name`, and:
   lowered_text(program) -> str        what the backend compiled, for dumps
   shard(buffer, sharding) -> buffer   the buffer laid out as a core.sharding.Sharding
 
-  borrow(ndarray) -> buffer           like from_host, but the buffer may share the array's
-                                      memory until wait() returns: the caller must not write
-                                      the array before (XLA on CPU: no copy; reference: copies)
+  borrow(ndarray) -> value            a data leaf's value for executables (not a buffer to
+                                      keep): it may share the array's memory until wait()
+                                      returns, so the caller must not write the array before
   wait(buffers)                       block until these results are computed
 
 and optionally (XLA):

@@ -514,10 +514,12 @@ class XlaBackend:
                 return jax.device_put(array, self.device)
         return jax.device_put(array, self.device)
 
-    def borrow(self, array):
-        """device_put without the defensive copy: on CPU the buffer may alias `array`, so the
-        caller waits for every program reading it (wait) before writing the array again."""
-        return self.put_owned(array)
+    @staticmethod
+    def borrow(array):
+        """The array itself: a jax executable takes host arrays and transfers them in its C++
+        call path (a 4x4 argument: 24 us against 140 us through jax.device_put; a 784x512 one: 480
+        against 750 us), possibly without a copy, so the caller waits (below) before writing the array again."""
+        return array
 
     @staticmethod
     def wait(buffers):
