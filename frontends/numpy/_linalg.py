@@ -62,6 +62,14 @@ def matmul(x1, x2, /):
         raise ValueError(f"matmul: Input operand 1 has a mismatch in its core dimension 0, "
                          f"with gufunc signature {_MATMUL_SIG} (size {b.shape[-2]} is "
                          f"different from {a.shape[-1]})")
+    if b.ndim == 2 and a.ndim > 2:
+        # activations (..., k) @ weights (k, n): one matrix product over the flattened rows,
+        # as torch and TF record it -- not the weight broadcast to every batch entry, whose
+        # gradient is a batched product summed over the batch
+        out = compose.tensordot(a, b, (a.ndim - 1,), (0,))
+        shape = a.shape[:-1] + (() if squeeze_b else (b.shape[-1],))
+        return _finish_node(out if shape == out.shape else ops.reshape(out, new_sizes=shape),
+                            dtype)
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = broadcast_node(a, batch + a.shape[-2:])
     b = broadcast_node(b, batch + b.shape[-2:])

@@ -331,10 +331,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         # activations (..., k) @ weights (k, n): one matrix product over the flattened rows,
         # as torch's matmul records it -- not the weight broadcast to every batch entry,
         # whose gradient is a batched product summed over the batch (W2: 2x the run time)
-        lead = x.shape[:-1]
-        rows = ops.reshape(x, new_sizes=(math.prod(lead), x.shape[-1]))
-        out = ops.dot_general(rows, y, contracting_dimensions=((1,), (0,)))
-        return wrap(ops.reshape(out, new_sizes=lead + (y.shape[-1],)), a, b)
+        return wrap(compose.tensordot(x, y, (x.ndim - 1,), (0,)), a, b)
     batch = broadcast_shapes_or_reject(x.shape[:-2], y.shape[:-2])
     x = broadcast_to(x, batch + x.shape[-2:])
     y = broadcast_to(y, batch + y.shape[-2:])

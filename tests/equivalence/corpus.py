@@ -130,6 +130,14 @@ class _:
     def tf(tf, a, b): return tf.matmul(a, b)
 
 
+@program("activations_at_weights", [(F32, (2, 8, 16), "normal"), (F32, (16, 4), "normal")],
+         rtol=1e-5, atol=1e-5)
+class _:  # (..., k) @ (k, n): one matrix product over the flattened rows in every frontend
+    def numpy(np, a, w): return a @ w
+    def torch(torch, a, w): return a @ w
+    def tf(tf, a, w): return tf.matmul(a, w)
+
+
 @program("tensordot", [(F32, (3, 4, 5), "normal"), (F32, (4, 5, 2), "normal")], rtol=1e-5, atol=1e-5)
 class _:
     def numpy(np, a, b): return np.tensordot(a, b, axes=([1, 2], [0, 1]))
