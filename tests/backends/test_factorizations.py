@@ -147,3 +147,15 @@ def test_all_results_cost_one_kernel_run(op, attrs):
     assert RUNS == {op: 1}
     for value, node in zip(values, results):
         assert value.shape == node.shape and value.dtype == np.dtype(node.dtype)
+
+
+def test_debug_text_shows_the_multi_node_and_its_projections():
+    from lazyx.core import debug, runtime
+    x = ir.param(_matrix((4, 4), 6), "float32")
+    lu, pivots, _ = ops.lu(x)
+    program, _ = runtime.linearize([lu, pivots])
+    text = debug.program_text(program)
+    assert "%1 = lu(%0) : (float32[4,4], int32[4], int32[4])" in text, text
+    assert "%2 = result(%1) {index=0} : float32[4,4]" in text, text
+    assert "%3 = result(%1) {index=1} : int32[4]" in text, text
+    assert 'n1 [label="%1 lu\\n(float32[4,4], int32[4], int32[4])' in debug.program_dot(program)

@@ -157,3 +157,21 @@ def test_unused_input_gets_zeros_and_missing_rule_is_named():
     np.testing.assert_array_equal(_eval(gy), [0.0, 0.0])
     with pytest.raises(NotImplementedError, match="sort"):
         autodiff.vjp([ops.sort(x, axis=0)], [runtime.from_host(np.ones(2))], [x])
+    m = runtime.from_host(_a(2, 2))
+    with pytest.raises(NotImplementedError, match="'lu'"):
+        autodiff.vjp([ops.lu(m)[0]], [runtime.from_host(np.ones((2, 2)))], [m])
+
+
+def test_several_results_sort_and_top_k():
+    """The multi node's rule gets one cotangent per result: the values' (summed over every
+    projection that used them), none for the integer indices."""
+    def values_twice(x):
+        values, _ = ops.sort_with_indices(x, axis=0, descending=True)
+        again, _ = ops.sort_with_indices(x, axis=0, descending=True)  # the same node
+        return ops.add(values, ops.mul(again, again))
+    _check(values_twice, _a(5, 3))
+    _check(lambda x: ops.top_k(x, k=2)[0], _a(3, 4))
+    x = runtime.from_host(_a(2, 4))
+    values, indices = ops.top_k(x, k=3)
+    (g,) = autodiff.vjp([values, indices], [runtime.from_host(np.ones((2, 3))), None], [x])
+    assert np.count_nonzero(_eval(g)) == 6

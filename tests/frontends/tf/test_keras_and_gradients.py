@@ -29,6 +29,9 @@ GRAD_CASES = [
                                   tf.one_hot([0, 1, 1, 0], 2)),
     lambda x, w, b: tf.reduce_max(tf.concat([x @ w, tf.sigmoid(x @ w) * b], 0)),
     lambda x, w, b: tf.reduce_sum(tf.gather(x @ w, [3, 1, 1]) / (1.0 + b * b)),
+    # top_k is one IR node with two results (values, indices); the gradient goes to the values
+    lambda x, w, b: tf.reduce_sum(tf.math.top_k(tf.transpose(x @ w) + b[:, None], k=3).values
+                                  * tf.constant([1.0, -2.0, 0.5])),
 ]
 
 
