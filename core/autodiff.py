@@ -503,3 +503,6 @@ def vjp(outputs, cotangents, wrt):
             if gi is not None and id(inp) in needs and dt.is_float(inp.dtype):
                 _accumulate(acc, inp, gi)
     return [acc.get(id(w)) if acc.get(id(w)) is not None else zeros_like(w) for w in wrt]
+
+
+from . import autodiff_linalg  # noqa: E402,F401  (registers the factorizations' rules)
