@@ -1,8 +1,9 @@
 """torch.linalg on the IR's factorization primitives (lu, qr, eigh, svd: one node each, whose
 factors come from one computation; cholesky, triangular_solve): solve, inv, det, slogdet,
-lu_factor / lu_solve / lu_unpack, pinv, lstsq, cholesky_* and the triangular solvers. torch's wrappers call `_linalg_check_errors` on the
-`info` outputs; that is a data-dependent sync (data_dependent.py), so `info` here is 0 unless
-the factorization visibly failed (a NaN factor)."""
+lu_factor / lu_solve / lu_unpack, pinv, lstsq, cholesky_* and the triangular solvers.
+torch's wrappers call `_linalg_check_errors` on the `info` outputs; that is a data-dependent
+sync (data_dependent.py), so `info` here is 0 unless the factorization visibly failed (a NaN
+factor)."""
 import torch
 
 from ....core import ops
