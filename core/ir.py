@@ -30,9 +30,10 @@ A multi node's builder returns its projections, and `result` is the only op that
 multi node as input (ops.primitive refuses it elsewhere), so everything downstream -- cut
 roots, live handles, buffers, frontends' tensors, autodiff's outputs -- sees single-result
 nodes only. Identities need nothing new: the multi node's `local` covers its op, attrs and all
-result types, and a projection's covers its index, its eid the multi node's eid; so two
-projections of one factorization share one multi node in the program (computed once), and
-equal programs still key the cache exactly.
+result types; a projection's `local` covers its index and its eid is made from the multi node's
+eid. So equal programs still key the cache exactly (LU's pivots and permutation, one type, are
+told apart by index), and every projection of one multi node reads one computation. A builder
+asked twice in one trace for the same op, attrs and input returns the same multi node.
 
 Interning tables are bounded: when one fills up it is emptied, and since ids come from a
 counter that never repeats, an old id can never be mistaken for a new structure -- the cost
