@@ -12,6 +12,7 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
 from ..core.prng import threefry2x32
+from .reference_linalg import RUNS  # multi-result kernel runs (tests read them)
 
 HALF = ("float16", "bfloat16")
 
@@ -393,12 +394,16 @@ def _argsort(x, *, axis, descending, index_dtype):
     return _argsort_impl(x, axis, descending).astype(dt.to_numpy(index_dtype))
 
 
-def _top_k_indices(x, *, k, index_dtype="int64"):
-    return _argsort_impl(x, x.ndim - 1, True)[..., :k].astype(dt.to_numpy(index_dtype))
+def _sort_with_indices(x, *, axis, descending, index_dtype):
+    RUNS["sort_with_indices"] += 1
+    order = _argsort_impl(x, axis, descending)
+    return np.take_along_axis(x, order, axis), order.astype(dt.to_numpy(index_dtype))
 
 
-def _top_k(x, *, k):
-    return np.take_along_axis(x, _top_k_indices(x, k=k), x.ndim - 1)
+def _top_k(x, *, k, index_dtype):
+    RUNS["top_k"] += 1
+    order = _argsort_impl(x, x.ndim - 1, True)[..., :k]
+    return np.take_along_axis(x, order, x.ndim - 1), order.astype(dt.to_numpy(index_dtype))
 
 
 def _cholesky(x):
@@ -499,7 +504,8 @@ TABLE = {
     "cummax": _scan(np.maximum.accumulate), "cummin": _scan(np.minimum.accumulate),
     "dot_general": _dot_general, "conv": _conv, "reduce_window": _reduce_window,
     "gather": _gather, "scatter": _scatter,
-    "sort": _sort, "argsort": _argsort, "top_k": _top_k, "top_k_indices": _top_k_indices,
+    "sort": _sort, "argsort": _argsort, "sort_with_indices": _sort_with_indices,
+    "top_k": _top_k, "result": lambda results, *, index: results[index],
     "cholesky": _cholesky, "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,
     "complex": lambda re, im: re + 1j * im.astype(np.result_type(re.dtype, np.complex64)),
@@ -544,8 +550,9 @@ class _Interpreter:
 
     def __init__(self, program):
         self.program = program
+        # a multi node's value is a tuple (dtype None: its projections are cast instead)
         self.steps = [(TABLE[op] if op != "constant" else None, attrs, ins,
-                       dt.to_numpy(dtype), const)
+                       None if type(dtype) is tuple else dt.to_numpy(dtype), const)
                       for op, attrs, ins, _shape, dtype, const in program.instructions]
         # what the cache's byte bound counts: the step list and its baked-in constants
         self.nbytes = 4096 + 200 * len(self.steps) + sum(
@@ -555,8 +562,10 @@ class _Interpreter:
         env = [np.asarray(v) for v in leaf_values]
         with np.errstate(all="ignore"):
             for fn, attrs, ins, np_dtype, const in self.steps:
-                out = const if fn is None else np.asarray(fn(*[env[i] for i in ins], **attrs))
-                if out.dtype != np_dtype:
-                    out = out.astype(np_dtype)
+                out = const if fn is None else fn(*[env[i] for i in ins], **attrs)
+                if np_dtype is not None:
+                    out = np.asarray(out)
+                    if out.dtype != np_dtype:
+                        out = out.astype(np_dtype)
                 env.append(out)
         return [env[i] for i in self.program.outputs]

@@ -1,9 +1,17 @@
-"""Reference (NumPy) kernels for the matrix factorization primitives; merged into TABLE."""
+"""Reference (NumPy) kernels for the matrix factorization primitives; merged into TABLE.
+
+Each returns all of its op's results as a tuple (core/ir.py: multi nodes); RUNS counts how
+often each ran, so a test can tell that one factorization served all of its factors."""
+import collections
+
 import numpy as np
+
+RUNS = collections.Counter()  # multi-result kernel name -> runs (reference sort kernels too)
 
 
 def _lu_all(x):
     """Doolittle LU with partial pivoting (LAPACK getrf's choice: first largest |pivot|)."""
+    RUNS["lu"] += 1
     batch, (m, n) = x.shape[:-2], x.shape[-2:]
     a = np.array(x, copy=True).reshape((-1, m, n))
     k = min(m, n)
@@ -23,27 +31,22 @@ def _lu_all(x):
     return (a.reshape(x.shape), pivots.reshape(batch + (k,)), perm.reshape(batch + (m,)))
 
 
-def _qr(x, full_matrices):
-    return np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+def _qr(x, *, full_matrices):
+    RUNS["qr"] += 1
+    return tuple(np.linalg.qr(x, mode="complete" if full_matrices else "reduced"))
 
 
-def _eigh(x, lower):
-    return np.linalg.eigh(x, UPLO="L" if lower else "U")
+def _eigh(x, *, lower):
+    RUNS["eigh"] += 1
+    values, vectors = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    return values, vectors
 
 
-def _svd(x, full_matrices):
-    return np.linalg.svd(x, full_matrices=full_matrices)
+def _svd(x, *, full_matrices, compute_uv):
+    RUNS["svd"] += 1
+    if not compute_uv:
+        return (np.linalg.svd(x, compute_uv=False),)
+    return tuple(np.linalg.svd(x, full_matrices=full_matrices))
 
 
-TABLE = {
-    "lu": lambda x: _lu_all(x)[0],
-    "lu_pivots": lambda x: _lu_all(x)[1],
-    "lu_permutation": lambda x: _lu_all(x)[2],
-    "qr_q": lambda x, *, full_matrices: _qr(x, full_matrices)[0],
-    "qr_r": lambda x, *, full_matrices: _qr(x, full_matrices)[1],
-    "eigh_values": lambda x, *, lower: _eigh(x, lower)[0],
-    "eigh_vectors": lambda x, *, lower: _eigh(x, lower)[1],
-    "svd_u": lambda x, *, full_matrices: _svd(x, full_matrices)[0],
-    "svd_s": lambda x: np.linalg.svd(x, compute_uv=False),
-    "svd_vh": lambda x, *, full_matrices: _svd(x, full_matrices)[2],
-}
+TABLE = {"lu": _lu_all, "qr": _qr, "eigh": _eigh, "svd": _svd}

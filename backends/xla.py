@@ -239,22 +239,34 @@ def _scatter(operand, indices, updates, *, mode):
                           mode=lax.GatherScatterMode.FILL_OR_DROP)
 
 
-def _argsort_impl(x, axis, descending):
+def _sorted_with_indices(x, axis, descending):
+    """(values, indices) of a stable sort, from one variadic sort of (x, iota)."""
     idx = lax.broadcasted_iota(jnp.int64 if x.size > 2**31 - 1 else jnp.int32, x.shape, axis)
     if not descending:
-        return lax.sort((x, idx), dimension=axis, num_keys=1, is_stable=True)[1]
+        return lax.sort((x, idx), dimension=axis, num_keys=1, is_stable=True)
+    # stable descending: sort the reversed axis ascending, then reverse back
     n = x.shape[axis]
-    flipped = lax.rev(x, (axis,))
-    order = lax.sort((flipped, idx), dimension=axis, num_keys=1, is_stable=True)[1]
-    return n - 1 - lax.rev(order, (axis,))
+    values, order = lax.sort((lax.rev(x, (axis,)), idx), dimension=axis, num_keys=1,
+                             is_stable=True)
+    return lax.rev(values, (axis,)), n - 1 - lax.rev(order, (axis,))
 
 
-def _top_k_indices(x, k):
+def _argsort_impl(x, axis, descending):
+    return _sorted_with_indices(x, axis, descending)[1]
+
+
+def _sort_with_indices(x, *, axis, descending, index_dtype):
+    values, order = _sorted_with_indices(x, axis, descending)
+    return values, order.astype(_jdt(index_dtype))
+
+
+def _top_k(x, *, k, index_dtype):
     # XLA's TopK ranks -0.0 below +0.0, while sorting (and NumPy, torch, TF) take them as equal
     # and keep the lower index first: compare with every zero made +0.0
     keys = jnp.where(x == 0, jnp.zeros((), x.dtype), x) \
         if jnp.issubdtype(x.dtype, jnp.floating) else x
-    return lax.top_k(keys, k)[1]
+    order = lax.top_k(keys, k)[1]
+    return jnp.take_along_axis(x, order, axis=-1), order.astype(_jdt(index_dtype))
 
 
 def _sort(x, *, axis, descending):
@@ -349,8 +361,8 @@ TABLE = {
     "sort": _sort,
     "argsort": lambda x, *, axis, descending, index_dtype: _argsort_impl(
         x, axis, descending).astype(_jdt(index_dtype)),
-    "top_k": lambda x, *, k: jnp.take_along_axis(x, _top_k_indices(x, k), axis=-1),
-    "top_k_indices": lambda x, *, k, index_dtype: _top_k_indices(x, k).astype(_jdt(index_dtype)),
+    "sort_with_indices": _sort_with_indices, "top_k": _top_k,
+    "result": lambda results, *, index: results[index],
     "cholesky": lambda x: lax.linalg.cholesky(x, symmetrize_input=False),
     "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,

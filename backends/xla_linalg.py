@@ -1,17 +1,22 @@
-"""jax.lax.linalg lowerings of the matrix factorization primitives; merged into TABLE."""
+"""jax.lax.linalg lowerings of the matrix factorization primitives; merged into TABLE. Each
+returns all of its op's results as a tuple (core/ir.py: multi nodes): one custom call each."""
 from jax import lax
 
+
+def _eigh(x, *, lower):
+    vectors, values = lax.linalg.eigh(x, lower=lower, symmetrize_input=False)
+    return values, vectors
+
+
+def _svd(x, *, full_matrices, compute_uv):
+    if not compute_uv:
+        return (lax.linalg.svd(x, compute_uv=False),)
+    return tuple(lax.linalg.svd(x, full_matrices=full_matrices))
+
+
 TABLE = {
-    "lu": lambda x: lax.linalg.lu(x)[0],
-    "lu_pivots": lambda x: lax.linalg.lu(x)[1],
-    "lu_permutation": lambda x: lax.linalg.lu(x)[2],
-    "qr_q": lambda x, *, full_matrices: lax.linalg.qr(x, full_matrices=full_matrices)[0],
-    "qr_r": lambda x, *, full_matrices: lax.linalg.qr(x, full_matrices=full_matrices)[1],
-    "eigh_values": lambda x, *, lower: lax.linalg.eigh(x, lower=lower,
-                                                       symmetrize_input=False)[1],
-    "eigh_vectors": lambda x, *, lower: lax.linalg.eigh(x, lower=lower,
-                                                        symmetrize_input=False)[0],
-    "svd_u": lambda x, *, full_matrices: lax.linalg.svd(x, full_matrices=full_matrices)[0],
-    "svd_s": lambda x: lax.linalg.svd(x, compute_uv=False),
-    "svd_vh": lambda x, *, full_matrices: lax.linalg.svd(x, full_matrices=full_matrices)[2],
+    "lu": lambda x: tuple(lax.linalg.lu(x)),
+    "qr": lambda x, *, full_matrices: tuple(lax.linalg.qr(x, full_matrices=full_matrices)),
+    "eigh": _eigh,
+    "svd": _svd,
 }

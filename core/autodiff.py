@@ -5,7 +5,9 @@ forward pass; any frontend can use it (the TF frontend hands the result to tf.Gr
 
 A rule is `rule(node, g) -> tuple of cotangents, one per input (None = no gradient)`, where
 `node` is the forward node (its inputs are `node.inputs`) and `g` its cotangent (same shape and
-dtype as `node`). Only floating-point values carry cotangents.
+dtype as `node`). Only floating-point values carry cotangents. A node with several results
+(core/ir.py) gets `g` as a tuple, one cotangent per result: what its projections (`result`
+nodes) collected, zeros for an unused floating result, None for an integer one (indices).
 
 Conventions at non-differentiable points follow TensorFlow's gradients (the frontend this was
 written for): max(x, y) sends the gradient to x when x >= y; a reduce_max tie shares it equally.
@@ -300,6 +302,25 @@ def _scatter(n, g):
     raise NotImplementedError(f"lazyx autodiff: no gradient for scatter mode {mode!r}")
 
 
+def _along_axis_indices(order, axis):
+    """gather/scatter index vectors (shape order.shape + (rank,)) that pick, at each position,
+    the element `order` names along `axis` and the same position along the other axes."""
+    shape = order.shape + (1,)
+    coords = [ops.reshape(ops.convert(order, dtype="int64") if d == axis else
+                          ops.iota(dtype="int64", shape=order.shape, dimension=d),
+                          new_sizes=shape) for d in range(order.ndim)]
+    return ops.concatenate(*coords, dimension=order.ndim) if len(coords) > 1 else coords[0]
+
+
+@rule("sort_with_indices", "top_k")
+def _sorted(n, gs):
+    # the values are a permutation (or a part) of x: send each cotangent back where it came from
+    x = n.inputs[0]
+    axis = n.attrs.get("axis", x.ndim - 1)
+    order = ops.result(n, index=1)
+    return (ops.scatter(zeros_like(x), _along_axis_indices(order, axis), gs[0], mode="add"),)
+
+
 # ---------------------------------------------------------------- reductions and scans
 
 @rule("reduce_sum")
@@ -435,6 +456,20 @@ def _accumulate(cotangents, node, g):
     cotangents[id(node)] = g if prev is None else ops.add(prev, g)
 
 
+def _zeros(shape, dtype):
+    return ops.broadcast_in_dim(ir.constant(0, dtype), shape=shape, broadcast_dimensions=())
+
+
+def _collect(acc, projection, g):
+    """A projection's cotangent goes to its slot of the multi node's tuple of cotangents."""
+    multi = projection.inputs[0]
+    slots = acc.get(id(multi))
+    if slots is None:
+        slots = acc[id(multi)] = [None] * len(multi.dtype)
+    i = projection.attrs["index"]
+    slots[i] = g if slots[i] is None else ops.add(slots[i], g)
+
+
 def vjp(outputs, cotangents, wrt):
     """Cotangents of `wrt` nodes given cotangents of `outputs` (lists of IR nodes).
 
@@ -454,6 +489,12 @@ def vjp(outputs, cotangents, wrt):
             continue
         if id(node) in wrt_ids and not any(id(i) in needs for i in node.inputs):
             continue
+        if node.op == "result":  # (a multi node comes before its projections in `order`)
+            _collect(acc, node, g)
+            continue
+        if node.is_multi:
+            g = tuple(gi if gi is not None else _zeros(s, d) if dt.is_float(d) else None
+                      for gi, s, d in zip(g, node.shape, node.dtype))
         fn = VJP.get(node.op)
         if fn is None:
             raise NotImplementedError(f"lazyx autodiff: no gradient rule for op {node.op!r} "
@@ -462,3 +503,6 @@ def vjp(outputs, cotangents, wrt):
             if gi is not None and id(inp) in needs and dt.is_float(inp.dtype):
                 _accumulate(acc, inp, gi)
     return [acc.get(id(w)) if acc.get(id(w)) is not None else zeros_like(w) for w in wrt]
+
+
+from . import autodiff_linalg  # noqa: E402,F401  (registers the factorizations' rules)

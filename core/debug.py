@@ -17,7 +17,9 @@ _LEAF_WORDS = {"data": "input", "param": "param"}  # a data leaf is a graph inpu
 
 
 def type_text(shape, dtype):
-    """float32[3,4]; a scalar is float32[]."""
+    """float32[3,4]; a scalar is float32[]; a node with several results (float32[3,3], int32[3])."""
+    if type(dtype) is tuple:
+        return "(" + ", ".join(type_text(s, d) for s, d in zip(shape, dtype)) + ")"
     return f"{dtype}[{','.join(str(d) for d in shape)}]"
 
 

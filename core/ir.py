@@ -19,6 +19,22 @@ numbers leaves in first-use order, and is what makes a repeated step repeat its 
 whose inputs come from another thread's or an older trace gets eid None: cuts involving it
 take the graph walk instead (correct, just not O(1)).
 
+Nodes with several results (a factorization's factors, a sort's values and indices) are two
+kinds of node, so that only one of them is ever visible outside the IR:
+  multi       op "lu", "qr", "eigh", "svd", "top_k", "sort_with_indices" (core/ops.py's
+              @multi_primitive): `shape` is a tuple of shapes and `dtype` a tuple of dtypes, one
+              per result (`is_multi`). Backends evaluate it once, to a tuple of values.
+  projection  op "result", attrs {"index": i}, whose one input is a multi node: an ordinary
+              single-result node with result i's shape and dtype. Backends index the tuple.
+A multi node's builder returns its projections, and `result` is the only op that accepts a
+multi node as input (ops.primitive refuses it elsewhere), so everything downstream -- cut
+roots, live handles, buffers, frontends' tensors, autodiff's outputs -- sees single-result
+nodes only. Identities need nothing new: the multi node's `local` covers its op, attrs and all
+result types; a projection's `local` covers its index and its eid is made from the multi node's
+eid. So equal programs still key the cache exactly (LU's pivots and permutation, one type, are
+told apart by index), and every projection of one multi node reads one computation. A builder
+asked twice in one trace for the same op, attrs and input returns the same multi node.
+
 Interning tables are bounded: when one fills up it is emptied, and since ids come from a
 counter that never repeats, an old id can never be mistaken for a new structure -- the cost
 of a reset is at most one recompile per graph.
@@ -162,6 +178,11 @@ class Node:
         for d in self.shape:
             n *= d
         return n
+
+    @property
+    def is_multi(self):
+        """True for a node with several results (see the module docstring)."""
+        return type(self.dtype) is tuple
 
     @property
     def is_leaf(self):

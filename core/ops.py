@@ -8,9 +8,10 @@ TypeError (dtypes), naming the op and the shapes, so the error points at the lin
 Adding an op: write its rule here with @primitive, then one entry in each backend's table.
 """
 import math
+import weakref
 
 from . import config, dtypes as dt
-from .ir import Node
+from .ir import TRACE, Node
 
 OPS = {}  # op name -> builder; backends must cover every key
 
@@ -144,6 +145,9 @@ def primitive(rule):
         for x in inputs:
             if not isinstance(x, Node):
                 raise TypeError(f"{name}: inputs must be lazyx IR nodes, got {type(x).__name__}")
+            if type(x.dtype) is tuple and name != "result":
+                raise TypeError(f"{name}: {x.op} has several results; take one with "
+                                f"ops.result(node, index=i) first")
         out = rule(*inputs, **attrs)
         if len(out) == 3:
             shape, dtype, attrs = out
@@ -159,6 +163,44 @@ def primitive(rule):
             if simpler is not None:
                 return simpler
         return Node(name, inputs, attrs, shape, dtype)
+
+    build.__name__ = name
+    build.__doc__ = rule.__doc__
+    OPS[name] = build
+    return build
+
+
+# A multi-result node's builder, per (op, attrs, input): the same factorization asked for twice
+# in one trace (torch's solve asks for LU's factors and its pivots in separate places) is one
+# node, so it runs once. Weak: an entry lives as long as some projection of its node does, and
+# the node holds its input, so id(input) cannot be reused while the entry exists.
+_MULTI = weakref.WeakValueDictionary()
+
+
+def multi_primitive(rule):
+    """Register `rule` (x, **attrs) -> ((shape, dtype) per result, normalized attrs) as an op
+    with several results. The builder returns one projection (op `result`) per result; the
+    multi node itself is only ever an input of those projections (see core/ir.py)."""
+    name = rule.__name__.rstrip("_")
+
+    def build(x, **attrs):
+        if not isinstance(x, Node):
+            raise TypeError(f"{name}: inputs must be lazyx IR nodes, got {type(x).__name__}")
+        if type(x.dtype) is tuple:
+            raise TypeError(f"{name}: {x.op} has several results; take one with "
+                            f"ops.result(node, index=i) first")
+        types, attrs = rule(x, **attrs)
+        shapes = tuple(tuple(shape) for shape, _ in types)
+        dtypes = tuple(dtype for _, dtype in types)
+        for shape, dtype in zip(shapes, dtypes):
+            if MAX_BYTES and len(shape) > 0 and math.prod(shape) > _SMALL:
+                check_size(name, shape, dtype)
+        key = (name, tuple(attrs.items()), id(x))
+        node = _MULTI.get(key)
+        # reused only within the trace that made it: an older trace's node has no exact eid here
+        if node is None or node.epoch not in (0, TRACE.serial, -1):
+            node = _MULTI[key] = Node(name, (x,), attrs, shapes, dtypes)
+        return tuple(result(node, index=i) for i in range(len(dtypes)))
 
     build.__name__ = name
     build.__doc__ = rule.__doc__
@@ -689,6 +731,20 @@ def scatter(operand, indices, updates, *, mode="set"):
     return operand.shape, operand.dtype, {"mode": mode}
 
 
+# ---------------------------------------------------------------- several results
+
+@primitive
+def result(t, *, index):
+    """Result `index` of a node with several results (made by a @multi_primitive builder)."""
+    if type(t.dtype) is not tuple:
+        raise TypeError(f"result: {t.op} has one result; only a node with several results is "
+                        f"projected")
+    if not isinstance(index, int) or not 0 <= index < len(t.dtype):
+        raise ValueError(f"result: index {index!r} out of range for {t.op}'s "
+                         f"{len(t.dtype)} results")
+    return t.shape[index], t.dtype[index], {"index": index}
+
+
 # ---------------------------------------------------------------- sorting
 
 @primitive
@@ -708,24 +764,28 @@ def argsort(x, *, axis, descending=False, index_dtype="int64"):
                                   "index_dtype": index_dtype}
 
 
-def _top_k_rule(op, x, k):
+@multi_primitive
+def sort_with_indices(x, *, axis, descending=False, index_dtype="int64"):
+    """(sort(x), argsort(x)) from one stable sort: for callers that use both."""
+    _axis("sort_with_indices", axis, x.ndim, x)
+    if not dt.is_int(dt.check(index_dtype)):
+        raise TypeError(f"sort_with_indices: index_dtype must be an integer dtype, "
+                        f"got {index_dtype}")
+    return ((x.shape, x.dtype), (x.shape, index_dtype)), {
+        "axis": axis, "descending": bool(descending), "index_dtype": index_dtype}
+
+
+@multi_primitive
+def top_k(x, *, k, index_dtype="int64"):
+    """(values, indices): the k largest along the last axis, largest first (lower index first
+    on ties)."""
     if x.ndim == 0:
-        _fail_shape(op, "needs rank >= 1", x)
+        _fail_shape("top_k", "needs rank >= 1", x)
     if not isinstance(k, int) or not 0 <= k <= x.shape[-1]:
-        _fail_shape(op, f"k={k} must be in [0, {x.shape[-1]}] (the last axis)", x)
-    return x.shape[:-1] + (k,)
-
-
-@primitive
-def top_k(x, *, k):
-    """The k largest along the last axis, largest first (lower index first on ties)."""
-    return _top_k_rule("top_k", x, k), x.dtype, {"k": k}
-
-
-@primitive
-def top_k_indices(x, *, k, index_dtype="int64"):
-    return _top_k_rule("top_k_indices", x, k), dt.check(index_dtype), {
-        "k": k, "index_dtype": index_dtype}
+        _fail_shape("top_k", f"k={k} must be in [0, {x.shape[-1]}] (the last axis)", x)
+    shape = x.shape[:-1] + (k,)
+    return ((shape, x.dtype), (shape, dt.check(index_dtype))), {"k": k,
+                                                                "index_dtype": index_dtype}
 
 
 # ---------------------------------------------------------------- linear algebra
@@ -769,8 +829,9 @@ def random_bits(key, *, shape):
 
 
 # ---------------------------------------------------------------- matrix factorizations
-# One op per output (the IR's nodes have one result each); both backends call LAPACK-style
-# routines (numpy.linalg / jax.lax.linalg), so the factors' signs agree with eager frameworks.
+# One node per factorization, with one result per factor (see core/ir.py): both backends call
+# LAPACK-style routines (numpy.linalg / jax.lax.linalg), so the factors' signs agree with eager
+# frameworks.
 
 def _matrices(op, x, square=False):
     if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
@@ -780,76 +841,49 @@ def _matrices(op, x, square=False):
     return x.shape[:-2], x.shape[-2], x.shape[-1]
 
 
-@primitive
+def _orthogonal_factor(op, x, full_matrices):
+    """qr's and svd's shared shape rule: batch, m, n, and k, the columns of the left
+    orthonormal factor (Q or U): m if full_matrices else min(m, n)."""
+    batch, m, n = _matrices(op, x)
+    return batch, m, n, m if full_matrices else min(m, n)
+
+
+@multi_primitive
 def lu(x):
-    """Packed LU factors of P @ x = L @ U with partial pivoting (unit-diagonal L below)."""
-    _matrices("lu", x)
-    return x.shape, x.dtype
+    """(lu, pivots, permutation) of P @ x = L @ U with partial pivoting: lu packs the factors
+    (unit-diagonal L below); at step i row i was swapped with row pivots[i] (0-based); row i
+    of P @ x is row permutation[i] of x. pivots and permutation are int32."""
+    batch, m, n = _matrices("lu", x)
+    return ((x.shape, x.dtype), (batch + (min(m, n),), "int32"), (batch + (m,), "int32")), {}
 
 
-@primitive
-def lu_pivots(x):
-    """LU's row swaps: at step i, row i was swapped with row pivots[i] (0-based, int32)."""
-    batch, m, n = _matrices("lu_pivots", x)
-    return batch + (min(m, n),), "int32"
-
-
-@primitive
-def lu_permutation(x):
-    """LU's permutation: row i of P @ x is row permutation[i] of x (int32)."""
-    batch, m, n = _matrices("lu_permutation", x)
-    return batch + (m,), "int32"
-
-
-@primitive
-def qr_q(x, *, full_matrices=False):
-    """Householder QR's Q: (..., m, m) if full_matrices else (..., m, min(m, n))."""
-    batch, m, n = _matrices("qr_q", x)
-    return batch + (m, m if full_matrices else min(m, n)), x.dtype, {
+@multi_primitive
+def qr(x, *, full_matrices=False):
+    """(q, r) of Householder QR: q (..., m, k), r (..., k, n), k = m if full_matrices else
+    min(m, n)."""
+    batch, m, n, k = _orthogonal_factor("qr", x, full_matrices)
+    return ((batch + (m, k), x.dtype), (batch + (k, n), x.dtype)), {
         "full_matrices": bool(full_matrices)}
 
 
-@primitive
-def qr_r(x, *, full_matrices=False):
-    """Householder QR's R: (..., m, n) if full_matrices else (..., min(m, n), n)."""
-    batch, m, n = _matrices("qr_r", x)
-    return batch + (m if full_matrices else min(m, n), n), x.dtype, {
-        "full_matrices": bool(full_matrices)}
+@multi_primitive
+def eigh(x, *, lower=True):
+    """(values, vectors) of symmetric matrices: eigenvalues ascending, eigenvectors as columns
+    in that order; reads the lower (or upper) triangle."""
+    batch, n, _ = _matrices("eigh", x, square=True)
+    return ((batch + (n,), x.dtype), (x.shape, x.dtype)), {"lower": bool(lower)}
 
 
-@primitive
-def eigh_values(x, *, lower=True):
-    """Eigenvalues (ascending) of symmetric matrices; reads the lower (or upper) triangle."""
-    batch, n, _ = _matrices("eigh_values", x, square=True)
-    return batch + (n,), x.dtype, {"lower": bool(lower)}
-
-
-@primitive
-def eigh_vectors(x, *, lower=True):
-    """Eigenvectors (columns, matching eigh_values' order); reads the lower (upper) triangle."""
-    _matrices("eigh_vectors", x, square=True)
-    return x.shape, x.dtype, {"lower": bool(lower)}
-
-
-@primitive
-def svd_u(x, *, full_matrices=False):
-    batch, m, n = _matrices("svd_u", x)
-    return batch + (m, m if full_matrices else min(m, n)), x.dtype, {
-        "full_matrices": bool(full_matrices)}
-
-
-@primitive
-def svd_s(x):
-    """Singular values, descending."""
-    batch, m, n = _matrices("svd_s", x)
-    return batch + (min(m, n),), x.dtype
-
-
-@primitive
-def svd_vh(x, *, full_matrices=False):
-    batch, m, n = _matrices("svd_vh", x)
-    return batch + (n if full_matrices else min(m, n), n), x.dtype, {
-        "full_matrices": bool(full_matrices)}
+@multi_primitive
+def svd(x, *, full_matrices=False, compute_uv=True):
+    """(u, s, vh) with s descending; u (..., m, k), vh (..., k or n, n) as qr's factors. With
+    compute_uv=False the one result is s (the cheaper routine)."""
+    batch, m, n, k = _orthogonal_factor("svd", x, full_matrices)
+    s = (batch + (min(m, n),), x.dtype)
+    if not compute_uv:
+        return (s,), {"full_matrices": False, "compute_uv": False}
+    return ((batch + (m, k), x.dtype), s, (batch + (n if full_matrices else k, n), x.dtype)), {
+        "full_matrices": bool(full_matrices), "compute_uv": True}
 
 
 # ---------------------------------------------------------------- Fourier transforms

@@ -2,7 +2,8 @@
 anything else falls back (runs eagerly on NumPy, counted and warned once)."""
 import numpy as np
 
-from . import _creation, _elementwise, _indexing, _linalg, _manipulation, _reductions
+from . import (_creation, _elementwise, _factorizations, _indexing, _linalg, _manipulation,
+               _reductions)
 from ._base import LazyArray
 from ._entry import apply
 from ._fallback import run_eagerly
@@ -169,6 +170,7 @@ if hasattr(np.linalg, "tensordot"):
     FUNCTIONS[np.linalg.tensordot] = _linalg.tensordot
 if hasattr(np.linalg, "matrix_transpose"):
     FUNCTIONS[np.linalg.matrix_transpose] = _manipulation.matrix_transpose
+FUNCTIONS.update(_factorizations.FUNCTIONS)
 
 
 def array_function(func, types, args, kwargs):

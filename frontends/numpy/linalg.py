@@ -1,6 +1,7 @@
 """lnp.linalg: the Array API linalg extension's functions that lazyx lowers."""
 import operator
 
+from ._factorizations import eigh, eigvalsh, qr, svd, svdvals
 from ._linalg import diagonal, matmul, norm, tensordot, trace, vecdot
 from ._manipulation import matrix_transpose, moveaxis, reshape
 from ._promote import as_lazy, axes_tuple
@@ -23,4 +24,4 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 
 __all__ = ["diagonal", "matmul", "norm", "tensordot", "trace", "vecdot", "matrix_transpose",
-           "vector_norm", "matrix_norm", "operator"]
+           "vector_norm", "matrix_norm", "operator", "eigh", "eigvalsh", "qr", "svd", "svdvals"]

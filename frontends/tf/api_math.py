@@ -289,8 +289,8 @@ def top_k(input, k=1, sorted=True, index_type=tf.int32):  # noqa: A002 - TF's na
     k = int(k)
     if x.ndim == 0 or not 0 <= k <= x.shape[-1] or x.dtype == dt.BOOL:
         raise Reject()
-    values = wrap(ops.top_k(x, k=k), input)
-    indices = wrap(ops.top_k_indices(x, k=k, index_dtype=ir_dtype(index_type)))
+    values, indices = ops.top_k(x, k=k, index_dtype=ir_dtype(index_type))
+    values, indices = wrap(values, input), wrap(indices)
     return TopKV2(values, indices)
 
 

@@ -1,12 +1,13 @@
 """The matrix factorization primitives on both backends: each factor satisfies its defining
 identity (checked with NumPy), and the two backends agree on the unique parts (pivots,
-eigenvalues, singular values, reconstructions)."""
+eigenvalues, singular values, reconstructions). Each op is one node with several results
+(core/ir.py): the reference backend must run one factorization for all of a node's factors."""
 import numpy as np
 import pytest
 
-from lazyx.backends.reference_linalg import TABLE as REF
-from lazyx.core import ops
-from lazyx.core.ir import Node  # noqa: F401  (ops build Nodes)
+from lazyx.backends import reference
+from lazyx.backends.reference_linalg import RUNS, TABLE as REF
+from lazyx.core import ir, ops
 
 jax = pytest.importorskip("jax")
 from lazyx.backends.xla_linalg import TABLE as XLA  # noqa: E402
@@ -15,8 +16,9 @@ SHAPES = [(4, 4), (3, 5), (5, 3), (2, 4, 4), (2, 3, 1, 1)]
 
 
 def _both(op, x, **attrs):
-    ref = np.asarray(REF[op](x, **attrs))
-    xla = np.asarray(jax.jit(lambda a: XLA[op](a, **attrs))(x))
+    """(reference results, XLA results): each a tuple of NumPy arrays, one per factor."""
+    ref = tuple(np.asarray(r) for r in REF[op](x, **attrs))
+    xla = tuple(np.asarray(r) for r in jax.jit(lambda a: XLA[op](a, **attrs))(x))
     return ref, xla
 
 
@@ -29,22 +31,19 @@ def test_lu_factors_reconstruct_the_permuted_matrix(shape):
     a = _matrix(shape, 0)
     m, n = shape[-2:]
     k = min(m, n)
-    for backend in (0, 1):
-        lu = _both("lu", a)[backend]
-        perm = _both("lu_permutation", a)[backend]
+    both = _both("lu", a)
+    for lu, _pivots, perm in both:
         lower = np.tril(lu, -1)[..., :, :k] + np.eye(m, k, dtype=a.dtype)
         upper = np.triu(lu)[..., :k, :]
         permuted = np.take_along_axis(a, perm[..., :, None].astype(np.int64), axis=-2)
         np.testing.assert_allclose(lower @ upper, permuted, rtol=1e-4, atol=1e-5)
-    for op in ("lu_pivots", "lu_permutation"):
-        ref, xla = _both(op, a)
-        np.testing.assert_array_equal(ref, xla)
-        assert ref.dtype == np.int32
+    for i in (1, 2):  # pivots, permutation
+        np.testing.assert_array_equal(both[0][i], both[1][i])
+        assert both[0][i].dtype == np.int32
 
 
 def test_lu_pivots_replay_into_the_permutation():
-    a = _matrix((5, 5), 1)
-    pivots, perm = _both("lu_pivots", a)[0], _both("lu_permutation", a)[0]
+    _lu, pivots, perm = _both("lu", _matrix((5, 5), 1))[0]
     replay = np.arange(5)
     for i, p in enumerate(pivots):
         replay[[i, p]] = replay[[p, i]]
@@ -55,15 +54,13 @@ def test_lu_pivots_replay_into_the_permutation():
 @pytest.mark.parametrize("full", [False, True])
 def test_qr_is_orthonormal_times_upper_triangular(shape, full):
     a = _matrix(shape, 2)
-    for backend in (0, 1):
-        q = _both("qr_q", a, full_matrices=full)[backend]
-        r = _both("qr_r", a, full_matrices=full)[backend]
+    both = _both("qr", a, full_matrices=full)
+    for q, r in both:
         np.testing.assert_allclose(q @ r, a, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(
             np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2), atol=1e-5)
         np.testing.assert_array_equal(r, np.triu(r))
-    ref, xla = _both("qr_r", a, full_matrices=full)
-    np.testing.assert_allclose(np.abs(ref), np.abs(xla), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.abs(both[0][1]), np.abs(both[1][1]), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("lower", [True, False])
@@ -71,40 +68,94 @@ def test_eigh_reads_one_triangle_and_diagonalizes(lower):
     a = _matrix((2, 4, 4), 3)
     sym = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2) if lower else \
         np.triu(a) + np.swapaxes(np.triu(a, 1), -1, -2)
-    values = _both("eigh_values", a, lower=lower)
-    np.testing.assert_allclose(values[0], np.linalg.eigvalsh(sym), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(values[1], values[0], rtol=1e-4, atol=1e-5)
-    for backend in (0, 1):
-        v = _both("eigh_vectors", a, lower=lower)[backend]
-        np.testing.assert_allclose(sym @ v, v * values[backend][..., None, :], rtol=1e-3,
-                                   atol=1e-4)
+    both = _both("eigh", a, lower=lower)
+    np.testing.assert_allclose(both[0][0], np.linalg.eigvalsh(sym), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(both[1][0], both[0][0], rtol=1e-4, atol=1e-5)
+    for values, v in both:
+        np.testing.assert_allclose(sym @ v, v * values[..., None, :], rtol=1e-3, atol=1e-4)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_svd_reconstructs(shape):
     a = _matrix(shape, 4)
-    s_ref, s_xla = _both("svd_s", a)
+    (s_ref,), (s_xla,) = _both("svd", a, full_matrices=False, compute_uv=False)
     np.testing.assert_allclose(s_ref, np.linalg.svd(a, compute_uv=False), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(s_xla, s_ref, rtol=1e-4, atol=1e-5)
-    for backend in (0, 1):
-        u = _both("svd_u", a, full_matrices=False)[backend]
-        vh = _both("svd_vh", a, full_matrices=False)[backend]
-        s = (s_ref, s_xla)[backend]
+    for u, s, vh in _both("svd", a, full_matrices=False, compute_uv=True):
+        np.testing.assert_allclose(s, s_ref, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, rtol=1e-4, atol=1e-5)
     m, n = shape[-2:]
-    assert _both("svd_u", a, full_matrices=True)[1].shape[-2:] == (m, m)
-    assert _both("svd_vh", a, full_matrices=True)[0].shape[-2:] == (n, n)
+    ref, xla = _both("svd", a, full_matrices=True, compute_uv=True)
+    assert xla[0].shape[-2:] == (m, m) and ref[2].shape[-2:] == (n, n)
 
 
 def test_builders_check_shapes_and_dtypes():
-    from lazyx.core import ir
-    square = ir.constant(np.zeros((3, 4), np.float32), "float32")
-    assert ops.lu_pivots(square).shape == (3,) and ops.lu_pivots(square).dtype == "int32"
-    assert ops.qr_q(square).shape == (3, 3) and ops.qr_r(square).shape == (3, 4)
-    assert ops.svd_vh(square, full_matrices=True).shape == (4, 4)
-    with pytest.raises(ValueError, match="eigh_values: needs square"):
-        ops.eigh_values(square)
+    wide = ir.constant(np.zeros((3, 4), np.float32), "float32")
+    lu, pivots, perm = ops.lu(wide)
+    assert (lu.shape, pivots.shape, perm.shape) == ((3, 4), (3,), (3,))
+    assert pivots.dtype == perm.dtype == "int32"
+    q, r = ops.qr(wide)
+    assert q.shape == (3, 3) and r.shape == (3, 4)
+    assert ops.qr(wide, full_matrices=True)[1].shape == (3, 4)
+    u, s, vh = ops.svd(wide, full_matrices=True)
+    assert (u.shape, s.shape, vh.shape) == ((3, 3), (3,), (4, 4))
+    assert [n.shape for n in ops.svd(wide)] == [(3, 3), (3,), (3, 4)]
+    with pytest.raises(ValueError, match="eigh: needs square"):
+        ops.eigh(wide)
     with pytest.raises(TypeError, match="lu: needs floating"):
         ops.lu(ir.constant(np.zeros((2, 2), np.int32), "int32"))
-    with pytest.raises(ValueError, match="svd_s: needs matrices"):
-        ops.svd_s(ir.constant(np.zeros((3,), np.float32), "float32"))
+    with pytest.raises(ValueError, match="svd: needs matrices"):
+        ops.svd(ir.constant(np.zeros((3,), np.float32), "float32"))
+
+
+def test_a_multi_node_is_reachable_only_through_projections():
+    x = ir.constant(np.eye(3, dtype=np.float32), "float32")
+    q, r = ops.qr(x)
+    multi = q.inputs[0]
+    assert q.op == r.op == "result" and r.inputs[0] is multi and multi.is_multi
+    assert (q.attrs, r.attrs) == ({"index": 0}, {"index": 1})
+    with pytest.raises(TypeError, match="qr has several results"):
+        ops.neg(multi)
+    with pytest.raises(TypeError, match="result: neg has one result"):
+        ops.result(ops.neg(x), index=0)
+    with pytest.raises(ValueError, match="index 2 out of range"):
+        ops.result(multi, index=2)
+    # asked twice in one trace, the same factorization: one node (the hash sees one program)
+    assert ops.qr(x)[1].inputs[0] is multi
+    assert ops.qr(x, full_matrices=True)[0].inputs[0] is not multi
+
+
+def _interpret(roots):
+    from lazyx.core import runtime
+    program, leaves = runtime.linearize(roots)
+    return reference.ReferenceBackend().compile(program)([n.value for n in leaves])
+
+
+@pytest.mark.parametrize("op,attrs", [("lu", {}), ("qr", {"full_matrices": False}),
+                                      ("eigh", {"lower": True}),
+                                      ("svd", {"full_matrices": False}),
+                                      ("top_k", {"k": 2}),
+                                      ("sort_with_indices", {"axis": 1})])
+def test_all_results_cost_one_kernel_run(op, attrs):
+    """Every factor of one node, used by one program, runs the kernel once (it ran once per
+    factor when each factor was its own op)."""
+    x = ir.param(_matrix((2, 3, 3), 5), "float32")
+    results = ops.OPS[op](x, **attrs)
+    assert len(results) >= 2
+    RUNS.clear()
+    values = _interpret([ops.neg(r) if r.dtype == "float32" else r for r in results])
+    assert RUNS == {op: 1}
+    for value, node in zip(values, results):
+        assert value.shape == node.shape and value.dtype == np.dtype(node.dtype)
+
+
+def test_debug_text_shows_the_multi_node_and_its_projections():
+    from lazyx.core import debug, runtime
+    x = ir.param(_matrix((4, 4), 6), "float32")
+    lu, pivots, _ = ops.lu(x)
+    program, _ = runtime.linearize([lu, pivots])
+    text = debug.program_text(program)
+    assert "%1 = lu(%0) : (float32[4,4], int32[4], int32[4])" in text, text
+    assert "%2 = result(%1) {index=0} : float32[4,4]" in text, text
+    assert "%3 = result(%1) {index=1} : int32[4]" in text, text
+    assert 'n1 [label="%1 lu\\n(float32[4,4], int32[4], int32[4])' in debug.program_dot(program)

@@ -157,3 +157,63 @@ def test_unused_input_gets_zeros_and_missing_rule_is_named():
     np.testing.assert_array_equal(_eval(gy), [0.0, 0.0])
     with pytest.raises(NotImplementedError, match="sort"):
         autodiff.vjp([ops.sort(x, axis=0)], [runtime.from_host(np.ones(2))], [x])
+    m = runtime.from_host(_a(3, 2))
+    with pytest.raises(NotImplementedError, match="svd with full_matrices=True"):
+        autodiff.vjp([ops.svd(m, full_matrices=True)[0]], [runtime.from_host(np.ones((3, 3)))],
+                     [m])
+
+
+def test_several_results_sort_and_top_k():
+    """The multi node's rule gets one cotangent per result: the values' (summed over every
+    projection that used them), none for the integer indices."""
+    def values_twice(x):
+        values, _ = ops.sort_with_indices(x, axis=0, descending=True)
+        again, _ = ops.sort_with_indices(x, axis=0, descending=True)  # the same node
+        return ops.add(values, ops.mul(again, again))
+    _check(values_twice, _a(5, 3))
+    _check(lambda x: ops.top_k(x, k=2)[0], _a(3, 4))
+    x = runtime.from_host(_a(2, 4))
+    values, indices = ops.top_k(x, k=3)
+    (g,) = autodiff.vjp([values, indices], [runtime.from_host(np.ones((2, 3))), None], [x])
+    assert np.count_nonzero(_eval(g)) == 6
+
+
+def _sym(n, batch=()):
+    x = _a(*batch, n, n)
+    return x + np.swapaxes(x, -1, -2)
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_eigh_values_and_vectors(lower):
+    """A sign-free use of the vectors (their squared entries); the rule folds the unread
+    triangle onto the read one, so finite differences of the raw input agree."""
+    w = _a(3, 3)
+
+    def build(x):
+        values, vectors = ops.eigh(x, lower=lower)
+        sq = ops.mul(vectors, vectors)
+        return ops.add(ops.reduce_sum(ops.mul(sq, runtime.from_host(w)), axes=(0,)), values)
+    _check(build, _sym(3), rtol=1e-4, atol=1e-6)
+    _check(lambda x: ops.eigh(x, lower=lower)[0], _a(2, 3, 3), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4), (2, 3, 2)])
+def test_svd_and_qr(shape):
+    def svd_all(x):
+        u, s, vh = ops.svd(x)
+        # (u s vh)^2 is sign-free, so finite differences are well defined
+        us = ops.mul(u, ops.broadcast_in_dim(s, shape=u.shape,
+                                             broadcast_dimensions=tuple(range(s.ndim - 1)) +
+                                             (u.ndim - 1,)))
+        prod = ops.dot_general(us, vh, contracting_dimensions=((u.ndim - 1,), (vh.ndim - 2,)),
+                               batch_dimensions=(tuple(range(u.ndim - 2)),) * 2)
+        return ops.mul(prod, prod)
+    _check(svd_all, _a(*shape), rtol=1e-4, atol=1e-6)
+    _check(lambda x: ops.svd(x, compute_uv=False)[0], _a(*shape), rtol=1e-4, atol=1e-6)
+    _check(lambda x: ops.qr(x)[1], _a(*shape), rtol=1e-4, atol=1e-6)
+    _check(lambda x: ops.qr(x)[0], _a(*shape), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_lu(batch):
+    _check(lambda x: ops.lu(x)[0], _a(*batch, 3, 3), rtol=1e-4, atol=1e-6)

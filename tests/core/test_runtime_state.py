@@ -234,3 +234,30 @@ def test_a_barrier_returns_before_the_numbers_exist():
     assert not h.pending
     assert not h.node.value.is_ready()   # dispatched, still computing: tracing can go on
     assert np.isfinite(runtime.to_host(h)).all()   # observation waits for it
+
+
+def test_factorization_steps_repeat_their_key_and_projections_are_told_apart():
+    """A multi-result node and the index of each projection are part of the exact keys: a
+    repeated step with a factorization hits the cache without a walk, and LU's pivots and
+    permutation (the same type: int32[n]) never share a program."""
+    w = runtime.LazyHandle(runtime.from_host(data(0, (4, 4))))
+    for i in range(4):
+        q, r = ops.qr(w.node)
+        w.set(ops.add(w.node, ops.mul(q, ops.broadcast_in_dim(
+            ir.param(0.01 * i, "float32"), shape=q.shape, broadcast_dimensions=()))))
+        runtime.LazyHandle(ops.reduce_sum(r, axes=(0, 1)))
+        lazyx.sync()
+        if i == 0:
+            first_walk = lazyx.metrics()["nodes_walked"]
+    m = lazyx.metrics()
+    assert m["compiles"] == 1 and m["cache_hits"] == 3
+    assert m["nodes_walked"] == first_walk
+    a = np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]], np.float32) + 0.1 * data(1, (3, 3))
+    x = runtime.from_host(a)
+    for _ in range(2):
+        _, pivots, perm = ops.lu(x)
+        assert pivots.local != perm.local and pivots.eid != perm.eid
+        got_pivots = runtime.to_host(runtime.LazyHandle(pivots))
+        got_perm = runtime.to_host(runtime.LazyHandle(ops.lu(x)[2]))
+        np.testing.assert_array_equal(got_pivots, [2, 2, 2])
+        np.testing.assert_array_equal(got_perm, [2, 0, 1])

@@ -290,6 +290,29 @@ class _:
     def tf(tf, a, b): return (a // b) * 3 + a % b
 
 
+# factorizations: one IR node with several results each (core/ir.py); sign-free outputs only
+@program("singular_values", [(F32, (2, 5, 3), "normal")], rtol=1e-4, atol=1e-5)
+class _:
+    # (torch.linalg.svdvals asks aten for U and V too on lazy tensors: the full svd's S here)
+    def numpy(np, x): return np.linalg.svd(x, full_matrices=False).S
+    def torch(torch, x): return torch.linalg.svd(x, full_matrices=False).S
+    def tf(tf, x): return tf.linalg.svd(x)[0]
+
+
+@program("eigenvalues_lower_triangle", [(F32, (2, 4, 4), "normal")], rtol=1e-4, atol=1e-5)
+class _:
+    def numpy(np, x): return np.linalg.eigvalsh(x) * 2.0
+    def torch(torch, x): return torch.linalg.eigvalsh(x) * 2.0
+    def tf(tf, x): return tf.linalg.eigvalsh(x) * 2.0
+
+
+@program("qr_r_magnitudes", [(F32, (5, 3), "normal")], rtol=1e-4, atol=1e-5)
+class _:
+    def numpy(np, x): return np.abs(np.linalg.qr(x)[1])
+    def torch(torch, x): return torch.abs(torch.linalg.qr(x)[1])
+    def tf(tf, x): return tf.abs(tf.linalg.qr(x)[1])
+
+
 @program("seeded_uniform", [], eager_comparable=False,
          note="one seed gives one stream in every frontend (not the frameworks' own streams)")
 class _:

@@ -1,8 +1,9 @@
-"""torch.linalg on the IR's factorization primitives (lu, qr, eigh, svd, cholesky,
-triangular_solve): solve, inv, det, slogdet, lu_factor / lu_solve / lu_unpack, pinv, lstsq,
-cholesky_* and the triangular solvers. torch's wrappers call `_linalg_check_errors` on the
-`info` outputs; that is a data-dependent sync (data_dependent.py), so `info` here is 0 unless
-the factorization visibly failed (a NaN factor)."""
+"""torch.linalg on the IR's factorization primitives (lu, qr, eigh, svd: one node each, whose
+factors come from one computation; cholesky, triangular_solve): solve, inv, det, slogdet,
+lu_factor / lu_solve / lu_unpack, pinv, lstsq, cholesky_* and the triangular solvers.
+torch's wrappers call `_linalg_check_errors` on the `info` outputs; that is a data-dependent
+sync (data_dependent.py), so `info` here is 0 unless the factorization visibly failed (a NaN
+factor)."""
 import torch
 
 from ....core import ops
@@ -117,8 +118,8 @@ def _lu_factor_ex(out, x, *, pivot=True, check_errors=False):
     a = _float_matrix(x)
     if not pivot:
         raise Unsupported("LU without pivoting")
-    lu = ops.lu(a)
-    pivots = ops.add(ops.lu_pivots(a), const(1, "int32", out[1].shape))
+    lu, pivots, _ = ops.lu(a)
+    pivots = ops.add(pivots, const(1, "int32", out[1].shape))
     return lu, pivots, const(0, "int32", tuple(out[2].shape))
 
 
@@ -142,7 +143,8 @@ def _linalg_lu(out, x, *, pivot=True):
     a = _float_matrix(x)
     if not pivot:
         raise Unsupported("LU without pivoting")
-    return _unpack(ops.lu(a), ops.lu_permutation(a), None)
+    lu, _, perm = ops.lu(a)
+    return _unpack(lu, perm, None)
 
 
 def _pivots_to_permutation(pivots, m):
@@ -220,14 +222,15 @@ def _solve_ex(out, A, B, *, left=True, check_errors=False):
     if not left:
         a, b = _mT(a), _mT(b)
     a, b = _broadcast_batch(a, b)
-    lu, perm = ops.lu(a), ops.lu_permutation(a)
+    lu, _, perm = ops.lu(a)
     x = _lu_solve_nodes(lu, perm, b)
     if not left:
         x = _mT(x)
     result = ops.reshape(x, new_sizes=tuple(out[0].shape))
-    lu_out = ops.lu(node_of(A)) if node_of(A).shape == tuple(out[1].shape) else \
-        const(0, a.dtype, tuple(out[1].shape))
-    piv = ops.add(ops.lu_pivots(node_of(A)), const(1, "int32", tuple(out[2].shape))) \
+    lu_out, piv, _ = ops.lu(node_of(A))  # the same node as `lu` when A needed no broadcast
+    if lu_out.shape != tuple(out[1].shape):
+        lu_out = const(0, a.dtype, tuple(out[1].shape))
+    piv = ops.add(piv, const(1, "int32", tuple(out[2].shape))) \
         if tuple(out[2].shape) == node_of(A).shape[:-1] else const(0, "int32", tuple(out[2].shape))
     if not left:
         raise Unsupported("right solve factors")
@@ -237,13 +240,13 @@ def _solve_ex(out, A, B, *, left=True, check_errors=False):
 @linalg_lower(aten.linalg_inv_ex.default)
 def _inv_ex(out, A, *, check_errors=False):
     a = _float_matrix(A)
-    lu, perm = ops.lu(a), ops.lu_permutation(a)
+    lu, _, perm = ops.lu(a)
     return _lu_solve_nodes(lu, perm, _eye(a.shape, a.dtype)), _nan_info(lu)
 
 
 def _det_parts(a):
-    lu = ops.lu(a)
-    piv = ops.convert(ops.lu_pivots(a), dtype="int64")
+    lu, piv, _ = ops.lu(a)
+    piv = ops.convert(piv, dtype="int64")
     n = a.shape[-1]
     swaps = ops.reduce_sum(ops.convert(ops.ne(piv, ops.iota(dtype="int64", shape=piv.shape,
                                                              dimension=piv.ndim - 1)),
@@ -340,36 +343,31 @@ def _solve_triangular(out, A, B, *, upper, left=True, unitriangular=False):
 def _qr(out, A, mode="reduced"):
     a = _float_matrix(A)
     full = mode == "complete"
-    r = ops.qr_r(a, full_matrices=full)
-    q = ops.qr_q(a, full_matrices=full) if mode != "r" else const(0, a.dtype, tuple(out[0].shape))
-    return q, r
+    q, r = ops.qr(a, full_matrices=full)
+    return (q if mode != "r" else const(0, a.dtype, tuple(out[0].shape))), r
 
 
 @linalg_lower(aten._linalg_eigh.default)
 def _eigh(out, A, UPLO="L", compute_v=True):
     a = _float_matrix(A)
     lower_part = UPLO == "L"  # LAPACK's eigenvector signs depend on the triangle it reads
-    values = ops.eigh_values(a, lower=lower_part)
-    vectors = ops.eigh_vectors(a, lower=lower_part) if compute_v else \
-        const(0, a.dtype, tuple(out[1].shape))
-    return values, vectors
+    values, vectors = ops.eigh(a, lower=lower_part)
+    return values, (vectors if compute_v else const(0, a.dtype, tuple(out[1].shape)))
 
 
 @linalg_lower(aten._linalg_svd.default, eye=(0, 2))
 def _svd(out, A, full_matrices=False, compute_uv=True, driver=None):
     a = _float_matrix(A)
-    s = ops.svd_s(a)
     if not compute_uv:
+        (s,) = ops.svd(a, compute_uv=False)
         return (const(0, a.dtype, tuple(out[0].shape)), s, const(0, a.dtype, tuple(out[2].shape)))
-    return (ops.svd_u(a, full_matrices=full_matrices), s,
-            ops.svd_vh(a, full_matrices=full_matrices))
+    return ops.svd(a, full_matrices=full_matrices)
 
 
 def _pinv_nodes(a, atol, rtol, hermitian):
     """Moore-Penrose inverse by SVD, dropping singular values <= max(atol, rtol * s_max)."""
     m, n = a.shape[-2:]
-    u, s, vh = (ops.svd_u(a, full_matrices=False), ops.svd_s(a),
-                ops.svd_vh(a, full_matrices=False))
+    u, s, vh = ops.svd(a, full_matrices=False)
     smax = ops.reduce_max(s, axes=(s.ndim - 1,))
     smax_b = ops.broadcast_in_dim(smax, shape=s.shape, broadcast_dimensions=tuple(range(s.ndim - 1)))
     if rtol is None:

@@ -286,8 +286,7 @@ def _native_layer_norm_backward(out, grad, x, normalized_shape, mean, rstd, weig
 
 
 def _sorted(a, axis, descending):
-    return (ops.sort(a, axis=axis, descending=descending),
-            ops.argsort(a, axis=axis, descending=descending, index_dtype="int64"))
+    return ops.sort_with_indices(a, axis=axis, descending=descending, index_dtype="int64")
 
 
 @lower(aten.sort.default)

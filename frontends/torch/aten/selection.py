@@ -139,8 +139,7 @@ def _pick_along(node, axis, index):
 
 
 def _kth(a, axis, k_node, keepdim, out_shapes):
-    values = ops.sort(a, axis=axis)
-    indices = ops.argsort(a, axis=axis, index_dtype="int64")
+    values, indices = ops.sort_with_indices(a, axis=axis, index_dtype="int64")
     v = _pick_along(values, axis, k_node)
     i = _pick_along(indices, axis, k_node)
     return (ops.reshape(v, new_sizes=out_shapes[0]), ops.reshape(i, new_sizes=out_shapes[1]))

@@ -29,6 +29,9 @@ GRAD_CASES = [
                                   tf.one_hot([0, 1, 1, 0], 2)),
     lambda x, w, b: tf.reduce_max(tf.concat([x @ w, tf.sigmoid(x @ w) * b], 0)),
     lambda x, w, b: tf.reduce_sum(tf.gather(x @ w, [3, 1, 1]) / (1.0 + b * b)),
+    # top_k is one IR node with two results (values, indices); the gradient goes to the values
+    lambda x, w, b: tf.reduce_sum(tf.math.top_k(tf.transpose(x @ w) + b[:, None], k=3).values
+                                  * tf.constant([1.0, -2.0, 0.5])),
 ]
 
 
@@ -39,6 +42,42 @@ def test_gradient_tape_matches_eager(i):
     np.testing.assert_allclose(float(lazy_out), float(eager_out), rtol=1e-5)
     for got, want in zip(lazy_g, eager_g):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
+
+
+C = RNG.standard_normal((4, 4)).astype(np.float32)
+
+
+def _sym(x, w):
+    m = tf.transpose(x @ w) @ (x @ w)
+    return m + tf.linalg.diag(tf.constant([0.0, 3.0]))  # distinct eigenvalues
+
+
+# tf.linalg's factorizations are IR nodes with several results; uses free of the factors'
+# sign conventions (TF's kernels and LAPACK may choose other signs)
+FACTOR_CASES = {
+    "svd": lambda x, w, b: (lambda s, u, v: tf.reduce_sum(s * s * b) +
+                            tf.reduce_sum(u * u * C[:, :2]))(*tf.linalg.svd(x @ w + b)),
+    "svd_values": lambda x, w, b: tf.reduce_sum(tf.linalg.svd(x @ w, compute_uv=False) * b),
+    "qr": lambda x, w, b: (lambda q, r: tf.reduce_sum(r * r * C[:2, :2]) +
+                           tf.reduce_sum(q * q * C[:, :2]))(*tf.linalg.qr(x @ w + b)),
+    "eigh": lambda x, w, b: (lambda e, v: tf.reduce_sum(e * b) +
+                             tf.reduce_sum(v * v * C[:2, :2]))(*tf.linalg.eigh(_sym(x, w))),
+    "eigvalsh": lambda x, w, b: tf.reduce_sum(tf.linalg.eigvalsh(_sym(x, w)) ** 2),
+}  # (TF registers no gradient for tf.linalg.lu: lazyx's lu rule is checked in tests/core)
+
+
+@pytest.mark.parametrize("name", sorted(FACTOR_CASES))
+def test_factorization_gradients_match_eager(name):
+    lazyx.reset_metrics()
+    lazy_out, lazy_g = _grads(FACTOR_CASES[name], True, W, B)
+    assert lazyx.metrics()["fallback_ops"] == {}  # lowered: the gradient is lazyx's rule
+    eager_out, eager_g = _grads(FACTOR_CASES[name], False, W, B)
+    np.testing.assert_allclose(float(lazy_out), float(eager_out), rtol=1e-4)
+    for got, want in zip(lazy_g, eager_g):
+        if want is None:  # a variable the loss does not read
+            assert got is None
+            continue
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-3, atol=1e-4)
 
 
 def test_watched_lazy_tensor_and_materialized_path():
