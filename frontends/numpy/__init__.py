@@ -19,11 +19,11 @@ from ._creation import (arange, array, asarray, empty, empty_like, eye, from_dlp
                         full_like, identity, linspace, meshgrid, ones, ones_like, tril, triu,
                         zeros, zeros_like)
 from ._elementwise import FUNCTIONS as _ELEMENTWISE
-from ._elementwise import imag, real, round  # noqa: A004
+from ._elementwise import angle, imag, real, round  # noqa: A004
 from ._indexing import (argwhere, count_nonzero, flatnonzero, nonzero, take, take_along_axis,
                         unique, unique_all, unique_counts, unique_inverse, unique_values)
 from ._info import (DTYPES as _DTYPES, __array_namespace_info__, bool, can_cast, finfo,  # noqa
-                    float16, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
+                    complex64, complex128, float16, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
                     result_type, uint8, uint16, uint32, uint64)
 from ._linalg import (diag, diagonal, dot, einsum, inner, matmul, norm, outer, tensordot,
                       trace, vecdot)
