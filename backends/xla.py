@@ -429,6 +429,18 @@ def _as_function(program, signature):
     return run
 
 
+def _initialize_lapack():
+    """jaxlib's CPU LAPACK kernels take their function pointers when a linalg op is first
+    lowered; an executable loaded from the disk cache in a fresh process skips that lowering,
+    and its batched float64 LU / triangular solve / eigh segfaulted (jax 0.10.2: reproduced with
+    serialize -> deserialize_and_load in a new process). Initializing first is idempotent."""
+    try:
+        from jax._src.lib import lapack
+        lapack._lapack.initialize()
+    except (ImportError, AttributeError):  # another jaxlib layout: nothing to warm
+        pass
+
+
 # What one compiled program holds beyond XLA's own figures (its code pages, jax's wrapper),
 # measured on CPU: about 0.28 MB per small program once only the Compiled object is kept.
 _EXECUTABLE_OVERHEAD = 256 << 10
@@ -543,6 +555,7 @@ class XlaBackend:
         # the argument and result trees are those of _as_function's run(*args) -> [outputs]
         in_tree = jax.tree_util.tree_structure((tuple(range(signature.n_args)), {}))
         out_tree = jax.tree_util.tree_structure(list(range(n_outputs)))
+        _initialize_lapack()
         try:
             compiled = deserialize_and_load(payload, in_tree, out_tree)
         except Exception as err:  # a payload jax cannot read: treat as corrupt

@@ -36,7 +36,7 @@ from ._manipulation import (append, array_split, astype, atleast_1d, atleast_2d,
 from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  # noqa: A004
                           cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,
                           sort, std, sum, var)
-from . import linalg, random  # noqa: E402
+from . import fft, linalg, random  # noqa: E402
 from . import _replay  # noqa: E402,F401  (lazyx.compile learns lazy arrays)
 
 _methods.install()

@@ -113,6 +113,16 @@ class LazyArray:
         host = self._host("convert")
         return host if dtype is None else host.astype(dtype, copy=False)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # an observation: the host copy is what DLPack consumers get (CPU, kDLCPU = 1)
+        host = self._host("convert")
+        if max_version is None:
+            return host.__dlpack__()
+        return host.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
     def numpy(self):
         return self._host("convert")
 

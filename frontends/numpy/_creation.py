@@ -27,7 +27,10 @@ def asarray(obj, /, dtype=None, device=None, copy=None, *, order=None, like=None
     if isinstance(obj, LazyArray):
         if copy is False and target is not None and target != obj._node.dtype:
             raise ValueError("Unable to avoid copy while creating an array as requested.")
-        return as_lazy(obj, target)
+        out = as_lazy(obj, target)
+        # a copy is a new handle: a later in-place write to obj (which rebinds obj's handle)
+        # must not show through it
+        return wrap(out._node) if copy and out is obj else out
     if copy is False:
         raise ValueError("Unable to avoid copy while creating an array as requested "
                          "(host data must be copied to the lazyx device).")
@@ -185,7 +188,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
             out.append(wrap(ops.reshape(n, new_sizes=tuple(s))))
         else:
             out.append(wrap(ops.broadcast_in_dim(n, shape=shape, broadcast_dimensions=(axis,))))
-    return tuple(out)
+    return out  # a list, as the Array API 2023.12 says (NumPy gives a tuple)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):

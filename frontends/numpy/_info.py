@@ -22,8 +22,25 @@ def _dtype_of(x):
     return x.dtype if isinstance(x, LazyArray) else np.dtype(x)
 
 
+class FInfo:
+    """np.finfo's facts with the Array API's types: Python floats (np.finfo gives float32
+    scalars for float32) and the real dtype for complex ones."""
+
+    def __init__(self, info):
+        self._info = info
+        self.bits, self.dtype = int(info.bits), info.dtype
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+
+    def __getattr__(self, name):  # the rest of np.finfo (resolution, tiny, ...)
+        return getattr(self._info, name)
+
+    def __repr__(self):
+        return repr(self._info)
+
+
 def finfo(type, /):  # noqa: A002 - the Array API's parameter name
-    return np.finfo(_dtype_of(type))
+    return FInfo(np.finfo(_dtype_of(type)))
 
 
 def iinfo(type, /):  # noqa: A002
@@ -63,7 +80,7 @@ class Info:
                 "indexing": int64}
 
     def dtypes(self, *, device=None, kind=None):
-        names = [n for n in dt.ALL if n != "bfloat16"]
+        names = [n for n in dt.ALL if n not in ("bfloat16", "float16")]  # the standard's
         chosen = {n: np.dtype(n) for n in names
                   if kind is None or np.isdtype(np.dtype(n), kind)}
         return chosen

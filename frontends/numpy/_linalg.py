@@ -126,6 +126,8 @@ def vecdot(x1, x2, /, *, axis=-1):
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("vecdot: inputs must have at least one dimension")
     a, b = broadcast_node(a, shape), broadcast_node(b, shape)
+    if dt.is_complex(dtype):  # the Array API's (and np.vecdot's) conj(x1) . x2
+        a = ops.conj(a)
     prod = ops.and_(a, b) if dtype == dt.BOOL else ops.mul(a, b)
     return _finish_node(ops.reduce_sum(prod, axes=(ax,)), dtype)
 
@@ -254,6 +256,8 @@ def _abs(node):
 def norm(x, ord=None, axis=None, keepdims=False):
     runtime.maybe_cut()
     node = as_node(x)
+    if dt.is_complex(node.dtype):  # every norm lowered here is a norm of the magnitudes
+        node = ops.abs_(node)
     if not dt.is_float(node.dtype):
         node = ops.convert(node, dtype="float64")
     if axis is None:

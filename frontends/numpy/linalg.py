@@ -1,7 +1,8 @@
 """lnp.linalg: the Array API linalg extension's functions that lazyx lowers."""
-import operator
 
-from ._linalg import diagonal, matmul, norm, tensordot, trace, vecdot
+from ._factorizations import (cholesky, cross, det, eigh, eigvalsh, inv, matrix_power,
+                              matrix_rank, pinv, qr, slogdet, solve, svd, svdvals)
+from ._linalg import diagonal, matmul, norm, outer, tensordot, trace, vecdot
 from ._manipulation import matrix_transpose, moveaxis, reshape
 from ._promote import as_lazy, axes_tuple
 
@@ -22,5 +23,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-__all__ = ["diagonal", "matmul", "norm", "tensordot", "trace", "vecdot", "matrix_transpose",
-           "vector_norm", "matrix_norm", "operator"]
+__all__ = ["diagonal", "matmul", "norm", "outer", "tensordot", "trace", "vecdot",
+           "matrix_transpose", "vector_norm", "matrix_norm", "cholesky", "cross", "det", "eigh",
+           "eigvalsh", "inv", "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve",
+           "svd", "svdvals"]
