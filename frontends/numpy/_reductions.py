@@ -268,6 +268,8 @@ def _arg(op, name):
     @traced("a")
     def arg(a, axis=None, out=None, *, keepdims=False):
         node = a
+        if dt.is_complex(node.dtype):  # NumPy orders complex lexicographically; lazyx does not
+            raise TypeError(f"lazyx.frontends.numpy: {name} is not supported on complex arrays")
         if axis is None:
             shape = node.shape
             node = ops.reshape(node, new_sizes=(node.size,))
