@@ -41,7 +41,7 @@ def exp2(z):
 COMPLEX_UFUNCS = {
     np.add: ops.add, np.subtract: ops.sub, np.multiply: ops.mul, np.true_divide: ops.div,
     np.power: ops.pow_, np.float_power: ops.pow_, np.negative: ops.neg,
-    np.positive: UFUNCS[np.positive], np.absolute: ops.abs_, np.sign: ops.sign,
+    np.positive: UFUNCS[np.positive], np.absolute: ops.abs_, np.sign: UFUNCS[np.sign],
     np.conjugate: ops.conj, np.square: UFUNCS[np.square], np.reciprocal: UFUNCS[np.reciprocal],
     np.sqrt: ops.sqrt, np.exp: ops.exp, np.exp2: exp2, np.expm1: ops.expm1, np.log: ops.log,
     np.log2: _log_base(2), np.log10: _log_base(10), np.log1p: ops.log1p,

@@ -1,11 +1,16 @@
 """The Array API linalg extension's factorization-based functions, as lowerings onto core's
 factorization primitives (lu, qr_*, eigh_*, svd_*, cholesky, triangular_solve).
 
-Those primitives are real-float only; a complex (or otherwise unsupported) operand raises a
-TypeError at the call. Integer operands compute in float64, as numpy.linalg does.
+Those primitives are real-float only. inv, solve, pinv, matrix_rank and svdvals take complex
+matrices through the real representation of X + iY as [[X, -Y], [Y, X]] (it maps products,
+inverses and pseudo-inverses to the same block form, and doubles each singular value); the
+others raise a TypeError at the call on complex input. Integer operands compute in float64,
+as numpy.linalg does.
 """
 import collections
 import operator
+
+from numpy.linalg import LinAlgError
 
 from ...core import dtypes as dt
 from ...core import ops
@@ -19,14 +24,42 @@ SlogdetResult = collections.namedtuple("SlogdetResult", "sign logabsdet")
 SVDResult = collections.namedtuple("SVDResult", "U S Vh")
 
 
-def _float_matrix(node, name, square=True):
-    if dt.is_complex(node.dtype):
+def _float_matrix(node, name, square=True, complex_ok=False):
+    if dt.is_complex(node.dtype) and not complex_ok:
         raise TypeError(f"lazyx.frontends.numpy: linalg.{name} is not supported on complex "
                         f"arrays")
-    if node.ndim < 2 or (square and node.shape[-1] != node.shape[-2]):
-        want = "square matrices" if square else "matrices"
-        raise ValueError(f"linalg.{name}: needs {want} (..., m, n), got shape {node.shape}")
+    if node.ndim < 2:  # NumPy's LinAlgError (a ValueError) and wording
+        raise LinAlgError(f"{node.ndim}-dimensional array given. Array must be at least "
+                          f"two-dimensional")
+    if square and node.shape[-1] != node.shape[-2]:
+        raise LinAlgError("Last 2 dimensions of the array must be square")
+    if dt.is_complex(node.dtype):
+        return node
     return node if dt.is_float(node.dtype) else ops.convert(node, dtype="float64")
+
+
+def _embed(z):
+    """(..., m, n) complex -> (..., 2m, 2n) real [[X, -Y], [Y, X]]."""
+    x, y = ops.real(z), ops.imag(z)
+    top = ops.concatenate(x, ops.neg(y), dimension=z.ndim - 1)
+    bottom = ops.concatenate(y, x, dimension=z.ndim - 1)
+    return ops.concatenate(top, bottom, dimension=z.ndim - 2)
+
+
+def _corner(node, rows, cols, row0=0):
+    start = (0,) * (node.ndim - 2) + (row0, 0)
+    return ops.slice_(node, start_indices=start,
+                      limit_indices=node.shape[:-2] + (row0 + rows, cols))
+
+
+def _unembed(block, m, n):
+    """The complex (..., m, n) whose real representation is `block` (..., 2m, 2n)."""
+    return ops.complex_(_corner(block, m, n), _corner(block, m, n, row0=m))
+
+
+def _stack_parts(z):
+    """(..., n, k) complex -> (..., 2n, k) real [Re; Im] (what the block form multiplies)."""
+    return ops.concatenate(ops.real(z), ops.imag(z), dimension=z.ndim - 2)
 
 
 def _mT(node):
@@ -112,19 +145,21 @@ def slogdet(x, /):
 
 @traced("x")
 def inv(x):
-    a = _float_matrix(x, "inv")
+    a = _float_matrix(x, "inv", complex_ok=True)
     if a.shape[-1] == 0:
         return a
+    if dt.is_complex(a.dtype):
+        n = a.shape[-1]
+        block = _embed(a)
+        return _unembed(_lu_solve(block, _eye(block.shape, block.dtype)), n, n)
     return _lu_solve(a, _eye(a.shape, a.dtype))
 
 
 @traced("x1", "x2")
 def solve(x1, x2):
-    a = _float_matrix(x1, "solve")
+    a = _float_matrix(x1, "solve", complex_ok=True)
     b = x2 if dt.is_float(x2.dtype) or dt.is_complex(x2.dtype) else ops.convert(x2, dtype="float64")
     dtype = nodes_result_dtype(a, b)
-    if dt.is_complex(dtype):
-        raise TypeError("lazyx.frontends.numpy: linalg.solve is not supported on complex arrays")
     a = a if a.dtype == dtype else ops.convert(a, dtype=dtype)
     b = b if b.dtype == dtype else ops.convert(b, dtype=dtype)
     vector = b.ndim == 1
@@ -134,7 +169,14 @@ def solve(x1, x2):
         raise ValueError(f"linalg.solve: x2 has {b.shape[-2]} rows; x1 is {a.shape[-2:]}")
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a, b = broadcast_node(a, batch + a.shape[-2:]), broadcast_node(b, batch + b.shape[-2:])
-    out = b if a.shape[-1] == 0 else _lu_solve(a, b)
+    if a.shape[-1] == 0:
+        out = b
+    elif dt.is_complex(dtype):
+        n = a.shape[-1]
+        parts = _lu_solve(_embed(a), _stack_parts(b))
+        out = ops.complex_(_corner(parts, n, b.shape[-1]), _corner(parts, n, b.shape[-1], n))
+    else:
+        out = _lu_solve(a, b)
     return ops.reshape(out, new_sizes=out.shape[:-1]) if vector else out
 
 
@@ -188,7 +230,16 @@ def svd(x, /, *, full_matrices=True):
 
 @traced("x")
 def svdvals(x):
-    return ops.svd_s(_float_matrix(x, "svdvals", square=False))
+    a = _float_matrix(x, "svdvals", square=False, complex_ok=True)
+    return _singular_values(a)
+
+
+def _singular_values(a):
+    if not dt.is_complex(a.dtype):
+        return ops.svd_s(a)
+    s = ops.svd_s(_embed(a))  # each value twice, descending: keep every other one
+    return ops.slice_(s, start_indices=(0,) * s.ndim, limit_indices=s.shape,
+                      strides=(1,) * (s.ndim - 1) + (2,))
 
 
 def _cutoff(a, s, rtol):
@@ -205,10 +256,10 @@ def _cutoff(a, s, rtol):
 
 @traced("x", "rtol")
 def matrix_rank(x, rtol=None):
-    a = _float_matrix(x, "matrix_rank", square=False)
+    a = _float_matrix(x, "matrix_rank", square=False, complex_ok=True)
     if min(a.shape[-2:]) == 0:
         return fill(0, "int64", a.shape[:-2])
-    s = ops.svd_s(a)
+    s = _singular_values(a)
     tol = _cutoff(a, s, rtol)
     big = ops.gt(s, ops.broadcast_in_dim(tol, shape=s.shape,
                                          broadcast_dimensions=tuple(range(s.ndim - 1))))
@@ -217,10 +268,15 @@ def matrix_rank(x, rtol=None):
 
 @traced("x", "rtol")
 def pinv(x, rtol=None):
-    a = _float_matrix(x, "pinv", square=False)
+    a = _float_matrix(x, "pinv", square=False, complex_ok=True)
     m, n = a.shape[-2:]
     if min(m, n) == 0:
         return fill(0, a.dtype, a.shape[:-2] + (n, m))
+    if dt.is_complex(a.dtype):  # the block form's largest singular value is a's
+        if rtol is None:
+            import numpy as np
+            rtol = max(m, n) * float(np.finfo(a.dtype).eps)
+        return _unembed(pinv.lowering(_embed(a), rtol), n, m)
     u, s, vh = (ops.svd_u(a, full_matrices=False), ops.svd_s(a),
                 ops.svd_vh(a, full_matrices=False))
     tol = ops.broadcast_in_dim(_cutoff(a, s, rtol), shape=s.shape,

@@ -67,11 +67,27 @@ def test_symmetric_and_orthogonal_factorizations():
                    np.linalg.outer(b[0, 0], a[0, 0]))
 
 
+def test_complex_through_the_real_block_form():
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    w = rng.standard_normal((2, 3, 2)) + 1j * rng.standard_normal((2, 3, 2))
+    r = rng.standard_normal((2, 3, 4)) + 1j * rng.standard_normal((2, 3, 4))
+    Z, W, R = lnp.asarray(z), lnp.asarray(w), lnp.asarray(r)
+    assert_matches(L.inv(Z), np.linalg.inv(z), rtol=1e-8, atol=1e-10)
+    assert_matches(L.solve(Z, W), np.linalg.solve(z, w), rtol=1e-8, atol=1e-10)
+    assert_matches(L.pinv(R), np.linalg.pinv(r), rtol=1e-8, atol=1e-10)
+    assert_matches(L.svdvals(R), np.linalg.svdvals(r), rtol=1e-10)
+    low_rank = r[..., :2] @ r[:, :2, :]
+    assert_matches(L.matrix_rank(lnp.asarray(low_rank)), np.linalg.matrix_rank(low_rank))
+
+
 def test_linalg_errors_at_the_call():
     with pytest.raises(ValueError):
         L.inv(lnp.ones((2, 3)))
     with pytest.raises(TypeError):
         L.svd(lnp.ones((2, 2), dtype=lnp.complex64))
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        L.det(lnp.ones((2, 3)))
 
 
 FFT_1D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
