@@ -125,6 +125,10 @@ def vecdot(x1, x2, /, *, axis=-1):
     ax = axis_index(axis, len(shape))
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("vecdot: inputs must have at least one dimension")
+    k = ax - len(shape)  # the contracted axis never broadcasts (a gufunc core dimension)
+    if k < -a.ndim or k < -b.ndim or a.shape[k] != b.shape[k]:
+        raise ValueError(f"vecdot: x1 and x2 must have the same size along axis {axis} "
+                         f"(got {a.shape} and {b.shape})")
     a, b = broadcast_node(a, shape), broadcast_node(b, shape)
     if dt.is_complex(dtype):  # the Array API's (and np.vecdot's) conj(x1) . x2
         a = ops.conj(a)

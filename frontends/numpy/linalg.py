@@ -2,7 +2,8 @@
 
 from ._factorizations import (cholesky, cross, det, eigh, eigvalsh, inv, matrix_power,
                               matrix_rank, pinv, qr, slogdet, solve, svd, svdvals)
-from ._linalg import diagonal, matmul, norm, outer, tensordot, trace, vecdot
+from . import _linalg
+from ._linalg import matmul, norm, outer, tensordot, vecdot
 from ._manipulation import matrix_transpose, moveaxis, reshape
 from ._promote import as_lazy, axes_tuple
 
@@ -17,6 +18,17 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     if keepdims:
         out = reshape(out, tuple(1 if i in axes else d for i, d in enumerate(x.shape)))
     return out
+
+
+def diagonal(x, /, *, offset=0):
+    """The diagonals of the last two axes (numpy.linalg's and the Array API's axes; the
+    namespace's lnp.diagonal keeps numpy.diagonal's axis1=0, axis2=1)."""
+    return _linalg.diagonal(x, offset, -2, -1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """Sums of the diagonals of the last two axes (numpy.linalg.trace)."""
+    return _linalg.trace(x, offset, -2, -1, dtype)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
