@@ -1,6 +1,7 @@
 """Array creation. Fill values are runtime parameters (a new fill never recompiles);
 arange/linspace run NumPy's own arithmetic on the host and ship the result as device data,
 so their numbers are NumPy's to the last bit."""
+import builtins
 import operator
 
 import numpy as np
@@ -126,7 +127,9 @@ def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
     target = ir_dtype(dtype) if dtype is not None else "float64"
     rows = ops.iota(dtype="int64", shape=shape, dimension=0)
     cols = ops.iota(dtype="int64", shape=shape, dimension=1)
-    on = ops.eq(ops.add(rows, fill(int(k), "int64", shape)), cols)
+    # a diagonal beyond the matrix has no ones: clamp k, which may not fit in int64
+    k = builtins.max(-shape[0], builtins.min(shape[1], operator.index(k)))
+    on = ops.eq(ops.add(rows, fill(k, "int64", shape)), cols)
     return wrap(on if target == "bool" else ops.convert(on, dtype=target))
 
 
