@@ -437,6 +437,14 @@ _NUMPY_FFT = {"fft": np.fft.fftn, "ifft": np.fft.ifftn, "rfft": np.fft.rfftn,
               "irfft": np.fft.irfftn}
 
 
+def _complex(re, im):
+    # parts written in place: re + 1j * im would turn an infinite or NaN imaginary part into
+    # NaN in both parts (1j * inf is nan + inf j)
+    out = np.empty(re.shape, np.result_type(re.dtype, np.complex64))
+    out.real, out.imag = re, im
+    return out
+
+
 def _fft(x, *, fft_type, fft_lengths):
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
     return _NUMPY_FFT[fft_type](x, s=fft_lengths, axes=axes)
@@ -508,7 +516,7 @@ TABLE = {
     "top_k": _top_k, "result": lambda results, *, index: results[index],
     "cholesky": _cholesky, "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,
-    "complex": lambda re, im: re + 1j * im.astype(np.result_type(re.dtype, np.complex64)),
+    "complex": _complex,
     "real": np.real, "imag": np.imag, "conj": np.conj, "fft": _fft,
     "recurrence3": _float(_recurrence3),
     # one device holds every value whole: a layout changes nothing here

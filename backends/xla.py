@@ -36,8 +36,9 @@ _HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks c
 def _initialize_lapack():
     """jax fills its CPU LAPACK kernels' function table when it *lowers* a linalg op; an
     executable loaded from disk skips lowering, and its first cholesky/lu/qr/eigh/svd then
-    called a null pointer (a segfault, seen in a fresh process). jax's own export path makes
-    the same call before running deserialized code (checked against jax 0.10.2)."""
+    called a null pointer (a segfault in a fresh process: cholesky, batched float64 LU,
+    triangular solve, eigh). jax's own export path makes the same call before running
+    deserialized code (checked against jax 0.10.2)."""
     from jax._src.lax import linalg as jax_linalg
     jax_linalg.initialize_lapack()  # idempotent and cheap
 

@@ -19,11 +19,11 @@ from ._creation import (arange, array, asarray, empty, empty_like, eye, from_dlp
                         full_like, identity, linspace, meshgrid, ones, ones_like, tril, triu,
                         zeros, zeros_like)
 from ._elementwise import FUNCTIONS as _ELEMENTWISE
-from ._elementwise import imag, real, round  # noqa: A004
+from ._elementwise import angle, imag, real, round  # noqa: A004
 from ._indexing import (argwhere, count_nonzero, flatnonzero, nonzero, take, take_along_axis,
                         unique, unique_all, unique_counts, unique_inverse, unique_values)
 from ._info import (DTYPES as _DTYPES, __array_namespace_info__, bool, can_cast, finfo,  # noqa
-                    float16, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
+                    complex64, complex128, float16, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
                     result_type, uint8, uint16, uint32, uint64)
 from ._linalg import (diag, diagonal, dot, einsum, inner, matmul, norm, outer, tensordot,
                       trace, vecdot)
@@ -36,7 +36,7 @@ from ._manipulation import (append, array_split, astype, atleast_1d, atleast_2d,
 from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  # noqa: A004
                           cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,
                           sort, std, sum, var)
-from . import linalg, random  # noqa: E402
+from . import fft, linalg, random  # noqa: E402
 from . import _replay  # noqa: E402,F401  (lazyx.compile learns lazy arrays)
 
 _methods.install()

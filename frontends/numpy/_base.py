@@ -5,6 +5,9 @@ through the runtime with the cause it stands for; everything else (shape, dtype,
 len) is known at trace time and never syncs. Operators and methods are attached by
 ``_methods.py`` so that this file stays free of the op tables.
 """
+import os
+import sys
+
 import numpy as np
 
 from ...core import dtypes as dt
@@ -101,6 +104,11 @@ class LazyArray:
 
     # ------------------------------------------------------------ observation (syncs)
     def _host(self, cause, source=None):
+        if cause != "fallback":
+            inside = numpy_caller()
+            if inside is not None:  # NumPy's own code reads the value: not the user observing
+                runtime.fallback(inside, "numpy")
+                cause = "fallback"
         host = runtime.to_host(self.__lazyx_handle__, cause=cause, source=source or user_line(3))
         if not host.flags.writeable:  # XLA may hand out a read-only view of its buffer
             host = host.copy()
@@ -112,6 +120,16 @@ class LazyArray:
                              "be exposed to NumPy without a copy (use copy=None or True)")
         host = self._host("convert")
         return host if dtype is None else host.astype(dtype, copy=False)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        # an observation: the host copy is what DLPack consumers get (CPU, kDLCPU = 1)
+        host = self._host("convert")
+        if max_version is None:
+            return host.__dlpack__()
+        return host.__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return (1, 0)
 
     def numpy(self):
         return self._host("convert")
@@ -180,6 +198,26 @@ class LazyArray:
 
     def __reduce__(self):  # pickling materializes
         return (_from_host_array, (self._host("convert"),))
+
+
+_LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+
+
+def numpy_caller():
+    """`numpy.<function>` when the code reading a lazy value (past lazyx's own frames) is
+    NumPy's Python code -- a NumPy function with no lowering that did not dispatch to lazyx
+    (np.vectorize, np.piecewise, ...) -- else None: the user (or a C entry point such as
+    np.asarray called by the user) is observing it. Names the outermost NumPy frame, the
+    function the user called."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_LAZYX_DIR):
+        frame = frame.f_back
+    name = None
+    while frame is not None and frame.f_code.co_filename.startswith(_NUMPY_DIR):
+        name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        frame = frame.f_back
+    return None if name is None else f"numpy.{name}"
 
 
 def _from_host_array(host):

@@ -1,6 +1,7 @@
 """Array creation. Fill values are runtime parameters (a new fill never recompiles);
 arange/linspace run NumPy's own arithmetic on the host and ship the result as device data,
 so their numbers are NumPy's to the last bit."""
+import builtins
 import operator
 
 import numpy as np
@@ -27,7 +28,10 @@ def asarray(obj, /, dtype=None, device=None, copy=None, *, order=None, like=None
     if isinstance(obj, LazyArray):
         if copy is False and target is not None and target != obj._node.dtype:
             raise ValueError("Unable to avoid copy while creating an array as requested.")
-        return as_lazy(obj, target)
+        out = as_lazy(obj, target)
+        # a copy is a new handle: a later in-place write to obj (which rebinds obj's handle)
+        # must not show through it
+        return wrap(out._node) if copy and out is obj else out
     if copy is False:
         raise ValueError("Unable to avoid copy while creating an array as requested "
                          "(host data must be copied to the lazyx device).")
@@ -123,7 +127,9 @@ def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
     target = ir_dtype(dtype) if dtype is not None else "float64"
     rows = ops.iota(dtype="int64", shape=shape, dimension=0)
     cols = ops.iota(dtype="int64", shape=shape, dimension=1)
-    on = ops.eq(ops.add(rows, fill(int(k), "int64", shape)), cols)
+    # a diagonal beyond the matrix has no ones: clamp k, which may not fit in int64
+    k = builtins.max(-shape[0], builtins.min(shape[1], operator.index(k)))
+    on = ops.eq(ops.add(rows, fill(k, "int64", shape)), cols)
     return wrap(on if target == "bool" else ops.convert(on, dtype=target))
 
 
@@ -185,7 +191,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
             out.append(wrap(ops.reshape(n, new_sizes=tuple(s))))
         else:
             out.append(wrap(ops.broadcast_in_dim(n, shape=shape, broadcast_dimensions=(axis,))))
-    return tuple(out)
+    return out  # a list, as the Array API 2023.12 says (NumPy gives a tuple)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):

@@ -7,6 +7,7 @@ from ._entry import apply
 from ._fallback import run_eagerly
 from ._promote import as_node, assign
 from ._ufuncs import fill
+from . import _complex
 
 # Array API name -> NumPy ufunc (names differ where NumPy's predate the standard).
 ARRAY_API_UFUNCS = {
@@ -57,13 +58,15 @@ FUNCTIONS = {name: _make(name, ufunc) for name, ufunc in ARRAY_API_UFUNCS.items(
 
 def round(x, decimals=0, out=None):  # noqa: A001 - the Array API's name
     """Half to even; with decimals, NumPy's x * 10**d, rint, / 10**d."""
-    if decimals == 0:
+    node = as_node(x)
+    if node.dtype in ("complex64", "complex128"):  # each part on its own, as NumPy does
+        parts = [round(wrap(p), decimals)._node for p in (ops.real(node), ops.imag(node))]
+        result = wrap(ops.complex_(*parts))
+    elif decimals == 0:
         result = apply(np.rint, (x,))
-        node = as_node(x)
         if node.dtype not in ("float16", "bfloat16", "float32", "float64"):
             result = wrap(node)  # rounding an integer array returns it unchanged
     else:
-        node = as_node(x)
         if node.dtype in ("float16", "bfloat16", "float32", "float64"):
             scale = fill(10.0 ** abs(decimals), node.dtype, node.shape)
             if decimals > 0:
@@ -76,9 +79,12 @@ def round(x, decimals=0, out=None):  # noqa: A001 - the Array API's name
 
 
 def real(x):
-    return wrap(as_node(x))
+    return wrap(_complex.real(as_node(x)))
 
 
 def imag(x):
-    node = as_node(x)
-    return wrap(fill(0, node.dtype, node.shape))
+    return wrap(_complex.imag(as_node(x)))
+
+
+def angle(z, deg=False):
+    return wrap(_complex.angle(as_node(z), deg))

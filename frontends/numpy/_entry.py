@@ -24,6 +24,7 @@ from ...core import compose, ops, runtime, source
 from ...core import dtypes as dt
 from ...core.ir import param
 from ._base import LazyArray, wrap
+from ._complex import lowering as complex_lowering
 from ._fallback import run_eagerly
 from ._promote import (as_node, assign, broadcast_node, broadcast_shapes, dtype_key,
                        resolve_ufunc, shape_of)
@@ -63,8 +64,9 @@ _broadcast_in_dim = ops.broadcast_in_dim
 def _plan(key):
     """(lowering, loop IR dtypes, nout) for key = (ufunc, operand dtype keys...); memoized."""
     ufunc, keys = key[0], key[1:]
-    np_keys = tuple(k if k is int or k is float else np.dtype(k) for k in keys)
-    plan = (UFUNCS[ufunc], resolve_ufunc(ufunc, np_keys), ufunc.nout)  # NumPy's TypeError
+    np_keys = tuple(k if k is int or k is float or k is complex else np.dtype(k) for k in keys)
+    loop = resolve_ufunc(ufunc, np_keys)  # NumPy's TypeError
+    plan = (complex_lowering(ufunc, loop, ufunc.nin), loop, ufunc.nout)
     if len(_PLANS) >= _PLAN_LIMIT:
         _PLANS.clear()
     _PLANS[key] = plan
@@ -157,12 +159,12 @@ def _wrap_outputs(outs, dtypes):
 
 def _apply_general(ufunc, args, dtype=None):
     """Any operands (NumPy scalars and arrays, lists, bools), dtype=, powers (cut checked)."""
-    lower = UFUNCS[ufunc]
     keys = tuple([dtype_key(a) for a in args])
     signature = None
     if dtype is not None:
         signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
     loop = resolve_ufunc(ufunc, keys, signature)
+    lower = complex_lowering(ufunc, loop, ufunc.nin)
     if ufunc in _COMPARISONS and dtype is None:
         decided = _compare_out_of_range(ufunc, args, loop)
         if decided is not None:
@@ -276,7 +278,7 @@ def _operand(x, k):
 
 # ---------------------------------------------------------------- NEP 13
 
-_PLAIN = (LazyArray, np.ndarray, np.generic, int, float, bool, list, tuple)
+_PLAIN = (LazyArray, np.ndarray, np.generic, int, float, complex, bool, list, tuple)
 _REDUCE_KWARGS = frozenset(("axis", "dtype", "out", "keepdims", "initial", "where"))
 
 

@@ -2,8 +2,10 @@
 anything else falls back (runs eagerly on NumPy, counted and warned once)."""
 import numpy as np
 
-from . import (_creation, _elementwise, _factorizations, _indexing, _linalg, _manipulation,
+from . import (_creation, _elementwise, _indexing, _linalg, _manipulation, _numpy_linalg,
                _reductions)
+from . import fft as _fft
+from . import linalg as _linalg_api
 from ._base import LazyArray
 from ._entry import apply
 from ._fallback import run_eagerly
@@ -170,7 +172,43 @@ if hasattr(np.linalg, "tensordot"):
     FUNCTIONS[np.linalg.tensordot] = _linalg.tensordot
 if hasattr(np.linalg, "matrix_transpose"):
     FUNCTIONS[np.linalg.matrix_transpose] = _manipulation.matrix_transpose
-FUNCTIONS.update(_factorizations.FUNCTIONS)
+FUNCTIONS.update(_numpy_linalg.FUNCTIONS)  # NumPy's signatures: svd, qr, eigh, ...
+
+
+# numpy.linalg and numpy.fft functions whose NumPy signature the lazy one takes as is.
+for _name in ("det", "slogdet", "inv", "solve", "cholesky", "matrix_power", "cross", "outer",
+              "matrix_norm", "vector_norm"):
+    if hasattr(np.linalg, _name):
+        FUNCTIONS[getattr(np.linalg, _name)] = getattr(_linalg_api, _name)
+
+
+def _numpy_norm(fn, fallback):
+    """numpy.fft's spelling (norm=None means "backward"; out=) onto the lazy transform."""
+    def call(*args, norm=None, out=None, **kwargs):
+        if out is not None:
+            return run_eagerly(fallback, f"numpy.fft.{fallback.__name__}", args,
+                               dict(kwargs, norm=norm, out=out))
+        return fn(*args, norm=norm or "backward", **kwargs)
+    return call
+
+
+def _positional(fn, names):
+    """numpy.fft's positional n/axis (s/axes) onto the lazy transform's keywords."""
+    def call(a, *args, **kwargs):
+        kwargs.update(zip(names, args))
+        return fn(a, **kwargs)
+    return call
+
+
+for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
+    FUNCTIONS[getattr(np.fft, _name)] = _positional(
+        _numpy_norm(getattr(_fft, _name), getattr(np.fft, _name)), ("n", "axis", "norm"))
+for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
+    FUNCTIONS[getattr(np.fft, _name)] = _positional(
+        _numpy_norm(getattr(_fft, _name), getattr(np.fft, _name)), ("s", "axes", "norm"))
+FUNCTIONS[np.fft.fftshift] = _positional(_fft.fftshift, ("axes",))
+FUNCTIONS[np.fft.ifftshift] = _positional(_fft.ifftshift, ("axes",))
+FUNCTIONS[np.angle] = _elementwise.angle
 
 
 def array_function(func, types, args, kwargs):

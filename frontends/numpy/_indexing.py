@@ -249,7 +249,24 @@ def getitem_node(node, key):
     return out
 
 
+def _zero_d_mask(key):
+    """True/False for a lone 0-d boolean index (NumPy: a new axis of length 1 or 0), else
+    None. A lazy one is read on the host: it decides the result's shape."""
+    if isinstance(key, (bool, np.bool_)):
+        return bool(key)
+    if isinstance(key, (LazyArray, np.ndarray)) and key.dtype == np.bool_ and key.ndim == 0:
+        return bool(key._host("data_dependent") if isinstance(key, LazyArray) else key)
+    return None
+
+
 def getitem(x, key):
+    flag = _zero_d_mask(key)
+    if flag is not None:
+        node = ops.reshape(x._node, new_sizes=(1,) + x.shape)
+        if not flag:
+            node = ops.slice_(node, start_indices=(0,) * node.ndim,
+                              limit_indices=(0,) + x.shape)
+        return wrap(node)
     return wrap(getitem_node(x._node, key))
 
 
@@ -261,6 +278,11 @@ def _scalar_like(value):
 
 def setitem(x, key, value):
     runtime.maybe_cut()
+    flag = _zero_d_mask(key)
+    if flag is not None:  # x[True] = v writes everything, x[False] = v nothing
+        if flag:
+            setitem(x, Ellipsis, value)
+        return
     node = x._node
     if isinstance(value, LazyArray) and value.size == 1 and value.ndim:
         value = wrap(ops.reshape(value._node, new_sizes=()))

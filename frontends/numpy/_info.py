@@ -14,15 +14,33 @@ bool = np.dtype("bool")  # noqa: A001 - the Array API's name
 int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, float32, float64 = (np.dtype(n) for n in ("float16", "float32", "float64"))
-DTYPES = {name: np_dtype(name) for name in dt.REAL if name != "bfloat16"}
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+DTYPES = {name: np_dtype(name) for name in dt.ALL if name != "bfloat16"}
 
 
 def _dtype_of(x):
     return x.dtype if isinstance(x, LazyArray) else np.dtype(x)
 
 
+class FInfo:
+    """np.finfo's facts with the Array API's types: Python floats (np.finfo gives float32
+    scalars for float32) and the real dtype for complex ones."""
+
+    def __init__(self, info):
+        self._info = info
+        self.bits, self.dtype = int(info.bits), info.dtype
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+
+    def __getattr__(self, name):  # the rest of np.finfo (resolution, tiny, ...)
+        return getattr(self._info, name)
+
+    def __repr__(self):
+        return repr(self._info)
+
+
 def finfo(type, /):  # noqa: A002 - the Array API's parameter name
-    return np.finfo(_dtype_of(type))
+    return FInfo(np.finfo(_dtype_of(type)))
 
 
 def iinfo(type, /):  # noqa: A002
@@ -58,12 +76,11 @@ class Info:
         return [DEVICE]
 
     def default_dtypes(self, *, device=None):
-        # the NumPy frontend has no complex dtypes yet; the key is present (the standard requires it) but None.
-        return {"real floating": float64, "complex floating": None, "integral": int64,
+        return {"real floating": float64, "complex floating": complex128, "integral": int64,
                 "indexing": int64}
 
     def dtypes(self, *, device=None, kind=None):
-        names = [n for n in dt.REAL if n != "bfloat16"]
+        names = [n for n in dt.ALL if n not in ("bfloat16", "float16")]  # the standard's
         chosen = {n: np.dtype(n) for n in names
                   if kind is None or np.isdtype(np.dtype(n), kind)}
         return chosen

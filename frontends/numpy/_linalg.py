@@ -133,7 +133,13 @@ def vecdot(x1, x2, /, *, axis=-1):
     ax = axis_index(axis, len(shape))
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("vecdot: inputs must have at least one dimension")
+    k = ax - len(shape)  # the contracted axis never broadcasts (a gufunc core dimension)
+    if k < -a.ndim or k < -b.ndim or a.shape[k] != b.shape[k]:
+        raise ValueError(f"vecdot: x1 and x2 must have the same size along axis {axis} "
+                         f"(got {a.shape} and {b.shape})")
     a, b = broadcast_node(a, shape), broadcast_node(b, shape)
+    if dt.is_complex(dtype):  # the Array API's (and np.vecdot's) conj(x1) . x2
+        a = ops.conj(a)
     prod = ops.and_(a, b) if dtype == dt.BOOL else ops.mul(a, b)
     return _finish_node(ops.reduce_sum(prod, axes=(ax,)), dtype)
 
@@ -262,6 +268,8 @@ def _abs(node):
 def norm(x, ord=None, axis=None, keepdims=False):
     runtime.maybe_cut()
     node = as_node(x)
+    if dt.is_complex(node.dtype):  # every norm lowered here is a norm of the magnitudes
+        node = ops.abs_(node)
     if not dt.is_float(node.dtype):
         node = ops.convert(node, dtype="float64")
     if axis is None:

@@ -142,7 +142,7 @@ def broadcast_to(array, shape, subok=False):
 
 def broadcast_arrays(*args, subok=False):
     shape = broadcast_shapes(*[tuple(shape_of(a)) for a in args])
-    return tuple(wrap(broadcast_node(as_node(a), shape)) for a in args)
+    return [wrap(broadcast_node(as_node(a), shape)) for a in args]  # the Array API's list
 
 
 def _common(arrays, dtype=None):
@@ -424,10 +424,11 @@ def where(condition, x=None, y=None, /):
                            broadcast_node(as_node(y, dtype), shape)))
 
 
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
+def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None, **kwargs):
+    # the Array API's names for the bounds first; NumPy's a_min/a_max still work by keyword
     runtime.maybe_cut()
-    lo = a_min if a_min is not None else min
-    hi = a_max if a_max is not None else max
+    lo = min if min is not None else a_min
+    hi = max if max is not None else a_max
     bounds = [b for b in (lo, hi) if b is not None]
     dtype = result_ir_dtype(a, *bounds)
     (node, *bnodes), shape, _ = promote(a, *bounds, dtype=dtype)

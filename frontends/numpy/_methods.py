@@ -6,7 +6,7 @@ read separately; ``install()`` runs once when the package is imported.
 import numpy as np
 
 from ...core import ops
-from . import _creation, _indexing, _linalg, _manipulation, _reductions
+from . import _complex, _creation, _indexing, _linalg, _manipulation, _reductions
 from ._base import LazyArray, wrap
 from ._elementwise import round as round_
 from ._entry import apply, array_ufunc, binary
@@ -14,7 +14,7 @@ from ._functions import array_function
 from ._promote import assign
 from ._ufuncs import fill
 
-_OPERANDS = (LazyArray, np.ndarray, np.generic, int, float, bool, list, tuple)
+_OPERANDS = (LazyArray, np.ndarray, np.generic, int, float, complex, bool, list, tuple)
 
 
 def _binary(ufunc):
@@ -124,7 +124,7 @@ def _round(self, decimals=0, out=None):
 
 
 def _conj(self):
-    return self
+    return wrap(_complex.conj(self._node))
 
 
 METHODS = {
@@ -157,13 +157,11 @@ def _prop_mT(self):
 
 
 def _prop_real(self):
-    return self
+    return wrap(_complex.real(self._node))
 
 
 def _prop_imag(self):
-    return wrap(ops.broadcast_in_dim(fill(0, self._node.dtype, ()),
-                                     shape=self.shape, broadcast_dimensions=())
-                if self.shape else fill(0, self._node.dtype, ()))
+    return wrap(_complex.imag(self._node))
 
 
 PROPERTIES = {"T": _prop_T, "mT": _prop_mT, "real": _prop_real, "imag": _prop_imag}

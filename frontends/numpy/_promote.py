@@ -17,7 +17,8 @@ from ._base import LazyArray, np_dtype, wrap
 
 __all__ = ["AxisError", "normalize_axis_index", "normalize_axis_tuple"]
 
-_SUPPORTED = frozenset(dt.REAL)  # complex arrays: not in the NumPy frontend yet
+_SUPPORTED = frozenset(dt.ALL)
+_WEAK = {int: "int64", float: "float64", complex: "complex128"}  # NEP 50 defaults
 
 
 def ir_dtype(dtype):
@@ -29,16 +30,17 @@ def ir_dtype(dtype):
     d = np.dtype(dtype)
     if d.name not in _SUPPORTED:
         raise TypeError(f"lazyx.frontends.numpy: dtype {d.name} is not supported (lazy arrays "
-                        f"hold {', '.join(dt.REAL)})")
+                        f"hold {', '.join(dt.ALL)})")
     return d.name
 
 
 # ---------------------------------------------------------------- operands
 
 def scalar_kind(x):
-    """int / float for a Python (weak) scalar, else None. bool is strong: NumPy's bool dtype."""
+    """int / float / complex for a Python (weak) scalar, else None. bool is strong: NumPy's
+    bool dtype."""
     t = type(x)
-    if t is int or t is float:
+    if t is int or t is float or t is complex:
         return t
     if t is bool:
         return None
@@ -48,13 +50,14 @@ def scalar_kind(x):
         return int
     if isinstance(x, numbers.Real):
         return float
-    if isinstance(x, complex):
-        raise TypeError("lazyx.frontends.numpy: complex numbers are not supported")
+    if isinstance(x, numbers.Complex):
+        return complex
     return None
 
 
 def dtype_key(x):
-    """What NumPy's promotion sees: a numpy dtype, or the Python type int/float when weak."""
+    """What NumPy's promotion sees: a numpy dtype, or the Python type int/float/complex when
+    weak."""
     if isinstance(x, LazyArray):
         return np_dtype(x._node.dtype)
     kind = scalar_kind(x)
@@ -88,7 +91,7 @@ def as_node(x, dtype=None):
     kind = scalar_kind(x)
     if kind is not None:
         if dtype is None:
-            dtype = "int64" if kind is int else "float64"
+            dtype = _WEAK[kind]
         return ir.param(x, dtype)  # OverflowError for out-of-range ints, as NumPy 2 raises
     if isinstance(x, np.generic) or type(x) is bool:
         host = np.asarray(x)
@@ -177,7 +180,8 @@ def result_ir_dtype(*operands):
 
 @functools.lru_cache(maxsize=4096)
 def _result_type(keys):
-    probes = [0 if k is int else 0.0 if k is float else k for k in keys]
+    probes = [0 if k is int else 0.0 if k is float else 0j if k is complex else k
+              for k in keys]
     return ir_dtype(np.result_type(*probes))
 
 

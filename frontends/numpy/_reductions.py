@@ -111,6 +111,8 @@ def _mean_dtypes(node_dtype, dtype):
     if dtype is not None:
         out = ir_dtype(dtype)
         return ("float32" if out == "float16" else out), out
+    if dt.is_complex(node_dtype):
+        return node_dtype, node_dtype
     if not dt.is_float(node_dtype):
         return "float64", "float64"
     return ("float32" if node_dtype == "float16" else node_dtype), node_dtype
@@ -158,7 +160,13 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     centre = ops.broadcast_in_dim(centre, shape=node.shape, broadcast_dimensions=tuple(
         i for i in range(node.ndim) if i not in axes)) if kept != node.shape else centre
     dev = ops.sub(work, centre)
-    sq = ops.reduce_sum(ops.mul(dev, dev), axes=axes)
+    if dt.is_complex(compute):  # NumPy: the mean of |x - mean|**2, a real number
+        dev_sq = ops.real(ops.mul(dev, ops.conj(dev)))
+        compute, result_dtype = dev_sq.dtype, dt.real_part(result_dtype) \
+            if dt.is_complex(result_dtype) else result_dtype
+    else:
+        dev_sq = ops.mul(dev, dev)
+    sq = ops.reduce_sum(dev_sq, axes=axes)
     result = ops.div(sq, fill(builtins.max(n - ddof, 0), compute, sq.shape))
     if result.dtype != result_dtype:
         result = ops.convert(result, dtype=result_dtype)
@@ -260,6 +268,8 @@ def _arg(op, name):
     @traced("a")
     def arg(a, axis=None, out=None, *, keepdims=False):
         node = a
+        if dt.is_complex(node.dtype):  # NumPy orders complex lexicographically; lazyx does not
+            raise TypeError(f"lazyx.frontends.numpy: {name} is not supported on complex arrays")
         if axis is None:
             shape = node.shape
             node = ops.reshape(node, new_sizes=(node.size,))

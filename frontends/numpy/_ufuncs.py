@@ -229,7 +229,11 @@ def _logical(op):
 
 
 def _sign(x):
-    return ops.sign(x)
+    if x.dtype == dt.BOOL or not (_is_float(x) or dt.is_complex(x.dtype)):
+        return ops.sign(x)
+    # NumPy's sign of -0.0 is +0.0 (XLA's keeps the sign bit); NaN stays NaN
+    zero = const(0, x)
+    return ops.select(ops.eq(x, zero), zero, ops.sign(x))
 
 
 def _power(a, b):

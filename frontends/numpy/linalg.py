@@ -1,8 +1,9 @@
 """lnp.linalg: the Array API linalg extension's functions that lazyx lowers."""
-import operator
 
-from ._factorizations import eigh, eigvalsh, qr, svd, svdvals
-from ._linalg import diagonal, matmul, norm, tensordot, trace, vecdot
+from ._factorizations import (cholesky, cross, det, eigh, eigvalsh, inv, matrix_power,
+                              matrix_rank, pinv, qr, slogdet, solve, svd, svdvals)
+from . import _linalg
+from ._linalg import matmul, norm, outer, tensordot, vecdot
 from ._manipulation import matrix_transpose, moveaxis, reshape
 from ._promote import as_lazy, axes_tuple
 
@@ -19,9 +20,22 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return out
 
 
+def diagonal(x, /, *, offset=0):
+    """The diagonals of the last two axes (numpy.linalg's and the Array API's axes; the
+    namespace's lnp.diagonal keeps numpy.diagonal's axis1=0, axis2=1)."""
+    return _linalg.diagonal(x, offset, -2, -1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """Sums of the diagonals of the last two axes (numpy.linalg.trace)."""
+    return _linalg.trace(x, offset, -2, -1, dtype)
+
+
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-__all__ = ["diagonal", "matmul", "norm", "tensordot", "trace", "vecdot", "matrix_transpose",
-           "vector_norm", "matrix_norm", "operator", "eigh", "eigvalsh", "qr", "svd", "svdvals"]
+__all__ = ["diagonal", "matmul", "norm", "outer", "tensordot", "trace", "vecdot",
+           "matrix_transpose", "vector_norm", "matrix_norm", "cholesky", "cross", "det", "eigh",
+           "eigvalsh", "inv", "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve",
+           "svd", "svdvals"]

@@ -160,3 +160,25 @@ def test_an_unwritable_cache_folder_warns_once_and_compiles_anyway(cache_dir, mo
     with pytest.warns(RuntimeWarning, match="cannot write the compile cache"):
         np.testing.assert_allclose(_run(xla.XlaBackend(), _program(), x), _expected(x), rtol=1e-6)
     assert _counts() == (0, 1)
+
+
+_LU_STEP = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np, lazyx
+    from lazyx.core import ops, runtime
+    a = np.random.default_rng(0).standard_normal((2, 4, 4))
+    y = runtime.LazyHandle(ops.lu(runtime.from_host(a)))
+    print(np.abs(runtime.to_host(y)).sum().round(6), lazyx.metrics()["disk_hits"])
+""")
+
+
+def test_a_cached_batched_float64_lu_loads_in_a_fresh_process(cache_dir):
+    # jaxlib's LAPACK kernels are set up when a linalg op is first lowered; a loaded executable
+    # skips the lowering, and its batched float64 LU segfaulted before the backend set them up
+    env = {**os.environ, "LAZYX_BACKEND": "xla", "LAZYX_CACHE_DIR": str(cache_dir)}
+    runs = [subprocess.run([sys.executable, "-c", _LU_STEP, SHIM], capture_output=True,
+                           text=True, env=env, timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
+    (first, hits_first), (second, hits_second) = (r.stdout.split() for r in runs)
+    assert first == second and (hits_first, hits_second) == ("0", "1")

@@ -4,7 +4,8 @@ import numpy as np
 
 import lazyx.frontends.numpy as lnp
 
-RTOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-12}
+RTOL = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-12, "complex64": 2e-6,
+        "complex128": 1e-12}
 
 
 def host(x):
@@ -24,7 +25,7 @@ def assert_matches(lazy, expected, rtol=None, atol=0.0, check_dtype=True):
     if check_dtype:
         assert got.dtype == expected.dtype, f"dtype {got.dtype} != NumPy's {expected.dtype}"
     assert got.shape == expected.shape, f"shape {got.shape} != NumPy's {expected.shape}"
-    if expected.dtype.kind == "f":
+    if expected.dtype.kind in "fc":
         tol = rtol if rtol is not None else RTOL.get(expected.dtype.name, 1e-12)
         np.testing.assert_allclose(got, expected, rtol=tol, atol=atol, equal_nan=True)
     else:

@@ -74,8 +74,9 @@ def test_layers():
     assert graph["_ufuncs"] == set()  # lowerings: core only, node in, node out
     assert graph["_base"] == set()
     assert graph["_promote"] == {"_base"}
+    assert graph["_complex"] <= {"_ufuncs"}  # complex lowerings: core and the real table only
     # the entry knows the lowering table and the rules, never the public modules
-    assert graph["_entry"] <= {"_base", "_promote", "_ufuncs", "_fallback"}
+    assert graph["_entry"] <= {"_base", "_promote", "_ufuncs", "_complex", "_fallback"}
 
 
 def test_tables_refuse_a_second_entry():

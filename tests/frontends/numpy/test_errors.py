@@ -73,7 +73,7 @@ def test_axis_error_is_numpys():
 
 
 def test_unsupported_dtype_is_a_type_error():
-    with pytest.raises(TypeError, match="complex128 is not supported"):
-        lnp.zeros(3, dtype=np.complex128)
+    with pytest.raises(TypeError, match="timedelta64.* is not supported"):
+        lnp.zeros(3, dtype=np.timedelta64)
     with pytest.raises(TypeError):
         lnp.asarray(np.array(["a", "b"]))

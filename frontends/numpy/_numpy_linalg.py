@@ -1,0 +1,97 @@
+"""np.linalg's factorizations with NumPy's signatures (the Array API's are _factorizations.py),
+on the IR's multi-result primitives (core/ir.py): svd, svdvals, qr, eigh, eigvalsh. All
+factors of one call come from one node, computed once. NumPy's
+LinAlgError for a bad shape is raised at the call; what lazyx does not lower (complex or
+half-precision input, empty matrices, hermitian svd, qr's 'raw' mode) runs on NumPy, counted."""
+import collections
+
+import numpy as np
+
+from ...core import ops, runtime
+from ._base import LazyArray, wrap
+from ._fallback import run_eagerly
+from ._promote import as_node
+
+# NumPy 2's result types, by field name (they are namedtuples there too)
+SVDResult = collections.namedtuple("SVDResult", "U S Vh")
+QRResult = collections.namedtuple("QRResult", "Q R")
+EighResult = collections.namedtuple("EighResult", "eigenvalues eigenvectors")
+
+
+def _matrix(x, square=False):
+    """x's node in float32/float64 (NumPy's linalg computes integers in float64), or None when
+    lazyx does not lower this input."""
+    runtime.maybe_cut()
+    node = as_node(x)
+    if node.ndim < 2:
+        raise np.linalg.LinAlgError(f"{node.ndim}-dimensional array given. Array must be at "
+                                    f"least two-dimensional")
+    if square and node.shape[-1] != node.shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+    if node.dtype not in ("float32", "float64"):
+        if node.dtype.startswith(("float", "bfloat", "complex")):
+            return None
+        node = ops.convert(node, dtype="float64")
+    return node if node.size else None
+
+
+def _lazy(nodes, kind):
+    return kind(*(wrap(n) for n in nodes))
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    node = _matrix(a)
+    if node is None or hermitian:
+        return run_eagerly(np.linalg.svd, "numpy.linalg.svd", (a,),
+                           {"full_matrices": full_matrices, "compute_uv": compute_uv,
+                            "hermitian": hermitian})
+    if not compute_uv:
+        return wrap(ops.svd(node, compute_uv=False)[0])
+    return _lazy(ops.svd(node, full_matrices=bool(full_matrices)), SVDResult)
+
+
+def svdvals(x, /):
+    node = _matrix(x)
+    if node is None:
+        return run_eagerly(np.linalg.svd, "numpy.linalg.svdvals", (x,), {"compute_uv": False})
+    return wrap(ops.svd(node, compute_uv=False)[0])
+
+
+def qr(a, mode="reduced"):
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    node = _matrix(a)
+    if node is None or mode == "raw":
+        return run_eagerly(np.linalg.qr, "numpy.linalg.qr", (a,), {"mode": mode})
+    q, r = ops.qr(node, full_matrices=mode == "complete")
+    return wrap(r) if mode == "r" else _lazy((q, r), QRResult)
+
+
+def _uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise ValueError("UPLO argument must be 'L' or 'U'")
+    return UPLO == "L"
+
+
+def eigh(a, UPLO="L"):
+    lower = _uplo(UPLO)
+    node = _matrix(a, square=True)
+    if node is None:
+        return run_eagerly(np.linalg.eigh, "numpy.linalg.eigh", (a,), {"UPLO": UPLO})
+    return _lazy(ops.eigh(node, lower=lower), EighResult)
+
+
+def eigvalsh(a, UPLO="L"):
+    lower = _uplo(UPLO)
+    node = _matrix(a, square=True)
+    if node is None:
+        return run_eagerly(np.linalg.eigvalsh, "numpy.linalg.eigvalsh", (a,), {"UPLO": UPLO})
+    return wrap(ops.eigh(node, lower=lower)[0])
+
+
+FUNCTIONS = {np.linalg.svd: svd, np.linalg.qr: qr, np.linalg.eigh: eigh,
+             np.linalg.eigvalsh: eigvalsh}
+if hasattr(np.linalg, "svdvals"):
+    FUNCTIONS[np.linalg.svdvals] = svdvals
+
+__all__ = ["svd", "svdvals", "qr", "eigh", "eigvalsh", "LazyArray"]
