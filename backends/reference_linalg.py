@@ -1,6 +1,8 @@
 """Reference (NumPy) kernels for the matrix factorization primitives; merged into TABLE."""
 import numpy as np
 
+from ..core.tables import Table
+
 
 def _lu_all(x):
     """Doolittle LU with partial pivoting (LAPACK getrf's choice: first largest |pivot|)."""
@@ -35,7 +37,7 @@ def _svd(x, full_matrices):
     return np.linalg.svd(x, full_matrices=full_matrices)
 
 
-TABLE = {
+TABLE = Table("lazyx.backends.reference_linalg.TABLE", {
     "lu": lambda x: _lu_all(x)[0],
     "lu_pivots": lambda x: _lu_all(x)[1],
     "lu_permutation": lambda x: _lu_all(x)[2],
@@ -46,4 +48,4 @@ TABLE = {
     "svd_u": lambda x, *, full_matrices: _svd(x, full_matrices)[0],
     "svd_s": lambda x: np.linalg.svd(x, compute_uv=False),
     "svd_vh": lambda x, *, full_matrices: _svd(x, full_matrices)[2],
-}
+})

@@ -1,7 +1,9 @@
 """jax.lax.linalg lowerings of the matrix factorization primitives; merged into TABLE."""
 from jax import lax
 
-TABLE = {
+from ..core.tables import Table
+
+TABLE = Table("lazyx.backends.xla_linalg.TABLE", {
     "lu": lambda x: lax.linalg.lu(x)[0],
     "lu_pivots": lambda x: lax.linalg.lu(x)[1],
     "lu_permutation": lambda x: lax.linalg.lu(x)[2],
@@ -14,4 +16,4 @@ TABLE = {
     "svd_u": lambda x, *, full_matrices: lax.linalg.svd(x, full_matrices=full_matrices)[0],
     "svd_s": lambda x: lax.linalg.svd(x, compute_uv=False),
     "svd_vh": lambda x, *, full_matrices: lax.linalg.svd(x, full_matrices=full_matrices)[2],
-}
+})

@@ -13,7 +13,8 @@ written for): max(x, y) sends the gradient to x when x >= y; a reduce_max tie sh
 import math
 
 from . import dtypes as dt
-from . import ir, ops
+from . import compose, ir, ops
+from .tables import Table, caller
 
 
 def _scalar(value, like):
@@ -21,15 +22,11 @@ def _scalar(value, like):
 
 
 def _full(value, like):
-    return ops.broadcast_in_dim(_scalar(value, like), shape=like.shape, broadcast_dimensions=())
+    return compose.const(value, like.dtype, like.shape)
 
 
 def zeros_like(node):
     return _full(0, node)
-
-
-def _bcast_scalar(value, like):
-    return _full(value, like)
 
 
 def _restore_reduced(g, x, axes):
@@ -38,13 +35,15 @@ def _restore_reduced(g, x, axes):
     return ops.broadcast_in_dim(g, shape=x.shape, broadcast_dimensions=kept)
 
 
-VJP = {}
+VJP = Table("lazyx.core.autodiff.VJP (gradient rules)")
 
 
 def rule(*names):
+    where = caller()
+
     def register(fn):
         for name in names:
-            VJP[name] = fn
+            VJP.add(name, fn, where)
         return fn
     return register
 

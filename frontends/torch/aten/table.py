@@ -9,6 +9,7 @@ import torch
 
 from ....core import dtypes as dt
 from ....core import ir, ops
+from ....core.tables import caller
 from .. import dtypes
 from ..tensor import LOWERINGS, LazyTensor, Unsupported  # noqa: F401 (lowerings raise it)
 
@@ -16,9 +17,12 @@ aten = torch.ops.aten
 
 
 def lower(*overloads):
+    """Register the decorated function as the lowering of each overload (once each)."""
+    where = caller()
+
     def register(fn):
         for op in overloads:
-            LOWERINGS[op] = fn
+            LOWERINGS.add(op, fn, where)
         return fn
     return register
 
