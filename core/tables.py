@@ -65,6 +65,17 @@ class Table(dict):
         for key, value in kwargs.items():
             self.add(key, value, where)
 
+    def register(self, *keys):
+        """A decorator: the function becomes the entry of each key (the decorator's line is
+        the place an error names)."""
+        where = caller()
+
+        def register(fn):
+            for key in keys:
+                self.add(key, fn, where)
+            return fn
+        return register
+
     def setdefault(self, key, value=None):
         if not dict.__contains__(self, key):
             self.add(key, value, caller())

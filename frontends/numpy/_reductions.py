@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ops, runtime
+from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
 from ._entry import ACCUMULATE, REDUCE, register, traced
 from ._indexing import take
@@ -21,8 +21,7 @@ from ._ufuncs import fill
 
 def _finish(node, shape, axes, keepdims):
     if keepdims:
-        node = ops.reshape(node, new_sizes=tuple(1 if i in axes else d
-                                                 for i, d in enumerate(shape)))
+        node = compose.keepdims(node, shape, axes)
     return node
 
 
@@ -179,9 +178,7 @@ _SCANS = {"sum": ops.cumsum, "prod": ops.cumprod, "max": ops.cummax, "min": ops.
 
 def _scan(kind, node, axis, dtype):
     """The node of a cumulative `kind` ("sum", "prod", "max", "min") along `axis`."""
-    if axis is None:
-        node = ops.reshape(node, new_sizes=(node.size,))
-        axis = 0
+    node, axis = compose.flat_if_none(node, axis)
     axis = axis_index(axis, node.ndim)
     acc = ir_dtype(dtype) if dtype is not None else (
         _sum_dtype(node.dtype) if kind in ("sum", "prod") else node.dtype)
@@ -262,8 +259,7 @@ def _arg(op, name):
         node = a
         if axis is None:
             shape = node.shape
-            node = ops.reshape(node, new_sizes=(node.size,))
-            ax = 0
+            node, ax = compose.flat_if_none(node, axis)
         else:
             shape = node.shape
             ax = axis_index(axis, node.ndim)
@@ -318,8 +314,7 @@ def _nan_last_less(x, y):
 # ---------------------------------------------------------------- sorting
 
 def _sort_axis(node, axis):
-    if axis is None:
-        return ops.reshape(node, new_sizes=(node.size,)), 0
+    node, axis = compose.flat_if_none(node, axis)
     return node, axis_index(axis, node.ndim)
 
 

@@ -13,18 +13,14 @@ import warnings
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import compose, host_values, ir, ops, source
+from ...core import compose, host_values, ops, source
 from ...core.tables import Table
 
 
-def fill(value, dtype, shape):
-    """A structural constant (baked in: it is not a user value) of this dtype and shape."""
-    node = ir.constant(value, dtype)
-    return ops.broadcast_in_dim(node, shape=shape, broadcast_dimensions=()) if shape else node
-
-
-def const(value, like):
-    return fill(value, like.dtype, like.shape)
+# a structural constant (baked in: it is not a user value) of a dtype and shape, or of like's:
+# the shared rules, under the names the NumPy lowerings use
+fill = compose.const
+const = compose.const_like
 
 
 def _is_float(x):

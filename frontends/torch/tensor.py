@@ -26,7 +26,8 @@ DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the nam
 # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes (aten/table.lower)
 LOWERINGS = Table("lazyx.frontends.torch LOWERINGS (the aten table)")
 EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
-VALUE_CHECKS = {}   # OpOverload -> fn(func, args, kwargs): torch's value errors (bounds.py)
+# OpOverload -> fn(func, args, kwargs): torch's value errors (bounds.py)
+VALUE_CHECKS = Table("lazyx.frontends.torch VALUE_CHECKS")
 
 
 class _State(threading.local):
