@@ -233,13 +233,6 @@ def operator_index(value):
                         f"integer") from None
 
 
-def scalar_param(value, dtype):
-    """A 0-d runtime parameter of the IR dtype `dtype` (never baked into the program)."""
-    return ir.param(value, dtype)
-
-
-
-
 # ---------------------------------------------------------------- out=
 
 def _output_casting_error(ufunc, src, dst, index):

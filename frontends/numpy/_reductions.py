@@ -11,7 +11,7 @@ import numpy as np
 
 from ...core import dtypes as dt
 from ...core import compose, ops, runtime
-from ._base import LazyArray, wrap
+from ._base import wrap
 from ._entry import ACCUMULATE, REDUCE, register, traced
 from ._indexing import take
 from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node, ir_dtype,
@@ -333,7 +333,3 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
         raise ValueError("Cannot specify order when the array has no fields.")
     node, ax = _sort_axis(a, axis)
     return (ops.argsort(node, axis=ax, descending=bool(descending), index_dtype="int64"))
-
-
-def is_lazy_array(x):
-    return isinstance(x, LazyArray)

@@ -3,7 +3,6 @@ broadcasting, Python scalars take the tensor's dtype) expressed as explicit IR."
 import numpy as np
 import tensorflow as tf
 
-from ...core import dtypes as dt
 from ...core import compose
 from .tensor import LazyTensor, node_of
 
@@ -102,7 +101,3 @@ def static_ints(value):
     if arr.dtype.kind not in "iu" and arr.size:
         raise Reject()
     return [int(v) for v in arr.reshape(-1)] if arr.ndim else int(arr)
-
-
-def float_kind(node):
-    return dt.is_float(node.dtype)

@@ -21,7 +21,7 @@ from ...core import ops, runtime, source
 from ...core.tables import Table, caller
 from . import variables
 from .lowering import Reject
-from .tensor import TARGETS, LazyTensor, node_of, sources_of, to_tf, _tf_leaf
+from .tensor import TARGETS, LazyTensor, sources_of, to_tf, _tf_leaf
 
 _OP_LINE = source.OP_LINE
 
@@ -343,8 +343,3 @@ def _assign_conversion(frame, value, dtype):
 
 
 tf.register_tensor_conversion_function(LazyTensor, _refuse_implicit_conversion)
-
-
-def lift(*values, dtype=None):
-    """IR nodes for operands (see tensor.node_of)."""
-    return [node_of(v, dtype) for v in values]
