@@ -258,10 +258,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     spread = ops.broadcast_in_dim(idx, shape=shape, broadcast_dimensions=tuple(
         i for i in range(len(shape)) if i != axis))
     hit = ops.eq(classes, spread)
-    on = compose.const(1, out_dtype, shape) if on_value is None else broadcast_to(ir.param(on_value, out_dtype),
-                                                                shape)
-    off = compose.const(0, out_dtype, shape) if off_value is None else broadcast_to(ir.param(off_value, out_dtype),
-                                                                  shape)
+    on = compose.const(1, out_dtype, shape) if on_value is None else \
+        broadcast_to(ir.param(on_value, out_dtype), shape)
+    off = compose.const(0, out_dtype, shape) if off_value is None else \
+        broadcast_to(ir.param(off_value, out_dtype), shape)
     return wrap(ops.select(hit, on, off))
 
 

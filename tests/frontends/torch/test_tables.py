@@ -46,7 +46,8 @@ for name, path in (("lazyx.frontends.torch", root), ("lazyx.frontends.torch.aten
 from lazyx.frontends.torch.tensor import LOWERINGS
 for module in json.loads(sys.argv[1]):
     importlib.import_module("lazyx.frontends.torch.aten." + module)
-print(json.dumps(sorted([str(k), f"{v.__module__}.{v.__qualname__}"] for k, v in LOWERINGS.items())))
+rows = [[str(k), f"{v.__module__}.{v.__qualname__}"] for k, v in LOWERINGS.items()]
+print(json.dumps(sorted(rows)))
 """
 
 
