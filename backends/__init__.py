@@ -7,6 +7,11 @@ A backend has `name`, and:
   lowered_text(program) -> str        what the backend compiled, for dumps
   shard(buffer, sharding) -> buffer   the buffer laid out as a core.sharding.Sharding
 
+  borrow(ndarray) -> value            a data leaf's value for executables (not a buffer to
+                                      keep): it may share the array's memory until wait()
+                                      returns, so the caller must not write the array before
+  wait(buffers)                       block until these results are computed
+
 and optionally (XLA):
   sharding_of(buffer) -> Sharding|None  a multi-device buffer's layout (part of its leaf's key)
   compiled_text(executable) -> str      the optimized, partitioned program, for dumps

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core import config
 
-MAGIC = b"LAZYX-EXE 1\n"  # bump when the layout changes: old files then read as foreign
+MAGIC = b"LAZYX-EXE 2\n"  # bump when the layout changes: old files then read as foreign
 SUFFIX = ".lxc"
 _HEADER = len(MAGIC) + 32 + 8 + 32
 _STALE_TMP_SECONDS = 3600  # a temporary file this old belongs to a writer that died
@@ -102,10 +102,8 @@ class DiskCache:
     def get(self, key):
         """The payload stored under `key`, or None (missing, or corrupt: warned and removed)."""
         path = self.path(key)
-        try:
-            with open(path, "rb") as f:
-                blob = f.read()
-        except OSError:
+        blob = self._blob(path)
+        if blob is None:
             return None
         why = _check(blob, key)
         if why is not None:
@@ -116,6 +114,20 @@ class DiskCache:
         except OSError:
             pass
         return blob[_HEADER:]
+
+    def read(self, key):
+        """The payload under `key` if it checks out, else None: no warning, no removal, no
+        LRU refresh (for the preloader, which must leave the folder as it found it)."""
+        blob = self._blob(self.path(key))
+        return blob[_HEADER:] if blob is not None and _check(blob, key) is None else None
+
+    @staticmethod
+    def _blob(path):
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
 
     def discard(self, key, why):
         """Drop a bad entry with a warning; the compile that follows writes a good one."""

@@ -88,6 +88,12 @@ def cache_dir_bytes():
     return max(1, _int("LAZYX_CACHE_DIR_BYTES", 2 << 30))
 
 
+def cache_preload():
+    """LAZYX_CACHE_PRELOAD: how many of the disk cache's most recently used executables a new
+    process loads and runs once in the background (backends/preload.py); 0 turns it off."""
+    return max(0, _int("LAZYX_CACHE_PRELOAD", 4))
+
+
 def tiered():
     """LAZYX_TIERED=1: run a new graph on the reference interpreter while XLA compiles it."""
     return os.environ.get("LAZYX_TIERED", "0") not in ("", "0", "false", "False")

@@ -15,6 +15,7 @@ rest is another program. Graph breaks (Dynamo's) are counted as `graph_breaks`.
 import operator
 import time
 
+import numpy as np
 import torch
 from torch._decomp import core_aten_decompositions
 
@@ -84,7 +85,9 @@ class CompiledGraph:
             else:
                 cpu_inputs = True
                 host = dtypes.to_numpy_array(a)
-                env[i] = backend.from_host(host)
+                # borrowed, not copied or put (W1: a copy per parameter was half the step):
+                # the programs' results are waited for below, before torch may write `a` again
+                env[i] = backend.borrow(host)
                 metrics.count("transfers_to_device")
                 metrics.count("bytes_to_device", host.nbytes)
         if pending:  # a compiled function is a barrier for its own lazy inputs
@@ -102,6 +105,8 @@ class CompiledGraph:
                 metrics.count("executions")
                 for slot, buf in zip(step.out_slots, results):
                     env[slot] = buf
+                if cpu_inputs:
+                    backend.wait(results)
             else:
                 self._run_eager(step, env)
         # CPU tensors in, CPU tensors out (like Inductor); lt.device tensors in, lazy ones out
@@ -117,7 +122,10 @@ class CompiledGraph:
             return where
         shape, ir_dtype, _ = self.slot_types[where]
         if lazy:
-            lazy_value = tensor.from_node(ir.data(env[where], shape, ir_dtype), torch_dtype)
+            value = env[where]
+            if isinstance(value, np.ndarray):  # a borrowed CPU input: give the leaf a buffer
+                value = runtime.get_backend().from_host(value)
+            lazy_value = tensor.from_node(ir.data(value, shape, ir_dtype), torch_dtype)
             return torch._to_functional_tensor(lazy_value)
         return _to_cpu(env[where], torch_dtype)
 
@@ -139,6 +147,8 @@ class CompiledGraph:
 
 
 def _to_cpu(buffer, torch_dtype):
+    if isinstance(buffer, np.ndarray):  # a borrowed CPU input (backend.borrow)
+        return dtypes.from_numpy_array(buffer, torch_dtype)
     host = runtime.get_backend().to_host(buffer)
     metrics.count("transfers_to_host")
     metrics.count("bytes_to_host", host.nbytes)

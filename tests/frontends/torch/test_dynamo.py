@@ -83,6 +83,22 @@ def test_training_through_aot_autograd_matches_eager():
     assert m["executions"] == 6 and m["fallbacks"] == 0, m
 
 
+def test_cpu_inputs_written_right_after_the_call_do_not_change_its_results():
+    """CPU inputs are lent to XLA without a copy (backends' borrow): each call must be done
+    reading them before it returns."""
+    model = _mlp()
+    compiled = _compile(copy.deepcopy(model))
+    x = torch.randn(256, 6)
+    with torch.no_grad():
+        want = [model(x * k) for k in range(1, 4)]
+        inputs = [x * k for k in range(1, 4)]
+        got = [compiled(t) for t in inputs]
+        for t in inputs:  # overwrite each input as soon as every call has returned
+            t.fill_(float("nan"))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
 def test_lazy_inputs_give_lazy_results_that_compose_with_lazy_code():
     model = _mlp()
     lazy_model = copy.deepcopy(model).to(lt.device)

@@ -1,0 +1,77 @@
+"""Warm start (backends/preload.py): a new process loads the disk cache's most recent entries
+and runs each once in the background; a cut then takes its executable from there."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from test_disk_cache import SHIM
+
+pytest.importorskip("jax")
+from lazyx.backends import disk_cache, preload, xla  # noqa: E402
+
+_STEP = textwrap.dedent("""
+    import sys, threading
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np, lazyx
+    from lazyx.core import ops, runtime
+    x = runtime.from_host(np.arange(6, dtype=np.float32).reshape(2, 3))  # starts the backend
+    for t in threading.enumerate():
+        if t.name == "lazyx-preload":
+            t.join()
+    y = runtime.LazyHandle(ops.reduce_sum(ops.mul(x, x), axes=(1,)))
+    value = runtime.to_host(y).tolist()
+    m = lazyx.metrics()
+    print(value, m["disk_hits"], m["disk_misses"], m["disk_preloaded"])
+""")
+
+
+def _step(cache, preload_count):
+    out = subprocess.run(
+        [sys.executable, "-c", _STEP, SHIM], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "LAZYX_BACKEND": "xla", "LAZYX_CACHE_DIR": str(cache),
+             "LAZYX_CACHE_PRELOAD": str(preload_count)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
+
+
+def test_a_new_process_takes_the_step_from_the_preloader(tmp_path):
+    assert _step(tmp_path, 4) == ["[5.0,", "50.0]", "0", "1", "0"]  # cold: compiled, stored
+    assert _step(tmp_path, 4) == ["[5.0,", "50.0]", "1", "0", "1"]  # preloaded
+    assert _step(tmp_path, 0) == ["[5.0,", "50.0]", "1", "0", "0"]  # off: read from disk
+
+
+def _entry(cache, key, payload=b"x" * 64):
+    cache.put(key, payload)
+    return cache.path(key)
+
+
+def test_recent_keys_are_the_newest_entries_first(tmp_path):
+    cache = disk_cache.DiskCache(str(tmp_path), 2**20)
+    keys = [bytes([i]) * 32 for i in range(5)]
+    for age, key in enumerate(keys):
+        path = _entry(cache, key)
+        os.utime(path, (time.time() - 100 * age,) * 2)
+    assert preload.recent_keys(cache, 3) == keys[:3]
+    assert preload.recent_keys(cache, 10) == keys
+
+
+def test_the_preloader_leaves_bad_entries_alone(tmp_path):
+    """No warning, no removal, no LRU refresh: those belong to the cut that needs the entry."""
+    cache = disk_cache.DiskCache(str(tmp_path), 2**20)
+    truncated = _entry(cache, b"\x01" * 32)
+    with open(truncated, "r+b") as f:
+        f.truncate(os.path.getsize(truncated) - 10)
+    unloadable = _entry(cache, b"\x02" * 32, b"\x00" * 8 + b"not an executable")
+    os.utime(unloadable, (1000.0, 1000.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        preload._preload(cache, 4, xla._deserialize)
+    assert os.path.exists(truncated) and os.path.getsize(unloadable) > 0
+    assert os.path.getmtime(unloadable) == 1000.0
+    assert preload.take(b"\x01" * 32) is None and preload.take(b"\x02" * 32) is None
