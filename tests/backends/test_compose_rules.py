@@ -12,11 +12,12 @@ from backend_harness import check, leaf
 
 @settings(max_examples=25, deadline=None)
 @given(hnp.arrays(np.float32, hnp.array_shapes(max_dims=3, max_side=4),
-                  elements=st.floats(-50, 50, width=32)),
+                  elements=st.floats(-50, 50, width=32, allow_subnormal=False)),
        st.sampled_from([0.7, -0.7, 3.0, -2.5]))
 def test_floating_floor_mod_has_the_divisors_sign(x, d):
     """torch.remainder's and tf.math.floormod's formula: fmod moved by the divisor when the
-    signs differ (a zero result keeps fmod's sign, unlike NumPy's own remainder)."""
+    signs differ (a zero result keeps fmod's sign, unlike NumPy's own remainder). Subnormal
+    operands are left out: XLA's CPU code flushes them to zero, the reference does not."""
     a = leaf(x)
     b = compose.const(d, "float32", x.shape)
     r = np.fmod(x, np.float32(d))
