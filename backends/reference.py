@@ -12,6 +12,7 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
 from ..core.prng import threefry2x32
+from ..core.tables import Table
 from .reference_linalg import RUNS  # multi-result kernel runs (tests read them)
 
 HALF = ("float16", "bfloat16")
@@ -468,7 +469,7 @@ def _recurrence3(x, n, *, p1, step):
     return np.where(n <= 0, one, q)
 
 
-TABLE = {
+TABLE = Table("lazyx.backends.reference.TABLE", {
     "exp": _float(np.exp), "exp2": _float(np.exp2), "expm1": _float(np.expm1),
     "log": _float(np.log), "log1p": _float(np.log1p), "sqrt": _float(np.sqrt),
     "rsqrt": _float(lambda x: 1 / np.sqrt(x)), "cbrt": _float(np.cbrt),
@@ -521,7 +522,7 @@ TABLE = {
     "recurrence3": _float(_recurrence3),
     # one device holds every value whole: a layout changes nothing here
     "sharding_constraint": lambda x, *, sharding: x,
-}
+})
 
 from .reference_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
 TABLE.update(_LINALG)

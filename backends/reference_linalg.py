@@ -6,6 +6,8 @@ import collections
 
 import numpy as np
 
+from ..core.tables import Table
+
 RUNS = collections.Counter()  # multi-result kernel name -> runs (reference sort kernels too)
 
 
@@ -49,4 +51,5 @@ def _svd(x, *, full_matrices, compute_uv):
     return tuple(np.linalg.svd(x, full_matrices=full_matrices))
 
 
-TABLE = {"lu": _lu_all, "qr": _qr, "eigh": _eigh, "svd": _svd}
+TABLE = Table("lazyx.backends.reference_linalg.TABLE",
+              {"lu": _lu_all, "qr": _qr, "eigh": _eigh, "svd": _svd})

@@ -29,6 +29,7 @@ from . import disk_cache, preload
 from ..core import config, metrics
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
+from ..core.tables import Table
 
 _HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks compute them
 
@@ -313,7 +314,7 @@ def _pad(x, value, *, padding_config):
     return lax.pad(x, value, padding_config)
 
 
-TABLE = {
+TABLE = Table("lazyx.backends.xla.TABLE", {
     "exp": lax.exp, "exp2": _exp2, "expm1": lax.expm1, "log": lax.log, "log1p": lax.log1p,
     "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt, "sin": lax.sin, "cos": lax.cos,
     "tan": lax.tan, "asin": lax.asin, "acos": lax.acos, "atan": lax.atan, "sinh": lax.sinh,
@@ -371,7 +372,7 @@ TABLE = {
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
     "recurrence3": _recurrence3,
     "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
-}
+})
 
 from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
 TABLE.update(_LINALG)

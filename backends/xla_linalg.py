@@ -2,6 +2,8 @@
 returns all of its op's results as a tuple (core/ir.py: multi nodes): one custom call each."""
 from jax import lax
 
+from ..core.tables import Table
+
 
 def _eigh(x, *, lower):
     vectors, values = lax.linalg.eigh(x, lower=lower, symmetrize_input=False)
@@ -14,9 +16,9 @@ def _svd(x, *, full_matrices, compute_uv):
     return tuple(lax.linalg.svd(x, full_matrices=full_matrices))
 
 
-TABLE = {
+TABLE = Table("lazyx.backends.xla_linalg.TABLE", {
     "lu": lambda x: tuple(lax.linalg.lu(x)),
     "qr": lambda x, *, full_matrices: tuple(lax.linalg.qr(x, full_matrices=full_matrices)),
     "eigh": _eigh,
     "svd": _svd,
-}
+})

@@ -15,7 +15,8 @@ written for): max(x, y) sends the gradient to x when x >= y; a reduce_max tie sh
 import math
 
 from . import dtypes as dt
-from . import ir, ops
+from . import compose, ir, ops
+from .tables import Table
 
 
 def _scalar(value, like):
@@ -23,15 +24,11 @@ def _scalar(value, like):
 
 
 def _full(value, like):
-    return ops.broadcast_in_dim(_scalar(value, like), shape=like.shape, broadcast_dimensions=())
+    return compose.const(value, like.dtype, like.shape)
 
 
 def zeros_like(node):
     return _full(0, node)
-
-
-def _bcast_scalar(value, like):
-    return _full(value, like)
 
 
 def _restore_reduced(g, x, axes):
@@ -40,15 +37,10 @@ def _restore_reduced(g, x, axes):
     return ops.broadcast_in_dim(g, shape=x.shape, broadcast_dimensions=kept)
 
 
-VJP = {}
+VJP = Table("lazyx.core.autodiff.VJP (gradient rules)")
 
 
-def rule(*names):
-    def register(fn):
-        for name in names:
-            VJP[name] = fn
-        return fn
-    return register
+rule = VJP.register  # @rule("add", ...) makes the function the VJP of each op named
 
 
 # ---------------------------------------------------------------- element-wise

@@ -28,15 +28,42 @@ def const(value, dtype, shape=()):
     return broadcast_to(ir.constant(value, dtype), shape)
 
 
+def const_like(value, like):
+    """const(value) of like's dtype and shape."""
+    return broadcast_to(ir.constant(value, like.dtype), like.shape)
+
+
 def scalar(value, dtype, shape=()):
     """A Python number as a run-time parameter (never a constant: no recompiles), broadcast."""
     return broadcast_to(ir.param(value, dtype), shape)
+
+
+def scalar_like(value, like):
+    """scalar(value) of like's dtype and shape."""
+    return broadcast_to(ir.param(value, like.dtype), like.shape)
 
 
 def keepdims(reduced, shape, axes):
     """Re-insert the reduced axes as size 1 (the keepdims=True form)."""
     kept = tuple(1 if i in axes else d for i, d in enumerate(shape))
     return ops.reshape(reduced, new_sizes=kept)
+
+
+def flatten(x):
+    """x as one axis, in row-major order (x itself when it already is one)."""
+    return ops.reshape(x, new_sizes=(x.size,))
+
+
+def flat_if_none(x, axis):
+    """(x, axis), or (flattened x, 0) for axis None: NumPy's axis=None and torch's dim=None."""
+    return (flatten(x), 0) if axis is None else (x, axis)
+
+
+def wrap_axis(axis, ndim):
+    """A negative axis counted from the end; None when out of range. A rank-0 value takes
+    axis 0 or -1 (as torch and TF allow); the caller raises its framework's error for None."""
+    n = max(ndim, 1)
+    return axis % n if -n <= axis < n else None
 
 
 # ---------------------------------------------------------------- element-wise
@@ -76,7 +103,14 @@ def floor_divide(a, b):
 
 
 def floor_mod(a, b):
-    """Integer a % b with the divisor's sign (Python's); x % 0 gives 0 (as floor_divide)."""
+    """a % b with the divisor's sign (Python's). Integers: x % 0 gives 0 (as floor_divide).
+    Floats: C fmod moved by one divisor when the signs differ (torch's and TF's formula;
+    NumPy's own, which also fixes the sign of a zero result, is its frontend's)."""
+    if dt.is_float(a.dtype):
+        r = ops.rem(a, b)
+        zero = const(0, r.dtype, r.shape)
+        fix = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(b, zero)))
+        return ops.select(fix, ops.add(r, b), r)
     b_zero, safe, _, r, fix, zero = _int_division(a, b)
     return ops.select(b_zero, zero, ops.select(fix, ops.add(r, safe), r))
 
@@ -149,6 +183,14 @@ def tensordot(a, b, a_axes, b_axes):
                           contracting_dimensions=((1,), (0,)))
     return ops.reshape(out, new_sizes=tuple(a.shape[d] for d in a_free) +
                        tuple(b.shape[d] for d in b_free))
+
+
+def batch_matmul(a, b):
+    """a[..., m, k] @ b[..., k, n] over equal batch axes (broadcast by the frontend, with its
+    own errors): one dot_general, batch axes first, as every frontend records it."""
+    nb = a.ndim - 2
+    return ops.dot_general(a, b, contracting_dimensions=((nb + 1,), (nb,)),
+                           batch_dimensions=(tuple(range(nb)), tuple(range(nb))))
 
 
 def convolve_valid(x, w):

@@ -49,10 +49,6 @@ def is_unsigned(dtype):
     return dtype in UNSIGNED
 
 
-def is_bool(dtype):
-    return dtype == BOOL
-
-
 def check(dtype):
     if dtype not in ITEMSIZE:
         raise TypeError(f"lazyx: unknown dtype {dtype!r}; expected one of {', '.join(ALL)}")

@@ -79,15 +79,6 @@ def _where(source):
     return where
 
 
-def record_sync(cause, source):
-    with _lock:
-        _state.counters["syncs"] += 1
-        _tally(_state.sync_causes, cause)
-        where = _where(source)
-        _tally(_state.sync_sources, where)
-        _tally(_state.sync_sources_by_cause.setdefault(cause, {}), where)
-
-
 def record_cut(cause, source, trace_seconds, execute_seconds, hit):
     """Everything one cut records, under one lock: the sync, its cause and line, the trace
     time before it, the execution time, and a cache hit (a miss counts as a compile)."""

@@ -6,11 +6,11 @@ import operator
 
 import numpy as np
 
-from ...core import ops, runtime
+from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
 from ._fallback import run_eagerly
 from ._manipulation import broadcast_to
-from ._promote import as_lazy, as_node, full_node, ir_dtype
+from ._promote import as_lazy, as_node, ir_dtype
 from ._ufuncs import fill
 
 
@@ -54,13 +54,13 @@ _PY_SCALARS = frozenset((int, float, bool))
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     shape = _shape(shape)
     if type(fill_value) in _PY_SCALARS and dtype is not None:  # zeros_like & co.: no NumPy calls
-        return wrap(full_node(fill_value, shape, ir_dtype(dtype)))
+        return wrap(compose.scalar(fill_value, ir_dtype(dtype), shape))
     if isinstance(fill_value, LazyArray):
         return broadcast_to(fill_value if dtype is None else fill_value.astype(dtype), shape)
     target = ir_dtype(dtype) if dtype is not None else ir_dtype(np.asarray(fill_value).dtype)
     if np.ndim(fill_value):
         return broadcast_to(as_lazy(np.asarray(fill_value), target), shape)
-    return wrap(full_node(fill_value, shape, target))
+    return wrap(compose.scalar(fill_value, target, shape))
 
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):

@@ -23,6 +23,7 @@ import numpy as np
 from ...core import compose, ops, runtime, source
 from ...core import dtypes as dt
 from ...core.ir import param
+from ...core.tables import Table, caller
 from ._base import LazyArray, wrap
 from ._complex import lowering as complex_lowering
 from ._fallback import run_eagerly
@@ -37,20 +38,15 @@ _convert = ops.convert
 
 # ---------------------------------------------------------------- registration
 
-GUFUNCS = {}        # ufunc -> fn(*inputs, dtype=None, ...) for np.matmul / np.vecdot calls
-REDUCE = {}         # ufunc -> fn(ufunc, x, **kwargs) for ufunc.reduce
-ACCUMULATE = {}     # ufunc -> fn(ufunc, x, **kwargs) for ufunc.accumulate
+# ufunc -> fn(*inputs, dtype=None, ...) for np.matmul / np.vecdot calls
+GUFUNCS = Table("lazyx.frontends.numpy GUFUNCS")
+REDUCE = Table("lazyx.frontends.numpy REDUCE")  # ufunc -> fn(ufunc, x, **kwargs): ufunc.reduce
+ACCUMULATE = Table("lazyx.frontends.numpy ACCUMULATE")  # the same for ufunc.accumulate
 
 
 def register(table, key, fn):
-    """table[key] = fn, refusing a second entry (naming both)."""
-    old = table.get(key)
-    if old is not None and old is not fn:
-        raise RuntimeError(f"lazyx.frontends.numpy: {key!r} registered twice: "
-                           f"{old.__module__}.{old.__qualname__} and "
-                           f"{fn.__module__}.{fn.__qualname__}")
-    table[key] = fn
-    return fn
+    """table[key] = fn, refusing a second entry (naming both places)."""
+    return table.add(key, fn, caller())
 
 
 # ---------------------------------------------------------------- ufuncs

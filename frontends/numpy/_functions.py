@@ -2,6 +2,7 @@
 anything else falls back (runs eagerly on NumPy, counted and warned once)."""
 import numpy as np
 
+from ...core.tables import Table
 from . import (_creation, _elementwise, _indexing, _linalg, _manipulation, _numpy_linalg,
                _reductions)
 from . import fft as _fft
@@ -110,7 +111,7 @@ def _nan_reduce(reduce, fill_value):
     return fn
 
 
-FUNCTIONS = {
+FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     # reductions and statistics
     np.sum: _reductions.sum, np.prod: _reductions.prod, np.mean: _reductions.mean,
     np.var: _reductions.var, np.std: _reductions.std, np.max: _reductions.max,
@@ -156,7 +157,7 @@ FUNCTIONS = {
     np.shape: _shape, np.ndim: _ndim, np.size: _size, np.result_type: _result_type,
     np.can_cast: _can_cast, np.round: _elementwise.round, np.around: _elementwise.round,
     np.real: _elementwise.real, np.imag: _elementwise.imag,
-}
+})
 for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
     if hasattr(np, _name):
         FUNCTIONS[getattr(np, _name)] = getattr(_indexing, _name)

@@ -14,7 +14,7 @@ import operator
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import host_values, ir, ops, runtime
+from ...core import compose, host_values, ir, ops, runtime
 from ._base import LazyArray, wrap
 from ._entry import traced
 from ._fallback import rewrap
@@ -351,8 +351,7 @@ def _update_window(node, items, value):
 def take(a, indices, axis=None, out=None, mode="raise"):
     x = as_lazy(a)
     if axis is None:
-        x = wrap(ops.reshape(x._node, new_sizes=(x.size,)))
-        axis = 0
+        x, axis = wrap(compose.flatten(x._node)), 0
     axis = axis_index(axis, x.ndim)
     if mode != "raise" and not isinstance(indices, LazyArray):
         host = np.asarray(indices)
@@ -371,8 +370,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
 def take_along_axis(arr, indices, axis=-1):
     x = as_lazy(arr)
     if axis is None:
-        x = wrap(ops.reshape(x._node, new_sizes=(x.size,)))
-        axis = 0
+        x, axis = wrap(compose.flatten(x._node)), 0
     axis = axis_index(axis, x.ndim)
     idx_shape = tuple(shape_of(indices))
     if len(idx_shape) != x.ndim:
@@ -448,6 +446,5 @@ def count_nonzero(a, axis=None, *, keepdims=False):
     total = ops.reduce_sum(ops.convert(ops.ne(node, fill(0, node.dtype, node.shape)),
                                        dtype="int64"), axes=axes)
     if keepdims:
-        total = ops.reshape(total, new_sizes=tuple(1 if i in axes else d
-                                                   for i, d in enumerate(node.shape)))
+        total = compose.keepdims(total, node.shape, axes)
     return total

@@ -73,9 +73,7 @@ def matmul(x1, x2, /):
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = broadcast_node(a, batch + a.shape[-2:])
     b = broadcast_node(b, batch + b.shape[-2:])
-    nb = len(batch)
-    out = ops.dot_general(a, b, contracting_dimensions=((nb + 1,), (nb,)),
-                          batch_dimensions=(tuple(range(nb)), tuple(range(nb))))
+    out = compose.batch_matmul(a, b)
     shape = batch + (() if squeeze_a else (a.shape[-2],)) + (() if squeeze_b else (b.shape[-1],))
     if shape != out.shape:
         out = ops.reshape(out, new_sizes=shape)
@@ -293,8 +291,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     else:
         raise ValueError("Improper number of dimensions to norm.")
     if keepdims:
-        out = ops.reshape(out, new_sizes=tuple(1 if i in axes else d
-                                               for i, d in enumerate(node.shape)))
+        out = compose.keepdims(out, node.shape, axes)
     return wrap(out)
 
 

@@ -163,8 +163,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if not nodes:
         raise ValueError("need at least one array to concatenate")
     if axis is None:
-        nodes = [ops.reshape(n, new_sizes=(n.size,)) for n in nodes]
-        axis = 0
+        nodes, axis = [compose.flatten(n) for n in nodes], 0
     first = nodes[0]
     if first.ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
@@ -303,9 +302,7 @@ def tile(A, reps):
 def repeat(a, repeats, axis=None):
     runtime.maybe_cut()
     node = as_node(a)
-    if axis is None:
-        node = ops.reshape(node, new_sizes=(node.size,))
-        axis = 0
+    node, axis = compose.flat_if_none(node, axis)
     axis = axis_index(axis, node.ndim)
     if isinstance(repeats, LazyArray):  # the output size depends on the values
         repeats = repeats._host("data_dependent")

@@ -12,7 +12,7 @@ from numpy.exceptions import AxisError
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ...core import dtypes as dt
-from ...core import ir, ops, runtime
+from ...core import compose, ir, ops, runtime
 from ._base import LazyArray, np_dtype, wrap
 
 __all__ = ["AxisError", "normalize_axis_index", "normalize_axis_tuple"]
@@ -162,8 +162,7 @@ def broadcast_node(node, shape):
             raise ValueError(f"operands could not be broadcast together with remapped shapes "
                              f"[original->remapped]: {_fmt(node.shape)} and requested shape "
                              f"{_fmt(shape)}")
-    return ops.broadcast_in_dim(node, shape=shape,
-                                broadcast_dimensions=tuple(range(offset, len(shape))))
+    return compose.broadcast_to(node, shape)
 
 
 def _fmt(shape):
@@ -236,18 +235,6 @@ def operator_index(value):
     except TypeError:
         raise TypeError(f"'{type(value).__name__}' object cannot be interpreted as an "
                         f"integer") from None
-
-
-def scalar_param(value, dtype):
-    """A 0-d runtime parameter of the IR dtype `dtype` (never baked into the program)."""
-    return ir.param(value, dtype)
-
-
-def full_node(value, shape, dtype):
-    """A `shape` array filled with a runtime-parameter scalar."""
-    node = ir.param(value, dtype)
-    return ops.broadcast_in_dim(node, shape=tuple(shape), broadcast_dimensions=()) \
-        if shape else node
 
 
 # ---------------------------------------------------------------- out=

@@ -10,8 +10,8 @@ import math
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ops, runtime
-from ._base import LazyArray, wrap
+from ...core import compose, ops, runtime
+from ._base import wrap
 from ._entry import ACCUMULATE, REDUCE, register, traced
 from ._indexing import take
 from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node, ir_dtype,
@@ -21,8 +21,7 @@ from ._ufuncs import fill
 
 def _finish(node, shape, axes, keepdims):
     if keepdims:
-        node = ops.reshape(node, new_sizes=tuple(1 if i in axes else d
-                                                 for i, d in enumerate(shape)))
+        node = compose.keepdims(node, shape, axes)
     return node
 
 
@@ -187,9 +186,7 @@ _SCANS = {"sum": ops.cumsum, "prod": ops.cumprod, "max": ops.cummax, "min": ops.
 
 def _scan(kind, node, axis, dtype):
     """The node of a cumulative `kind` ("sum", "prod", "max", "min") along `axis`."""
-    if axis is None:
-        node = ops.reshape(node, new_sizes=(node.size,))
-        axis = 0
+    node, axis = compose.flat_if_none(node, axis)
     axis = axis_index(axis, node.ndim)
     acc = ir_dtype(dtype) if dtype is not None else (
         _sum_dtype(node.dtype) if kind in ("sum", "prod") else node.dtype)
@@ -272,8 +269,7 @@ def _arg(op, name):
             raise TypeError(f"lazyx.frontends.numpy: {name} is not supported on complex arrays")
         if axis is None:
             shape = node.shape
-            node = ops.reshape(node, new_sizes=(node.size,))
-            ax = 0
+            node, ax = compose.flat_if_none(node, axis)
         else:
             shape = node.shape
             ax = axis_index(axis, node.ndim)
@@ -328,8 +324,7 @@ def _nan_last_less(x, y):
 # ---------------------------------------------------------------- sorting
 
 def _sort_axis(node, axis):
-    if axis is None:
-        return ops.reshape(node, new_sizes=(node.size,)), 0
+    node, axis = compose.flat_if_none(node, axis)
     return node, axis_index(axis, node.ndim)
 
 
@@ -348,7 +343,3 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False)
         raise ValueError("Cannot specify order when the array has no fields.")
     node, ax = _sort_axis(a, axis)
     return (ops.argsort(node, axis=ax, descending=bool(descending), index_dtype="int64"))
-
-
-def is_lazy_array(x):
-    return isinstance(x, LazyArray)

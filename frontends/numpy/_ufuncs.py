@@ -13,17 +13,14 @@ import warnings
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import compose, host_values, ir, ops, source
+from ...core import compose, host_values, ops, source
+from ...core.tables import Table
 
 
-def fill(value, dtype, shape):
-    """A structural constant (baked in: it is not a user value) of this dtype and shape."""
-    node = ir.constant(value, dtype)
-    return ops.broadcast_in_dim(node, shape=shape, broadcast_dimensions=()) if shape else node
-
-
-def const(value, like):
-    return fill(value, like.dtype, like.shape)
+# a structural constant (baked in: it is not a user value) of a dtype and shape, or of like's:
+# the shared rules, under the names the NumPy lowerings use
+fill = compose.const
+const = compose.const_like
 
 
 def _is_float(x):
@@ -263,7 +260,7 @@ def _compare(op):
     return lower
 
 
-UFUNCS = {
+UFUNCS = Table("lazyx.frontends.numpy UFUNCS (the ufunc table)", {
     np.add: _for_bool(ops.add, ops.or_), np.subtract: ops.sub,
     np.multiply: _for_bool(ops.mul, ops.and_), np.true_divide: true_divide,
     np.floor_divide: floor_divide, np.remainder: remainder, np.fmod: fmod, np.divmod: divmod_,
@@ -293,4 +290,4 @@ UFUNCS = {
     np.equal: _compare(ops.eq), np.not_equal: _compare(ops.ne), np.less: _compare(ops.lt),
     np.less_equal: _compare(ops.le), np.greater: _compare(ops.gt),
     np.greater_equal: _compare(ops.ge),
-}
+})

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops
-from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, filled, operand_nodes,
+from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, operand_nodes,
                        static_ints)
 from .registry import lower, raise_for_values
 from .tensor import LazyTensor, ir_dtype, to_tf, wrap
@@ -168,13 +168,13 @@ def broadcast_to_api(input, shape):  # noqa: A002
 @lower(tf.zeros_like, "input")
 def zeros_like(input, dtype=None, layout=None):  # noqa: A002
     (x,) = operand_nodes(input)
-    return wrap(filled(0, x.shape, ir_dtype(dtype or input.dtype)))
+    return wrap(compose.const(0, ir_dtype(dtype or input.dtype), x.shape))
 
 
 @lower(tf.ones_like, "input")
 def ones_like(input, dtype=None, layout=None):  # noqa: A002
     (x,) = operand_nodes(input)
-    return wrap(filled(1, x.shape, ir_dtype(dtype or input.dtype)))
+    return wrap(compose.const(1, ir_dtype(dtype or input.dtype), x.shape))
 
 
 @lower(tf.reverse, "tensor")
@@ -258,10 +258,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     spread = ops.broadcast_in_dim(idx, shape=shape, broadcast_dimensions=tuple(
         i for i in range(len(shape)) if i != axis))
     hit = ops.eq(classes, spread)
-    on = filled(1, shape, out_dtype) if on_value is None else broadcast_to(ir.param(on_value, out_dtype),
-                                                                shape)
-    off = filled(0, shape, out_dtype) if off_value is None else broadcast_to(ir.param(off_value, out_dtype),
-                                                                  shape)
+    on = compose.const(1, out_dtype, shape) if on_value is None else \
+        broadcast_to(ir.param(on_value, out_dtype), shape)
+    off = compose.const(0, out_dtype, shape) if off_value is None else \
+        broadcast_to(ir.param(off_value, out_dtype), shape)
     return wrap(ops.select(hit, on, off))
 
 

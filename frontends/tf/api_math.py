@@ -20,15 +20,6 @@ def _floordiv(x, y):
     return compose.floor_divide(x, y)  # shared with NumPy and torch: the same graph
 
 
-def _floormod(x, y):
-    if dt.is_float(x.dtype):
-        r = ops.rem(x, y)
-        zero = const(0, r)
-        adjust = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(y, zero)))
-        return ops.select(adjust, ops.add(r, y), r)
-    return compose.floor_mod(x, y)
-
-
 def _truediv(x, y):
     if dt.is_int(x.dtype):  # TF: small ints divide in float32, wide ones in float64
         target = "float32" if dt.ITEMSIZE[x.dtype] <= 2 else "float64"
@@ -66,7 +57,7 @@ def _pow(x, y):
 BINARY = {
     tf.math.add: ops.add, tf.__operators__.add: ops.add, tf.math.subtract: ops.sub,
     tf.math.multiply: ops.mul, tf.math.truediv: _truediv, tf.math.divide: _truediv,
-    tf.math.floordiv: _floordiv, tf.math.floormod: _floormod, tf.math.pow: _pow,
+    tf.math.floordiv: _floordiv, tf.math.floormod: compose.floor_mod, tf.math.pow: _pow,
     tf.math.maximum: ops.max_, tf.math.minimum: ops.min_, tf.math.atan2: ops.atan2,
     tf.math.squared_difference: _squared_difference, tf.math.divide_no_nan: _divide_no_nan,
     tf.math.equal: ops.eq, tf.math.not_equal: ops.ne, tf.__operators__.eq: ops.eq,
@@ -215,8 +206,7 @@ def _reduce(api, combine, kinds="fi", post=None):
         if post is not None:
             out = post(out, x, axes)
         if keepdims:
-            out = ops.reshape(out, new_sizes=[1 if i in axes else d
-                                              for i, d in enumerate(x.shape)])
+            out = compose.keepdims(out, x.shape, axes)
         return wrap(out, input_tensor)
     lowering.__name__ = api.__name__
     lower(api, "input_tensor")(lowering)
@@ -335,10 +325,7 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
     batch = broadcast_shapes_or_reject(x.shape[:-2], y.shape[:-2])
     x = broadcast_to(x, batch + x.shape[-2:])
     y = broadcast_to(y, batch + y.shape[-2:])
-    nb = len(batch)
-    out = ops.dot_general(x, y, contracting_dimensions=((nb + 1,), (nb,)),
-                          batch_dimensions=(tuple(range(nb)), tuple(range(nb))))
-    return wrap(out, a, b)
+    return wrap(compose.batch_matmul(x, y), a, b)
 
 
 def broadcast_shapes_or_reject(*shapes):

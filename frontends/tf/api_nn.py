@@ -107,8 +107,7 @@ def moments(x, axes, shift=None, keepdims=False):
     centered = ops.sub(node, _along(node, axes)(mean))
     var = ops.div(ops.reduce_sum(ops.mul(centered, centered), axes=axes), count)
     if keepdims:
-        kept = [1 if i in axes else d for i, d in enumerate(node.shape)]
-        mean, var = ops.reshape(mean, new_sizes=kept), ops.reshape(var, new_sizes=kept)
+        mean, var = (compose.keepdims(v, node.shape, axes) for v in (mean, var))
     return wrap(mean, x), wrap(var, x)
 
 

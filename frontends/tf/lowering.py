@@ -3,8 +3,7 @@ broadcasting, Python scalars take the tensor's dtype) expressed as explicit IR."
 import numpy as np
 import tensorflow as tf
 
-from ...core import dtypes as dt
-from ...core import ir, ops
+from ...core import compose
 from .tensor import LazyTensor, node_of
 
 TENSORS = (LazyTensor, tf.Tensor, tf.Variable)
@@ -52,11 +51,9 @@ _BROADCAST = {}  # operand shapes -> their broadcast shape (NumPy's rule, comput
 def broadcast_to(node, shape):
     if node.shape == shape or node.shape == tuple(shape):
         return node
-    offset = len(shape) - node.ndim
-    if offset < 0:
+    if len(shape) < node.ndim:
         raise Reject()
-    return ops.broadcast_in_dim(node, shape=tuple(shape),
-                                broadcast_dimensions=tuple(range(offset, len(shape))))
+    return compose.broadcast_to(node, shape)
 
 
 def broadcast_all(*nodes):
@@ -64,16 +61,10 @@ def broadcast_all(*nodes):
     return [broadcast_to(n, shape) for n in nodes]
 
 
-def scalar(value, like):
-    """A Python number as a run-time param of like's dtype, broadcast to like's shape."""
-    return ops.broadcast_in_dim(ir.param(value, like.dtype), shape=like.shape,
-                                broadcast_dimensions=())
-
-
-def const(value, like):
-    """A fixed number (part of the op's definition) of like's dtype and shape."""
-    return ops.broadcast_in_dim(ir.constant(value, like.dtype), shape=like.shape,
-                                broadcast_dimensions=())
+# a Python number as a run-time param, and a fixed number (part of the op's definition), of
+# like's dtype and shape: the shared rules, under the names the TF lowerings use
+scalar = compose.scalar_like
+const = compose.const_like
 
 
 def axes_of(axis, ndim, allow_none=True):
@@ -91,10 +82,10 @@ def axes_of(axis, ndim, allow_none=True):
     for a in items:
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
             raise Reject()
-        a = int(a)
-        if not -max(ndim, 1) <= a < max(ndim, 1):
+        a = compose.wrap_axis(int(a), ndim)
+        if a is None:
             raise Reject()
-        out.append(a % max(ndim, 1))
+        out.append(a)
     return tuple(sorted(set(out)))
 
 
@@ -110,13 +101,3 @@ def static_ints(value):
     if arr.dtype.kind not in "iu" and arr.size:
         raise Reject()
     return [int(v) for v in arr.reshape(-1)] if arr.ndim else int(arr)
-
-
-def float_kind(node):
-    return dt.is_float(node.dtype)
-
-
-def filled(value, shape, dtype):
-    """A constant-filled array (a fixed part of the op, e.g. zeros_like)."""
-    return ops.broadcast_in_dim(ir.constant(value, dtype), shape=tuple(shape),
-                                broadcast_dimensions=())

@@ -18,9 +18,10 @@ import tensorflow as tf
 from tensorflow.python.util import tf_decorator
 
 from ...core import ops, runtime, source
+from ...core.tables import Table, caller
 from . import variables
 from .lowering import Reject
-from .tensor import TARGETS, LazyTensor, node_of, sources_of, to_tf, _tf_leaf
+from .tensor import TARGETS, LazyTensor, sources_of, to_tf, _tf_leaf
 
 _OP_LINE = source.OP_LINE
 
@@ -32,7 +33,7 @@ VARIABLES = (tf.Variable, _KerasVariable)
 OPERAND = typing.Union[LazyTensor, tf.Tensor, tf.Variable, _KerasVariable, int, float, bool,
                        np.ndarray, np.generic, list, tuple]
 OPERAND_LIST = typing.List[OPERAND]
-LOWERED = {}  # "tf.math.add" -> lowering function: the allowlist
+LOWERED = Table("lazyx.frontends.tf LOWERED (the TF API table)")  # "tf.math.add" -> lowering
 
 
 def api_name(api):
@@ -50,8 +51,10 @@ def lower(api, *params, lists=(), direct=None):
     annotations = {p: OPERAND for p in params}
     annotations.update({p: OPERAND_LIST for p in lists})
     bind = _binder(signature)
+    where = caller()
 
     def register(fn):
+        LOWERED.add(api_name(api), fn, where)  # before TF's dispatcher learns it: once only
         missing = set(signature.parameters) - {"name"} - set(inspect.signature(fn).parameters)
         if missing and not any(p.kind == p.VAR_KEYWORD
                                for p in inspect.signature(fn).parameters.values()):
@@ -80,7 +83,6 @@ def lower(api, *params, lists=(), direct=None):
                 return _rejected(api, args, kwargs)
         target.__name__ = f"lazyx_{fn.__name__}"
         tf.experimental.dispatch_for_api(api, annotations)(target)
-        LOWERED[api_name(api)] = fn
         TARGETS[api] = target if direct is None else _operator(api, direct, target)
         return fn
     return register
@@ -272,14 +274,17 @@ def run_eagerly(api, args, kwargs):
     return wrap_result(api(*_materialize(tuple(args)), **_materialize(kwargs)))
 
 
-VARARG_LOWERINGS = {}  # APIs TF's type-based dispatch cannot take (varargs): tf.einsum
+# APIs TF's type-based dispatch cannot take (varargs): tf.einsum
+VARARG_LOWERINGS = Table("lazyx.frontends.tf VARARG_LOWERINGS")
 
 
 def lower_varargs(api):
     """Lower an API that only has TF's fallback dispatch; `_Fallback` calls the lowering."""
+    where = caller()
+
     def register(fn):
-        VARARG_LOWERINGS[api_name(api)] = fn
-        LOWERED[api_name(api)] = fn
+        LOWERED.add(api_name(api), fn, where)
+        VARARG_LOWERINGS.add(api_name(api), fn, where)
         return fn
     return register
 
@@ -333,9 +338,3 @@ def _assign_conversion(frame, value, dtype):
         raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "
                          f"Tensor with dtype {real.dtype.name}: {real!r}")
     return real
-
-
-
-def lift(*values, dtype=None):
-    """IR nodes for operands (see tensor.node_of)."""
-    return [node_of(v, dtype) for v in values]

@@ -55,11 +55,6 @@ def tf_variable(value):
     return value if isinstance(value, tf.Variable) else None
 
 
-def shadow_of(value):
-    var = tf_variable(value)
-    return getattr(var, "_lazyx_shadow", None) if var is not None else None
-
-
 def is_lazy(value):
     """A lazy tensor, a variable holding a shadow, or any variable while an ltf.GradientTape
     records (its read becomes a shadow, see read)."""

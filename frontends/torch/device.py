@@ -13,7 +13,7 @@
 import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
-from ...core import ir, ops
+from ...core import compose
 from . import dtypes, hooks, recurrent, tensor
 from .aten import random as lazy_random
 
@@ -58,9 +58,7 @@ def user_tensor(lazy):
 
 def _filled(shape, dtype, value=0):
     dtype = dtype or torch.get_default_dtype()
-    ir_dtype = dtypes.to_ir(dtype)
-    node = ops.broadcast_in_dim(ir.constant(value, ir_dtype), shape=tuple(shape),
-                                broadcast_dimensions=())
+    node = compose.const(value, dtypes.to_ir(dtype), shape)
     return user_tensor(tensor.from_node(node, dtype))
 
 

@@ -18,13 +18,16 @@ import torch
 from torch._decomp import decomposition_table
 
 from ...core import ir, runtime, source
+from ...core.tables import Table
 from . import dtypes
 
 _OP_LINE = source.OP_LINE
 DEVICE = None  # torch.device("lazyx", 0), set by device.register() once the name exists
-LOWERINGS = {}      # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes
+# OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes (aten/table.lower)
+LOWERINGS = Table("lazyx.frontends.torch LOWERINGS (the aten table)")
 EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
-VALUE_CHECKS = {}   # OpOverload -> fn(func, args, kwargs): torch's value errors (bounds.py)
+# OpOverload -> fn(func, args, kwargs): torch's value errors (bounds.py)
+VALUE_CHECKS = Table("lazyx.frontends.torch VALUE_CHECKS")
 
 
 class _State(threading.local):
@@ -146,9 +149,6 @@ def _key(x):
         return (node.shape, node.dtype)
     if t in _SCALARS:
         return (t, x)  # 1, 1.0 and True promote differently (and True == 1 == 1.0)
-    if isinstance(x, LazyTensor):
-        node = x._lazyx_handle.node
-        return (node.shape, node.dtype)
     if isinstance(x, torch.Tensor):
         # a CPU tensor's values are invisible to meta kernels, but a CPU scalar tensor is
         # treated like a Python number: its dtype and device decide promotion

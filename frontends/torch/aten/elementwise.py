@@ -6,7 +6,7 @@ import math
 import torch
 
 from ....core import compose, ops
-from .table import (aten, bcast, compute_dtype, const, ir_dtype, is_complex, is_float, lower,
+from .table import (aten, bcast, compute_dtype, const, is_complex, is_float, lower,
                     node_of, operands, scalar)
 
 # ---------------------------------------------------------------- unary
@@ -232,12 +232,7 @@ def _floor_divide(out, x, y):
 @lower(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)
 def _remainder(out, x, y):
     a, b = operands(out, x, y)
-    if not is_float(a):
-        return compose.floor_mod(a, b)  # shared with NumPy and TF: the same graph
-    zero = const(0, a.dtype, a.shape)
-    r = ops.rem(a, b)
-    fix = ops.and_(ops.ne(r, zero), ops.ne(ops.lt(r, zero), ops.lt(b, zero)))
-    return ops.select(fix, ops.add(r, b), r)
+    return compose.floor_mod(a, b)  # shared with TF (and with NumPy for integers)
 
 
 @lower(aten.fmod.Tensor, aten.fmod.Scalar)
@@ -402,5 +397,3 @@ def _addcdiv(out, x, t1, t2, *, value=1):
     return ops.add(a, ops.mul(scalar(value, a.dtype, a.shape), ops.div(b, c)))
 
 
-def _ir(x):
-    return ir_dtype(x)

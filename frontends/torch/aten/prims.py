@@ -3,6 +3,8 @@ share their aten twin's lowering; the structural ones map straight onto IR primi
 import torch
 
 from ....core import ops
+from ....core.tables import caller
+from . import elementwise  # the aten twins below: imported here, so no import order matters
 from .table import aten, bcast, compute_dtype, ir_dtype, lower, node_of, operands
 from ..tensor import LOWERINGS
 
@@ -13,17 +15,20 @@ for _name in ("abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log
               "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
               "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "sign",
               "floor", "ceil", "round", "trunc", "reciprocal", "atan2", "maximum", "minimum",
-              "nextafter", "pow", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
+              "nextafter", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
               "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "add", "sub", "mul",
               "div", "isfinite"):
     prim = getattr(prims, _name, None)
     twin = getattr(aten, {"erf_inv": "erfinv"}.get(_name, _name), None)
     if prim is None or twin is None:
-        continue
-    for overload in ("Tensor", "default"):
-        if hasattr(twin, overload) and getattr(twin, overload) in LOWERINGS:
-            LOWERINGS[prim.default] = LOWERINGS[getattr(twin, overload)]
-            break
+        continue  # not in this torch version
+    found = [getattr(twin, o) for o in ("Tensor", "default")
+             if hasattr(twin, o) and getattr(twin, o) in LOWERINGS]
+    if not found or LOWERINGS[found[0]].__module__ != elementwise.__name__:
+        # a twin lowered elsewhere would make this table depend on which module came first
+        raise ImportError(f"lazyx: prims.{_name}'s aten twin must be lowered in "
+                          f"{elementwise.__name__}")
+    LOWERINGS.add(prim.default, LOWERINGS[found[0]], caller(0))
 
 
 @lower(prims.broadcast_in_dim.default)

@@ -4,8 +4,8 @@ dims with a reshape."""
 import math
 
 from ....core import compose, ops
-from .table import (Unsupported, aten, bcast, compute_dtype, const, dims_of, dim_of, is_float,
-                    ir_dtype, lower, node_of, scalar)
+from .table import (Unsupported, aten, bcast, compute_dtype, const, dims_of, dim_of, lower,
+                    node_of, scalar)
 
 
 def _input(out, x, dtype=None):
@@ -118,8 +118,7 @@ def _arg_reducer(arg):
     def lowering(out, x, dim=None, keepdim=False):
         a = node_of(x)
         if dim is None:
-            a = ops.reshape(a, new_sizes=(a.size,))
-            axis = 0
+            a, axis = compose.flatten(a), 0
         elif a.ndim == 0:
             return const(0, "int64", ())
         else:

@@ -7,7 +7,7 @@ functionalization hands us contiguous bases), so strided views are gathers over 
 import numpy as np
 import torch
 
-from ....core import ir, ops
+from ....core import compose, ir, ops
 from .table import Unsupported, aten, bcast, compute_dtype, const, dim_of, is_float, lower, node_of
 
 prims = torch.ops.prims
@@ -24,8 +24,7 @@ def _strided_positions(size, stride, offset):
     return pos
 
 
-def _flat(node):
-    return ops.reshape(node, new_sizes=(node.size,))
+_flat = compose.flatten
 
 
 @lower(aten.as_strided.default, aten.as_strided_copy.default)

@@ -25,9 +25,9 @@ def _reshape_to_out(out, x, *args, **kwargs):
 
 lower(*_both("view"), *_both("_unsafe_view"), *_both("alias"), *_both("detach"),
       *_both("squeeze"), *_both("squeeze", "dim"), *_both("squeeze", "dims"),
-      *_both("unsqueeze"), *_both("_reshape_alias"), *_both("view", "dtype"),
+      *_both("unsqueeze"), *_both("_reshape_alias"),
       aten.clone.default, aten.lift_fresh_copy.default, aten.reshape.default,
-      aten.contiguous.default, aten._unsafe_view.default)(_reshape_to_out)
+      aten.contiguous.default)(_reshape_to_out)
 
 
 @lower(*_both("view", "dtype"))
@@ -43,12 +43,6 @@ def _view_dtype(out, x, dtype):
 @lower(*_both("expand"))
 def _expand(out, x, size, *, implicit=False):
     return bcast(node_of(x), out.shape)
-
-
-@lower(*_both("permute"))
-def _permute(out, x, dims):
-    a = node_of(x)
-    return ops.transpose(a, permutation=tuple(dim_of(d, a.ndim) for d in dims)) if a.ndim else a
 
 
 @lower(*_both("transpose", "int"))

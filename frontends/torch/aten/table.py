@@ -8,19 +8,14 @@ by the dispatcher. Raising Unsupported hands the call to torch._decomp or the CP
 import torch
 
 from ....core import dtypes as dt
-from ....core import ir, ops
+from ....core import compose, ir, ops
 from .. import dtypes
 from ..tensor import LOWERINGS, LazyTensor, Unsupported  # noqa: F401 (lowerings raise it)
 
 aten = torch.ops.aten
 
 
-def lower(*overloads):
-    def register(fn):
-        for op in overloads:
-            LOWERINGS[op] = fn
-        return fn
-    return register
+lower = LOWERINGS.register  # @lower(aten.x.default, ...): the lowering of each overload
 
 
 def ir_dtype(torch_dtype):
@@ -74,24 +69,15 @@ def node_of(x, dtype=None):
     return node
 
 
-def bcast(node, shape):
-    """NumPy/torch broadcasting of `node` to `shape` (trailing axes aligned)."""
-    shape = tuple(shape)
-    if node.shape == shape:
-        return node
-    offset = len(shape) - node.ndim
-    return ops.broadcast_in_dim(node, shape=shape, broadcast_dimensions=tuple(
-        range(offset, len(shape))))
+# NumPy/torch broadcasting to a shape, and a fixed number baked into the program (0, 1, inf):
+# the shared rules, under the names every lowering here uses
+bcast = compose.broadcast_to
+const = compose.const
 
 
 def scalar(value, dtype, shape=()):
-    """A Python number as a param broadcast to `shape`."""
+    """A Python number (or CPU scalar tensor, or complex) as a param broadcast to `shape`."""
     return bcast(node_of(value, dtype), shape)
-
-
-def const(value, dtype, shape=()):
-    """A fixed number baked into the program (for structural constants like 0, 1, inf)."""
-    return bcast(ir.constant(value, dtype), shape)
 
 
 # Half types compute in float32, as torch's CPU kernels do (opmath)
@@ -115,11 +101,12 @@ def operands(out, *xs, dtype=None):
 def dim_of(dim, ndim):
     """torch's wrap of a negative dim, and its IndexError for one out of range (some meta
     kernels, softmax's and sort's, do not check it; the CPU kernels do)."""
-    n = max(ndim, 1)
-    if not -n <= dim < n:
+    wrapped = compose.wrap_axis(dim, ndim)
+    if wrapped is None:
+        n = max(ndim, 1)
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
-    return dim % n if ndim else 0
+    return wrapped
 
 
 def dims_of(dims, ndim):
