@@ -494,7 +494,7 @@ class _Executable:
 _MAX_ARGS = 1 << 20
 
 
-def _deserialize(payload):
+def _deserialize(payload, device):
     """(jax Compiled, its input avals) from a stored payload: the argument and result counts,
     then jax's serialized executable of _as_function's run(*args) -> [outputs]."""
     n_args, n_outputs = struct.unpack("<II", payload[:8])
@@ -503,7 +503,9 @@ def _deserialize(payload):
     in_tree = jax.tree_util.tree_structure((tuple(range(n_args)), {}))
     out_tree = jax.tree_util.tree_structure(list(range(n_outputs)))
     _initialize_lapack()
-    compiled = deserialize_and_load(payload[8:], in_tree, out_tree)
+    # on `device` alone: jax's default is every device of the process, and the executable
+    # then wants one shard per device (8 under --xla_force_host_platform_device_count=8)
+    compiled = deserialize_and_load(payload[8:], in_tree, out_tree, execution_devices=[device])
     return compiled, jax.tree_util.tree_leaves(compiled.in_avals)
 
 
@@ -513,7 +515,7 @@ class XlaBackend:
     def __init__(self):
         self.device = jax.local_devices()[0]  # this process's first (jax.devices()[0] may not be)
         self._context = None
-        preload.start(_deserialize)
+        preload.start(lambda payload: _deserialize(payload, self.device))
 
     def from_host(self, array):
         # On CPU, device_put may alias the NumPy buffer instead of copying it, and the caller
@@ -597,7 +599,7 @@ class XlaBackend:
             if payload is None:
                 return None
             try:
-                compiled, _ = _deserialize(payload)
+                compiled, _ = _deserialize(payload, self.device)
             except Exception as err:  # a payload jax cannot read: treat as corrupt
                 cache.discard(key, f"jax could not load it ({type(err).__name__}: {err})")
                 return None

@@ -57,8 +57,10 @@ def _from_jax(sharding):
 
 
 def sharding_of(buffer):
-    """The core Sharding of a device buffer, or None when it lies on one device."""
-    return _from_jax(buffer.sharding)
+    """The core Sharding of a device buffer, or None when it lies on one device (or is no
+    device buffer: a host array, or a test's placeholder leaf)."""
+    sharding = getattr(buffer, "sharding", None)
+    return None if sharding is None else _from_jax(sharding)
 
 
 def shard_buffer(buffer, sharding):

@@ -168,7 +168,7 @@ _LU_STEP = textwrap.dedent("""
     import numpy as np, lazyx
     from lazyx.core import ops, runtime
     a = np.random.default_rng(0).standard_normal((2, 4, 4))
-    y = runtime.LazyHandle(ops.lu(runtime.from_host(a)))
+    y = runtime.LazyHandle(ops.lu(runtime.from_host(a))[0])
     print(np.abs(runtime.to_host(y)).sum().round(6), lazyx.metrics()["disk_hits"])
 """)
 
@@ -182,3 +182,12 @@ def test_a_cached_batched_float64_lu_loads_in_a_fresh_process(cache_dir):
     assert [r.returncode for r in runs] == [0, 0], runs[-1].stderr[-2000:]
     (first, hits_first), (second, hits_second) = (r.stdout.split() for r in runs)
     assert first == second and (hits_first, hits_second) == ("0", "1")
+
+
+def test_a_process_with_several_devices_loads_onto_its_one_device(cache_dir):
+    # jax's deserialize_and_load targets every device by default: with 4 CPU devices a loaded
+    # program wanted 4 shards per argument ("Expected args ... to have 4 shards, got: [1]")
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    outs = [_step_process(cache_dir, **env).communicate(timeout=120)[0] for _ in range(2)]
+    assert [o.split("]")[0] + "]" for o in outs] == ["[5, 50]"] * 2
+    assert outs[1].split("]")[1].split() == ["1", "0"]  # the second one loaded it from disk

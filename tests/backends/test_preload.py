@@ -71,7 +71,8 @@ def test_the_preloader_leaves_bad_entries_alone(tmp_path):
     os.utime(unloadable, (1000.0, 1000.0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        preload._preload(cache, 4, xla._deserialize)
+        device = xla.jax.local_devices()[0]
+        preload._preload(cache, 4, lambda p: xla._deserialize(p, device))
     assert os.path.exists(truncated) and os.path.getsize(unloadable) > 0
     assert os.path.getmtime(unloadable) == 1000.0
     assert preload.take(b"\x01" * 32) is None and preload.take(b"\x02" * 32) is None
