@@ -1,0 +1,178 @@
+"""tf.bitwise, tf.bitcast, and the smaller tf.math functions that are a line or two of IR
+(cumprod, count_nonzero, nextafter, xlogy/xdivy/xlog1py, the *_no_nan forms, rint, add_n,
+reduce_euclidean_norm, zero_fraction, tf.nn.l2_loss)."""
+import tensorflow as tf
+
+from ...core import dtypes as dt
+from ...core import ir, ops
+from .lowering import Reject, axes_of, broadcast_all, const, operand_nodes
+from .registry import lower
+from .tensor import ir_dtype, wrap
+
+
+def _ints_only(x):
+    if not dt.is_int(x.dtype):
+        raise Reject()
+    return x
+
+
+def _bitwise_binary(api, fn):
+    @lower(api, "x", "y")
+    def lowering(x, y):
+        a, b = broadcast_all(*operand_nodes(x, y))
+        return wrap(fn(_ints_only(a), b), x, y)
+    lowering.__name__ = api.__name__
+
+
+def _right_shift(x, y):
+    # TF: arithmetic for signed integers, logical for unsigned
+    if x.dtype in dt.SIGNED:
+        return ops.shift_right_arithmetic(x, y)
+    return ops.shift_right_logical(x, y)
+
+
+_bitwise_binary(tf.bitwise.bitwise_and, ops.and_)
+_bitwise_binary(tf.bitwise.bitwise_or, ops.or_)
+_bitwise_binary(tf.bitwise.bitwise_xor, ops.xor)
+_bitwise_binary(tf.bitwise.left_shift, ops.shift_left)
+_bitwise_binary(tf.bitwise.right_shift, _right_shift)
+
+
+@lower(tf.bitwise.invert, "x")
+def invert(x):
+    (node,) = operand_nodes(x)
+    return wrap(ops.not_(_ints_only(node)), x)
+
+
+@lower(tf.bitcast, "input")
+def bitcast(input, type):  # noqa: A002 - TF's names
+    (x,) = operand_nodes(input)
+    target = ir_dtype(type)
+    if dt.ITEMSIZE[target] != dt.ITEMSIZE[x.dtype] or dt.BOOL in (target, x.dtype) or \
+            dt.is_complex(target) or dt.is_complex(x.dtype):
+        raise Reject()  # a width change reshapes (TF's rule); the eager op handles it
+    if target == x.dtype:
+        return wrap(x, input)
+    return wrap(ops.bitcast_convert(x, dtype=target), input)
+
+
+# ---------------------------------------------------------------- small tf.math functions
+
+
+@lower(tf.math.cumprod, "x")
+def cumprod(x, axis=0, exclusive=False, reverse=False):
+    (node,) = operand_nodes(x)
+    if node.dtype == dt.BOOL or node.ndim == 0:
+        raise Reject()
+    (a,) = axes_of(axis, node.ndim, allow_none=False)
+    if exclusive:  # shift by one along the axis, 1 entering first
+        n = node.shape[a]
+        config = [(0, 0, 0)] * node.ndim
+        config[a] = (0, -1, 0) if not reverse else (-1, 0, 0)
+        config_in = [(0, 0, 0)] * node.ndim
+        config_in[a] = (1, 0, 0) if not reverse else (0, 1, 0)
+        cropped = ops.pad(node, ir.constant(0, node.dtype), padding_config=config)
+        node = ops.pad(cropped, ir.constant(1, node.dtype), padding_config=config_in) \
+            if n else node
+    return wrap(ops.cumprod(node, axis=a, reverse=bool(reverse)), x)
+
+
+@lower(tf.math.count_nonzero, "input")
+def count_nonzero(input, axis=None, keepdims=None, dtype=tf.int64):  # noqa: A002
+    (x,) = operand_nodes(input)
+    axes = axes_of(axis, x.ndim) if x.ndim else ()
+    nonzero = ops.ne(x, const(0, x)) if x.dtype != dt.BOOL else x
+    out = ops.convert(nonzero, dtype=ir_dtype(dtype))
+    out = ops.reduce_sum(out, axes=axes) if axes else out
+    if keepdims:
+        out = ops.reshape(out, new_sizes=[1 if i in axes else d for i, d in enumerate(x.shape)])
+    return wrap(out)
+
+
+def _float_binary(api, fn, names=("x", "y")):
+    @lower(api, *names)
+    def lowering(**a):
+        x, y = a[names[0]], a[names[1]]
+        p, q = broadcast_all(*operand_nodes(x, y))
+        if not dt.is_float(p.dtype):
+            raise Reject()
+        return wrap(fn(p, q), x, y)
+    lowering.__name__ = api.__name__
+
+
+def _zero_where_x_is_zero(fn):
+    def apply(x, y):
+        zero = const(0, x)
+        return ops.select(ops.eq(x, zero), zero, fn(x, y))
+    return apply
+
+
+_float_binary(tf.math.nextafter, ops.nextafter, ("x1", "x2"))
+_float_binary(tf.math.xlogy, _zero_where_x_is_zero(lambda x, y: ops.mul(x, ops.log(y))))
+_float_binary(tf.math.xlog1py, _zero_where_x_is_zero(lambda x, y: ops.mul(x, ops.log1p(y))))
+_float_binary(tf.math.xdivy, _zero_where_x_is_zero(ops.div))
+_float_binary(tf.math.multiply_no_nan, lambda x, y: ops.select(
+    ops.eq(y, const(0, y)), const(0, x), ops.mul(x, y)))
+
+
+@lower(tf.math.reciprocal_no_nan, "x")
+def reciprocal_no_nan(x):
+    (node,) = operand_nodes(x)
+    if not dt.is_float(node.dtype):
+        raise Reject()
+    zero = ops.eq(node, const(0, node))
+    safe = ops.select(zero, const(1, node), node)
+    return wrap(ops.select(zero, const(0, node), ops.div(const(1, node), safe)), x)
+
+
+@lower(tf.math.rint, "x")
+def rint(x):
+    (node,) = operand_nodes(x)
+    if not dt.is_float(node.dtype):
+        raise Reject()
+    return wrap(ops.round(node), x)  # half to even, as rint
+
+
+@lower(tf.math.add_n, lists=("inputs",))
+def add_n(inputs):
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise Reject()
+    nodes = operand_nodes(*inputs)
+    if any(n.shape != nodes[0].shape for n in nodes):
+        raise Reject()  # TF's add_n does not broadcast
+    out = nodes[0]
+    for n in nodes[1:]:
+        out = ops.add(out, n)
+    return wrap(out, *inputs)
+
+
+@lower(tf.math.reduce_euclidean_norm, "input_tensor")
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False):
+    (x,) = operand_nodes(input_tensor)
+    if not dt.is_float(x.dtype):
+        raise Reject()
+    axes = axes_of(axis, x.ndim) if x.ndim else ()
+    out = ops.mul(x, x)
+    out = ops.sqrt(ops.reduce_sum(out, axes=axes) if axes else out)
+    if keepdims:
+        out = ops.reshape(out, new_sizes=[1 if i in axes else d for i, d in enumerate(x.shape)])
+    return wrap(out, input_tensor)
+
+
+@lower(tf.math.zero_fraction, "value")
+def zero_fraction(value):
+    (x,) = operand_nodes(value)
+    zeros = ops.convert(ops.eq(x, const(0, x)) if x.dtype != dt.BOOL else ops.not_(x),
+                        dtype="float32")
+    total = ops.reduce_sum(zeros, axes=tuple(range(x.ndim))) if x.ndim else zeros
+    return wrap(ops.div(total, const(x.size, total)))  # empty: 0 / 0 = NaN, as TF
+
+
+@lower(tf.nn.l2_loss, "t")
+def l2_loss(t):
+    (x,) = operand_nodes(t)
+    if not dt.is_float(x.dtype):
+        raise Reject()
+    total = ops.reduce_sum(ops.mul(x, x), axes=tuple(range(x.ndim))) if x.ndim else \
+        ops.mul(x, x)
+    return wrap(ops.div(total, const(2, total)), t)
