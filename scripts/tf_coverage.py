@@ -90,6 +90,7 @@ def _inputs():
         "img6": r.standard_normal((2, 6, 6, 6)).astype(f32),
         "k2.T": r.standard_normal((3, 3, 4, 3)).astype(f32),  # conv_transpose: HW, out, in
         "seq4": r.standard_normal((2, 5, 4)).astype(f32),
+        "qkv": r.standard_normal((2, 5, 2, 3)).astype(f32),  # (batch, time, heads, dim)
         "imgc": r.standard_normal((2, 3, 4, 4)).astype(f32),  # NCHW (keras.ops.unfold)
         "folded": r.standard_normal((2, 12, 4)).astype(f32),
         "long": r.standard_normal((2, 16)).astype(f32), "long3": r.standard_normal((2, 16, 1)).astype(f32),

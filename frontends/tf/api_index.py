@@ -7,7 +7,7 @@ import tensorflow as tf
 from ...core import dtypes as dt
 from ...core import host_values, ops
 from .lowering import Reject, axes_of, const, filled, operand_nodes, static_ints
-from .registry import lower, run_eagerly
+from .registry import lower, lower_varargs, run_eagerly
 from .tensor import LazyTensor, ir_dtype, wrap
 
 
@@ -278,3 +278,52 @@ def _block_api(api, to_depth):
 _block_api(tf.nn.depth_to_space, False)
 _block_api(tf.nn.space_to_depth, True)
 
+
+
+@lower_varargs(tf.meshgrid)
+def meshgrid(*args, indexing="xy"):
+    if indexing not in ("xy", "ij") or not args:
+        raise Reject()
+    nodes = [ops.reshape(n, new_sizes=(n.size,)) for n in operand_nodes(*args)]
+    sizes = [n.shape[0] for n in nodes]
+    position = list(range(len(nodes)))
+    if indexing == "xy" and len(nodes) > 1:  # the first two axes swap: (len(y), len(x), ...)
+        position[0], position[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    return [wrap(ops.broadcast_in_dim(n, shape=tuple(sizes), broadcast_dimensions=(p,)), a)
+            for n, p, a in zip(nodes, position, args)]
+
+
+def _scatter_nd(base, indices, updates, mode):
+    if not dt.is_int(indices.dtype) or indices.ndim < 1 or indices.shape[-1] > base.ndim or \
+            updates.shape != indices.shape[:-1] + base.shape[indices.shape[-1]:]:
+        raise Reject()
+    return ops.scatter(base, indices, updates, mode=mode)
+
+
+@lower(tf.scatter_nd, "indices", "updates")
+def scatter_nd(indices, updates, shape, bad_indices_policy=""):
+    (i,), (u,) = operand_nodes(indices), operand_nodes(updates)
+    shape = static_ints(shape)
+    if u.dtype == dt.BOOL or not isinstance(shape, list):
+        raise Reject()
+    # TF sums the updates of repeated indices
+    return wrap(_scatter_nd(filled(0, shape, u.dtype), i, u, "add"), updates)
+
+
+def _tensor_scatter(api, mode):
+    @lower(api, "tensor", "indices", "updates")
+    def lowering(tensor, indices, updates, bad_indices_policy=""):
+        (t,), (i,) = operand_nodes(tensor), operand_nodes(indices)
+        (u,) = operand_nodes(updates) if not isinstance(updates, (int, float)) else \
+            operand_nodes(tensor, updates)[1:]
+        if u.dtype != t.dtype or (t.dtype == dt.BOOL and mode != "set"):
+            raise Reject()
+        return wrap(_scatter_nd(t, i, u, mode), tensor, updates)
+    lowering.__name__ = api.__name__
+
+
+_tensor_scatter(tf.tensor_scatter_nd_update, "set")
+_tensor_scatter(tf.tensor_scatter_nd_add, "add")
+_tensor_scatter(tf.tensor_scatter_nd_max, "max")
+_tensor_scatter(tf.tensor_scatter_nd_min, "min")

@@ -2,6 +2,8 @@
 (QR, SVD, eigh, LU) and norms, lowered onto the IR's factorization primitives."""
 import collections
 
+import numpy as np
+
 import tensorflow as tf
 
 from ...core import dtypes as dt
@@ -278,3 +280,48 @@ def check_numerics(tensor, message):
         raise Reject()
     return wrap(x, tensor)
 
+
+
+def _cutoff(s, shape, tol, rtol):
+    """TF's singular-value threshold: tol, or rtol (default: eps * max(m, n)) * max(s)."""
+    top = ops.reduce_max(s, axes=(s.ndim - 1,))
+    if tol is not None:
+        return ops.broadcast_in_dim(ir.constant(float(tol), s.dtype), shape=top.shape,
+                                    broadcast_dimensions=())
+    rtol = float(np.finfo(np.dtype(s.dtype)).eps) * max(shape[-2:]) if rtol is None else rtol
+    return ops.mul(top, const(rtol, top))
+
+
+@lower(tf.linalg.matrix_rank, "a")
+def matrix_rank(a, tol=None, validate_args=False):
+    (x,) = operand_nodes(a)
+    if x.ndim < 2 or not dt.is_float(x.dtype) or not (tol is None or
+                                                      isinstance(tol, (int, float))):
+        raise Reject()
+    s = ops.svd_s(x)
+    cut = ops.broadcast_in_dim(_cutoff(s, x.shape, tol, None), shape=s.shape,
+                               broadcast_dimensions=tuple(range(s.ndim - 1)))
+    return wrap(ops.reduce_sum(ops.convert(ops.gt(s, cut), dtype="int32"),
+                               axes=(s.ndim - 1,)))
+
+
+@lower(tf.linalg.pinv, "a")
+def pinv(a, rcond=None, validate_args=False):
+    (x,) = operand_nodes(a)
+    if x.ndim < 2 or not dt.is_float(x.dtype) or not (rcond is None or
+                                                      isinstance(rcond, (int, float))):
+        raise Reject()
+    # TF's default rcond: 10 * max(m, n) * eps
+    if rcond is None:
+        rcond = 10 * max(x.shape[-2:]) * float(np.finfo(np.dtype(x.dtype)).eps)
+    s, u, vh = ops.svd_s(x), ops.svd_u(x), ops.svd_vh(x)
+    cut = ops.broadcast_in_dim(_cutoff(s, x.shape, None, rcond), shape=s.shape,
+                               broadcast_dimensions=tuple(range(s.ndim - 1)))
+    keep = ops.gt(s, cut)
+    inverse = ops.select(keep, ops.div(const(1, s), ops.select(keep, s, const(1, s))),
+                         const(0, s))
+    # pinv = V diag(1/s) U^T: scale the columns of V, then multiply by U^T
+    v = _swap_last(vh)
+    scaled = ops.mul(v, ops.broadcast_in_dim(inverse, shape=v.shape, broadcast_dimensions=tuple(
+        range(s.ndim - 1)) + (s.ndim,)))
+    return wrap(_batched_matmul(scaled, _swap_last(u)), a)
