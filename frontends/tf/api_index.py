@@ -7,7 +7,7 @@ import tensorflow as tf
 from ...core import dtypes as dt
 from ...core import host_values, ops
 from .lowering import Reject, axes_of, const, filled, operand_nodes, static_ints
-from .registry import lower, lower_varargs, run_eagerly
+from .registry import lower, run_eagerly
 from .tensor import LazyTensor, ir_dtype, wrap
 
 
@@ -278,20 +278,6 @@ def _block_api(api, to_depth):
 _block_api(tf.nn.depth_to_space, False)
 _block_api(tf.nn.space_to_depth, True)
 
-
-
-@lower_varargs(tf.meshgrid)
-def meshgrid(*args, indexing="xy"):
-    if indexing not in ("xy", "ij") or not args:
-        raise Reject()
-    nodes = [ops.reshape(n, new_sizes=(n.size,)) for n in operand_nodes(*args)]
-    sizes = [n.shape[0] for n in nodes]
-    position = list(range(len(nodes)))
-    if indexing == "xy" and len(nodes) > 1:  # the first two axes swap: (len(y), len(x), ...)
-        position[0], position[1] = 1, 0
-        sizes[0], sizes[1] = sizes[1], sizes[0]
-    return [wrap(ops.broadcast_in_dim(n, shape=tuple(sizes), broadcast_dimensions=(p,)), a)
-            for n, p, a in zip(nodes, position, args)]
 
 
 def _scatter_nd(base, indices, updates, mode):
