@@ -59,22 +59,36 @@ def bitcast(input, type):  # noqa: A002 - TF's names
 # ---------------------------------------------------------------- small tf.math functions
 
 
+def _shifted(x, axis, d, fill):
+    """x moved d places up `axis`, the first d entries `fill`."""
+    n = x.shape[axis]
+    config = [(0, 0, 0)] * x.ndim
+    config[axis] = (min(d, n), -min(d, n), 0)
+    return ops.pad(x, ir.constant(fill, x.dtype), padding_config=config)
+
+
+def _scan_product(x, axis):
+    """Inclusive running product as log2(n) shifted multiplications (Hillis-Steele): only
+    pad and mul, whose gradients the IR's autodiff knows, zeros included."""
+    d = 1
+    while d < x.shape[axis]:
+        x = ops.mul(x, _shifted(x, axis, d, 1))
+        d *= 2
+    return x
+
+
 @lower(tf.math.cumprod, "x")
 def cumprod(x, axis=0, exclusive=False, reverse=False):
     (node,) = operand_nodes(x)
     if node.dtype == dt.BOOL or node.ndim == 0:
         raise Reject()
     (a,) = axes_of(axis, node.ndim, allow_none=False)
+    if reverse:
+        node = ops.rev(node, dimensions=(a,))
     if exclusive:  # shift by one along the axis, 1 entering first
-        n = node.shape[a]
-        config = [(0, 0, 0)] * node.ndim
-        config[a] = (0, -1, 0) if not reverse else (-1, 0, 0)
-        config_in = [(0, 0, 0)] * node.ndim
-        config_in[a] = (1, 0, 0) if not reverse else (0, 1, 0)
-        cropped = ops.pad(node, ir.constant(0, node.dtype), padding_config=config)
-        node = ops.pad(cropped, ir.constant(1, node.dtype), padding_config=config_in) \
-            if n else node
-    return wrap(ops.cumprod(node, axis=a, reverse=bool(reverse)), x)
+        node = _shifted(node, a, 1, 1)
+    out = _scan_product(node, a)
+    return wrap(ops.rev(out, dimensions=(a,)) if reverse else out, x)
 
 
 @lower(tf.math.count_nonzero, "input")
@@ -176,3 +190,97 @@ def l2_loss(t):
     total = ops.reduce_sum(ops.mul(x, x), axes=tuple(range(x.ndim))) if x.ndim else \
         ops.mul(x, x)
     return wrap(ops.div(total, const(2, total)), t)
+
+
+def _float_unary(api, fn, name="x"):
+    @lower(api, name)
+    def lowering(**a):
+        (node,) = operand_nodes(a[name])
+        if not dt.is_float(node.dtype):
+            raise Reject()
+        return wrap(fn(node), a[name])
+    lowering.__name__ = api.__name__
+
+
+# erfc as 1 - erf, as the torch frontend lowers it (absolute error ~eps; relative error
+# grows where erfc is tiny, x > ~3)
+_float_unary(tf.math.erfc, lambda x: ops.sub(const(1, x), ops.erf(x)))
+_float_unary(tf.math.erfcinv, lambda x: ops.neg(ops.erf_inv(ops.sub(x, const(1, x)))))
+# the normal quantile: sqrt(2) * erfinv(2p - 1)
+_float_unary(tf.math.ndtri, lambda p: ops.mul(const(2 ** 0.5, p), ops.erf_inv(
+    ops.sub(ops.mul(const(2, p), p), const(1, p)))))
+
+
+@lower(tf.math.lbeta, "x")
+def lbeta(x):
+    # log B(x) over the last axis: sum(lgamma(x)) - lgamma(sum(x))
+    (node,) = operand_nodes(x)
+    if not dt.is_float(node.dtype) or node.ndim == 0 or node.shape[-1] == 0:
+        raise Reject()
+    last = (node.ndim - 1,)
+    return wrap(ops.sub(ops.reduce_sum(ops.lgamma(node), axes=last),
+                        ops.lgamma(ops.reduce_sum(node, axes=last))), x)
+
+
+def _monotone(api, strict):
+    @lower(api, "x")
+    def lowering(x):
+        (node,) = operand_nodes(x)
+        if node.dtype == dt.BOOL or dt.is_complex(node.dtype):
+            raise Reject()
+        flat = ops.reshape(node, new_sizes=(node.size,))
+        if node.size < 2:
+            return wrap(ops.eq(ir.constant(0, "int32"), ir.constant(0, "int32")))
+        head = ops.slice_(flat, start_indices=(0,), limit_indices=(node.size - 1,))
+        tail = ops.slice_(flat, start_indices=(1,), limit_indices=(node.size,))
+        return wrap(ops.reduce_and((ops.lt if strict else ops.le)(head, tail), axes=(0,)))
+    lowering.__name__ = api.__name__
+
+
+_monotone(tf.math.is_non_decreasing, False)
+_monotone(tf.math.is_strictly_increasing, True)
+
+
+@lower(tf.math.scalar_mul, "x")
+def scalar_mul(scalar, x):
+    s, node = operand_nodes(scalar, x) if isinstance(scalar, (int, float)) else \
+        operand_nodes(x, scalar)[::-1]
+    if s.shape != ():
+        raise Reject()
+    s = ops.broadcast_in_dim(s, shape=node.shape, broadcast_dimensions=())
+    return wrap(ops.mul(s, node), x, scalar)
+
+
+@lower(tf.math.polyval, "x", lists=("coeffs",))
+def polyval(coeffs, x):
+    # Horner: ((c0 x + c1) x + c2) ...
+    if not isinstance(coeffs, (list, tuple)):
+        raise Reject()
+    if not coeffs:
+        return wrap(ops.mul(operand_nodes(x)[0], const(0, operand_nodes(x)[0])), x)
+    nodes = operand_nodes(x, *coeffs)
+    shape = nodes[0].shape
+    if any(n.shape not in ((), shape) for n in nodes[1:]):
+        raise Reject()
+    xs = nodes[0]
+    terms = [n if n.shape == shape else ops.broadcast_in_dim(n, shape=shape,
+                                                               broadcast_dimensions=())
+             for n in nodes[1:]]
+    acc = terms[0]
+    for c in terms[1:]:
+        acc = ops.add(ops.mul(acc, xs), c)
+    return wrap(acc, x, *coeffs)
+
+
+@lower(tf.math.cumulative_logsumexp, "x")
+def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False):
+    # log(cumsum(exp(x - max))) + max: the running sum of shifted exponentials
+    (node,) = operand_nodes(x)
+    if not dt.is_float(node.dtype) or node.ndim == 0 or exclusive:
+        raise Reject()
+    (a,) = axes_of(axis, node.ndim, allow_none=False)
+    peak = ops.reduce_max(node, axes=tuple(range(node.ndim)))
+    peak = ops.select(ops.is_finite(peak), peak, ir.constant(0, node.dtype))
+    peak = ops.broadcast_in_dim(peak, shape=node.shape, broadcast_dimensions=())
+    total = ops.cumsum(ops.exp(ops.sub(node, peak)), axis=a, reverse=bool(reverse))
+    return wrap(ops.add(ops.log(total), peak), x)

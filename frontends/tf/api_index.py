@@ -7,7 +7,7 @@ import tensorflow as tf
 from ...core import dtypes as dt
 from ...core import host_values, ops
 from .lowering import Reject, axes_of, const, filled, operand_nodes, static_ints
-from .registry import lower, run_eagerly
+from .registry import lower, raise_for_values, run_eagerly
 from .tensor import LazyTensor, ir_dtype, wrap
 
 
@@ -280,10 +280,16 @@ _block_api(tf.nn.space_to_depth, True)
 
 
 
-def _scatter_nd(base, indices, updates, mode):
+def _scatter_nd(base, indices, updates, mode, api=None, arguments=None):
     if not dt.is_int(indices.dtype) or indices.ndim < 1 or indices.shape[-1] > base.ndim or \
             updates.shape != indices.shape[:-1] + base.shape[indices.shape[-1]:]:
         raise Reject()
+    known = host_values.known(indices)
+    if known is not None and api is not None and any(
+            host_values.out_of_range(known[..., j], 0, base.shape[j])
+            for j in range(indices.shape[-1])):
+        # TF (on CPU) refuses an index outside the tensor: so do we, where it is known
+        raise_for_values(api, arguments, {"indices": known})
     return ops.scatter(base, indices, updates, mode=mode)
 
 
@@ -294,7 +300,8 @@ def scatter_nd(indices, updates, shape, bad_indices_policy=""):
     if u.dtype == dt.BOOL or not isinstance(shape, list):
         raise Reject()
     # TF sums the updates of repeated indices
-    return wrap(_scatter_nd(filled(0, shape, u.dtype), i, u, "add"), updates)
+    return wrap(_scatter_nd(filled(0, shape, u.dtype), i, u, "add", tf.scatter_nd,
+                            dict(indices=indices, updates=updates, shape=shape)), updates)
 
 
 def _tensor_scatter(api, mode):
@@ -305,7 +312,8 @@ def _tensor_scatter(api, mode):
             operand_nodes(tensor, updates)[1:]
         if u.dtype != t.dtype or (t.dtype == dt.BOOL and mode != "set"):
             raise Reject()
-        return wrap(_scatter_nd(t, i, u, mode), tensor, updates)
+        return wrap(_scatter_nd(t, i, u, mode, api, dict(tensor=tensor, indices=indices,
+                                                          updates=updates)), tensor, updates)
     lowering.__name__ = api.__name__
 
 
