@@ -122,6 +122,7 @@ KERAS_OPS_SKIP = {
     "nonzero": "data-dependent shape (a counted sync, by design)",
     "unique": "data-dependent shape (a counted sync, by design)",
     "eig": "complex eigenvectors: sign/phase is implementation-defined",
+    "convert_to_numpy": "an observation: returns a NumPy array by definition",
     "identity": NO_TENSOR + " (keras.ops.identity(n) is an identity matrix)",
     "ctc_decode": "returns a data-dependent decoding (beam search on host in TF too)",
 }

@@ -3,9 +3,10 @@ tf.math.in_top_k/invert_permutation, the (unsorted_)segment reductions, tf.roll,
 tf.repeat and depth_to_space/space_to_depth."""
 import numpy as np
 import tensorflow as tf
+from tensorflow.compiler.tf2xla.python import xla as _xla  # Keras' slice_update calls it
 
 from ...core import dtypes as dt
-from ...core import host_values, ops
+from ...core import host_values, ir, ops
 from .lowering import Reject, axes_of, const, filled, operand_nodes, static_ints
 from .registry import lower, raise_for_values, run_eagerly
 from .tensor import LazyTensor, ir_dtype, wrap
@@ -321,3 +322,96 @@ _tensor_scatter(tf.tensor_scatter_nd_update, "set")
 _tensor_scatter(tf.tensor_scatter_nd_add, "add")
 _tensor_scatter(tf.tensor_scatter_nd_max, "max")
 _tensor_scatter(tf.tensor_scatter_nd_min, "min")
+
+
+# ---------------------------------------------------------------- windows and updates
+
+
+def _window(x, axis, start, length, step=1):
+    begin, limit, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    begin[axis], limit[axis], strides[axis] = start, start + (length - 1) * step + 1, step
+    return ops.slice_(x, start_indices=begin, limit_indices=limit, strides=strides)
+
+
+@lower(tf.signal.frame, "signal")
+def frame(signal, frame_length, frame_step, pad_end=False, pad_value=0, axis=-1):
+    (x,) = operand_nodes(signal)
+    length, step = static_ints(frame_length), static_ints(frame_step)
+    if x.ndim == 0 or not isinstance(length, int) or not isinstance(step, int) or \
+            length < 1 or step < 1 or not isinstance(pad_value, (int, float)):
+        raise Reject()
+    a = _one_axis(axis, x.ndim)
+    n = x.shape[a]
+    if pad_end:  # TF pads the end so that every sample starts some frame
+        count = -(-n // step)
+        extra = max((count - 1) * step + length - n, 0)
+        config = [(0, 0, 0)] * x.ndim
+        config[a] = (0, extra, 0)
+        (value,) = operand_nodes(signal, pad_value)[1:]
+        x = ops.pad(x, value, padding_config=config)
+    else:
+        count = max(0, 1 + (n - length) // step) if n >= length else 0
+    shape = x.shape[:a] + (1, length) + x.shape[a + 1:]
+    frames = [ops.reshape(_window(x, a, i * step, length), new_sizes=shape)
+              for i in range(count)]
+    if not frames:
+        raise Reject()
+    out = frames[0] if count == 1 else ops.concatenate(*frames, dimension=a)
+    return wrap(out, signal)
+
+
+@lower(tf.image.extract_patches, "images")
+def extract_patches(images, sizes, strides, rates, padding):
+    (x,) = operand_nodes(images)
+    sizes, strides, rates = (static_ints(v) for v in (sizes, strides, rates))
+    if x.ndim != 4 or any(len(v) != 4 or v[0] != 1 or v[3] != 1 for v in (sizes, strides,
+                                                                             rates)) \
+            or padding not in ("VALID", "SAME"):
+        raise Reject()
+    (kh, kw), (sh, sw), (rh, rw) = sizes[1:3], strides[1:3], rates[1:3]
+    spans = [(k - 1) * r + 1 for k, r in ((kh, rh), (kw, rw))]
+    config = [(0, 0, 0)] * 4
+    outs = []
+    for axis, span, s in ((1, spans[0], sh), (2, spans[1], sw)):
+        n = x.shape[axis]
+        if padding == "VALID":
+            outs.append(max(0, (n - span) // s + 1))
+        else:  # TF's SAME: ceil(n / s) windows, the padding split low-first
+            out = -(-n // s)
+            total = max((out - 1) * s + span - n, 0)
+            config[axis] = (total // 2, total - total // 2, 0)
+            outs.append(out)
+    if not all(outs):
+        raise Reject()
+    x = ops.pad(x, ir.constant(0, x.dtype), padding_config=config)
+    # the patch's entries in TF's order: row, column, channel
+    parts = []
+    for i in range(kh):
+        for j in range(kw):
+            rows = _window(x, 1, i * rh, outs[0], sh)
+            parts.append(_window(rows, 2, j * rw, outs[1], sw))
+    return wrap(ops.concatenate(*parts, dimension=3) if len(parts) > 1 else parts[0], images)
+
+
+def _start_nodes(indices, ndim):
+    """Run-time start indices as int32 scalars: static ones as params, lazy ones sliced."""
+    if isinstance(indices, LazyTensor):
+        (node,) = operand_nodes(indices)
+        if node.shape != (ndim,) or not dt.is_int(node.dtype):
+            raise Reject()
+        return [ops.reshape(ops.slice_(node, start_indices=(i,), limit_indices=(i + 1,)),
+                            new_sizes=()) for i in range(ndim)]
+    starts = static_ints(indices)
+    starts = [starts] if isinstance(starts, int) else starts
+    if len(starts) != ndim:
+        raise Reject()
+    return [ir.param(int(s), "int32") for s in starts]
+
+
+@lower(_xla.dynamic_update_slice, "input", "update")
+def xla_dynamic_update_slice(input, update, indices):  # noqa: A002 - TF's names
+    # XLA's DynamicUpdateSlice (Keras' slice_update): starts clamp so the update fits
+    x, u = operand_nodes(input, update)
+    if u.ndim != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
+        raise Reject()
+    return wrap(ops.dynamic_update_slice(x, u, *_start_nodes(indices, x.ndim)), input, update)

@@ -185,3 +185,27 @@ def test_nn_functions():
     check(lambda t: tf.nn.max_pool3d(t, 2, 2, "VALID"), vol)
     k = r.standard_normal((2, 2, 2, 2, 3)).astype(np.float32)
     check(lambda t, w: tf.nn.conv3d(t, w, [1, 1, 1, 1, 1], "SAME"), vol, k, rtol=1e-3)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(sizes=[1, 3, 2, 1], strides=[1, 2, 3, 1], rates=[1, 1, 1, 1], padding="VALID"),
+    dict(sizes=[1, 3, 2, 1], strides=[1, 2, 3, 1], rates=[1, 2, 1, 1], padding="SAME"),
+    dict(sizes=[1, 2, 2, 1], strides=[1, 1, 1, 1], rates=[1, 1, 2, 1], padding="SAME")])
+def test_extract_patches(kw):
+    x = np.random.default_rng(4).standard_normal((2, 7, 9, 3)).astype(np.float32)
+    check(lambda t: tf.image.extract_patches(t, **kw), x)
+
+
+@pytest.mark.parametrize("kw", [dict(frame_length=4, frame_step=3),
+                                dict(frame_length=4, frame_step=3, pad_end=True, pad_value=2.0),
+                                dict(frame_length=2, frame_step=1, axis=0)])
+def test_signal_frame(kw):
+    check(lambda t: tf.signal.frame(t, **kw),
+          np.random.default_rng(5).standard_normal((3, 11)).astype(np.float32))
+
+
+@pytest.mark.parametrize("start", [(1, 2), (3, 4), (0, 0)])  # (3, 4) clamps, as XLA does
+def test_keras_slice_update(start):
+    keras = pytest.importorskip("keras")
+    x = np.random.default_rng(6).standard_normal((4, 5)).astype(np.float32)
+    check(lambda t, u: keras.ops.slice_update(t, start, u), x, np.ones((2, 2), np.float32))
