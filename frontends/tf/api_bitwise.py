@@ -24,17 +24,28 @@ def _bitwise_binary(api, fn):
     lowering.__name__ = api.__name__
 
 
+def _clamped_count(y):
+    """TF's CPU kernels clamp a shift count into [0, width - 1] (a negative count shifts by
+    0, a count past the width by width - 1), which the IR's shifts do not: clamp first."""
+    width = 8 * dt.ITEMSIZE[y.dtype]
+    return ops.min_(ops.max_(y, const(0, y)), const(width - 1, y))
+
+
+def _left_shift(x, y):
+    return ops.shift_left(x, _clamped_count(y))
+
+
 def _right_shift(x, y):
     # TF: arithmetic for signed integers, logical for unsigned
     if x.dtype in dt.SIGNED:
-        return ops.shift_right_arithmetic(x, y)
-    return ops.shift_right_logical(x, y)
+        return ops.shift_right_arithmetic(x, _clamped_count(y))
+    return ops.shift_right_logical(x, _clamped_count(y))
 
 
 _bitwise_binary(tf.bitwise.bitwise_and, ops.and_)
 _bitwise_binary(tf.bitwise.bitwise_or, ops.or_)
 _bitwise_binary(tf.bitwise.bitwise_xor, ops.xor)
-_bitwise_binary(tf.bitwise.left_shift, ops.shift_left)
+_bitwise_binary(tf.bitwise.left_shift, _left_shift)
 _bitwise_binary(tf.bitwise.right_shift, _right_shift)
 
 

@@ -106,6 +106,10 @@ def test_bitwise_and_bitcast():
                tf.bitwise.left_shift, tf.bitwise.right_shift):
         check(fn, a, b)
     check(tf.bitwise.invert, a)
+    # counts outside [0, width): TF's kernels clamp them (-2 shifts by 0, 40 by 31)
+    check(tf.bitwise.left_shift, a, np.array([[-2, 40, 31], [0, -32768, 33]], np.int32))
+    check(tf.bitwise.right_shift, a, np.array([[-2, 40, 31], [0, -32768, 33]], np.int32))
+    check(tf.bitwise.left_shift, np.array([200, 3], np.uint8), np.array([255, 9], np.uint8))
     check(lambda t: tf.bitwise.right_shift(t, tf.constant(2, tf.uint8)),
           np.array([255, 128, 7], np.uint8))
     check(lambda t: tf.bitcast(t, tf.int32), np.array([1.5, -0.0, np.inf], np.float32))
