@@ -2,7 +2,7 @@
 tf.linalg and tf.* array functions on lazy TF tensors against eager TF on the same inputs.
 
     LAZYX_BACKEND=reference python scripts/tf_coverage.py [--only keras.ops,tf.nn]
-                                                         [--names relu,add] [--out docs/tf_coverage.md]
+        [--names relu,add] [--out docs/tf_coverage.md]
 
 Each entry is one call, built from its namespace's argument table below (keyed by name; a
 name with no entry gets the default arguments: one float tensor, then two). Outcomes:
@@ -85,7 +85,8 @@ def _inputs():
     x = inputs["x"]
     chol = np.linalg.cholesky(inputs["m"]).astype(f32)
     inputs.update({
-        "vs": np.sort(inputs["v"]), "x2.T": inputs["x2"].T.copy(), "x1": x[:, :1].copy(), "i2.f": inputs["i2"].astype(f32),
+        "vs": np.sort(inputs["v"]), "x2.T": inputs["x2"].T.copy(), "x1": x[:, :1].copy(),
+        "i2.f": inputs["i2"].astype(f32),
         "img4": r.standard_normal((2, 6, 6, 4)).astype(f32),
         "img6": r.standard_normal((2, 6, 6, 6)).astype(f32),
         "k2.T": r.standard_normal((3, 3, 4, 3)).astype(f32),  # conv_transpose: HW, out, in
@@ -93,16 +94,19 @@ def _inputs():
         "qkv": r.standard_normal((2, 5, 2, 3)).astype(f32),  # (batch, time, heads, dim)
         "imgc": r.standard_normal((2, 3, 4, 4)).astype(f32),  # NCHW (keras.ops.unfold)
         "folded": r.standard_normal((2, 12, 4)).astype(f32),
-        "long": r.standard_normal((2, 16)).astype(f32), "long3": r.standard_normal((2, 16, 1)).astype(f32),
+        "long": r.standard_normal((2, 16)).astype(f32),
+        "long3": r.standard_normal((2, 16, 1)).astype(f32),
         "pairs": r.standard_normal((3, 4, 2)).astype(f32),
-        "k1s": r.standard_normal((3, 3, 4)).astype(f32), "k3": r.standard_normal((2, 2, 2, 2, 3)).astype(f32),
+        "k1s": r.standard_normal((3, 3, 4)).astype(f32),
+        "k3": r.standard_normal((2, 2, 2, 2, 3)).astype(f32),
         "dil": r.standard_normal((2, 2, 3)).astype(f32), "lablen": np.array([4, 3, 2], np.int32),
         "chol": chol, "lu": np.linalg.qr(inputs["m2"])[1].astype(f32) + 2 * np.eye(3, dtype=f32),
         "lup": np.array([0, 1, 2], np.int32), "band": np.stack([chol.diagonal(), chol.diagonal()]),
         "tri": r.uniform(1, 2, (3, 3)).astype(f32), "v2": r.uniform(0.1, 0.9, (2,)).astype(f32),
         "m2s": 0.3 * inputs["m2"], "c33": (inputs["m"] + 0j).astype(np.complex64),
         "scalar": np.float32(0.5), "scalar2": np.float32(2.0), "iscalar": np.int32(5),
-        "nd": np.array([[0, 1], [2, 3], [1, 0]], np.int32), "seqlen": np.array([1, 2, 3, 4], np.int32),
+        "nd": np.array([[0, 1], [2, 3], [1, 0]], np.int32),
+        "seqlen": np.array([1, 2, 3, 4], np.int32),
         "sorted": np.sort(r.uniform(0, 1, (3, 5)).astype(f32), axis=-1),
         "ctc_labels": np.array([[1, 2, 0], [2, 2, 1]], np.int32),
         "ctc_dense_labels": np.array([[1, 2, 0], [2, 2, 1]], np.int32),
