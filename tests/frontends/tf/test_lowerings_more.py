@@ -213,3 +213,10 @@ def test_keras_slice_update(start):
     keras = pytest.importorskip("keras")
     x = np.random.default_rng(6).standard_normal((4, 5)).astype(np.float32)
     check(lambda t, u: keras.ops.slice_update(t, start, u), x, np.ones((2, 2), np.float32))
+
+
+@pytest.mark.parametrize("size", [(3, 4), (14, 5), (7, 9), (1, 1), (20, 31)])
+def test_image_resize_bilinear(size):
+    x = np.random.default_rng(7).uniform(size=(2, 7, 9, 3)).astype(np.float32)
+    check(lambda t: tf.image.resize(t, size), x)
+    check(lambda t: tf.image.resize(t, size), x[0])
