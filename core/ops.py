@@ -278,7 +278,12 @@ def _kinds(op, allowed, *nodes):
 
 # ---------------------------------------------------------------- element-wise
 
+UNARY_KINDS = {}  # unary op -> the operand kinds it takes (read below and by frontends)
+
+
 def _unary(name, kinds, result=None):
+    UNARY_KINDS[name] = kinds
+
     def rule(x):
         _kinds(name, kinds, x)
         return x.shape, (result(x.dtype) if callable(result) else result) or x.dtype
@@ -365,6 +370,7 @@ FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log1p", "sqrt", "rsqrt", "cbrt", 
                "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
                "erf", "erf_inv", "lgamma", "digamma", "logistic", "floor", "ceil", "round")
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+COMPLEX_UNARY = tuple(n for n in FLOAT_UNARY if "c" in UNARY_KINDS[n])  # with a complex form
 
 
 @primitive

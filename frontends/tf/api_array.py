@@ -67,7 +67,8 @@ def transpose(a, perm=None, conjugate=False):
     (x,) = operand_nodes(a)
     perm = list(range(x.ndim))[::-1] if perm is None else static_ints(perm)
     perm = [p % x.ndim if -x.ndim <= p < 0 else p for p in perm]
-    return wrap(ops.transpose(x, permutation=perm), a)
+    out = ops.transpose(x, permutation=perm)
+    return wrap(ops.conj(out) if conjugate and dt.is_complex(x.dtype) else out, a)
 
 
 @lower(tf.expand_dims, "input")

@@ -24,7 +24,7 @@ def _truediv(x, y):
     if dt.is_int(x.dtype):  # TF: small ints divide in float32, wide ones in float64
         target = "float32" if dt.ITEMSIZE[x.dtype] <= 2 else "float64"
         x, y = ops.convert(x, dtype=target), ops.convert(y, dtype=target)
-    elif not dt.is_float(x.dtype):
+    elif not (dt.is_float(x.dtype) or dt.is_complex(x.dtype)):
         raise Reject()
     return ops.div(x, y)
 
@@ -111,9 +111,9 @@ for _api, _fn in BINARY.items():
 # ---------------------------------------------------------------- element-wise, unary
 
 
-def _float_only(fn):
+def _float_only(fn, complex_too=False):
     def apply(x):
-        if not dt.is_float(x.dtype):
+        if not (dt.is_float(x.dtype) or complex_too and dt.is_complex(x.dtype)):
             raise Reject()
         return fn(x)
     return apply
@@ -143,7 +143,7 @@ def _not_bool(fn):
     return apply
 
 
-UNARY = {name: _float_only(ops.OPS[ir_name]) for name, ir_name in (
+UNARY = {name: _float_only(ops.OPS[ir_name], ir_name in ops.COMPLEX_UNARY) for name, ir_name in (
     ("exp", "exp"), ("log", "log"), ("log1p", "log1p"), ("expm1", "expm1"), ("sqrt", "sqrt"),
     ("rsqrt", "rsqrt"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("asin", "asin"),
     ("acos", "acos"), ("atan", "atan"), ("sinh", "sinh"), ("cosh", "cosh"), ("tanh", "tanh"),
@@ -154,7 +154,7 @@ UNARY.update({
     "abs": _not_bool(ops.abs_), "negative": _not_bool(ops.neg), "sign": _not_bool(ops.sign),
     "square": _not_bool(lambda x: ops.mul(x, x)),
     "round": lambda x: ops.round(x) if dt.is_float(x.dtype) else x,
-    "reciprocal": _float_only(lambda x: ops.div(const(1, x), x)),
+    "reciprocal": _float_only(lambda x: ops.div(const(1, x), x), complex_too=True),
     "softplus": _float_only(_softplus),
     "log_sigmoid": _float_only(lambda x: ops.neg(_softplus(ops.neg(x)))),
     "is_nan": _float_only(lambda x: ops.ne(x, x)), "is_inf": _float_only(_is_inf),
@@ -212,7 +212,8 @@ def _reduce(api, combine, kinds="fi", post=None):
     lower(api, "input_tensor")(lowering)
 
 
-_KINDS = {"fi": dt.FLOATS + dt.SIGNED + dt.UNSIGNED, "f": dt.FLOATS, "b": (dt.BOOL,)}
+_KINDS = {"fi": dt.FLOATS + dt.SIGNED + dt.UNSIGNED, "f": dt.FLOATS, "b": (dt.BOOL,),
+          "fic": dt.FLOATS + dt.SIGNED + dt.UNSIGNED + dt.COMPLEX}
 
 
 def _mean(total, x, axes):
@@ -236,11 +237,11 @@ def _logsumexp(x, axes):
     return ops.add(ops.log(ops.reduce_sum(ops.exp(shifted), axes=axes)), finite)
 
 
-_reduce(tf.math.reduce_sum, lambda x, a: ops.reduce_sum(x, axes=a))
-_reduce(tf.math.reduce_prod, lambda x, a: ops.reduce_prod(x, axes=a))
+_reduce(tf.math.reduce_sum, lambda x, a: ops.reduce_sum(x, axes=a), kinds="fic")
+_reduce(tf.math.reduce_prod, lambda x, a: ops.reduce_prod(x, axes=a), kinds="fic")
 _reduce(tf.math.reduce_max, lambda x, a: ops.reduce_max(x, axes=a))
 _reduce(tf.math.reduce_min, lambda x, a: ops.reduce_min(x, axes=a))
-_reduce(tf.math.reduce_mean, lambda x, a: ops.reduce_sum(x, axes=a), post=_mean)
+_reduce(tf.math.reduce_mean, lambda x, a: ops.reduce_sum(x, axes=a), post=_mean, kinds="fic")
 _reduce(tf.math.reduce_any, lambda x, a: ops.reduce_or(x, axes=a), kinds="b")
 _reduce(tf.math.reduce_all, lambda x, a: ops.reduce_and(x, axes=a), kinds="b")
 _reduce(tf.math.reduce_variance, _variance, kinds="f")
@@ -315,6 +316,10 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
         x = _swap_last(x)
     if transpose_b or adjoint_b:
         y = _swap_last(y)
+    if adjoint_a and dt.is_complex(x.dtype):
+        x = ops.conj(x)
+    if adjoint_b and dt.is_complex(y.dtype):
+        y = ops.conj(y)
     if x.shape[-1] != y.shape[-2]:
         raise Reject()
     if y.ndim == 2 and x.ndim > 2:
@@ -356,6 +361,8 @@ def matrix_transpose(a, conjugate=False):
     (x,) = operand_nodes(a)
     if x.ndim < 2:
         raise Reject()
+    if conjugate and dt.is_complex(x.dtype):
+        return wrap(ops.conj(_swap_last(x)), a)
     return wrap(_swap_last(x), a)
 
 

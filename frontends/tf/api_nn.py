@@ -219,6 +219,11 @@ def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None)
     return _conv(input, filters, strides, padding, dilations, data_format)
 
 
+@lower(tf.nn.conv3d, "input", "filters")
+def conv3d(input, filters, strides, padding, data_format="NDHWC", dilations=None):  # noqa: A002
+    return _conv(input, filters, strides, padding, dilations, data_format)
+
+
 def _depthwise_nodes(x, kernel, strides, padding, dilations):
     """x (N, C, *S), TF's depthwise kernel (*K, C, M): a conv with C groups, output channel
     c * M + m, as TF orders them."""
@@ -360,7 +365,9 @@ def _check_pool_arguments(window, strides, padding, dilations):
 
 
 for _api, _kind in ((tf.nn.max_pool, "MAX"), (tf.nn.max_pool2d, "MAX"), (tf.nn.avg_pool, "AVG"),
-                    (tf.nn.avg_pool2d, "AVG")):
+                    (tf.nn.avg_pool2d, "AVG"), (tf.nn.max_pool1d, "MAX"),
+                    (tf.nn.max_pool3d, "MAX"), (tf.nn.avg_pool1d, "AVG"),
+                    (tf.nn.avg_pool3d, "AVG")):
     def _make(kind):
         def lowering(input, ksize, strides, padding, data_format=None):  # noqa: A002
             return _pool(input, ksize, strides, padding, kind, data_format)
@@ -408,3 +415,71 @@ def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
     keep = broadcast_to(keep, node.shape)
     scaled = ops.div(node, broadcast_to(ir.param(1 - float(rate), node.dtype), node.shape))
     return wrap(ops.select(keep, scaled, const(0, node)), x)
+
+
+# ---------------------------------------------------------------- smaller tf.nn functions
+
+
+@lower(tf.nn.crelu, "features")
+def crelu(features, axis=-1):
+    x = _float_input(features)
+    (a,) = axes_of(axis, x.ndim, allow_none=False)
+    return wrap(ops.concatenate(_relu(x), _relu(ops.neg(x)), dimension=a), features)
+
+
+@lower(tf.nn.log_poisson_loss, "targets", "log_input")
+def log_poisson_loss(targets, log_input, compute_full_loss=False):
+    t, c = operand_nodes(targets, log_input)
+    if not dt.is_float(c.dtype) or t.shape != c.shape:
+        raise Reject()
+    loss = ops.sub(ops.exp(c), ops.mul(c, t))
+    if compute_full_loss:
+        # Stirling's term t log t - t + log(2 pi t) / 2, for targets above 1 only (TF's rule)
+        safe = ops.select(ops.gt(t, const(1, t)), t, const(1, t))
+        stirling = ops.add(ops.sub(ops.mul(safe, ops.log(safe)), safe),
+                           ops.mul(const(0.5, t), ops.log(ops.mul(const(2 * math.pi, t), safe))))
+        loss = ops.add(loss, ops.select(ops.gt(t, const(1, t)), stirling, const(0, t)))
+    return wrap(loss, targets, log_input)
+
+
+@lower(tf.nn.weighted_cross_entropy_with_logits, "labels", "logits")
+def weighted_cross_entropy_with_logits(labels, logits, pos_weight):
+    z, x = operand_nodes(labels, logits)
+    if not dt.is_float(x.dtype) or z.shape != x.shape:
+        raise Reject()
+    (w,) = operand_nodes(pos_weight) if not isinstance(pos_weight, (int, float)) else \
+        operand_nodes(logits, pos_weight)[1:]
+    w = broadcast_to(w, x.shape)
+    # TF's stable form: (1 - z) x + (1 + (w - 1) z) (log1p(exp(-|x|)) + max(-x, 0))
+    log_weight = ops.add(const(1, x), ops.mul(ops.sub(w, const(1, x)), z))
+    tail = ops.add(ops.log1p(ops.exp(ops.neg(ops.abs_(x)))), _relu(ops.neg(x)))
+    return wrap(ops.add(ops.mul(ops.sub(const(1, x), z), x), ops.mul(log_weight, tail)),
+                labels, logits, pos_weight)
+
+
+@lower(tf.nn.embedding_lookup, "params", "ids")
+def embedding_lookup(params, ids, max_norm=None):
+    from .api_array import gather
+    if max_norm is not None or isinstance(params, (list, tuple)):
+        raise Reject()
+    return gather(params, ids)
+
+
+@lower(tf.nn.local_response_normalization, "input")
+def local_response_normalization(input, depth_radius=5, bias=1, alpha=1, beta=0.5):  # noqa: A002
+    x = _float_input(input)
+    r = int(depth_radius)
+    if x.ndim != 4 or r < 0:
+        raise Reject()
+    # the sum of squares over channels [c - r, c + r]: shifted slices of the zero-padded squares
+    squares = ops.mul(x, x)
+    c = x.shape[-1]
+    padded = ops.pad(squares, ir.constant(0, x.dtype),
+                     padding_config=[(0, 0, 0)] * 3 + [(r, r, 0)])
+    total = None
+    for shift in range(2 * r + 1):
+        part = ops.slice_(padded, start_indices=(0, 0, 0, shift),
+                          limit_indices=x.shape[:3] + (shift + c,))
+        total = part if total is None else ops.add(total, part)
+    scale = ops.add(const(float(bias), x), ops.mul(const(float(alpha), x), total))
+    return wrap(ops.div(x, ops.pow_(scale, const(float(beta), x))), input)

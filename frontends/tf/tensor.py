@@ -38,18 +38,14 @@ def tf_dtype(ir_dtype):
     return known if known is not None else tf.as_dtype(ir_dtype)
 
 
-_TF_DTYPES = {name: tf.as_dtype(name) for name in dt.REAL}
+_TF_DTYPES = {name: tf.as_dtype(name) for name in dt.ALL}  # complex64/128 included
 
 
 def ir_dtype(tf_dtype_like):
     known = _IR_DTYPES.get(tf_dtype_like) if isinstance(tf_dtype_like, tf.DType) else None
     if known is not None:
         return known
-    name = tf.as_dtype(tf_dtype_like).name
-    if dt.is_complex(name):  # the TF lowerings are written for real dtypes
-        raise TypeError(f"lazyx.frontends.tf: dtype {name} is not supported yet (lazy tensors "
-                        f"hold {', '.join(dt.REAL)})")
-    return dt.check(name)
+    return dt.check(tf.as_dtype(tf_dtype_like).name)
 
 
 _IR_DTYPES = {d: d.name for d in _TF_DTYPES.values()}
@@ -141,6 +137,13 @@ class LazyTensor(composite_tensor.CompositeTensor):
 
     def get_shape(self):
         return self.shape
+
+    def set_shape(self, shape):
+        """tf.Tensor.set_shape: a lazy shape is always fully known, so this only checks
+        (Keras calls it after ops whose static shape TF could not infer)."""
+        if not self.shape.is_compatible_with(shape):
+            raise ValueError(f"Tensor's shape {self.shape} is not compatible with supplied "
+                             f"shape {tf.TensorShape(shape)}.")
 
     @property
     def dtype(self):

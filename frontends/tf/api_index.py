@@ -1,0 +1,450 @@
+"""Ordering, segments and layout beyond the basics: tf.sort/argsort/searchsorted,
+tf.math.in_top_k/invert_permutation, the (unsorted_)segment reductions, tf.roll, tf.slice,
+tf.repeat and depth_to_space/space_to_depth."""
+import numpy as np
+import tensorflow as tf
+from tensorflow.compiler.tf2xla.python import xla as _xla  # Keras' slice_update calls it
+
+from ...core import dtypes as dt
+from ...core import compose, host_values, ir, ops
+from .lowering import Reject, axes_of, const, operand_nodes, static_ints
+from .registry import lower, raise_for_values, run_eagerly
+from .tensor import LazyTensor, ir_dtype, wrap
+
+
+def _one_axis(axis, ndim):
+    (a,) = axes_of(axis, ndim, allow_none=False)
+    return a
+
+
+def _direction(direction):
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise Reject()
+    return direction == "DESCENDING"
+
+
+@lower(tf.sort, "values")
+def sort(values, axis=-1, direction="ASCENDING"):
+    (x,) = operand_nodes(values)
+    if x.ndim == 0 or x.dtype == dt.BOOL or dt.is_complex(x.dtype):
+        raise Reject()
+    return wrap(ops.sort(x, axis=_one_axis(axis, x.ndim), descending=_direction(direction)),
+                values)
+
+
+@lower(tf.argsort, "values")
+def argsort(values, axis=-1, direction="ASCENDING", stable=False):
+    # the IR's argsort is stable, which is one of the orders TF may return when stable=False
+    (x,) = operand_nodes(values)
+    if x.ndim == 0 or x.dtype == dt.BOOL or dt.is_complex(x.dtype):
+        raise Reject()
+    return wrap(ops.argsort(x, axis=_one_axis(axis, x.ndim), descending=_direction(direction),
+                            index_dtype="int32"))
+
+
+@lower(tf.searchsorted, "sorted_sequence", "values")
+def searchsorted(sorted_sequence, values, side="left", out_type=tf.int32):
+    s, v = operand_nodes(sorted_sequence, values)
+    if s.ndim < 1 or v.ndim != s.ndim or s.shape[:-1] != v.shape[:-1] or \
+            side not in ("left", "right"):
+        raise Reject()
+    # position = how many sorted entries lie below the value (or at most the value, "right")
+    n, m, lead = s.shape[-1], v.shape[-1], s.ndim - 1
+    shape = s.shape[:-1] + (m, n)
+    ss = ops.broadcast_in_dim(s, shape=shape, broadcast_dimensions=tuple(range(lead)) + (lead + 1,))
+    vv = ops.broadcast_in_dim(v, shape=shape, broadcast_dimensions=tuple(range(lead + 1)))
+    below = ops.lt(ss, vv) if side == "left" else ops.le(ss, vv)
+    count = ops.reduce_sum(ops.convert(below, dtype=ir_dtype(out_type)), axes=(lead + 1,))
+    return wrap(count, sorted_sequence, values)
+
+
+@lower(tf.math.in_top_k, "targets", "predictions")
+def in_top_k(targets, predictions, k):
+    (t,), (p,) = operand_nodes(targets), operand_nodes(predictions)
+    if p.ndim != 2 or t.shape != p.shape[:1] or not dt.is_int(t.dtype) or \
+            not dt.is_float(p.dtype):
+        raise Reject()
+    k = static_ints(k)
+    if not isinstance(k, int):
+        raise Reject()
+    cols = ops.iota(dtype=t.dtype, shape=p.shape, dimension=1)
+    hit = ops.eq(cols, ops.broadcast_in_dim(t, shape=p.shape, broadcast_dimensions=(0,)))
+    target = ops.reduce_sum(ops.select(hit, p, const(0, p)), axes=(1,))
+    above = ops.gt(p, ops.broadcast_in_dim(target, shape=p.shape, broadcast_dimensions=(0,)))
+    count = ops.reduce_sum(ops.convert(above, dtype="int32"), axes=(1,))
+    # TF: a target outside [0, classes) or a non-finite prediction is never in the top k
+    valid = ops.and_(ops.ge(t, const(0, t)), ops.lt(t, const(p.shape[1], t)))
+    ok = ops.and_(ops.and_(valid, ops.is_finite(target)), ops.lt(count, const(k, count)))
+    return wrap(ok)
+
+
+@lower(tf.math.invert_permutation, "x")
+def invert_permutation(x):
+    (perm,) = operand_nodes(x)
+    if perm.ndim != 1 or perm.dtype not in ("int32", "int64"):
+        raise Reject()
+    n = perm.shape[0]
+    # out[perm[i]] = i
+    indices = ops.reshape(perm, new_sizes=(n, 1))
+    return wrap(ops.scatter(compose.const(0, perm.dtype, (n,)), indices,
+                            ops.iota(dtype=perm.dtype, shape=(n,), dimension=0)), x)
+
+
+# ---------------------------------------------------------------- segment reductions
+
+_INIT = {"add": 0, "mul": 1}
+
+
+def _segment(data, ids, num, mode):
+    """out[s] = combine of data[i] over i with ids[i] == s, for s < num (ids: data's leading
+    axes); empty segments hold the combination's identity (TF's lowest/highest for max/min)."""
+    if not dt.is_int(ids.dtype) or data.shape[:ids.ndim] != ids.shape or \
+            data.dtype == dt.BOOL or dt.is_complex(data.dtype) and mode in ("max", "min"):
+        raise Reject()
+    rest = data.shape[ids.ndim:]
+    if mode in _INIT:
+        init = _INIT[mode]
+    else:
+        info = np.finfo if dt.is_float(data.dtype) else np.iinfo
+        limits = info(np.dtype(data.dtype))
+        init = limits.min if mode == "max" else limits.max
+    base = compose.const(init, data.dtype, (num,) + rest)
+    indices = ops.reshape(ids, new_sizes=ids.shape + (1,))
+    return ops.scatter(base, indices, data, mode=mode)
+
+
+def _count(ids, num, dtype):
+    ones = compose.const(1, dtype, ids.shape)
+    return _segment(ones, ids, num, "add")
+
+
+def _per_row(count, like):
+    return ops.broadcast_in_dim(count, shape=like.shape, broadcast_dimensions=(0,))
+
+
+def _unsorted(api, mode, post=None):
+    @lower(api, "data", "segment_ids")
+    def lowering(data, segment_ids, num_segments):
+        d, ids = operand_nodes(data)[0], operand_nodes(segment_ids)[0]
+        if isinstance(num_segments, LazyTensor):  # Keras passes max(ids) + 1, computed lazily
+            known = host_values.known(num_segments.node)
+            if known is None:  # the output length is a value: real TF runs it, counted
+                return run_eagerly(api, (data, segment_ids, num_segments), {})
+            num_segments = known
+        num = static_ints(num_segments)
+        if not isinstance(num, int) or num < 0:
+            raise Reject()
+        out = _segment(d, ids, num, mode)
+        if post is not None:
+            out = post(out, d, ids, num)
+        return wrap(out, data, segment_ids)
+    lowering.__name__ = api.__name__
+
+
+def _mean(total, d, ids, num):
+    count = ops.max_(_count(ids, num, total.dtype), compose.const(1, total.dtype, (num,)))
+    return ops.div(total, _per_row(count, total))
+
+
+def _sqrt_n(total, d, ids, num):
+    count = ops.max_(_count(ids, num, total.dtype), compose.const(1, total.dtype, (num,)))
+    return ops.div(total, _per_row(ops.sqrt(count), total))
+
+
+def _empty_to_zero(out, d, ids, num):
+    # the sorted segment_max/min give 0 for an empty segment, not the lowest/highest value
+    empty = ops.eq(_count(ids, num, "int32"), compose.const(0, "int32", (num,)))
+    return ops.select(_per_row(empty, out), compose.const(0, out.dtype, out.shape), out)
+
+
+for _mode, _name in (("add", "sum"), ("mul", "prod"), ("max", "max"), ("min", "min")):
+    _unsorted(getattr(tf.math, "unsorted_segment_" + _name), _mode)
+_unsorted(tf.math.unsorted_segment_mean, "add", _mean)
+_unsorted(tf.math.unsorted_segment_sqrt_n, "add", _sqrt_n)
+
+
+def _sorted(api, mode, post=None):
+    @lower(api, "data", "segment_ids")
+    def lowering(data, segment_ids):
+        d, ids = operand_nodes(data)[0], operand_nodes(segment_ids)[0]
+        known = host_values.known(ids)  # the output length is max(id) + 1: a value
+        if known is None or ids.ndim != 1:
+            raise Reject()
+        num = int(np.max(known)) + 1 if known.size else 0
+        out = _segment(d, ids, num, mode)
+        if post is not None:
+            out = post(out, d, ids, num)
+        return wrap(out, data, segment_ids)
+    lowering.__name__ = api.__name__
+
+
+_sorted(tf.math.segment_sum, "add")
+_sorted(tf.math.segment_prod, "mul")
+_sorted(tf.math.segment_max, "max", _empty_to_zero)
+_sorted(tf.math.segment_min, "min", _empty_to_zero)
+_sorted(tf.math.segment_mean, "add", _mean)
+
+
+# ---------------------------------------------------------------- layout
+
+
+def _take(x, axis, start, stop):
+    begin, limit = [0] * x.ndim, list(x.shape)
+    begin[axis], limit[axis] = start, stop
+    return ops.slice_(x, start_indices=begin, limit_indices=limit)
+
+
+@lower(tf.roll, "input")
+def roll(input, shift, axis):  # noqa: A002
+    (x,) = operand_nodes(input)
+    shifts, axes = static_ints(shift), static_ints(axis)
+    shifts = [shifts] if isinstance(shifts, int) else shifts
+    axes = [axes] if isinstance(axes, int) else axes
+    if len(shifts) != len(axes) or x.ndim == 0:
+        raise Reject()
+    total = {}
+    for s, a in zip(shifts, axes):
+        if not -x.ndim <= a < x.ndim:
+            raise Reject()
+        total[a % x.ndim] = total.get(a % x.ndim, 0) + s  # TF adds repeated axes' shifts
+    out = x
+    for a, s in total.items():
+        n = x.shape[a]
+        s = s % n if n else 0
+        if s:
+            out = ops.concatenate(_take(out, a, n - s, n), _take(out, a, 0, n - s), dimension=a)
+    return wrap(out, input)
+
+
+@lower(tf.slice, "input_")
+def slice_(input_, begin, size):
+    (x,) = operand_nodes(input_)
+    begin, size = static_ints(begin), static_ints(size)
+    begin = [begin] if isinstance(begin, int) else begin
+    size = [size] if isinstance(size, int) else size
+    if len(begin) != x.ndim or len(size) != x.ndim:
+        raise Reject()
+    limit = [d if n == -1 else b + n for b, n, d in zip(begin, size, x.shape)]
+    if any(not 0 <= b <= lim <= d for b, lim, d in zip(begin, limit, x.shape)):
+        raise Reject()
+    return wrap(ops.slice_(x, start_indices=begin, limit_indices=limit), input_)
+
+
+@lower(tf.repeat, "input")
+def repeat(input, repeats, axis=None):  # noqa: A002
+    (x,) = operand_nodes(input)
+    n = static_ints(repeats)
+    if isinstance(n, list):
+        if len(n) != 1:
+            raise Reject()  # per-element counts: the output length is their sum (a value)
+        n = n[0]
+    if n < 0:
+        raise Reject()
+    if axis is None:
+        x, axis = ops.reshape(x, new_sizes=(x.size,)), 0
+    a = _one_axis(axis, x.ndim)
+    shape = x.shape[:a + 1] + (n,) + x.shape[a + 1:]
+    dims = tuple(range(a + 1)) + tuple(range(a + 2, x.ndim + 1))
+    spread = ops.broadcast_in_dim(x, shape=shape, broadcast_dimensions=dims)
+    out = x.shape[:a] + (x.shape[a] * n,) + x.shape[a + 1:]
+    return wrap(ops.reshape(spread, new_sizes=out), input)
+
+
+def _blocks(x, block, to_depth):
+    n, h, w, c = x.shape
+    if to_depth:
+        if h % block or w % block:
+            raise Reject()
+        t = ops.reshape(x, new_sizes=(n, h // block, block, w // block, block, c))
+        t = ops.transpose(t, permutation=(0, 1, 3, 2, 4, 5))
+        return ops.reshape(t, new_sizes=(n, h // block, w // block, block * block * c))
+    if c % (block * block):
+        raise Reject()
+    t = ops.reshape(x, new_sizes=(n, h, w, block, block, c // (block * block)))
+    t = ops.transpose(t, permutation=(0, 1, 3, 2, 4, 5))
+    return ops.reshape(t, new_sizes=(n, h * block, w * block, c // (block * block)))
+
+
+def _block_api(api, to_depth):
+    @lower(api, "input")
+    def lowering(input, block_size, data_format="NHWC"):  # noqa: A002
+        (x,) = operand_nodes(input)
+        block = static_ints(block_size)
+        if x.ndim != 4 or data_format != "NHWC" or not isinstance(block, int) or block < 2:
+            raise Reject()
+        return wrap(_blocks(x, block, to_depth), input)
+    lowering.__name__ = api.__name__
+
+
+_block_api(tf.nn.depth_to_space, False)
+_block_api(tf.nn.space_to_depth, True)
+
+
+
+def _scatter_nd(base, indices, updates, mode, api=None, arguments=None):
+    if not dt.is_int(indices.dtype) or indices.ndim < 1 or indices.shape[-1] > base.ndim or \
+            updates.shape != indices.shape[:-1] + base.shape[indices.shape[-1]:]:
+        raise Reject()
+    known = host_values.known(indices)
+    if known is not None and api is not None and any(
+            host_values.out_of_range(known[..., j], 0, base.shape[j])
+            for j in range(indices.shape[-1])):
+        # TF (on CPU) refuses an index outside the tensor: so do we, where it is known
+        raise_for_values(api, arguments, {"indices": known})
+    return ops.scatter(base, indices, updates, mode=mode)
+
+
+@lower(tf.scatter_nd, "indices", "updates")
+def scatter_nd(indices, updates, shape, bad_indices_policy=""):
+    (i,), (u,) = operand_nodes(indices), operand_nodes(updates)
+    shape = static_ints(shape)
+    if u.dtype == dt.BOOL or not isinstance(shape, list):
+        raise Reject()
+    # TF sums the updates of repeated indices
+    return wrap(_scatter_nd(compose.const(0, u.dtype, tuple(shape)), i, u, "add", tf.scatter_nd,
+                            dict(indices=indices, updates=updates, shape=shape)), updates)
+
+
+def _tensor_scatter(api, mode):
+    @lower(api, "tensor", "indices", "updates")
+    def lowering(tensor, indices, updates, bad_indices_policy=""):
+        (t,), (i,) = operand_nodes(tensor), operand_nodes(indices)
+        (u,) = operand_nodes(updates) if not isinstance(updates, (int, float)) else \
+            operand_nodes(tensor, updates)[1:]
+        if u.dtype != t.dtype or (t.dtype == dt.BOOL and mode != "set"):
+            raise Reject()
+        return wrap(_scatter_nd(t, i, u, mode, api, dict(tensor=tensor, indices=indices,
+                                                          updates=updates)), tensor, updates)
+    lowering.__name__ = api.__name__
+
+
+_tensor_scatter(tf.tensor_scatter_nd_update, "set")
+_tensor_scatter(tf.tensor_scatter_nd_add, "add")
+_tensor_scatter(tf.tensor_scatter_nd_max, "max")
+_tensor_scatter(tf.tensor_scatter_nd_min, "min")
+
+
+# ---------------------------------------------------------------- windows and updates
+
+
+def _window(x, axis, start, length, step=1):
+    begin, limit, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
+    begin[axis], limit[axis], strides[axis] = start, start + (length - 1) * step + 1, step
+    return ops.slice_(x, start_indices=begin, limit_indices=limit, strides=strides)
+
+
+@lower(tf.signal.frame, "signal")
+def frame(signal, frame_length, frame_step, pad_end=False, pad_value=0, axis=-1):
+    (x,) = operand_nodes(signal)
+    length, step = static_ints(frame_length), static_ints(frame_step)
+    if x.ndim == 0 or not isinstance(length, int) or not isinstance(step, int) or \
+            length < 1 or step < 1 or not isinstance(pad_value, (int, float)):
+        raise Reject()
+    a = _one_axis(axis, x.ndim)
+    n = x.shape[a]
+    if pad_end:  # TF pads the end so that every sample starts some frame
+        count = -(-n // step)
+        extra = max((count - 1) * step + length - n, 0)
+        config = [(0, 0, 0)] * x.ndim
+        config[a] = (0, extra, 0)
+        (value,) = operand_nodes(signal, pad_value)[1:]
+        x = ops.pad(x, value, padding_config=config)
+    else:
+        count = max(0, 1 + (n - length) // step) if n >= length else 0
+    shape = x.shape[:a] + (1, length) + x.shape[a + 1:]
+    frames = [ops.reshape(_window(x, a, i * step, length), new_sizes=shape)
+              for i in range(count)]
+    if not frames:
+        raise Reject()
+    out = frames[0] if count == 1 else ops.concatenate(*frames, dimension=a)
+    return wrap(out, signal)
+
+
+@lower(tf.image.extract_patches, "images")
+def extract_patches(images, sizes, strides, rates, padding):
+    (x,) = operand_nodes(images)
+    sizes, strides, rates = (static_ints(v) for v in (sizes, strides, rates))
+    if x.ndim != 4 or any(len(v) != 4 or v[0] != 1 or v[3] != 1 for v in (sizes, strides,
+                                                                             rates)) \
+            or padding not in ("VALID", "SAME"):
+        raise Reject()
+    (kh, kw), (sh, sw), (rh, rw) = sizes[1:3], strides[1:3], rates[1:3]
+    spans = [(k - 1) * r + 1 for k, r in ((kh, rh), (kw, rw))]
+    config = [(0, 0, 0)] * 4
+    outs = []
+    for axis, span, s in ((1, spans[0], sh), (2, spans[1], sw)):
+        n = x.shape[axis]
+        if padding == "VALID":
+            outs.append(max(0, (n - span) // s + 1))
+        else:  # TF's SAME: ceil(n / s) windows, the padding split low-first
+            out = -(-n // s)
+            total = max((out - 1) * s + span - n, 0)
+            config[axis] = (total // 2, total - total // 2, 0)
+            outs.append(out)
+    if not all(outs):
+        raise Reject()
+    x = ops.pad(x, ir.constant(0, x.dtype), padding_config=config)
+    # the patch's entries in TF's order: row, column, channel
+    parts = []
+    for i in range(kh):
+        for j in range(kw):
+            rows = _window(x, 1, i * rh, outs[0], sh)
+            parts.append(_window(rows, 2, j * rw, outs[1], sw))
+    return wrap(ops.concatenate(*parts, dimension=3) if len(parts) > 1 else parts[0], images)
+
+
+def _start_nodes(indices, ndim):
+    """Run-time start indices as int32 scalars: static ones as params, lazy ones sliced."""
+    if isinstance(indices, LazyTensor):
+        (node,) = operand_nodes(indices)
+        if node.shape != (ndim,) or not dt.is_int(node.dtype):
+            raise Reject()
+        return [ops.reshape(ops.slice_(node, start_indices=(i,), limit_indices=(i + 1,)),
+                            new_sizes=()) for i in range(ndim)]
+    starts = static_ints(indices)
+    starts = [starts] if isinstance(starts, int) else starts
+    if len(starts) != ndim:
+        raise Reject()
+    return [ir.param(int(s), "int32") for s in starts]
+
+
+@lower(_xla.dynamic_update_slice, "input", "update")
+def xla_dynamic_update_slice(input, update, indices):  # noqa: A002 - TF's names
+    # XLA's DynamicUpdateSlice (Keras' slice_update): starts clamp so the update fits
+    x, u = operand_nodes(input, update)
+    if u.ndim != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
+        raise Reject()
+    return wrap(ops.dynamic_update_slice(x, u, *_start_nodes(indices, x.ndim)), input, update)
+
+
+def _bilinear_weights(n_in, n_out):
+    """(n_out, n_in) interpolation weights of TF's bilinear resize (half-pixel centers): output
+    i reads input (i + 0.5) * n_in / n_out - 0.5, clamped to the edges."""
+    scale = n_in / n_out
+    w = np.zeros((n_out, n_in))
+    for i in range(n_out):
+        src = (i + 0.5) * scale - 0.5
+        lo = int(np.floor(src))
+        frac = src - lo
+        w[i, min(max(lo, 0), n_in - 1)] += 1 - frac
+        w[i, min(max(lo + 1, 0), n_in - 1)] += frac
+    return w
+
+
+@lower(tf.image.resize, "images")
+def resize(images, size, method="bilinear", preserve_aspect_ratio=False, antialias=False):
+    # bilinear, without antialiasing: two products with constant weight matrices
+    (x,) = operand_nodes(images)
+    size = static_ints(size)
+    if method != "bilinear" or preserve_aspect_ratio or antialias or x.ndim not in (3, 4) or \
+            not isinstance(size, list) or len(size) != 2 or min(size) < 1 or \
+            x.dtype not in ("float32", "float64") or 0 in x.shape:
+        raise Reject()
+    batched = x if x.ndim == 4 else ops.reshape(x, new_sizes=(1,) + x.shape)
+    n, h, w, c = batched.shape
+    wh = ir.constant(_bilinear_weights(h, size[0]), x.dtype)
+    ww = ir.constant(_bilinear_weights(w, size[1]), x.dtype)
+    rows = ops.dot_general(wh, batched, contracting_dimensions=((1,), (1,)))  # (oh, n, w, c)
+    both = ops.dot_general(rows, ww, contracting_dimensions=((2,), (1,)))     # (oh, n, c, ow)
+    out = ops.transpose(both, permutation=(1, 0, 3, 2))
+    return wrap(out if x.ndim == 4 else ops.reshape(out, new_sizes=out.shape[1:]), images)
