@@ -32,6 +32,15 @@ from ..core.ops import recurrence3_step
 _HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks compute them
 
 
+def _initialize_lapack():
+    """jax fills its CPU LAPACK kernels' function table when it *lowers* a linalg op; an
+    executable loaded from disk skips lowering, and its first cholesky/lu/qr/eigh/svd then
+    called a null pointer (a segfault, seen in a fresh process). jax's own export path makes
+    the same call before running deserialized code (checked against jax 0.10.2)."""
+    from jax._src.lax import linalg as jax_linalg
+    jax_linalg.initialize_lapack()  # idempotent and cheap
+
+
 def _jdt(dtype):
     return jnp.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
 
@@ -543,6 +552,7 @@ class XlaBackend:
         # the argument and result trees are those of _as_function's run(*args) -> [outputs]
         in_tree = jax.tree_util.tree_structure((tuple(range(signature.n_args)), {}))
         out_tree = jax.tree_util.tree_structure(list(range(n_outputs)))
+        _initialize_lapack()
         try:
             compiled = deserialize_and_load(payload, in_tree, out_tree)
         except Exception as err:  # a payload jax cannot read: treat as corrupt

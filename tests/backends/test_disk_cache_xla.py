@@ -160,3 +160,27 @@ def test_an_unwritable_cache_folder_warns_once_and_compiles_anyway(cache_dir, mo
     with pytest.warns(RuntimeWarning, match="cannot write the compile cache"):
         np.testing.assert_allclose(_run(xla.XlaBackend(), _program(), x), _expected(x), rtol=1e-6)
     assert _counts() == (0, 1)
+
+
+_FACTORIZE = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np, lazyx
+    from lazyx.core import ops, runtime
+    x = runtime.from_host(np.array([[4.0, 2.0], [2.0, 3.0]], np.float32))
+    y = runtime.LazyHandle(ops.cholesky(x))
+    print(runtime.to_host(y).astype(float).round(4).tolist(), lazyx.metrics()["disk_hits"])
+""")
+
+
+def test_a_loaded_factorization_runs_in_a_fresh_process(cache_dir):
+    # regression: a LAPACK kernel loaded from disk in a process that had lowered no linalg
+    # op yet crashed the interpreter (jax initializes LAPACK only when it lowers)
+    runs = [subprocess.run([sys.executable, "-c", _FACTORIZE, SHIM], capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "LAZYX_BACKEND": "xla",
+                                                        "LAZYX_CACHE_DIR": str(cache_dir)})
+            for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[1].stderr[-2000:]
+    want = str(np.linalg.cholesky(np.array([[4.0, 2.0], [2.0, 3.0]])).round(4).tolist())
+    assert [r.stdout.split("]]")[0] + "]]" for r in runs] == [want] * 2
+    assert runs[1].stdout.split()[-1] == "1"  # the second process loaded it from disk
