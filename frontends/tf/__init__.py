@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from ... import core  # noqa: F401
 from ...core import buckets as _buckets, runtime
-from . import api_array, api_math, api_nn, variables  # noqa: F401 - registering the lowerings
+from . import api_array, api_losses, api_math, api_nn, variables  # noqa: F401 - registering the lowerings
 from .tape import GradientTape
 from . import replay as _replay  # noqa: F401,E402  (lazyx.compile learns TF's types)
 from .api_nn import key_from_seed, normal_node, uniform_node
