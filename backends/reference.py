@@ -267,21 +267,22 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions, preferred_element_type):
+    """As (batch, free, contracted) @ (batch, contracted, free) through np.matmul, i.e. BLAS
+    (LAZYX_TIERED runs whole training steps on this interpreter): the result's axes are
+    batch, lhs free, rhs free, as dot_general defines them."""
     (lc, rc), (lb, rb) = contracting_dimensions, batch_dimensions
     compute = dt.to_numpy(preferred_element_type) if preferred_element_type else lhs.dtype
     if compute.name in HALF:
         compute = np.dtype(np.float32)
     lhs, rhs = lhs.astype(compute, copy=False), rhs.astype(compute, copy=False)
-    l_sub = list(_LETTERS[:lhs.ndim])
-    r_sub = list(_LETTERS[lhs.ndim:lhs.ndim + rhs.ndim])
-    for a, b in zip(lc + lb, rc + rb):
-        r_sub[b] = l_sub[a]
-    out = [l_sub[a] for a in lb] + [l_sub[i] for i in range(lhs.ndim) if i not in lc + lb] \
-        + [r_sub[i] for i in range(rhs.ndim) if i not in rc + rb]
-    spec = f"{''.join(l_sub)},{''.join(r_sub)}->{''.join(out)}"
-    # optimize=True contracts through tensordot, i.e. BLAS: the plain einsum loop is 10-50x
-    # slower on a matmul, and LAZYX_TIERED runs whole training steps on this interpreter
-    return np.einsum(spec, lhs, rhs, optimize=True)
+    lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    batch = [lhs.shape[i] for i in lb]
+    size = lambda x, axes: int(np.prod([x.shape[i] for i in axes], dtype=np.int64))  # noqa: E731
+    a = lhs.transpose(list(lb) + lf + list(lc)).reshape(batch + [size(lhs, lf), size(lhs, lc)])
+    b = rhs.transpose(list(rb) + list(rc) + rf).reshape(batch + [size(rhs, rc), size(rhs, rf)])
+    out = np.matmul(a, b)
+    return out.reshape(batch + [lhs.shape[i] for i in lf] + [rhs.shape[i] for i in rf])
 
 
 def _dilate(x, factors, first_axis):

@@ -11,6 +11,10 @@ backend's numbers (NumPy's rounding), not XLA's.
 The compile starts once the first interpreted step has run: jax's tracing and lowering hold
 the GIL, and started first they would slow the very step tiering is meant to return quickly.
 
+The compile thread is not a daemon: Python waits for it at exit. A daemon thread inside XLA's
+compiler when the interpreter shuts down aborts the process ("terminate called after throwing
+an instance of ''", exit status 134), so a short script's exit would be a crash.
+
 Threads: the executable is published by one attribute assignment (atomic), and `jax.enable_x64`
 is thread-local, so the background lowering keeps its own 64-bit setting.
 """
@@ -36,7 +40,7 @@ class TieredExecutable:
         self._start_lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._compile, args=(program, signature, x64, cache, key),
-            name="lazyx-compile", daemon=True)
+            name="lazyx-compile", daemon=False)  # see below
 
     def start(self):
         """Start the background compile (once; later calls do nothing)."""

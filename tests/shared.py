@@ -1,6 +1,7 @@
 """Helpers several test directories share (imported after putting tests/ on sys.path, as
 tests/bad_calls.py is)."""
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -36,3 +37,26 @@ def program_output(source):
                          env=dict(os.environ, PYTHONPATH=path), timeout=300)
     assert out.returncode == 0, out.stderr
     return out.stdout.splitlines()
+
+
+# What changes a framework's global state: an assignment to one of its attributes, setattr on
+# it, or one of TF's registration calls. Each frontend keeps all of these in its hooks.py.
+GLOBAL_HOOK = re.compile(r"^\s*(torch|tf|keras)\.[\w.]+\s*=[^=]|setattr\((torch|tf|keras)\."
+                         r"|register_tensor_conversion_function\(|register_dispatchable_type\("
+                         r"|\)\.register\(\)", re.M)
+
+
+def hooks_outside(frontend):
+    """Lines of `frontend`'s sources that change framework global state outside hooks.py."""
+    root = os.path.join(os.path.dirname(lazyx.__file__), "frontends", frontend)
+    found = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(".py") or path == os.path.join(root, "hooks.py"):
+                continue
+            with open(path) as f:
+                text = f.read()
+            found += [f"{os.path.relpath(path, root)}: {m.group(0).strip()}"
+                      for m in GLOBAL_HOOK.finditer(text)]
+    return found

@@ -13,11 +13,13 @@ from ...core import buckets as _buckets, runtime
 from . import api_array, api_losses, api_math, api_nn, variables  # noqa: F401 - registering the lowerings
 from .tape import GradientTape
 from . import replay as _replay  # noqa: F401,E402  (lazyx.compile learns TF's types)
+from . import hooks as _hooks
 from .api_nn import key_from_seed, normal_node, uniform_node
 from .registry import LOWERED
 from .tensor import LazyTensor, ir_dtype, to_tf, wrap, _tf_leaf, sources_of
 
 Tensor = LazyTensor
+_hooks.install()
 
 
 def constant(value, dtype=None, shape=None):

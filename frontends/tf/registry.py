@@ -300,8 +300,6 @@ class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
         return run_eagerly(op, args, kwargs)
 
 
-_Fallback().register()
-
 
 def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):
     """TF converts unknown objects through __array__, which would run every API we do not
@@ -337,8 +335,6 @@ def _assign_conversion(frame, value, dtype):
                          f"Tensor with dtype {real.dtype.name}: {real!r}")
     return real
 
-
-tf.register_tensor_conversion_function(LazyTensor, _refuse_implicit_conversion)
 
 
 def lift(*values, dtype=None):

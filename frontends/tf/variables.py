@@ -29,7 +29,6 @@ import sys
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record
-from tensorflow.python.util import dispatch
 
 from ...core import capture, ir, ops, runtime
 from . import tensor as _tensor
@@ -46,12 +45,7 @@ _lazy_tapes = [0]  # > 0 while an ltf.GradientTape records: variable reads becom
 
 
 class LazyVariable:
-    """Marker base of the per-class lazy subclasses (a registered dispatchable type)."""
-
-
-dispatch.register_dispatchable_type(LazyVariable)
-if _KerasTFVariable is not None:
-    dispatch.register_dispatchable_type(_KerasTFVariable)
+    """Marker base of the per-class lazy subclasses (a registered dispatchable type: hooks.py)."""
 
 
 def tf_variable(value):

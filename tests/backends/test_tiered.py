@@ -140,3 +140,29 @@ def test_a_failing_compile_warns_and_keeps_interpreting(gated, monkeypatch):
     assert "no XLA today" in str(said[0].message) and "reference interpreter" in str(said[0].message)
     np.testing.assert_allclose(runtime.to_host(handle), [1.875, 1.875, 1.875])
     assert lazyx.metrics()["interpreted_steps"] == 3
+
+
+EXIT_PROGRAM = """
+import numpy as np
+import lazyx.frontends.numpy as lnp
+a = lnp.asarray(np.random.default_rng(0).random((300, 300), dtype=np.float32))
+for _ in range(3):
+    a = np.tanh(a @ a)
+print(float(a.sum()))
+"""
+
+
+def test_a_script_that_ends_during_the_background_compile_exits_cleanly(tmp_path):
+    """The interpreter answers the first step and the script ends while XLA still compiles:
+    the process must exit 0 (a daemon compile thread aborted it with status 134)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(lazyx.__file__))
+    env = dict(os.environ, LAZYX_TIERED="1", LAZYX_CACHE_DIR="", LAZYX_BACKEND="xla",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    for _ in range(3):  # the race is timing-dependent: a few runs
+        out = subprocess.run([sys.executable, "-c", EXIT_PROGRAM], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert float(out.stdout.split()[-1]) > 0

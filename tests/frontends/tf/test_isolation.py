@@ -45,3 +45,10 @@ def test_plain_tensorflow_code_behaves_the_same_after_importing_the_frontend():
     with_frontend = shared.program_output("import lazyx.frontends.tf\n" + PROGRAM)
     assert len(without) >= 7
     assert with_frontend == without
+
+
+def test_every_change_to_framework_globals_is_in_hooks_py():
+    import lazyx.frontends.tf.hooks as hooks
+    with open(hooks.__file__) as f:
+        assert len(shared.GLOBAL_HOOK.findall(f.read())) >= 3  # the scan sees the real ones
+    assert shared.hooks_outside("tf") == []

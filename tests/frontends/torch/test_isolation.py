@@ -1,7 +1,7 @@
 """Importing lazyx's torch frontend changes nothing for code that does not use it (issue 18):
 the same plain-torch program prints the same thing with and without the import, in fresh
-processes. The frontend's hooks (device.py: Tensor.__repr__, Tensor.numpy, Module.to, the
-PrivateUse1 device) must each act only on lazyx tensors."""
+processes. The frontend's hooks (hooks.py: Tensor.__repr__, Tensor.numpy, Module.to, ...)
+must each act only on lazyx tensors, and hooks.py must hold all of them."""
 import os
 import sys
 import textwrap
@@ -41,3 +41,10 @@ def test_plain_torch_code_behaves_the_same_after_importing_the_frontend():
     # property exists on torch.Tensor (raising AttributeError, so hasattr is False) and
     # __repr__ is wrapped; everything a plain program prints is the same
     assert with_frontend == without
+
+
+def test_every_change_to_framework_globals_is_in_hooks_py():
+    import lazyx.frontends.torch.hooks as hooks
+    with open(hooks.__file__) as f:
+        assert len(shared.GLOBAL_HOOK.findall(f.read())) >= 3  # the scan sees the real ones
+    assert shared.hooks_outside("torch") == []

@@ -1,0 +1,51 @@
+"""Every change lazyx makes to TensorFlow's global state, in one place.
+
+TensorFlow has public extension points for new tensor types, and lazyx uses only those
+to install itself; each acts on lazyx's own values alone, so TF code in the same process
+that never touches lazyx runs exactly as without it (tests/frontends/tf/test_isolation.py
+runs a plain TF + Keras program with and without `import lazyx.frontends.tf` and compares).
+
+Checked against tensorflow-cpu 2.21.0 and keras 3 (the versions constraints.txt pins).
+
+Installed here, once:
+  tf.register_tensor_conversion_function(LazyTensor)   a lazy value converted implicitly
+      is refused, which routes the call to the global dispatcher below (registry.py);
+      only LazyTensor is registered.
+  GlobalOpDispatcher (registry._Fallback)   TF calls it for an API whose arguments could
+      not be converted; it answers NOT_SUPPORTED unless a lazy value is among them.
+  dispatch.register_dispatchable_type(LazyVariable, keras' TF Variable)   a TF API whose
+      only lazy operand is a variable holding a lazy value dispatches to its lowering; for
+      a variable holding none, the lowering's dispatch target calls TF's own API.
+
+Registered where the lowerings are (registry.lower): `tf.experimental.dispatch_for_api`
+per lowered API, for signatures that name LazyTensor or a variable type.
+
+Reached by TF internals, and so re-read on a TF upgrade:
+  registry._refuse_implicit_conversion walks up to 8 frames to recognise
+      `resource_variable_ops` assigning a lazy value (the assign has no dispatch hook).
+  tensor._GradientHook.replace_gradient_components asks whether its caller is
+      `custom_gradient` (tf.distribute's all-reduce) or `tape.gradient`.
+  variables._lazy_class swaps one variable's __class__ for a subclass when a lazy value
+      is first assigned to it -- that variable only -- and compares the refcount of its
+      handle with a free handle's (measured at import) to know whether anything else
+      holds the buffer.
+"""
+import tensorflow as tf
+from tensorflow.python.util import dispatch
+
+from . import registry, variables
+from .tensor import LazyTensor
+
+_installed = []
+
+
+def install():
+    """Install the hooks (once; importing the TF frontend calls this)."""
+    if _installed:
+        return
+    _installed.append(True)
+    tf.register_tensor_conversion_function(LazyTensor, registry._refuse_implicit_conversion)
+    registry._Fallback().register()
+    dispatch.register_dispatchable_type(variables.LazyVariable)
+    if variables._KerasTFVariable is not None:
+        dispatch.register_dispatchable_type(variables._KerasTFVariable)

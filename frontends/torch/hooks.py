@@ -1,0 +1,122 @@
+"""Every change lazyx makes to torch's own classes and functions, in one place.
+
+Each hook acts only on lazyx tensors and models moved to the lazyx device: for anything
+else it calls torch's original, so code in the same process that never touches lazyx
+behaves exactly as without it (tests/frontends/torch/test_isolation.py runs a plain torch
+program with and without `import lazyx.frontends.torch` and compares).
+
+Checked against torch 2.13.0. Each hook names the torch internal it depends on; on a torch
+upgrade, re-read those:
+
+  Tensor.numpy                 lazy tensors materialize (torch refuses a non-CPU tensor)
+  Tensor.__repr__              lazy tensors print their values (not the functional wrapper)
+  Tensor.__lazyx_handle__      new attribute: the IR handle behind a lazyx tensor
+  torch._mirror_autograd_meta_to       Dynamo fakes lazyx parameters (torch.compile)
+  nn.Module.to                 tied weights stay tied when a model moves to the device
+  autograd._engine_run_backward        lazy backward runs on the calling thread
+
+Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
+public backend-registration API) and its kernels through torch.library: registrations,
+not patches.
+"""
+import torch
+
+from . import tensor
+
+_ORIGINAL = {}
+
+
+def _numpy(self, *, force=False):
+    if self.device.type == "lazyx":
+        return self.detach().to("cpu").numpy()
+    return _ORIGINAL["numpy"](self, force=force)
+
+
+def _repr(self, *, tensor_contents=None):
+    if self.device.type != "lazyx" or isinstance(self, tensor.LazyTensor):
+        return _ORIGINAL["__repr__"](self, tensor_contents=tensor_contents)
+    tensor._state.cause = "print"
+    try:
+        host = self.detach().to("cpu")
+    finally:
+        tensor._state.cause = None
+    text = _ORIGINAL["__repr__"](host)[:-1] + ", device='lazyx:0'"
+    if self.grad_fn is not None:
+        text += f", grad_fn=<{type(self.grad_fn).__name__}>"
+    elif self.requires_grad:
+        text += ", requires_grad=True"
+    return text + ")"
+
+
+def _handle(self):
+    """The LazyHandle behind a lazyx tensor (pending view writes applied first)."""
+    if isinstance(self, tensor.LazyTensor):
+        return self._lazyx_handle
+    if self.device.type != "lazyx" or not torch._is_functional_tensor(self):
+        raise AttributeError("__lazyx_handle__")
+    torch._sync(self)
+    return torch._from_functional_tensor(self)._lazyx_handle
+
+
+
+
+def _run_backward(outputs, *args, **kwargs):
+    """Backward of a lazyx graph runs on the calling thread. The autograd engine runs a
+    non-CPU device's backward on a worker thread of its own (torch 2.13); there it would
+    record into that thread's trace and pending handles: a training step's cut could not use
+    the expression ids (it would walk the whole graph every step), and a barrier on the
+    user's thread would not see the gradients as pending."""
+    original = _ORIGINAL["run_backward"]
+    if any(isinstance(t, torch.Tensor) and t.device.type == "lazyx" for t in outputs):
+        with torch.autograd.set_multithreading_enabled(False):
+            return original(outputs, *args, **kwargs)
+    return original(outputs, *args, **kwargs)
+
+
+def _mirror_autograd_meta_to(source, target):
+    """torch.compile of lt.device parameters: Dynamo fakes a FunctionalTensorWrapper by
+    wrapping a fake tensor and mirroring the original's autograd metadata onto it, which
+    (torch 2.13) turns a leaf that requires grad into a non-leaf (grad_fn=Error), and Dynamo's
+    own consistency check then fails. For a lazyx leaf, mirror what a leaf has:
+    requires_grad."""
+    if target.device.type == "lazyx" and getattr(source, "is_leaf", False) and \
+            target.is_leaf:
+        target.requires_grad_(bool(source.requires_grad))
+        return
+    _ORIGINAL["mirror_autograd_meta"](source, target)
+
+
+def _module_to(self, *args, **kwargs):
+    """model.to(lt.device) must keep tied weights tied (HF models share embeddings with the
+    output layer). torch re-creates Parameters per module for a tensor type it cannot
+    shallow-copy into; swapping (torch's announced future default) updates them in place.
+    The swap is switched on for this conversion only: other code in the process keeps
+    torch's default."""
+    device = torch._C._nn._parse_to(*args, **kwargs)[0]
+    if device is None or torch.device(device).type != "lazyx":
+        return _ORIGINAL["module_to"](self, *args, **kwargs)
+    before = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        return _ORIGINAL["module_to"](self, *args, **kwargs)
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(before)
+
+
+def install():
+    """Install the hooks (once; device.register calls this)."""
+    if _ORIGINAL:
+        return
+    for name, patched in (("numpy", _numpy), ("__repr__", _repr)):
+        _ORIGINAL[name] = getattr(torch.Tensor, name)
+        setattr(torch.Tensor, name, patched)
+    torch.Tensor.__lazyx_handle__ = property(_handle)
+    _ORIGINAL["mirror_autograd_meta"] = torch._mirror_autograd_meta_to
+    torch._mirror_autograd_meta_to = _mirror_autograd_meta_to
+    _ORIGINAL["module_to"] = torch.nn.Module.to
+    torch.nn.Module.to = _module_to
+    # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
+    # torch.compiler patch swaps both names, so we replace both and stay in place under it
+    _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward
+    torch.autograd.graph._engine_run_backward = _run_backward
+    torch.autograd._engine_run_backward = _run_backward
