@@ -12,6 +12,7 @@ nodes) collected, zeros for an unused floating result, None for an integer one (
 Conventions at non-differentiable points follow TensorFlow's gradients (the frontend this was
 written for): max(x, y) sends the gradient to x when x >= y; a reduce_max tie shares it equally.
 """
+import itertools
 import math
 
 from . import dtypes as dt
@@ -405,11 +406,11 @@ def _conv(n, g):
 def _reduce_window(n, g):
     (x,) = n.inputs
     a = n.attrs
-    if a["kind"] != "sum" or any(d != 1 for d in a["base_dilation"]):
-        raise NotImplementedError(f"lazyx autodiff: reduce_window gradient is only for kind "
-                                  f"'sum' without base dilation (got kind {a['kind']!r}, base "
-                                  f"dilation {a['base_dilation']}); frontends lower max "
-                                  f"pooling's gradient themselves")
+    if any(d != 1 for d in a["base_dilation"]):
+        raise NotImplementedError(f"lazyx autodiff: reduce_window gradient needs no base "
+                                  f"dilation (got {a['base_dilation']})")
+    if a["kind"] != "sum":
+        return (_window_extremum_gradient(n, g),)
     # each input element receives the cotangent of every window that covers it: a window sum
     # of the stride-dilated cotangent, padded so that window q ends where the first one
     # covering element q begins (the same padding as conv's input gradient)
@@ -424,6 +425,39 @@ def _reduce_window(n, g):
     return (ops.reduce_window(spread, kind="sum", window_dimensions=a["window_dimensions"],
                               window_strides=(1,) * x.ndim, padding=((0, 0),) * x.ndim,
                               window_dilation=a["window_dilation"]),)
+
+
+def _window_extremum_gradient(n, g):
+    """Max/min pooling: each window's cotangent goes to the first tap (in row-major window
+    order) holding the window's result, as XLA's select_and_scatter and TF's MaxPoolGrad do.
+    One strided slice per window tap picks that tap for every window at once; the cotangents
+    it wins are spread back to the taps' places by an interior-padded pad."""
+    (x,) = n.inputs
+    a = n.attrs
+    identity = ir.constant(-math.inf if a["kind"] == "max" else math.inf, x.dtype) \
+        if dt.is_float(x.dtype) else None
+    if identity is None or not g.size:  # integers take no gradient; no windows, none either
+        return ops.broadcast_in_dim(ir.constant(0, g.dtype), shape=x.shape,
+                                    broadcast_dimensions=())
+    padded = ops.pad(x, identity, padding_config=[(lo, hi, 0) for lo, hi in a["padding"]])
+    zero = ops.broadcast_in_dim(ir.constant(0, g.dtype), shape=g.shape, broadcast_dimensions=())
+    taken = ops.broadcast_in_dim(ir.constant(False, "bool"), shape=g.shape,
+                                 broadcast_dimensions=())
+    total = None
+    for tap in itertools.product(*[range(k) for k in a["window_dimensions"]]):
+        starts = [t * d for t, d in zip(tap, a["window_dilation"])]
+        limits = [st + (o - 1) * s + 1 for st, o, s in zip(starts, g.shape, a["window_strides"])]
+        values = ops.slice_(padded, start_indices=starts, limit_indices=limits,
+                            strides=a["window_strides"])
+        wins = ops.and_(ops.eq(values, n), ops.not_(taken))
+        taken = ops.or_(taken, wins)
+        config = [(st, size - lim, s - 1) for st, lim, size, s in
+                  zip(starts, limits, padded.shape, a["window_strides"])]
+        spread = ops.pad(ops.select(wins, g, zero), ir.constant(0, g.dtype),
+                         padding_config=config)
+        total = spread if total is None else ops.add(total, spread)
+    return ops.slice_(total, start_indices=[lo for lo, _ in a["padding"]],
+                      limit_indices=[lo + size for (lo, _), size in zip(a["padding"], x.shape)])
 
 
 # ---------------------------------------------------------------- the reverse pass

@@ -114,3 +114,46 @@ def format_line(source):
         pass
     return f"{filename}:{lineno}"
 
+
+
+def requester(frameworks, skip=(), depth=2):
+    """Who asked for a conversion: None when it is the user's own code (an observation), else
+    "module.function" of the framework code that asked (a silent eager turn, see DESIGN.md
+    principle 9). Frames of lazyx itself and of the `skip` folders (a framework's dispatch
+    plumbing, which only forwards the call) are passed over; `frameworks` are the top-level
+    package names whose code counts as framework code (the standard library and NumPy do
+    not: `logging` formatting a value or `np.testing` reading it is the user's request)."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        return None
+    roots = _package_roots(frameworks)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        lazyx_own = filename.startswith(_LAZYX_DIR) and \
+            os.sep + "tests" + os.sep not in filename[len(_LAZYX_DIR) - 1:]
+        if not lazyx_own and not any(part in filename for part in skip):
+            if not filename.startswith(roots):
+                return None
+            code = frame.f_code
+            return f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
+        frame = frame.f_back
+    return None
+
+
+_roots_by_names = {}
+
+
+def _package_roots(names):
+    roots = _roots_by_names.get(names)
+    if roots is None:
+        found = []
+        for name in names:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            found.extend(os.path.abspath(p) + os.sep
+                         for p in (spec and spec.submodule_search_locations) or ())
+        roots = _roots_by_names[names] = tuple(found)
+    return roots

@@ -8,7 +8,7 @@ from ...core import compose, host_values, ir, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, operand_nodes,
                        static_ints)
 from .registry import lower, raise_for_values
-from .tensor import LazyTensor, ir_dtype, to_tf, wrap
+from .tensor import LazyTensor, framework_request, ir_dtype, to_tf, wrap
 
 
 @lower(tf.convert_to_tensor, "value")
@@ -17,7 +17,12 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None):
         raise Reject()
     if dtype is not None and tf.as_dtype(dtype) != value.dtype:
         raise Reject()
-    return to_tf(value, cause="convert")
+    if framework_request() is not None:
+        # TF's or Keras' own code normalizing its input (Keras' losses call it on the
+        # prediction before their TF ops): a lazy tensor already is a tensor, and the ops
+        # that follow dispatch to lazyx. Materializing here was a silent eager turn.
+        return value
+    return to_tf(value, cause="convert")  # the user's own call: an observation
 
 
 @lower(tf.shape, "input")

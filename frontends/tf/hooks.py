@@ -17,10 +17,19 @@ Installed here, once:
       only lazy operand is a variable holding a lazy value dispatches to its lowering; for
       a variable holding none, the lowering's dispatch target calls TF's own API.
 
+  keras.src.backend.tensorflow.nn.conv is wrapped: for a lazy input it calls tf.nn.convolution
+      directly. Keras runs a grouped convolution (ConvNeXt's depthwise 7x7 as Conv2D with
+      groups) inside a `tf.function(jit_compile=True)` it builds per call, where a lazy input
+      meets a graph tensor and nothing can be lazy; tf.nn.convolution itself takes groups.
+      Any other input goes to Keras' own function unchanged.
+
 Registered where the lowerings are (registry.lower): `tf.experimental.dispatch_for_api`
 per lowered API, for signatures that name LazyTensor or a variable type.
 
 Reached by TF internals, and so re-read on a TF upgrade:
+  tensor.framework_request walks the stack past lazyx and `tensorflow/python/util` (TF's
+      dispatch wrappers) to tell a conversion the user asked for (an observation) from one
+      TF's or Keras' own code asked for (kept lazy, or counted as a fallback).
   registry._refuse_implicit_conversion walks up to 8 frames to recognise
       `resource_variable_ops` assigning a lazy value (the assign has no dispatch hook).
   tensor._GradientHook.replace_gradient_components asks whether its caller is
@@ -49,3 +58,24 @@ def install():
     dispatch.register_dispatchable_type(variables.LazyVariable)
     if variables._KerasTFVariable is not None:
         dispatch.register_dispatchable_type(variables._KerasTFVariable)
+    _wrap_keras_conv()
+
+
+def _wrap_keras_conv():
+    try:
+        from keras.src import backend as keras_backend
+        from keras.src.backend.tensorflow import nn as keras_tf_nn
+    except ImportError:  # pragma: no cover - keras is optional
+        return
+    keras_conv = keras_tf_nn.conv
+
+    def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+        if not isinstance(inputs, LazyTensor):
+            return keras_conv(inputs, kernel, strides, padding, data_format, dilation_rate)
+        data_format = keras_backend.standardize_data_format(data_format)
+        return tf.nn.convolution(
+            inputs, kernel, strides, padding.upper(),
+            data_format=keras_tf_nn._convert_data_format(data_format, len(inputs.shape)),
+            dilations=dilation_rate)
+    conv.__wrapped__ = keras_conv
+    keras_tf_nn.conv = conv

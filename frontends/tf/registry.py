@@ -21,7 +21,7 @@ from ...core import ops, runtime, source
 from ...core.tables import Table, caller
 from . import variables
 from .lowering import Reject
-from .tensor import TARGETS, LazyTensor, sources_of, to_tf, _tf_leaf
+from .tensor import TARGETS, LazyTensor, silent_turn, sources_of, to_tf, _tf_leaf
 
 _OP_LINE = source.OP_LINE
 
@@ -332,7 +332,8 @@ def _assign_conversion(frame, value, dtype):
         unchanged = var.value() if kind == "assign" else tf.zeros(var.shape, var.dtype)
         if variables.record_assign(var, kind, value):
             return unchanged
-    real = to_tf(value, cause="convert")
+    silent_turn(f"tf.Variable.{kind}")  # TF asked for the value, not the user
+    real = to_tf(value, cause="fallback")
     if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
         # what TF says converting a real tensor of the wrong dtype
         raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "

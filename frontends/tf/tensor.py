@@ -6,6 +6,7 @@ reads) records one op on the tape -- a scalar "token" whose inputs are those wat
 When the tape reaches the token, its backward function differentiates the *IR* (core/autodiff)
 from the lazy value to those inputs, and runs forward and backward as one compiled program.
 """
+import os
 import sys
 import weakref
 
@@ -14,7 +15,7 @@ import tensorflow as tf
 from tensorflow.python.eager import record
 from tensorflow.python.framework import composite_tensor, type_spec
 
-from ...core import autodiff, ir, ops, runtime
+from ...core import autodiff, ir, ops, runtime, source
 from ...core import dtypes as dt
 
 
@@ -24,8 +25,29 @@ from ...core import dtypes as dt
 pending_state = list
 
 
+_FRAMEWORKS = ("tensorflow", "keras", "tf_keras")
+_PLUMBING = (os.sep.join(("tensorflow", "python", "util", "")),)  # TF's dispatch wrappers
+
+
+def framework_request():
+    """The TF/Keras function that asked for a lazy value's conversion, or None when the user's
+    own code asked (`.numpy()`, `print`, `float()` written by the user are observations)."""
+    return source.requester(_FRAMEWORKS, _PLUMBING)
+
+
+def silent_turn(what):
+    """A conversion TF or Keras asked for, not the user: a counted fallback named after the
+    function that asked (principle 9: no silent eager turn)."""
+    runtime.fallback(what, "tensorflow")
+
+
 def _observe(handle, cause):
-    """An observed value as NumPy; the pending variable updates run in the same program."""
+    """An observed value as NumPy; the pending variable updates run in the same program.
+    A conversion requested by TF's or Keras' own code is counted as a fallback."""
+    who = framework_request()
+    if who is not None:
+        silent_turn(who)
+        cause = "fallback"
     if handle.pending:
         extra = [h for h in pending_state() if h is not handle]
         if extra:

@@ -143,12 +143,24 @@ def test_reduce_window_sum(window, strides, padding, dil):
                                        window_dilation=dil), _a(5, 6))
 
 
-def test_reduce_window_max_gradient_is_refused_by_name():
-    x = runtime.from_host(_a(4))
+@pytest.mark.parametrize("kind", ["max", "min"])
+@pytest.mark.parametrize("window,strides,padding,dil", [
+    ((2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1)),
+    ((3, 2), (2, 3), ((1, 2), (0, 1)), (1, 1)),
+    ((2, 3), (2, 1), ((1, 0), (2, 2)), (2, 1))])  # (a window wholly in the padding gives inf)
+def test_reduce_window_max_min(kind, window, strides, padding, dil):
+    _check(lambda x: ops.reduce_window(x, kind=kind, window_dimensions=window,
+                                       window_strides=strides, padding=padding,
+                                       window_dilation=dil), _a(5, 6))
+
+
+def test_reduce_window_max_ties_go_to_the_first_tap():
+    # as XLA's select_and_scatter and TF's MaxPoolGrad: one tap per window gets the cotangent
+    x = runtime.from_host(np.array([1.0, 1.0, 0.0, 2.0, 2.0]))
     y = ops.reduce_window(x, kind="max", window_dimensions=(2,), window_strides=(1,),
                           padding=((0, 0),))
-    with pytest.raises(NotImplementedError, match="reduce_window gradient is only for kind"):
-        autodiff.vjp([y], [runtime.from_host(np.ones(3))], [x])
+    (g,) = autodiff.vjp([y], [runtime.from_host(np.array([1.0, 10.0, 100.0, 1000.0]))], [x])
+    np.testing.assert_array_equal(_eval(g), [1.0, 10.0, 0.0, 1100.0, 0.0])
 
 
 def test_unused_input_gets_zeros_and_missing_rule_is_named():

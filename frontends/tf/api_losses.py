@@ -1,0 +1,65 @@
+"""tf.nn's cross-entropies, lowered to IR: what Keras' three cross-entropy losses (and
+keras.ops' categorical, sparse categorical and binary cross-entropy) end in on TF."""
+import tensorflow as tf
+
+from ...core import dtypes as dt
+from ...core import compose, host_values, ops
+from .lowering import Reject, axes_of, const, operand_nodes
+from .registry import lower, raise_for_values
+from .tensor import node_of, wrap
+
+
+def _floats(*values):
+    """Float nodes of one dtype. Each operand is converted on its own, as these TF functions
+    do (float64 NumPy labels with float32 logits are TF's dtype error, not a cast)."""
+    try:
+        nodes = [node_of(v) for v in values]
+    except (TypeError, ValueError) as err:
+        raise Reject() from err
+    if not dt.is_float(nodes[0].dtype) or any(n.dtype != nodes[0].dtype for n in nodes):
+        raise Reject()
+    return nodes
+
+
+@lower(tf.nn.sigmoid_cross_entropy_with_logits, "labels", "logits")
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None):
+    z, x = _floats(labels, logits)
+    if z.shape != x.shape:
+        raise Reject()
+    # TF's overflow-free form: max(x, 0) - x * z + log(1 + exp(-|x|))
+    out = ops.add(ops.sub(compose.relu(x), ops.mul(x, z)),
+                  ops.log1p(ops.exp(ops.neg(ops.abs_(x)))))
+    return wrap(out, labels, logits)
+
+
+@lower(tf.nn.softmax_cross_entropy_with_logits, "labels", "logits")
+def softmax_cross_entropy_with_logits(labels, logits, axis=-1):
+    z, x = _floats(labels, logits)
+    if z.shape != x.shape or x.ndim == 0:
+        raise Reject()
+    (a,) = axes_of(axis, x.ndim, allow_none=False)
+    # gradients reach the labels too, as in TF's v2 op
+    return wrap(ops.neg(ops.reduce_sum(ops.mul(z, compose.log_softmax(x, a)), axes=(a,))),
+                labels, logits)
+
+
+@lower(tf.nn.sparse_softmax_cross_entropy_with_logits, "labels", "logits")
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None):
+    (x,) = _floats(logits)
+    (y,) = operand_nodes(labels)
+    if y.dtype not in ("int32", "int64") or x.ndim == 0 or y.shape != x.shape[:-1]:
+        raise Reject()
+    classes = x.shape[-1]
+    known = host_values.known(y)
+    if known is not None and host_values.out_of_range(known, 0, classes):
+        # TF on CPU refuses a label outside [0, classes): so do we where the labels are known
+        # (computed labels cannot be checked without a sync; they give a wrong loss instead)
+        raise_for_values(tf.nn.sparse_softmax_cross_entropy_with_logits,
+                         dict(labels=labels, logits=logits), {"labels": known})
+    last = x.ndim - 1
+    # -log_softmax(x)[label], picked by a one-hot mask: its gradient is a select, not a scatter
+    hot = ops.eq(ops.iota(dtype=y.dtype, shape=x.shape, dimension=last),
+                 ops.broadcast_in_dim(y, shape=x.shape, broadcast_dimensions=tuple(range(last))))
+    picked = ops.select(hot, compose.log_softmax(x, last), const(0, x))
+    return wrap(ops.neg(ops.reduce_sum(picked, axes=(last,))), labels, logits)
+
