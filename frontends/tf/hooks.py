@@ -23,6 +23,14 @@ Installed here, once:
       meets a graph tensor and nothing can be lazy; tf.nn.convolution itself takes groups.
       Any other input goes to Keras' own function unchanged.
 
+  keras.src.backend.tensorflow.core.cond is wrapped: with a lazy predicate both branches
+      are built and the results selected per element (tf.where), when they have one
+      structure, shapes and dtypes; otherwise the predicate is read (a counted fallback
+      named after Keras' caller). Keras hands `smart_cond` only tensors or bools, so
+      `ops.cond` on a lazy value (Hinge and SquaredHinge check for 0/1 labels with it)
+      had no other way in. Both branches run as Python, so this suits pure branches --
+      Keras' own uses are.
+
 Registered where the lowerings are (registry.lower): `tf.experimental.dispatch_for_api`
 per lowered API, for signatures that name LazyTensor or a variable type.
 
@@ -59,6 +67,7 @@ def install():
     if variables._KerasTFVariable is not None:
         dispatch.register_dispatchable_type(variables._KerasTFVariable)
     _wrap_keras_conv()
+    _wrap_keras_cond()
 
 
 def _wrap_keras_conv():
@@ -79,3 +88,30 @@ def _wrap_keras_conv():
             dilations=dilation_rate)
     conv.__wrapped__ = keras_conv
     keras_tf_nn.conv = conv
+
+
+def _wrap_keras_cond():
+    try:
+        from keras.src.backend.tensorflow import core as keras_tf_core
+    except ImportError:  # pragma: no cover - keras is optional
+        return
+    keras_cond = keras_tf_core.cond
+
+    def cond(pred, true_fn, false_fn):
+        if not isinstance(pred, LazyTensor):
+            return keras_cond(pred, true_fn, false_fn)
+        on_true, on_false = true_fn(), false_fn()
+        a, b = tf.nest.flatten(on_true), tf.nest.flatten(on_false)
+        try:
+            tf.nest.assert_same_structure(on_true, on_false)
+        except (TypeError, ValueError):
+            a = None
+        if a is not None and all(isinstance(x, (tf.Tensor, LazyTensor)) and
+                                 isinstance(y, (tf.Tensor, LazyTensor)) and
+                                 x.shape == y.shape and x.dtype == y.dtype
+                                 for x, y in zip(a, b)):
+            picked = [tf.where(pred, x, y) for x, y in zip(a, b)]
+            return tf.nest.pack_sequence_as(on_true, picked)
+        return on_true if bool(pred) else on_false
+    cond.__wrapped__ = keras_cond
+    keras_tf_core.cond = cond
