@@ -23,13 +23,15 @@ Installed here, once:
       meets a graph tensor and nothing can be lazy; tf.nn.convolution itself takes groups.
       Any other input goes to Keras' own function unchanged.
 
-  keras.src.backend.tensorflow.core.cond is wrapped: with a lazy predicate both branches
-      are built and the results selected per element (tf.where), when they have one
-      structure, shapes and dtypes; otherwise the predicate is read (a counted fallback
-      named after Keras' caller). Keras hands `smart_cond` only tensors or bools, so
-      `ops.cond` on a lazy value (Hinge and SquaredHinge check for 0/1 labels with it)
-      had no other way in. Both branches run as Python, so this suits pure branches --
-      Keras' own uses are.
+  keras.src.backend.tensorflow.core.cond is wrapped for a lazy predicate (Keras hands
+      `smart_cond` only tensors or bools, so `ops.cond` on a lazy value was a TypeError).
+      Called from keras.src.losses / keras.src.metrics (pure branches: Hinge and
+      SquaredHinge check for 0/1 labels), both branches are built and the results
+      selected per element (tf.where) when they have one structure, shapes and dtypes.
+      Anywhere else -- a branch may assign variables (gradient accumulation), so building
+      both would apply both -- and for mismatched branches, the predicate is read (a
+      counted fallback named after Keras' caller) and only its branch runs. The caller is
+      found by walking the stack past keras.src.ops, .backend and .utils.
 
 Registered where the lowerings are (registry.lower): `tf.experimental.dispatch_for_api`
 per lowered API, for signatures that name LazyTensor or a variable type.
@@ -47,6 +49,8 @@ Reached by TF internals, and so re-read on a TF upgrade:
       handle with a free handle's (measured at import) to know whether anything else
       holds the buffer.
 """
+import sys
+
 import tensorflow as tf
 from tensorflow.python.util import dispatch
 
@@ -100,6 +104,8 @@ def _wrap_keras_cond():
     def cond(pred, true_fn, false_fn):
         if not isinstance(pred, LazyTensor):
             return keras_cond(pred, true_fn, false_fn)
+        if not _called_from(("keras.src.losses", "keras.src.metrics")):
+            return true_fn() if bool(pred) else false_fn()
         on_true, on_false = true_fn(), false_fn()
         a, b = tf.nest.flatten(on_true), tf.nest.flatten(on_false)
         try:
@@ -115,3 +121,15 @@ def _wrap_keras_cond():
         return on_true if bool(pred) else on_false
     cond.__wrapped__ = keras_cond
     keras_tf_core.cond = cond
+
+
+def _called_from(packages):
+    """Whether the first caller outside Keras' ops and backend lives in one of `packages`."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not module.startswith(("keras.src.ops", "keras.src.backend", "keras.src.utils",
+                                  "lazyx.")):
+            return module.startswith(packages)
+        frame = frame.f_back
+    return False
