@@ -7,12 +7,14 @@ next to a complex tensor takes the tensor's dtype, as in eager TF.
 """
 import math
 
+import numpy as np
+
 import tensorflow as tf
 
 from ...core import dtypes as dt
 from ...core import ops
 from .lowering import Reject, broadcast_all, const, operand_nodes
-from .registry import lower
+from .registry import lower, lower_undispatched
 from .tensor import ir_dtype, wrap
 
 
@@ -86,6 +88,39 @@ for _rank, _suffix in ((1, ""), (2, "2d"), (3, "3d")):
     _complex_fft(getattr(tf.signal, "fft" + _suffix), "fft", _rank)
     _complex_fft(getattr(tf.signal, "ifft" + _suffix), "ifft", _rank)
 
+
+
 # tf.signal.rfft/irfft (and their 2d/3d forms) convert their input with TF's internal
-# convert_to_tensor before any dispatch, so a lazy input cannot reach a lowering (they raise
-# lazyx's refused-conversion TypeError; see docs/tf.md).
+# convert_to_tensor before any dispatch could reach a lowering: hooks.py wraps them
+# (registry.lower_undispatched). An fft_length other than the input's own sizes (TF pads or
+# crops first) is left to TF, a counted fallback.
+
+def _real_fft(name, kind, rank):
+    @lower_undispatched(tf.signal, name)
+    def lowering(input_tensor, fft_length=None):
+        (x,) = operand_nodes(input_tensor)
+        if x.ndim < rank:
+            raise Reject()
+        if kind == "rfft":
+            if x.dtype not in ("float32", "float64"):
+                raise Reject()
+            lengths = tuple(x.shape[-rank:])
+        else:
+            if x.dtype not in ("complex64", "complex128"):
+                raise Reject()
+            lengths = tuple(x.shape[-rank:-1]) + (2 * (x.shape[-1] - 1),)
+        if fft_length is not None:
+            asked = tuple(int(n) for n in np.asarray(fft_length).reshape(-1))
+            if asked != lengths and not (kind == "irfft" and asked[:-1] == lengths[:-1] and
+                                         asked[-1] // 2 + 1 == x.shape[-1]):
+                raise Reject()
+            lengths = asked
+        if min(lengths) < 1:
+            raise Reject()
+        return wrap(ops.fft(x, fft_type=kind, fft_lengths=lengths), input_tensor)
+    lowering.__name__ = name
+
+
+for _rank, _suffix in ((1, ""), (2, "2d"), (3, "3d")):
+    _real_fft("rfft" + _suffix, "rfft", _rank)
+    _real_fft("irfft" + _suffix, "irfft", _rank)

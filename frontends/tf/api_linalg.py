@@ -10,7 +10,7 @@ from ...core import dtypes as dt
 from ...core import ir, ops
 from .api_math import _diag_part, _swap_last
 from .lowering import Reject, broadcast_all, const, operand_nodes, static_ints
-from .registry import lower
+from .registry import lower, lower_undispatched
 from .tensor import ir_dtype, wrap
 
 
@@ -147,6 +147,24 @@ def _det(x):
 def det(input):  # noqa: A002
     (x,) = operand_nodes(input)
     return wrap(_det(_square(x)), input)
+
+
+@lower_undispatched(tf.linalg, "slogdet")
+def slogdet(input):  # noqa: A002 - TF's name
+    """(sign, log|det|) from one LU: the pivots' parity times the diagonal's signs, and the
+    sum of the diagonal's log-magnitudes (a singular matrix: sign 0, -inf)."""
+    (x,) = operand_nodes(input)
+    if x.dtype not in ("float32", "float64") or x.size == 0:
+        raise Reject()
+    packed, pivots, _ = ops.lu(_square(x))
+    diagonal = _diag_part(packed)
+    axis = (diagonal.ndim - 1,)
+    steps = ops.iota(dtype="int32", shape=pivots.shape, dimension=pivots.ndim - 1)
+    swaps = ops.reduce_sum(ops.convert(ops.ne(pivots, steps), dtype="int32"), axes=axis)
+    odd = ops.eq(ops.rem(swaps, const(2, swaps)), const(1, swaps))
+    signs = ops.reduce_prod(ops.sign(diagonal), axes=axis)
+    sign = ops.select(odd, ops.neg(signs), signs)
+    return wrap(sign, input), wrap(ops.reduce_sum(ops.log(ops.abs_(diagonal)), axes=axis), input)
 
 
 @lower(tf.linalg.logdet, "matrix")

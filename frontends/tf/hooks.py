@@ -33,6 +33,12 @@ Installed here, once:
       counted fallback named after Keras' caller) and only its branch runs. The caller is
       found by walking the stack past keras.src.ops, .backend and .utils.
 
+  registry.UNDISPATCHED: a TF function with no dispatch hook at all is replaced, in its
+      public namespace, by a wrapper that lowers lazy inputs and calls the original for
+      anything else: tf.linalg.slogdet (a generated op), tf.signal.rfft/irfft and their
+      2-D/3-D forms (they convert their input before anything can dispatch). TF's own
+      internal callers of those functions are unaffected.
+
 Registered where the lowerings are (registry.lower): `tf.experimental.dispatch_for_api`
 per lowered API, for signatures that name LazyTensor or a variable type.
 
@@ -70,6 +76,9 @@ def install():
     dispatch.register_dispatchable_type(variables.LazyVariable)
     if variables._KerasTFVariable is not None:
         dispatch.register_dispatchable_type(variables._KerasTFVariable)
+    for (namespace, name), lowering in registry.UNDISPATCHED.items():
+        setattr(namespace, name,
+                registry.undispatched_wrapper(getattr(namespace, name), lowering))
     _wrap_keras_conv()
     _wrap_keras_cond()
 

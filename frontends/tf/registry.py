@@ -289,6 +289,44 @@ def lower_varargs(api):
     return register
 
 
+# TF functions with no dispatch hook at all (a generated op such as tf.linalg.slogdet, or
+# tf.signal.rfft, which converts its input before anything can dispatch): hooks.py replaces
+# `namespace.name` with `undispatched_wrapper`. (namespace, attribute name) -> lowering
+UNDISPATCHED = {}
+
+
+def lower_undispatched(namespace, name):
+    """Register `fn(*args, **kwargs)` as the lowering of `namespace.name` (see UNDISPATCHED)."""
+    where = caller()
+
+    def register(fn):
+        LOWERED.add(api_name(getattr(namespace, name)), fn, where)
+        UNDISPATCHED[(namespace, name)] = fn
+        return fn
+    return register
+
+
+def undispatched_wrapper(original, lowering):
+    """TF's own function for eager inputs; for lazy ones the lowering, or -- when it rejects
+    the call -- TF's function on materialized inputs (a counted fallback: its result or its
+    error)."""
+    def call(*args, **kwargs):
+        if not (_has_lazy(args) or _has_lazy(kwargs)):
+            return original(*args, **kwargs)
+        runtime.maybe_cut()
+        try:
+            with _OP_LINE:
+                return lowering(*args, **{k: v for k, v in kwargs.items() if k != "name"})
+        except ops.TooLarge as err:
+            raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
+        except (Reject, TypeError, ValueError):
+            return run_eagerly(original, args, kwargs)
+    call.__wrapped__ = original
+    call.__name__ = getattr(original, "__name__", "call")
+    call.__doc__ = getattr(original, "__doc__", None)
+    return call
+
+
 class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
     def handle(self, op, args, kwargs):
         if not (_has_lazy(args) or _has_lazy(kwargs)):
