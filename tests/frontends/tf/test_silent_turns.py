@@ -5,7 +5,6 @@ A conversion the user writes (.numpy(), print, float, np.asarray, tf.convert_to_
 observation; one TF's or Keras' own code asks for is a fallback named after the asker."""
 import inspect
 import io
-import os
 import warnings
 
 import numpy as np
@@ -15,6 +14,7 @@ from tensorflow.python.util import tf_decorator
 
 import lazyx
 import lazyx.frontends.tf as ltf
+from lazyx.core.source import format_line
 
 keras = pytest.importorskip("keras")
 
@@ -108,7 +108,7 @@ def test_a_conversion_keras_asks_for_is_a_counted_fallback_with_the_users_line()
     name = "keras.src.backend.tensorflow.core.convert_to_numpy"
     assert lazyx.metrics()["fallback_ops"] == {name: 1}
     where = list(lazyx.metrics()["fallback_sources"][name])
-    assert where == [f"{os.path.relpath(__file__)}:{line}"]
+    assert where == [format_line((__file__, line))]  # relative only inside the working folder
     assert f"fallback at {where[0]}: {name}" in told.getvalue()
 
 
