@@ -9,7 +9,10 @@ import lazyx
 import lazyx.frontends.tf as ltf
 from .conftest import assert_matches
 
-PARTS = st.floats(-3, 3, width=32, allow_subnormal=False)
+# Parts are 0 or at least 1e-30 in magnitude: at float32's smallest normals eager TF's
+# vectorized complex sqrt gives inf (measured: sqrt(1.18e-38j) -> inf j on 4 of 6 elements, 0 on
+# the other 2), while lazyx gives NumPy's exact 7.67e-20(1+j); that is TF's edge, not ours.
+PARTS = st.floats(-3, 3, width=32, allow_subnormal=False).filter(lambda v: v == 0 or abs(v) > 1e-30)
 SHAPES = st.sampled_from([(3,), (2, 3), (2, 2, 4)])
 
 
