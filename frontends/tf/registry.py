@@ -84,6 +84,16 @@ def lower(api, *params, lists=(), direct=None):
         target.__name__ = f"lazyx_{fn.__name__}"
         tf.experimental.dispatch_for_api(api, annotations)(target)
         TARGETS[api] = target if direct is None else _operator(api, direct, target)
+
+        def from_fallback(args, kwargs):
+            """The lowering, for a call TF's fallback dispatch brought (see FALLBACK_TARGETS);
+            NotImplemented when no lowered operand is lazy (the laziness is elsewhere)."""
+            try:
+                lazy, _ = _scan(bind(args, kwargs), params, lists)
+            except TypeError:
+                return NotImplemented
+            return target(*args, **kwargs) if lazy else NotImplemented
+        FALLBACK_TARGETS.add(api_name(api), from_fallback, where)
         return fn
     return register
 
@@ -200,6 +210,8 @@ def _read_variables(arguments, params, lists, reader):
 def _placeholder(value):
     if isinstance(value, LazyTensor):
         return tf.zeros(value.node.shape, value.dtype)
+    if variables.has_shadow(value):  # TF would refuse to read it (variables.py)
+        return tf.zeros(value.shape, value.dtype)
     if isinstance(value, (list, tuple)):
         return type(value)(_placeholder(v) for v in value)
     if isinstance(value, dict):
@@ -238,7 +250,7 @@ def raise_for_values(api, arguments, values):
 
 
 def _has_lazy(value):
-    if isinstance(value, LazyTensor):
+    if isinstance(value, LazyTensor) or variables.has_shadow(value):
         return True
     if isinstance(value, (list, tuple)):
         return any(_has_lazy(v) for v in value)
@@ -250,6 +262,9 @@ def _has_lazy(value):
 def _materialize(value):
     if isinstance(value, LazyTensor):
         return to_tf(value, cause="fallback")
+    if variables.has_shadow(value):  # TF gets the variable itself, holding its value
+        variables.write_back([variables.tf_variable(value)], cause="fallback")
+        return value
     if isinstance(value, (list, tuple)):
         return type(value)(_materialize(v) for v in value)
     if isinstance(value, dict):
@@ -276,6 +291,10 @@ def run_eagerly(api, args, kwargs):
 
 # APIs TF's type-based dispatch cannot take (varargs): tf.einsum
 VARARG_LOWERINGS = Table("lazyx.frontends.tf VARARG_LOWERINGS")
+# The type-based lowerings (`lower`) by API name, for calls that reach _Fallback instead: TF's
+# type-based dispatch never matches a tf.Variable operand, so a call whose lazy operand is a
+# variable holding a shadow arrives through TF's fallback dispatch (variables.py).
+FALLBACK_TARGETS = Table("lazyx.frontends.tf FALLBACK_TARGETS")
 
 
 def lower_varargs(api):
@@ -331,7 +350,13 @@ class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
     def handle(self, op, args, kwargs):
         if not (_has_lazy(args) or _has_lazy(kwargs)):
             return self.NOT_SUPPORTED
-        lowering = VARARG_LOWERINGS.get(api_name(op))
+        name = api_name(op)
+        lowered = FALLBACK_TARGETS.get(name)
+        if lowered is not None:
+            result = lowered(args, kwargs)
+            if result is not NotImplemented:
+                return result
+        lowering = VARARG_LOWERINGS.get(name)
         if lowering is not None:
             runtime.maybe_cut()
             try:

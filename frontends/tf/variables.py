@@ -110,7 +110,7 @@ def read(value):
     if var is None:
         return None
     shadow = getattr(var, "_lazyx_shadow", None)
-    if not _lazy_tapes[0] and var.trainable and record.could_possibly_record():
+    if _plain_tape_reads(var):
         # a plain tf.GradientTape records: it must see a real read of the variable
         if shadow is not None:
             write_back([var])
@@ -123,6 +123,44 @@ def read(value):
         shadow = mirror if mirror is not None else LazyTensor(_tf_leaf(var.value()))
         _set_shadow(var, shadow)
     return shadow
+
+
+def _plain_tape_reads(var):
+    """A plain tf.GradientTape records and must see a real read of `var` (see read)."""
+    return not _lazy_tapes[0] and var.trainable and record.could_possibly_record()
+
+
+def _dispatched_with(var, depth=10):
+    """Whether `var` is an argument of the dispatchable TF API reading it: the nearest
+    `op_dispatch_handler` (tensorflow/python/util/dispatch.py) on the stack holds it."""
+    frame = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "op_dispatch_handler" and \
+                frame.f_globals.get("__name__", "").endswith("util.dispatch"):
+            args, kwargs = frame.f_locals.get("args", ()), frame.f_locals.get("kwargs", {})
+            return any(tf_variable(a) is var for a in (*args, *kwargs.values()))
+        frame = frame.f_back
+    return False
+
+
+def _generated_op_reads(var):
+    """Whether the Python frame reading `var._handle` is a generated op (tensorflow/python/ops/
+    gen_*.py) holding `var` as an operand: its C++ fast path is reading the buffer."""
+    frame = sys._getframe(2)
+    if not frame.f_globals.get("__name__", "").startswith("tensorflow.python.ops.gen_"):
+        return False
+    for value in frame.f_locals.values():  # an operand, or one of a list operand's (concat)
+        if value is var or isinstance(value, (list, tuple)) and any(v is var for v in value):
+            return True
+    return False
+
+
+def has_shadow(value):
+    """A variable (tf or Keras) holding a lazy value."""
+    var = tf_variable(value)
+    return var is not None and getattr(var, "_lazyx_shadow", None) is not None
 
 
 def _compatible(var, value):
@@ -227,11 +265,68 @@ class _LazyMethods:
                 _tensor.remember_lift(value, mirror.node)
         return value
 
+    # A TF API given this variable as an operand while it holds a lazy value reads it in one
+    # of two ways. (1) Python's conversion (tf.add converts first): TF's type-based dispatch
+    # never matches a tf.Variable, so the conversion refuses (TypeError) and TF's fallback
+    # dispatch hands the call to registry._Fallback, whose lowering reads the shadow: the step
+    # stays one graph, and lazyx.compile can replay it (Keras' `iterations + 1` is
+    # tf.add(variable, tensor)). (2) A generated op (tf.maximum, or what tf.multiply calls)
+    # has TF's C++ fast path read the operand's `_handle` directly, which would give the
+    # buffer from before the step -- a stale value -- and cannot take an exception there (it
+    # crashes): the shadow is stored first, a host read.
+    def _dense_var_to_tensor(self, dtype=None, name=None, as_ref=False):
+        if not as_ref and self._lazyx_shadow is not None and _dispatched_with(self):
+            if not _plain_tape_reads(self):
+                raise TypeError(f"lazyx: tf.Variable {self.name!r} holds a lazy value")
+        return super()._dense_var_to_tensor(dtype=dtype, name=name, as_ref=as_ref)
+
+    @property
+    def _handle(self):
+        if self.__dict__.get("_lazyx_shadow") is not None and _generated_op_reads(self):
+            capture.host_read(f"a TF op's read of tf.Variable {self.name!r}")
+            write_back([self])
+        return self.__dict__["_handle"]
+
+    @_handle.setter
+    def _handle(self, value):
+        self.__dict__["_handle"] = value
+
     @property
     def handle(self):
         """Every TF op on the variable's buffer starts here: the mirror may go stale."""
         self._lazyx_mirror = None
         return self._handle
+
+
+    # Gathers read the buffer through `handle` (tf.gather on a variable calls sparse_read):
+    # on a variable holding a lazy value they gather from that value, lazily.
+    def sparse_read(self, indices, name=None):
+        if self._lazyx_shadow is not None:
+            return tf.gather(self._lazyx_shadow, indices)
+        return super().sparse_read(indices, name)
+
+    def gather_nd(self, indices, name=None):
+        if self._lazyx_shadow is not None:
+            return tf.gather_nd(self._lazyx_shadow, indices)
+        return super().gather_nd(indices, name)
+
+
+def _stored_first(name):
+    """A scatter method writes into TF's buffer: on a variable holding a lazy value the buffer
+    is stale, so the value is stored first (one sync) and the scatter applies to it."""
+    def method(self, *args, **kwargs):
+        if self._lazyx_shadow is not None:
+            capture.host_read(f"tf.Variable.{name} on {self.name!r}")
+            write_back([self])
+        return getattr(super(_LazyMethods, self), name)(*args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ("scatter_sub", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
+              "scatter_div", "scatter_update", "batch_scatter_update", "scatter_nd_sub",
+              "scatter_nd_add", "scatter_nd_update", "scatter_nd_max", "scatter_nd_min"):
+    setattr(_LazyMethods, _name, _stored_first(_name))
 
 
 def _shadow_operator(name):

@@ -1,0 +1,87 @@
+"""A tf.Variable holding a lazy value (after `assign(lazy)`, as in a lazy training step),
+passed to a TF API as an operand. TF's type-based dispatch never matches a variable, and TF
+reads a variable operand in three ways: Python's conversion, the C++ fast path of a generated
+op (straight from its buffer), and variable methods (gathers, scatters). Every way must see
+the lazy value -- before these hooks most of them read the buffer from before the step, a
+silently stale number -- and a lowered API reached through conversion stays lazy."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx
+import lazyx.frontends.tf as ltf
+
+W0 = np.array([0.5, -1.5, 2.0], np.float32)
+ONE = np.float32(1.0)
+
+APIS = {
+    "add": lambda v: tf.add(v, ONE), "multiply": lambda v: tf.multiply(v, ONE * 2),
+    "maximum": lambda v: tf.maximum(v, ONE), "subtract": lambda v: tf.subtract(v, ONE),
+    "reduce_sum": tf.reduce_sum, "square": tf.square, "exp": tf.exp, "abs": tf.abs,
+    "negative": tf.negative, "pow": lambda v: tf.pow(v, 2.0), "divide": lambda v: v / 2.0,
+    "concat": lambda v: tf.concat([v, v], 0), "stack": lambda v: tf.stack([v, v]),
+    "reshape": lambda v: tf.reshape(v, (3, 1)), "cast": lambda v: tf.cast(v, tf.float64),
+    "identity": tf.identity, "convert": tf.convert_to_tensor,
+    "gather": lambda v: tf.gather(v, [2, 0]), "gather_nd": lambda v: tf.gather_nd(v, [[1]]),
+    "where": lambda v: tf.where(v > 0, v, 0.0), "matvec": lambda v: tf.linalg.matvec(
+        tf.ones((2, 3)), v), "clip": lambda v: tf.clip_by_value(v, -1.0, 1.0),
+    "as_string": lambda v: tf.strings.as_string(v),
+}
+# reached through Python's conversion or a variable method: no run at all
+STAYS_LAZY = ["add", "abs", "cast", "identity", "where", "divide", "clip", "gather"]
+
+
+def _lazy_variable():
+    v = tf.Variable(W0)
+    v.assign(ltf.constant(W0) * 3.0)  # v now holds a lazy value; its TF buffer holds W0
+    return v
+
+
+@pytest.mark.parametrize("name", sorted(APIS))
+def test_every_read_of_a_lazy_variable_sees_its_lazy_value(name):
+    want = APIS[name](tf.constant(W0 * 3.0)).numpy()
+    v = _lazy_variable()
+    lazyx.reset_metrics()
+    got = np.asarray(APIS[name](v))
+    if name == "as_string":
+        assert [s.decode() for s in got] == [s.decode() for s in want]
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    if name in STAYS_LAZY:
+        assert lazyx.metrics()["syncs"] <= 1  # only the np.asarray above
+    np.testing.assert_allclose(v.numpy(), W0 * 3.0)
+
+
+@pytest.mark.parametrize("name", STAYS_LAZY)
+def test_lowered_api_on_a_lazy_variable_runs_nothing(name):
+    v = _lazy_variable()
+    lazyx.reset_metrics()
+    got = APIS[name](v)
+    assert isinstance(got, ltf.Tensor)
+    assert lazyx.metrics()["syncs"] == 0 and lazyx.metrics()["fallback_ops"] == {}
+
+
+@pytest.mark.parametrize("method,args,expect", [
+    ("scatter_add", (tf.IndexedSlices(tf.constant([10.0]), tf.constant([1])),), [0, 10, 0]),
+    ("scatter_nd_update", (tf.constant([[2]]), tf.constant([7.0])), None),
+])
+def test_scatter_into_a_lazy_variable_applies_to_its_lazy_value(method, args, expect):
+    v = _lazy_variable()
+    getattr(v, method)(*args)
+    want = W0 * 3.0
+    if expect is not None:
+        want = want + np.array(expect, np.float32)
+    else:
+        want = want.copy()
+        want[2] = 7.0
+    np.testing.assert_allclose(v.numpy(), want)
+
+
+def test_plain_tape_reads_the_variable_for_real():
+    v = _lazy_variable()
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.multiply(v, v))
+    np.testing.assert_allclose(np.asarray(tape.gradient(loss, v)), 2 * W0 * 3.0, rtol=1e-6)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.add(v, v))
+    np.testing.assert_allclose(np.asarray(tape.gradient(loss, v)), [2.0] * 3)
