@@ -8,17 +8,7 @@ gradient (TF has none either). Registered into autodiff.VJP when core/autodiff.p
 """
 from . import ir, ops
 from .autodiff import rule
-
-
-def _mT(x):
-    n = x.ndim
-    return ops.transpose(x, permutation=tuple(range(n - 2)) + (n - 1, n - 2))
-
-
-def _mm(a, b):
-    batch = tuple(range(a.ndim - 2))
-    return ops.dot_general(a, b, contracting_dimensions=((a.ndim - 1,), (b.ndim - 2,)),
-                           batch_dimensions=(batch, batch))
+from .compose import batch_matmul as _mm, matrix_transpose as _mT
 
 
 def _const(value, like):

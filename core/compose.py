@@ -185,6 +185,12 @@ def tensordot(a, b, a_axes, b_axes):
                        tuple(b.shape[d] for d in b_free))
 
 
+def matrix_transpose(x):
+    """Swap the last two axes (x.mT), batch axes kept in place."""
+    n = x.ndim
+    return ops.transpose(x, permutation=tuple(range(n - 2)) + (n - 1, n - 2))
+
+
 def batch_matmul(a, b):
     """a[..., m, k] @ b[..., k, n] over equal batch axes (broadcast by the frontend, with its
     own errors): one dot_general, batch axes first, as every frontend records it."""

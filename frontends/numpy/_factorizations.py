@@ -12,8 +12,8 @@ import operator
 
 from numpy.linalg import LinAlgError
 
+from ...core import compose, ops
 from ...core import dtypes as dt
-from ...core import ops
 from ._entry import traced
 from ._promote import broadcast_node, broadcast_shapes, nodes_result_dtype
 from ._ufuncs import fill
@@ -62,9 +62,7 @@ def _stack_parts(z):
     return ops.concatenate(ops.real(z), ops.imag(z), dimension=z.ndim - 2)
 
 
-def _mT(node):
-    n = node.ndim
-    return ops.transpose(node, permutation=tuple(range(n - 2)) + (n - 1, n - 2))
+_mT = compose.matrix_transpose  # (the name its many call sites use)
 
 
 def _eye(shape, dtype):

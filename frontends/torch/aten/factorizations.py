@@ -7,19 +7,9 @@ factor)."""
 import torch
 
 from ....core import ops
+from ....core.compose import batch_matmul as _matmul, matrix_transpose as _mT
 from .. import dtypes
 from .table import Unsupported, aten, bcast, const, lower, node_of
-
-
-def _mT(a):
-    n = a.ndim
-    return ops.transpose(a, permutation=tuple(range(n - 2)) + (n - 1, n - 2))
-
-
-def _matmul(a, b):
-    batch = tuple(range(a.ndim - 2))
-    return ops.dot_general(a, b, contracting_dimensions=((a.ndim - 1,), (b.ndim - 2,)),
-                           batch_dimensions=(batch, batch))
 
 
 def _tri_mask(shape, lower_part, offset=0):
