@@ -273,16 +273,19 @@ class _LazyMethods:
     # tf.add(variable, tensor)). (2) A generated op (tf.maximum, or what tf.multiply calls)
     # has TF's C++ fast path read the operand's `_handle` directly, which would give the
     # buffer from before the step -- a stale value -- and cannot take an exception there (it
-    # crashes): the shadow is stored first, a host read.
+    # crashes): the shadow is stored first, a host read. (A tf.function being traced reads
+    # the variable as it always did: through _read_variable_op, which stores it first.)
     def _dense_var_to_tensor(self, dtype=None, name=None, as_ref=False):
-        if not as_ref and self._lazyx_shadow is not None and _dispatched_with(self):
+        if not as_ref and self._lazyx_shadow is not None and tf.executing_eagerly() and \
+                _dispatched_with(self):
             if not _plain_tape_reads(self):
                 raise TypeError(f"lazyx: tf.Variable {self.name!r} holds a lazy value")
         return super()._dense_var_to_tensor(dtype=dtype, name=name, as_ref=as_ref)
 
     @property
     def _handle(self):
-        if self.__dict__.get("_lazyx_shadow") is not None and _generated_op_reads(self):
+        if self.__dict__.get("_lazyx_shadow") is not None and tf.executing_eagerly() and \
+                _generated_op_reads(self):
             capture.host_read(f"a TF op's read of tf.Variable {self.name!r}")
             write_back([self])
         return self.__dict__["_handle"]
@@ -302,12 +305,16 @@ class _LazyMethods:
     # on a variable holding a lazy value they gather from that value, lazily.
     def sparse_read(self, indices, name=None):
         if self._lazyx_shadow is not None:
-            return tf.gather(self._lazyx_shadow, indices)
+            if tf.executing_eagerly():
+                return tf.gather(self._lazyx_shadow, indices)
+            write_back([self])  # a tf.function being traced: stored first, as a read is
         return super().sparse_read(indices, name)
 
     def gather_nd(self, indices, name=None):
         if self._lazyx_shadow is not None:
-            return tf.gather_nd(self._lazyx_shadow, indices)
+            if tf.executing_eagerly():
+                return tf.gather_nd(self._lazyx_shadow, indices)
+            write_back([self])  # a tf.function being traced: stored first, as a read is
         return super().gather_nd(indices, name)
 
 

@@ -85,3 +85,17 @@ def test_plain_tape_reads_the_variable_for_real():
     with tf.GradientTape() as tape:
         loss = tf.reduce_sum(tf.add(v, v))
     np.testing.assert_allclose(np.asarray(tape.gradient(loss, v)), [2.0] * 3)
+
+
+def test_tf_function_traced_on_a_lazy_variable_reads_its_lazy_value():
+    v = tf.Variable(W0)
+
+    @tf.function
+    def f():
+        return tf.gather(v, [0]), tf.add(v, 1.0), tf.multiply(v, 2.0)
+
+    v.assign(ltf.constant(W0) * 3.0)
+    c, a, b = f()
+    np.testing.assert_allclose(np.asarray(a), W0 * 3.0 + 1.0)
+    np.testing.assert_allclose(np.asarray(b), W0 * 6.0)
+    np.testing.assert_allclose(np.asarray(c), W0[:1] * 3.0)
