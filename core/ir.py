@@ -49,6 +49,7 @@ import numpy as np
 from . import source as _source
 from .dtypes import to_numpy
 
+_OP_CURRENT = _source.CURRENT  # the running frontend op's user line (see source.op_line)
 LEAF_OPS = frozenset(("data", "param"))
 CREATED = [0]  # nodes built so far, all threads; read by metrics and by the node cap
 
@@ -76,10 +77,16 @@ def _stable(value):
     return value
 
 
+# Bumped when _LOCALS is emptied: memos of interned entries (core/ops.py's per-op rule memo)
+# drop theirs then, so one structure never has two live ids (which would cost recompiles).
+LOCALS_GENERATION = [0]
+
+
 def _intern_local(signature):
     if len(_LOCALS) >= TABLE_LIMIT:
         _LOCALS.clear()
-    entry = (_next_id(), hash(_stable(signature)))
+        LOCALS_GENERATION[0] += 1
+    entry = (_next_id(), hash(_stable(signature)), _op_key(signature[0]))
     return _LOCALS.setdefault(signature, entry)  # a racing thread's entry wins; both are exact
 
 
@@ -121,25 +128,27 @@ class Node:
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "eid", "epoch",
                  "serial", "source", "value", "order", "__weakref__")
 
-    def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=0, source=False):
+    def __init__(self, op, inputs, attrs, shape, dtype, value=None, extra_hash=0, source=False,
+                 entry=None):
         self.op = op
         self.inputs = inputs
         self.attrs = attrs
         self.shape = shape
         self.dtype = dtype
         self.value = value
-        # not given: the user's line that is making this node (once per frontend op)
-        self.source = _source.user_line(3) if source is False else source
+        if source is False:  # not given: the user's line making this node (found once per op)
+            current = _OP_CURRENT
+            source = current.line if current.depth else _source.user_line(3)
+        self.source = source
         CREATED[0] += 1
         self.serial = CREATED[0]  # creation order is a topological order: inputs come first
-        signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)
-        entry = _LOCALS.get(signature)
-        if entry is None:
-            entry = _intern_local(signature)
-        self.local, stable = entry
-        if not inputs:
+        if entry is None:  # else the caller's memo of local_entry(op, attrs, shape, dtype)
+            entry = local_entry(op, attrs, shape, dtype, extra_hash)
+        self.local, stable, op_key = entry
+        n = len(inputs)
+        if not n:
             self.hash = stable
-            self.order = _op_key(op)
+            self.order = op_key
             if op in LEAF_OPS:  # numbered per trace when first used
                 self.epoch, self.eid = None, None
             else:  # constant, iota, ...: the same in every trace
@@ -147,19 +156,30 @@ class Node:
                 eid = _EIDS.get((self.local,))
                 self.eid = eid if eid is not None else _intern_eid((self.local,))
             return
-        self.hash = hash((stable, tuple([i.hash for i in inputs])))
-        self.order = hash((_op_key(op), tuple([i.order for i in inputs])))
+        # (unrolled for the one- and two-input nodes that most ops make; same values)
+        if n == 1:
+            a = inputs[0]
+            self.hash = hash((stable, (a.hash,)))
+            self.order = hash((op_key, (a.order,)))
+        elif n == 2:
+            a, b = inputs
+            self.hash = hash((stable, (a.hash, b.hash)))
+            self.order = hash((op_key, (a.order, b.order)))
+        else:
+            self.hash = hash((stable, tuple([i.hash for i in inputs])))
+            self.order = hash((op_key, tuple([i.order for i in inputs])))
         trace = TRACE
+        serial = trace.serial
         epoch = 0
         key = [self.local]
         for i in inputs:
             e = i.epoch
-            if e is None:  # a leaf
-                key.append(trace.leaf_eid(i))
-                epoch = trace.serial
-            elif e == 0 or e == trace.serial:
+            if e == serial or e == 0:
                 key.append(i.eid)
                 epoch |= e
+            elif e is None:  # a leaf
+                key.append(trace.leaf_eid(i))
+                epoch = serial
             else:  # an input from another trace: no exact key, cuts walk this graph
                 self.epoch, self.eid = -1, None
                 return
@@ -190,6 +210,13 @@ class Node:
 
     def __repr__(self):
         return f"Node({self.op}, shape={self.shape}, dtype={self.dtype})"
+
+
+def local_entry(op, attrs, shape, dtype, extra_hash=0):
+    """The interned (local id, stable hash) of a node's own structure."""
+    signature = (op, tuple(attrs.items()) if attrs else None, shape, dtype, extra_hash)
+    entry = _LOCALS.get(signature)
+    return entry if entry is not None else _intern_local(signature)
 
 
 def _op_key(op):

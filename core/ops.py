@@ -10,7 +10,7 @@ Adding an op: write its rule here with @primitive, then one entry in each backen
 import math
 import weakref
 
-from . import config, dtypes as dt
+from . import config, dtypes as dt, ir
 from .ir import TRACE, Node
 from .tables import Table, caller
 
@@ -135,22 +135,83 @@ def check_size(name, shape, dtype):
                        f"the limit of {MAX_BYTES:,} (LAZYX_MAX_BYTES; default: physical memory)")
 
 
+class _Type:
+    """A node's type alone: what a rule gets on a memo miss. A rule that reads anything else
+    of its inputs (op, value, ...) raises AttributeError here, and its op is then never
+    memoized, so a memo can only ever replay a function of types and attributes."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, node):
+        self.shape, self.dtype = node.shape, node.dtype
+
+    ndim, size, is_multi = Node.ndim, Node.size, Node.is_multi
+
+
+_MEMO_LIMIT = 1 << 12  # signatures memoized per op (a memo that fills up is emptied)
+_GENERATION = ir.LOCALS_GENERATION
+
+
+def _check_input(name, x):
+    if not isinstance(x, Node):
+        raise TypeError(f"{name}: inputs must be lazyx IR nodes, got {type(x).__name__}")
+    if type(x.dtype) is tuple and name != "result":
+        raise TypeError(f"{name}: {x.op} has several results; take one with "
+                        f"ops.result(node, index=i) first")
+
+
 def primitive(rule, where=None):
-    """Register `rule` (inputs, **attrs) -> (shape, dtype[, normalized attrs]) as an op builder."""
+    """Register `rule` (inputs, **attrs) -> (shape, dtype[, normalized attrs]) as an op builder.
+
+    The rule runs once per signature (input shapes and dtypes, attributes): its answer, the
+    size check and the node's interned structure id are memoized per op, so a repeated step
+    pays a dict lookup per node for them.
+    """
     where = where or caller()
     name = rule.__name__.rstrip("_")
 
     commutative = name in COMMUTATIVE
     simplify = SIMPLIFY.get(name)
+    memo = {}  # (input types, attrs) -> (shape, dtype, attrs, local entry)
+    state = [True, _GENERATION[0]]  # [the rule reads types only, interning generation]
 
     def build(*inputs, **attrs):
+        types = []
         for x in inputs:
-            if not isinstance(x, Node):
-                raise TypeError(f"{name}: inputs must be lazyx IR nodes, got {type(x).__name__}")
-            if type(x.dtype) is tuple and name != "result":
-                raise TypeError(f"{name}: {x.op} has several results; take one with "
-                                f"ops.result(node, index=i) first")
-        out = rule(*inputs, **attrs)
+            if type(x) is not Node or type(x.dtype) is tuple:
+                _check_input(name, x)
+            types.append((x.shape, x.dtype))
+        if state[1] != _GENERATION[0]:  # the interning table was emptied: so are the memos
+            memo.clear()
+            state[1] = _GENERATION[0]
+        try:
+            key = (tuple(types), tuple(attrs.items()))
+            known = memo.get(key)
+        except TypeError:  # an unhashable attribute (a list): no memo for this call
+            key = known = None
+        if known is None:
+            known = _infer(inputs, attrs)
+            if key is not None and state[0]:
+                if len(memo) >= _MEMO_LIMIT:
+                    memo.clear()
+                memo[key] = known
+        shape, dtype, attrs, entry = known
+        if commutative and inputs[0].order > inputs[1].order:
+            inputs = (inputs[1], inputs[0])
+        if simplify is not None:
+            simpler = simplify(inputs, attrs, shape, dtype)
+            if simpler is not None:
+                return simpler
+        return Node(name, inputs, attrs, shape, dtype, entry=entry)
+
+    def _infer(inputs, attrs):
+        if state[0]:
+            try:
+                out = rule(*[_Type(x) for x in inputs], **attrs)
+            except AttributeError:
+                out = rule(*inputs, **attrs)  # raises if the inputs are really wrong
+                state[0] = False  # the rule read more than types: never memoize it
+        else:
+            out = rule(*inputs, **attrs)
         if len(out) == 3:
             shape, dtype, attrs = out
         else:
@@ -158,13 +219,7 @@ def primitive(rule, where=None):
         shape = tuple(shape)
         if MAX_BYTES and len(shape) > 0 and math.prod(shape) > _SMALL:
             check_size(name, shape, dtype)
-        if commutative and inputs[0].order > inputs[1].order:
-            inputs = (inputs[1], inputs[0])
-        if simplify is not None:
-            simpler = simplify(inputs, attrs, shape, dtype)
-            if simpler is not None:
-                return simpler
-        return Node(name, inputs, attrs, shape, dtype)
+        return shape, dtype, attrs, ir.local_entry(name, attrs, shape, dtype)
 
     build.__name__ = name
     build.__doc__ = rule.__doc__
