@@ -76,3 +76,36 @@ def test_the_preloader_leaves_bad_entries_alone(tmp_path):
     assert os.path.exists(truncated) and os.path.getsize(unloadable) > 0
     assert os.path.getmtime(unloadable) == 1000.0
     assert preload.take(b"\x01" * 32) is None and preload.take(b"\x02" * 32) is None
+
+
+def test_the_preloader_stops_once_the_process_is_steady(tmp_path, monkeypatch):
+    """A program run a second time settles the process: entries not yet preloaded stay on
+    disk (they would only compete with the steady steps for the cores)."""
+    cache = disk_cache.DiskCache(str(tmp_path), 2**20)
+    for i in range(3):
+        _entry(cache, bytes([i + 1]) * 32)
+    loaded = []
+    monkeypatch.setattr(preload, "_settled", preload.threading.Event())
+
+    def load(payload):
+        loaded.append(payload)
+        raise ValueError("not an executable")  # (what happens after the load is not at issue)
+    preload._preload(cache, 4, load)
+    assert len(loaded) == 3                 # not settled: every entry is tried
+    loaded.clear()
+    x = xla.jax.numpy.ones(3)
+    exe = xla._Executable(xla.jax.jit(lambda a: a + 1).lower(x).compile(), False,
+                          xla._Signature(_one_leaf_program()))
+    exe([np.ones(3, np.float32)])
+    preload._preload(cache, 4, load)
+    assert len(loaded) == 3                 # one run is not a steady state yet
+    loaded.clear()
+    exe([np.ones(3, np.float32)])
+    preload._preload(cache, 4, load)
+    assert loaded == []                     # the second run of a program settles the process
+
+
+def _one_leaf_program():
+    from lazyx.core import ops, runtime
+    x = runtime.from_host(np.ones(3, np.float32))
+    return runtime.linearize([ops.neg(x)])[0]
