@@ -25,11 +25,29 @@ from .aten import random as lazy_random
 
 
 class _Segment:
-    """One compiled program: where each leaf's value comes from, where its results go."""
-    __slots__ = ("exe", "leaves", "out_slots", "program")
+    """One compiled program: where each leaf's value comes from, where its results go.
+
+    A call fills a copy of `template` (the fixed leaves' values: a graph's literals, 150 of
+    them in a 200-op chain) at the slot and key positions only; an XLA executable bound to the
+    fixed values (`bind`) packs and transfers those once, not per call."""
+    __slots__ = ("exe", "leaves", "out_slots", "program", "template", "slots", "keys")
 
     def __init__(self, exe, leaves, out_slots, program):
-        self.exe, self.leaves, self.out_slots, self.program = exe, leaves, out_slots, program
+        self.leaves, self.out_slots, self.program = leaves, out_slots, program
+        self.template = [v if kind == _FIXED else None for kind, v in leaves]
+        self.slots = [(i, v) for i, (kind, v) in enumerate(leaves) if kind == _SLOT]
+        self.keys = [i for i, (kind, _) in enumerate(leaves) if kind == _KEY]
+        bind = getattr(exe, "bind", None)
+        fixed = {i: v for i, (kind, v) in enumerate(leaves) if kind == _FIXED}
+        self.exe = bind(fixed) if bind is not None and fixed else exe
+
+    def values(self, env):
+        values = self.template.copy()
+        for i, slot in self.slots:
+            values[i] = env[slot]
+        for i in self.keys:
+            values[i] = _fresh_key()
+        return values
 
 
 class _Eager:
@@ -97,10 +115,8 @@ class CompiledGraph:
                 env[i] = env[i].node.value
         for step in self.steps:
             if type(step) is _Segment:
-                values = [env[v] if kind == _SLOT else (_fresh_key() if kind == _KEY else v)
-                          for kind, v in step.leaves]
                 start = time.perf_counter()
-                results = step.exe(values)
+                results = step.exe(step.values(env))
                 metrics.record_time("execute", time.perf_counter() - start)
                 metrics.count("executions")
                 for slot, buf in zip(step.out_slots, results):
