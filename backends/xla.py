@@ -40,7 +40,15 @@ def _initialize_lapack():
     triangular solve, eigh). jax's own export path makes the same call before running
     deserialized code (checked against jax 0.10.2)."""
     from jax._src.lax import linalg as jax_linalg
-    jax_linalg.initialize_lapack()  # idempotent and cheap
+    jax_linalg.initialize_lapack()  # idempotent, but the first call costs ~150 ms (measured)
+
+
+def _calls_lapack(payload):
+    """Whether a serialized executable calls jax's CPU LAPACK kernels: their custom-call
+    targets are named lapack_* (checked for cholesky, LU, QR, eigh, SVD and triangular
+    solve). Only those need _initialize_lapack, whose first call would otherwise be most of
+    a warm first step (W1: 160 ms of disk load, 150 of them LAPACK setup)."""
+    return b"lapack" in payload
 
 
 def _jdt(dtype):
@@ -583,7 +591,8 @@ def _deserialize(payload, device):
         raise ValueError(f"implausible argument/result counts {n_args}/{n_outputs}")
     in_tree = jax.tree_util.tree_structure((tuple(range(n_args)), {}))
     out_tree = jax.tree_util.tree_structure(list(range(n_outputs)))
-    _initialize_lapack()
+    if _calls_lapack(payload):
+        _initialize_lapack()
     # on `device` alone: jax's default is every device of the process, and the executable
     # then wants one shard per device (8 under --xla_force_host_platform_device_count=8)
     compiled = deserialize_and_load(payload[8:], in_tree, out_tree, execution_devices=[device])
