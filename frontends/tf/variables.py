@@ -192,7 +192,17 @@ _tensor.pending_state = pending_handles
 
 def write_back(variables=None, cause="convert"):
     """Run what is pending for the shadows (one program) and store them into their
-    tf.Variables; the variables are plain (eager) again afterwards."""
+    tf.Variables; the variables are plain (eager) again afterwards.
+
+    The store runs eagerly even while a tf.function is being traced (init_scope): inside the
+    function graph it would be an assign of the value known at tracing, run again at every
+    call -- resetting the variable to that stale value each time (measured: a function traced
+    on a lazily updated variable returned 2 instead of 20 after an eager assign of 10)."""
+    with tf.init_scope():
+        _write_back(variables, cause)
+
+
+def _write_back(variables, cause):
     targets = list(_SHADOWED.values()) if variables is None else variables
     if any(v._lazyx_shadow is not None and v._lazyx_shadow._handle.pending for v in targets):
         # every pending shadow together: one program, not one per variable
@@ -342,7 +352,9 @@ def _shadow_operator(name):
     def method(self, *args):
         shadow = self._lazyx_shadow
         if shadow is not None:
-            return getattr(shadow, name)(*args)
+            if tf.executing_eagerly():
+                return getattr(shadow, name)(*args)
+            write_back([self])  # a tf.function being traced: stored first, as a read is
         return getattr(super(_LazyMethods, self), name)(*args)
     method.__name__ = name
     return method
