@@ -12,19 +12,29 @@ def _data(shape, dtype="float32"):
     return runtime.from_host(np.zeros(shape, dtype=dtype))
 
 
-def _fresh_op(rule):
-    """Register `rule` under a unique name (the op table refuses duplicates)."""
-    rule.__name__ = f"memo_probe_{id(rule)}"
-    return ops.primitive(rule)
+@pytest.fixture
+def fresh_op():
+    """Register rules under unique names (the op table refuses duplicates), and take them out
+    of the op set afterwards: other tests read it whole (test_tables)."""
+    names = []
+
+    def register(rule):
+        rule.__name__ = f"memo_probe_{id(rule)}"
+        names.append(rule.__name__)
+        return ops.primitive(rule)
+    yield register
+    for name in names:
+        dict.pop(ops.OPS, name, None)
+        ops.OPS.where.pop(name, None)
 
 
-def test_a_rule_runs_once_per_signature():
+def test_a_rule_runs_once_per_signature(fresh_op):
     calls = []
 
     def rule(x, *, k):
         calls.append((x.shape, k))
         return x.shape, x.dtype, {"k": k}
-    build = _fresh_op(rule)
+    build = fresh_op(rule)
     a, b = _data((2, 3)), _data((2, 3))
     n1, n2 = build(a, k=1), build(b, k=1)
     assert calls == [((2, 3), 1)]
@@ -43,13 +53,13 @@ def test_errors_are_raised_on_every_bad_call():
         ops.add(x, np.zeros((2, 3), np.float32))
 
 
-def test_a_rule_that_reads_more_than_types_is_never_memoized():
+def test_a_rule_that_reads_more_than_types_is_never_memoized(fresh_op):
     calls = []
 
     def rule(x):
         calls.append(x.op)  # depends on the node, not only on its type
         return x.shape, x.dtype
-    build = _fresh_op(rule)
+    build = fresh_op(rule)
     a = _data((3,))
     build(a)
     build(ops.neg(a))
