@@ -426,7 +426,7 @@ class _Signature:
     def arguments(self, leaf_values):
         args = [leaf_values[i] for i in self.data]
         for dtype, idx in self.packs:
-            args.append(np.array([leaf_values[i] for i in idx], dtype=dt.to_numpy(dtype)))
+            args.append(pack(dtype, idx, leaf_values))
         return args
 
     def to_place(self):
@@ -445,6 +445,11 @@ class _Signature:
             for k, i in enumerate(idx):
                 env[i] = packed[k]
         return env
+
+
+def pack(dtype, idx, leaf_values):
+    """The scalars at leaf positions `idx` as one array (an argument of the executable)."""
+    return np.array([leaf_values[i] for i in idx], dtype=dt.to_numpy(dtype))
 
 
 def _as_function(program, signature):
@@ -493,9 +498,12 @@ class _Executable:
             preload.settle()
 
     def __call__(self, leaf_values):
+        return self.run(self.signature.arguments(leaf_values))
+
+    def run(self, args):
+        """Run on the executable's arguments (leaf values already packed)."""
         if self.runs < 2:
             self.count_run()
-        args = self.signature.arguments(leaf_values)
         if self.x64:
             with jax.enable_x64(True):  # (placing int64 scalars must not narrow them)
                 return self.compiled(*self._placed(args))
@@ -516,7 +524,7 @@ class _Executable:
 
 class _Bound:
     """An executable with some leaves' values fixed (see _Executable.bind)."""
-    __slots__ = ("exe", "steps", "n_args")
+    __slots__ = ("exe", "steps")
 
     def __init__(self, exe, fixed):
         sig = exe.signature
@@ -526,8 +534,7 @@ class _Bound:
         steps = [("leaf", i) for i in sig.data]
         for dtype, idx in sig.packs:
             if all(i in fixed for i in idx) and exe.place == []:
-                packed = np.array([fixed[i] for i in idx], dtype=dt.to_numpy(dtype))
-                steps.append(("ready", _put_once(packed)))
+                steps.append(("ready", put(pack(dtype, idx, fixed))))
             else:
                 steps.append(("pack", dtype, idx))
         self.steps = steps
@@ -541,23 +548,17 @@ class _Bound:
             elif kind == "ready":
                 args.append(step[1])
             else:
-                args.append(np.array([leaf_values[i] for i in step[2]],
-                                     dtype=dt.to_numpy(step[1])))
-        exe = self.exe
-        if exe.runs < 2:
-            exe.count_run()
-        if exe.x64:
-            with jax.enable_x64(True):
-                return exe.compiled(*args)
-        return exe.compiled(*args)
+                args.append(pack(step[1], step[2], leaf_values))
+        return self.exe.run(args)
 
 
-def _put_once(packed):
-    """A small host array on the default device, once (x64 kept for 64-bit dtypes)."""
-    if packed.dtype.itemsize == 8 or packed.dtype == np.complex128:
+def put(array, device=None):
+    """jax.device_put, keeping 64-bit dtypes 64-bit (x64 is off outside lazyx's calls)."""
+    if (array.dtype.itemsize == 8 and array.dtype.kind in "iuf") or \
+            array.dtype == np.complex128:
         with jax.enable_x64(True):
-            return jax.device_put(packed)
-    return jax.device_put(packed)
+            return jax.device_put(array, device)
+    return jax.device_put(array, device)
 
 
 # Waiting for a result: XLA parks a blocked thread on a futex, and waking it costs about 30 us
@@ -614,11 +615,7 @@ class XlaBackend:
 
     def put_owned(self, array):
         """device_put for an array no one else holds (no defensive copy)."""
-        if (array.dtype.itemsize == 8 and array.dtype.kind in "iuf") or \
-                array.dtype == np.complex128:
-            with jax.enable_x64(True):
-                return jax.device_put(array, self.device)
-        return jax.device_put(array, self.device)
+        return put(array, self.device)
 
     @staticmethod
     def borrow(array):
