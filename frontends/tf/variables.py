@@ -311,21 +311,23 @@ class _LazyMethods:
         return self._handle
 
 
-    # Gathers read the buffer through `handle` (tf.gather on a variable calls sparse_read):
-    # on a variable holding a lazy value they gather from that value, lazily.
-    def sparse_read(self, indices, name=None):
-        if self._lazyx_shadow is not None:
-            if tf.executing_eagerly():
-                return tf.gather(self._lazyx_shadow, indices)
-            write_back([self])  # a tf.function being traced: stored first, as a read is
-        return super().sparse_read(indices, name)
 
-    def gather_nd(self, indices, name=None):
+
+def _gathered_lazily(method_name, gather):
+    """Gathers read the buffer through `handle` (tf.gather on a variable calls sparse_read):
+    on a variable holding a lazy value they gather from that value, lazily."""
+    def method(self, indices, name=None):
         if self._lazyx_shadow is not None:
             if tf.executing_eagerly():
-                return tf.gather_nd(self._lazyx_shadow, indices)
+                return gather(self._lazyx_shadow, indices)
             write_back([self])  # a tf.function being traced: stored first, as a read is
-        return super().gather_nd(indices, name)
+        return getattr(super(_LazyMethods, self), method_name)(indices, name)
+    method.__name__ = method_name
+    return method
+
+
+for _name, _gather in (("sparse_read", tf.gather), ("gather_nd", tf.gather_nd)):
+    setattr(_LazyMethods, _name, _gathered_lazily(_name, _gather))
 
 
 def _stored_first(name):
