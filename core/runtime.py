@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import config, ir, metrics
+from . import config, ir, metrics, observation
 from . import dtypes as dt
 from .source import user_line
 
@@ -174,7 +174,7 @@ def from_host(array, dtype=None):
 def to_host(handle, cause="observe", source=None):
     """The handle's value as a NumPy array, syncing first if it is pending."""
     if handle.pending:
-        sync(handle, cause=cause, source=source or user_line(2))
+        sync(handle, cause=cause, source=source or user_line(2), sharing=True)
     start = time.perf_counter()
     host = get_backend().to_host(handle.node.value)
     metrics.count("transfers_to_host")
@@ -511,8 +511,10 @@ def _lookup(roots):
     return None, values, program, alias
 
 
-def sync(*handles, cause="explicit", source=None):
+def sync(*handles, cause="explicit", source=None, sharing=False):
     """Cut and run pending work: for `handles`, or for every live pending handle when none.
+    With `sharing` (an observation), also the live pending values whose graphs share computed
+    nodes with the handles' (core/observation.py: they would compute that part again).
 
     A repeated step costs one lookup of its roots' trace key and one dispatch: no graph walk,
     and the Program is only built when the cache misses. If running fails (a compile or
@@ -527,6 +529,8 @@ def sync(*handles, cause="explicit", source=None):
     state = _thread
     if handles:
         handles = list({id(h): h for h in map(handle_of, handles)}.values())  # each once
+        if sharing:
+            handles = _with_sharing(handles, state.live)
     else:
         handles = list(state.live)
     pending = [h for h in handles if h.node.op != "data"]
@@ -556,6 +560,18 @@ def sync(*handles, cause="explicit", source=None):
         h.node = outs[index[id(h.node)]]
         state.live.discard(h)
     _end_cut(state)
+
+
+def _with_sharing(handles, live):
+    live = [h for h in live if h.pending]
+    extra = {}
+    for h in handles:
+        if h.pending:
+            for c in observation.companions(h, live):
+                extra[id(c)] = c
+    for h in handles:
+        extra.pop(id(h), None)
+    return handles + list(extra.values())
 
 
 def _sync_each(pending, cause, source):

@@ -55,7 +55,7 @@ def run_eagerly(fn, name, args, kwargs):
     runtime.fallback(name, "numpy")
     lazy = _lazy_in(args, _lazy_in(kwargs, []))
     if lazy:
-        runtime.sync(*lazy, cause="fallback", source=user_line(2))
+        runtime.sync(*lazy, cause="fallback", source=user_line(2), sharing=True)
     out = kwargs.get("out")
     lazy_out = isinstance(out, LazyArray) or (
         isinstance(out, tuple) and any(isinstance(o, LazyArray) for o in out))

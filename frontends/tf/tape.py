@@ -81,7 +81,7 @@ class GradientTape(tf.GradientTape):
         """The part of each source's gradient that flows through eagerly run ops: TF's tape
         takes the IR's cotangents of their results back to the sources (a sync for them)."""
         handles = [runtime.LazyHandle(c) for c in cotangents]
-        runtime.sync(*handles, cause="fallback")
+        runtime.sync(*handles, cause="fallback", sharing=True)
         reals = [TAPED_LEAVES[b] for b in bridges]
         seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
         return super().gradient(reals, flat, output_gradients=seeds)

@@ -51,7 +51,7 @@ def _observe(handle, cause):
     if handle.pending:
         extra = [h for h in pending_state() if h is not handle]
         if extra:
-            runtime.sync(handle, *extra, cause=cause, source=runtime.user_line(3))
+            runtime.sync(handle, *extra, cause=cause, source=runtime.user_line(3), sharing=True)
     return runtime.to_host(handle, cause=cause)
 
 
@@ -384,7 +384,7 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
     """Gradients (real tf tensors) of `node` w.r.t. the sources, forward+backward in one run."""
     grads = autodiff.vjp([node], [cotangent], [n for _, n in sources])
     handles = [runtime.LazyHandle(g) for g in grads]
-    runtime.sync(*handles, *[h for h in also_sync if h.pending], cause="convert")
+    runtime.sync(*handles, *[h for h in also_sync if h.pending], cause="convert", sharing=True)
     out = []
     for (_, source), h in zip(sources, handles):
         value = runtime.to_host(h, cause="convert")

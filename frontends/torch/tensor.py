@@ -373,7 +373,7 @@ def eager(func, args, kwargs, cause):
     lazies = [x for x in _flatten(args) + _flatten(list(kwargs.values()))
               if isinstance(x, LazyTensor) and x._lazyx_handle.pending]
     if lazies:
-        runtime.sync(*[x._lazyx_handle for x in lazies], cause=cause)
+        runtime.sync(*[x._lazyx_handle for x in lazies], cause=cause, sharing=True)
 
     def cpu(x):
         if isinstance(x, LazyTensor):

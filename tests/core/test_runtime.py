@@ -121,6 +121,7 @@ def test_realized_and_pending_nodes_get_different_programs():
     x_host = host((4,))
     pending = runtime.LazyHandle(ops.exp(runtime.from_host(x_host)))
     y1 = runtime.LazyHandle(ops.add(pending.node, pending.node))
+    runtime.sync(y1)  # y1 alone (an observation of y1 would compute `pending` with it)
     first = runtime.to_host(y1)
     runtime.sync(pending)  # now a data leaf
     y2 = runtime.LazyHandle(ops.add(pending.node, pending.node))
