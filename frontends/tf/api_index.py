@@ -8,7 +8,7 @@ from tensorflow.compiler.tf2xla.python import xla as _xla  # Keras' slice_update
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops
 from .lowering import Reject, axes_of, const, operand_nodes, static_ints
-from .registry import lower, raise_for_values, run_eagerly
+from .registry import lower, lower_undispatched, raise_for_values, run_eagerly
 from .tensor import LazyTensor, ir_dtype, wrap
 
 
@@ -56,6 +56,30 @@ def searchsorted(sorted_sequence, values, side="left", out_type=tf.int32):
     below = ops.lt(ss, vv) if side == "left" else ops.le(ss, vv)
     count = ops.reduce_sum(ops.convert(below, dtype=ir_dtype(out_type)), axes=(lead + 1,))
     return wrap(count, sorted_sequence, values)
+
+
+@lower_undispatched(tf.raw_ops, "Bucketize")
+def bucketize(input, boundaries):  # noqa: A002 - TF's name
+    """tf.raw_ops.Bucketize (what keras.ops.digitize and the Discretization layer call): how
+    many boundaries are <= each value. TF's kernel compares against the boundaries as float32
+    (an integer input is converted to it; a float64 input compares with them widened), and a
+    NaN lands past the last boundary."""
+    (x,) = operand_nodes(input)
+    bounds = [float(b) for b in boundaries]
+    if x.dtype not in ("int32", "int64", "float32", "float64") or bounds != sorted(bounds):
+        raise Reject()  # TF's own error for the types it refuses and for unsorted boundaries
+    kind = "float64" if x.dtype == "float64" else "float32"
+    v = x if x.dtype == kind else ops.convert(x, dtype=kind)
+    n, axis = len(bounds), x.ndim
+    if not n:
+        return wrap(compose.const(0, "int32", x.shape))
+    shape = x.shape + (n,)
+    edges = ir.constant(np.asarray(bounds, np.float32).astype(kind), kind)
+    edges = ops.broadcast_in_dim(edges, shape=shape, broadcast_dimensions=(axis,))
+    values = ops.broadcast_in_dim(v, shape=shape, broadcast_dimensions=tuple(range(axis)))
+    count = ops.reduce_sum(ops.convert(ops.le(edges, values), dtype="int32"), axes=(axis,))
+    nan = ops.ne(v, v)
+    return wrap(ops.select(nan, compose.const(n, "int32", x.shape), count))
 
 
 @lower(tf.math.in_top_k, "targets", "predictions")

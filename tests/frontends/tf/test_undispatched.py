@@ -1,5 +1,5 @@
 """TF functions with no dispatch hook (tf.linalg.slogdet, tf.signal.rfft/irfft and their 2-D/3-D
-forms), lowered through hooks.py's wrappers; compared with eager TF on the same inputs."""
+forms, tf.raw_ops.Bucketize), lowered through hooks.py's wrappers; compared with eager TF on the same inputs."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -58,3 +58,39 @@ def test_eager_calls_are_tf_own():
     x = np.arange(8, dtype=np.float32)
     assert tf.signal.rfft(tf.constant(x)).dtype == tf.complex64
     assert tf.signal.rfft.__wrapped__ is not tf.signal.rfft
+
+
+_FLOATS = st.floats(-4, 4, width=32)
+
+
+@settings(max_examples=25, deadline=None)
+@given(values=st.lists(_FLOATS | st.just(float("nan")), min_size=1, max_size=8),
+       bounds=st.lists(_FLOATS, max_size=5),
+       dtype=st.sampled_from([np.float32, np.float64, np.int32, np.int64]))
+def test_bucketize_matches_eager(values, bounds, dtype):
+    """keras.ops.digitize and keras.layers.Discretization call tf.raw_ops.Bucketize, which
+    converts its input before any dispatch: before the wrapper, a TypeError on lazy input."""
+    x = np.asarray(values, np.float64)
+    x = np.nan_to_num(x).astype(dtype) if np.dtype(dtype).kind == "i" else x.astype(dtype)
+    bounds = sorted(bounds)
+    lazyx.reset_metrics()
+    got = tf.raw_ops.Bucketize(input=ltf.constant(x), boundaries=bounds)
+    assert isinstance(got, ltf.Tensor) and lazyx.metrics()["fallback_ops"] == {}
+    want = tf.raw_ops.Bucketize(input=tf.constant(x), boundaries=bounds)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want.numpy())
+
+
+def test_keras_discretization_stays_lazy():
+    keras = pytest.importorskip("keras")
+    x = np.random.default_rng(0).uniform(0, 1, (4, 3)).astype(np.float32)
+    layer = keras.layers.Discretization(bin_boundaries=[0.25, 0.5, 0.75])
+    lazyx.reset_metrics()
+    got = layer(ltf.constant(x))
+    assert isinstance(got, ltf.Tensor) and lazyx.metrics()["fallback_ops"] == {}
+    np.testing.assert_array_equal(np.asarray(got), layer(tf.constant(x)).numpy())
+
+
+def test_unsorted_boundaries_raise_tf_own_error():
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.raw_ops.Bucketize(input=ltf.constant(np.ones(3, np.float32)), boundaries=[2.0, 1.0])
