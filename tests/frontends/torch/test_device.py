@@ -140,3 +140,21 @@ def test_cpu_tensor_mixed_with_lazy_raises_like_torch():
     # a CPU scalar tensor is fine, as in torch
     torch.testing.assert_close((torch.ones(3, device=lt.device) + torch.tensor(2.0)).cpu(),
                                torch.full((3,), 3.0))
+
+
+def test_gradients_read_one_by_one_run_one_program():
+    """Each read computes every gradient sharing its backward (core/observation): reading
+    them one by one used to compile and run the whole step once per gradient."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    x = torch.randn(5, 6)
+    model(x).pow(2).sum().backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    lazy_model = model.to(lt.device)
+    lazy_model.zero_grad(set_to_none=True)
+    lazy_model(x.to(lt.device)).pow(2).sum().backward()
+    before = lazyx.metrics()
+    got = [p.grad.cpu() for p in lazy_model.parameters()]
+    assert lazyx.metrics()["executions"] - before["executions"] == 1
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
