@@ -11,6 +11,8 @@ A backend has `name`, and:
                                       keep): it may share the array's memory until wait()
                                       returns, so the caller must not write the array before
   wait(buffers)                       block until these results are computed
+  code_mappings_short() -> bool       compiled code is running out of memory mappings:
+                                      the runtime then drops half of its cached programs
 
 and optionally (XLA):
   sharding_of(buffer) -> Sharding|None  a multi-device buffer's layout (part of its leaf's key)

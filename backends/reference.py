@@ -531,6 +531,10 @@ TABLE.update(_LINALG)
 class ReferenceBackend:
     name = "reference"
 
+    @staticmethod
+    def code_mappings_short():
+        return False  # the interpreter compiles no code
+
     def from_host(self, array):
         return np.array(array, copy=True)  # the caller may mutate its array later
 

@@ -381,6 +381,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
 })
 
+from . import code_maps  # noqa: E402  (the kernel's limit on mappings)
 from .xla_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)
 TABLE.update(_LINALG)
 from .xla_sharding import (memory_per_device, mesh_of, named, place_replicated,  # noqa: E402
@@ -643,6 +644,10 @@ class XlaBackend:
             {"in_shardings": signature.in_shardings}
         jitted = jax.jit(_as_function(program, signature), **options)
         return jitted.lower(*signature.specs(program))
+
+    @staticmethod
+    def code_mappings_short():
+        return code_maps.short()
 
     def compile(self, program):
         """An executable for `program`: from the disk cache when an earlier run (or process)

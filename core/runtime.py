@@ -423,6 +423,12 @@ class _Cache:
             self.aliases.pop(key, None)
         exe.aliases = []
 
+    def shed(self):
+        """Drop the least recently used half (the backend's code mappings ran short)."""
+        with self.lock:
+            for _ in range(len(self.entries) // 2):
+                self._evict()
+
     def clear(self):
         with self.lock:
             self.entries.clear()
@@ -453,7 +459,11 @@ def compile_program(program):
     if LISTENERS:  # listing the cache is for explanations only
         _notify("on_cache_miss", program, CACHE.programs())
     start = time.perf_counter()
-    exe = get_backend().compile(program)
+    backend = get_backend()
+    if backend.code_mappings_short():
+        CACHE.shed()
+        metrics.count("cache_sheds")
+    exe = backend.compile(program)
     elapsed = time.perf_counter() - start
     exe.program = program
     metrics.count("compiles")
