@@ -93,11 +93,23 @@ class LazySpec(type_spec.TypeSpec):
         return (tf.TensorSpec((), self._dtype if self._dtype.is_floating else tf.float32),)
 
     def _to_components(self, value):
-        return (LazyTensor.__composite_gradient__.get_gradient_components(value),)
+        token = LazyTensor.__composite_gradient__.get_gradient_components(value)
+        _TOKEN_OWNERS[id(token)] = value
+        return (token,)
 
     def _from_components(self, components):
+        # TF code that maps a function over composite components and rebuilds them (the end
+        # of an eager tf.while_loop, nest.map_structure(..., expand_composites=True)) gets
+        # the lazy value back when its component came back untouched; anything else has no
+        # lazy value to be rebuilt from
+        owner = _TOKEN_OWNERS.get(id(components[0]))
+        if owner is not None and owner._token is components[0]:
+            return owner
         raise TypeError("lazyx: a lazy tensor cannot be rebuilt from TF components; "
                         "convert it first with tf.convert_to_tensor")
+
+
+_TOKEN_OWNERS = weakref.WeakValueDictionary()  # id(gradient token) -> its lazy tensor
 
 
 class _GradientHook:

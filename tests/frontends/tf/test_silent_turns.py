@@ -118,3 +118,25 @@ def test_keras_calling_tf_convert_to_tensor_keeps_the_value_lazy():
     lazyx.reset_metrics()
     out = keras.ops.sparse_categorical_crossentropy(np.array([0, 1, 2]), x)
     assert isinstance(out, ltf.Tensor) and lazyx.metrics()["syncs"] == 0
+
+
+def test_eager_while_loop_on_lazy_values_is_a_counted_fallback():
+    """keras.ops.gcd/lcm run an eager tf.while_loop: TF reads the condition every iteration
+    (a fallback named after while_loop) and rebuilds the loop variables from their composite
+    components at the end, which gives back the lazy values (it used to raise TypeError)."""
+    a = np.array([12, 18, 7, 0, -6, 35], np.int32)
+    b = np.array([8, 27, 5, 0, 4, 14], np.int32)
+    lazyx.reset_metrics()
+    for fn in (keras.ops.gcd, keras.ops.lcm):
+        got = fn(ltf.constant(a), ltf.constant(b))
+        assert isinstance(got, ltf.Tensor)
+        np.testing.assert_array_equal(np.asarray(got), fn(a, b).numpy())
+    assert lazyx.metrics()["fallback_ops"].get(
+        "tensorflow.python.ops.while_loop.while_loop", 0) > 0
+
+
+def test_composite_components_round_trip_only_untouched():
+    x = ltf.constant(X)
+    assert tf.nest.map_structure(lambda t: t, x, expand_composites=True) is x
+    with pytest.raises(TypeError, match="cannot be rebuilt"):
+        tf.nest.map_structure(lambda t: t + 1, x, expand_composites=True)
