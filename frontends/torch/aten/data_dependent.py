@@ -126,6 +126,21 @@ def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return bool(_host_int(ops.convert(every, dtype="int64")))
 
 
+def one_hot(x, num_classes=-1):
+    """F.one_hot without num_classes: the class count is the data's (its max + 1). ATen's
+    composite kernel reads it with .item() above our dispatcher, where the read would look
+    like the user's own `.item()`; registered for the device's autograd key (device.py),
+    this reads it as a counted data-dependent sync instead; ATen's composite does the rest
+    (and raises torch's errors: an empty tensor, a dtype that is not int64)."""
+    if num_classes == -1 and x.dtype == torch.int64 and x.numel():
+        num_classes = _host_int(ops.reduce_max(x.__lazyx_handle__.node,
+                                               axes=tuple(range(x.dim())))) + 1
+    # ATen's C++ kernel (OpOverload.decompose would pick torch._decomp's Python one_hot,
+    # whose range check is an _assert_async we have no lowering for)
+    return aten.one_hot.default._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, x,
+                                       num_classes)
+
+
 def _run_on_cpu_after_sync(func):
     """The whole output is data-shaped (unique values, counts): sync, then CPU torch."""
     def run(*args, **kwargs):
