@@ -106,9 +106,10 @@ def to_cpu(lazy, cause):
     if _state.capturing and lazy._lazyx_handle.node.op != "data":
         raise NeedsEager(cause)
     cause = _cause(cause)
-    if cause not in _COUNTED_ELSEWHERE:
-        # a read inside an expansion we run (a decomposition, a C++ composite kernel such as
-        # one_hot's max().item()) is the op's doing, not the user's: named after that op
+    # (while a torch.compile graph is lowered, a leaf read is the graph compiler's own)
+    if cause not in _COUNTED_ELSEWHERE and not _state.capturing:
+        # a read inside an expansion we run (torch._decomp's decomposition, or the op's C++
+        # composite kernel through func.decompose) is the op's doing, not the user's
         asker = str(_state.op) if _state.views else framework_request()
         if asker is not None:  # torch's own code reads the value: a silent eager turn
             runtime.fallback(asker, "torch")
