@@ -229,3 +229,35 @@ def test_the_users_own_reads_are_observations():
     metrics = lazyx.metrics()
     assert metrics["fallbacks"] == 0, metrics["fallback_ops"]
     assert metrics["sync_causes"].get("item", 0) >= 6 and metrics["sync_causes"]["print"] == 1
+
+
+@pytest.mark.parametrize("values, classes", [([0, 2, 1], -1), ([[0, 3], [1, 1]], -1),
+                                             ([[0, 3], [1, 1]], 5), ([], 3), ([], -1),
+                                             ([0, 5], 3), ([0, -1], -1)])
+def test_one_hot_reads_its_class_count_as_a_data_dependent_sync(values, classes):
+    # ATen's composite reads max().item() above our dispatcher, where it looked like the
+    # user's own read; now it is one counted data-dependent sync, and the rest is lazy
+    x = torch.tensor(values, dtype=torch.int64)
+    try:
+        expected = F.one_hot(x, classes)
+    except RuntimeError as error:
+        with pytest.raises(RuntimeError, match=str(error)):  # torch's own error, at the call
+            F.one_hot(x.to(lt.device), classes)
+        return
+    lazyx.reset_metrics()
+    got = F.one_hot(x.to(lt.device), classes)
+    reads = 1 if classes == -1 else 0
+    assert lazyx.metrics()["sync_causes"] == ({"data_dependent": 1} if reads else {})
+    torch.testing.assert_close(got.cpu(), expected)
+    assert lazyx.metrics()["fallbacks"] == 0
+
+
+def test_one_hot_under_torch_compile():
+    x = torch.tensor([0, 2, 1])
+    for classes in (-1, 4):
+        compiled = torch.compile(lambda t, k=classes: F.one_hot(t, k) * 2,
+                                 backend=lt.dynamo_backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = compiled(x.to(lt.device))
+        torch.testing.assert_close(got.cpu(), F.one_hot(x, classes) * 2)
