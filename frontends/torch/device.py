@@ -15,7 +15,7 @@ from torch.utils.backend_registration import _setup_privateuseone_for_python_bac
 
 from ...core import compose
 from . import dtypes, hooks, recurrent, tensor
-from .aten import random as lazy_random
+from .aten import data_dependent, random as lazy_random
 
 
 class _BackendModule:
@@ -127,5 +127,6 @@ def register():
         lib.impl(name.replace(".default", ""),
                  _factory(getattr(getattr(torch.ops.aten, packet), overload)), "PrivateUse1")
     recurrent.register(lib)  # nn.LSTM / nn.GRU: ATen's route for non-CPU devices is CUDA-only
+    lib.impl("one_hot", data_dependent.one_hot, "AutogradPrivateUse1")  # its class count read
     _registered.append(lib)  # the registrations live as long as the Library object
     hooks.install()

@@ -11,6 +11,7 @@ This path runs per op: what does not depend on the op's arguments is computed on
 result per signature, as a Meta record) rather than per call.
 """
 import contextlib
+import os
 import threading
 
 import numpy as np
@@ -35,6 +36,7 @@ class _State(threading.local):
     cause = None  # set by patched Tensor methods that name their sync cause
     views = None  # per running expansion: {id: tensor} of raw views made in it (and bases)
     capturing = False  # lowering a torch.compile graph: no value exists yet to run eagerly
+    op = None     # the outermost op being dispatched: what a read inside its expansion names
 
 
 _state = _State()
@@ -103,8 +105,38 @@ def from_cpu(tensor):
 def to_cpu(lazy, cause):
     if _state.capturing and lazy._lazyx_handle.node.op != "data":
         raise NeedsEager(cause)
-    host = runtime.to_host(lazy._lazyx_handle, cause=_cause(cause))
+    cause = _cause(cause)
+    # (while a torch.compile graph is lowered, a leaf read is the graph compiler's own)
+    if cause not in _COUNTED_ELSEWHERE and not _state.capturing:
+        # a read inside an expansion we run (torch._decomp's decomposition, or the op's C++
+        # composite kernel through func.decompose) is the op's doing, not the user's
+        asker = str(_state.op) if _state.views else framework_request()
+        if asker is not None:  # torch's own code reads the value: a silent eager turn
+            runtime.fallback(asker, "torch")
+            cause = "fallback"
+    host = runtime.to_host(lazy._lazyx_handle, cause=cause)
     return dtypes.from_numpy_array(host, lazy.dtype)
+
+
+# an op run eagerly is counted as its aten op already; a data-dependent op's sync is its design
+_COUNTED_ELSEWHERE = ("fallback", "data_dependent")
+_FRAMEWORKS = ("torch",)
+# torch's Python code that only forwards what the user wrote: Tensor's dunders (__array__,
+# __format__, __contains__ are the user's np.asarray(x), f"{x}", `v in x`), the
+# __torch_function__/dispatch plumbing, boolean_dispatch wrappers, and torch.testing, whose
+# assertions read values because the user asked them to compare (as np.testing does).
+_PLUMBING = tuple(os.sep.join(("torch", *parts)) for parts in (
+    ("_tensor.py",), ("_tensor_str.py",), ("overrides.py",), ("_ops.py",),
+    ("utils", "_python_dispatch.py"), ("_jit_internal.py",), ("testing", "")))
+
+
+def framework_request():
+    """"module.function" of torch's own Python code asking for a lazy value on the host
+    (F.gaussian_nll_loss's `if torch.any(var < 0)`, torch.lobpcg's convergence checks), or None when the user's own code asked: `x.item()`, `print(x)`,
+    `if x:`, `x.cpu()` written by the user are observations (DESIGN.md principle 9).
+    Only Python frames are visible here; C++ composite kernels reach us as the ops they
+    call, and a read inside one is caught as a read inside an expansion (see to_cpu)."""
+    return source.requester(_FRAMEWORKS, _PLUMBING)
 
 
 def _cause(default):
@@ -266,6 +298,7 @@ def dispatch(func, args, kwargs):
     state = _state
     if state.depth:
         return _dispatch(func, args, kwargs, state)
+    state.op = func
     with _OP_LINE:  # a user's op: its source line is found once, for every node (and sync) it makes
         return _dispatch(func, args, kwargs, state)
 

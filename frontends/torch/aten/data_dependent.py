@@ -11,7 +11,7 @@ import torch
 from ....core import ops, runtime
 from .. import dtypes
 from ..tensor import SPECIAL, LazyTensor, eager, from_node
-from .table import bcast, const, node_of
+from .table import bcast, const, lower, node_of
 
 aten = torch.ops.aten
 CAUSE = "data_dependent"
@@ -124,6 +124,34 @@ def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         return True
     every = ops.reduce_and(node, axes=tuple(range(node.ndim))) if node.ndim else node
     return bool(_host_int(ops.convert(every, dtype="int64")))
+
+
+@torch.compiler.disable  # Dynamo would trace into the read; run it as a graph break
+def one_hot(x, num_classes=-1):
+    """F.one_hot without num_classes: the class count is the data's (its max + 1). ATen's
+    composite kernel reads it with .item() above our dispatcher, where the read would look
+    like the user's own `.item()`; registered for the device's autograd key (device.py),
+    this reads it as a counted data-dependent sync instead. Below autograd the op reaches the
+    dispatcher whole (the lowering below), or a tracer's fake tensors under torch.compile."""
+    if num_classes == -1 and x.dtype == torch.int64 and x.numel():
+        try:
+            node = x.__lazyx_handle__.node
+        except AttributeError:  # a fake tensor (torch.compile tracing): no value to read
+            node = None
+        if node is not None:
+            num_classes = _host_int(ops.reduce_max(node, axes=tuple(range(x.dim())))) + 1
+    with torch._C._AutoDispatchBelowAutograd():
+        return aten.one_hot.default(x, num_classes)
+
+
+@lower(aten.one_hot.default)
+def _one_hot(out, x, num_classes=-1):
+    """Class k of each position: x == k against an iota along the new last axis (torch's
+    range errors for known values come from bounds.py, before this)."""
+    a = node_of(x)
+    classes = ops.iota(dtype="int64", shape=out.shape, dimension=len(out.shape) - 1)
+    spread = ops.broadcast_in_dim(a, shape=out.shape, broadcast_dimensions=tuple(range(a.ndim)))
+    return ops.convert(ops.eq(spread, classes), dtype="int64")
 
 
 def _run_on_cpu_after_sync(func):

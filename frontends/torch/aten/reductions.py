@@ -96,6 +96,9 @@ def _bool_reducer(reduce):
 for _name, _fn in (("any", ops.reduce_or), ("all", ops.reduce_and)):
     _packet = getattr(aten, _name)
     lower(_packet.default, _packet.dim, _packet.dims)(_bool_reducer(_fn))
+# what torch._check-style validation reduces to (torch.distributions' argument checks)
+lower(aten._is_all_true.default)(_bool_reducer(ops.reduce_and))
+lower(aten._is_any_true.default)(_bool_reducer(ops.reduce_or))
 
 
 def _value_and_index(reduce, arg):

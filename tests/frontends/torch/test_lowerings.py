@@ -232,3 +232,20 @@ def test_histogramdd():
                                            density=True)), x)
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         torch.histogram(_lazy(torch.tensor([1, 2])), 3)
+
+
+@given(st.lists(st.booleans(), max_size=6), st.sampled_from([torch.bool, torch.float32]))
+@settings(max_examples=20, deadline=None)
+def test_is_all_true_and_is_any_true(values, dtype):
+    # what torch.distributions' validation reduces its checks to before reading one flag
+    x = torch.tensor(values, dtype=torch.bool).to(dtype)
+    for fn in (torch._is_all_true, torch._is_any_true):
+        if dtype == torch.bool:
+            _same(fn, x)
+            _same(fn, x.reshape(-1, 1) if values else x)
+        else:  # torch takes only bool here; so do we, at the call
+            with pytest.raises(RuntimeError) as eager:
+                fn(x)
+            with pytest.raises(RuntimeError) as lazy:
+                fn(_lazy(x))
+            assert str(lazy.value) == str(eager.value)
