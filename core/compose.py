@@ -35,12 +35,12 @@ def const_like(value, like):
 
 def scalar(value, dtype, shape=()):
     """A Python number as a run-time parameter (never a constant: no recompiles), broadcast."""
-    return broadcast_to(ir.param(value, dtype), shape)
+    return ir.param(value, dtype, shape)  # one splat leaf, no broadcast node
 
 
 def scalar_like(value, like):
     """scalar(value) of like's dtype and shape."""
-    return broadcast_to(ir.param(value, like.dtype), like.shape)
+    return ir.param(value, like.dtype, like.shape)
 
 
 def keepdims(reduced, shape, axes):

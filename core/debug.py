@@ -13,7 +13,7 @@ import numpy as np
 from . import runtime
 from .source import format_line
 
-_LEAF_WORDS = {"data": "input", "param": "param"}  # a data leaf is a graph input
+_LEAF_WORDS = {"data": "input", "param": "param", "splat": "param"}  # data: a graph input
 
 
 def type_text(shape, dtype):
