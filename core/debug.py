@@ -63,6 +63,8 @@ def program_text(program, title="lazyx graph"):
     for slot, (kind, shape, dtype) in enumerate(program.leaves):
         layout = program.leaf_shardings[slot]
         attr_part = f" {{sharding={layout!r}}}" if layout is not None else ""
+        if kind == "splat":  # the node as built: a param leaf with the splat attribute
+            kind, attr_part = "param", " {splat}"
         rows.append((f"%{slot} = {kind}{attr_part} : {type_text(shape, dtype)}",
                      program.leaf_sources[slot]))
     for k in range(len(program.instructions)):

@@ -67,7 +67,7 @@ def test_ir_text_lists_every_value_with_op_type_and_source_line(fresh):
     body = text.splitlines()
     assert body[0].startswith(f"lazyx pending graph {lazyx.graph_hash(s)}: 2 leaves, 2 ops")
     expected = [("%0 = data : float32[3,4]", "x"),
-                ("%1 = splat : float32[3,4]", "lr"),
+                ("%1 = param {splat} : float32[3,4]", "lr"),
                 ("%2 = div(%0, %1) : float32[3,4]", "y"),
                 ("%3 = reduce_sum(%2) {axes=(0, 1)} : float32[]", "s")]
     for row, (value, name) in zip(body[1:], expected):
