@@ -563,6 +563,8 @@ class _Interpreter:
 
     def __init__(self, program):
         self.program = program
+        self.splats = [(i, shape) for i, (kind, shape, _) in enumerate(program.leaves)
+                       if kind == "splat"]  # a scalar value standing for this whole shape
         # a multi node's value is a tuple (dtype None: its projections are cast instead)
         self.steps = [(TABLE[op] if op != "constant" else None, attrs, ins,
                        None if type(dtype) is tuple else dt.to_numpy(dtype), const)
@@ -573,6 +575,8 @@ class _Interpreter:
 
     def __call__(self, leaf_values):
         env = [np.asarray(v) for v in leaf_values]
+        for i, shape in self.splats:  # a full array: results may be (views of) leaves
+            env[i] = np.full(shape, env[i], dtype=env[i].dtype)
         with np.errstate(all="ignore"):
             for fn, attrs, ins, np_dtype, const in self.steps:
                 out = const if fn is None else fn(*[env[i] for i in ins], **attrs)

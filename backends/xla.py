@@ -394,16 +394,20 @@ class _Signature:
     Scalar parameters (every Python number a program uses: learning rates, `x * 0.5`) are
     packed into one array per dtype: a step with 200 scalars then passes a handful of
     arguments instead of 200, each of which jax would otherwise check and transfer on its own.
+    A splat param is such a scalar too, broadcast to its shape inside the program.
     """
 
     def __init__(self, program):
-        self.data = [i for i, (kind, shape, _) in enumerate(program.leaves)
-                     if not (kind == "param" and shape == ())]
+        scalar = [kind == "splat" or (kind == "param" and shape == ())
+                  for kind, shape, _ in program.leaves]
+        self.data = [i for i, s in enumerate(scalar) if not s]
         groups = {}
         for i, (kind, shape, dtype) in enumerate(program.leaves):
-            if kind == "param" and shape == ():
+            if scalar[i]:
                 groups.setdefault(dtype, []).append(i)
         self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
+        self.splats = [(i, shape) for i, (kind, shape, _) in enumerate(program.leaves)
+                       if kind == "splat"]
         self.n_leaves = len(program.leaves)
         self.n_args = len(self.data) + len(self.packs)
         # A program on a device mesh takes every argument on that mesh: sharded data leaves as
@@ -445,6 +449,8 @@ class _Signature:
         for (dtype, idx), packed in zip(self.packs, args[len(self.data):]):
             for k, i in enumerate(idx):
                 env[i] = packed[k]
+        for i, shape in self.splats:
+            env[i] = lax.broadcast_in_dim(env[i], shape, ())
         return env
 
 

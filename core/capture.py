@@ -13,7 +13,7 @@
 * Frontends register their tensor types and state containers here; `_discover` finds the
   state a step can reach from what its function refers to, `_flatten` its arguments.
 
-The hooks are installed on the module attributes frontends call (`ir.param`,
+The hooks are installed on the module attributes frontends call (`ir.param`, `ir.splat`,
 `compose.random_key`) only while some thread traces, and act only for that thread.
 """
 import dis
@@ -120,8 +120,8 @@ for _cls in (SymFloat, SymInt):
 
 # ---------------------------------------------------------------- hooks
 
-def _param(value, dtype):
-    node = _ORIGINAL["param"](value, dtype)
+def _param(value, dtype, shape=()):
+    node = _ORIGINAL["param"](value, dtype, shape)
     rec = current()
     if rec is not None:
         expr = getattr(value, "_lazyx_expr", None)
@@ -131,6 +131,18 @@ def _param(value, dtype):
             expr = rec.derived.get(float(value))
             if expr is not None:
                 rec.params[id(node)] = (node, expr, True)
+    return node
+
+
+def _splat(scalar, shape):
+    # a number's param broadcast to its partner's shape (ops.broadcast_in_dim folds it to a
+    # new splat leaf): the leaf in the graph is the splat, so it inherits the number's link
+    node = _ORIGINAL["splat"](scalar, shape)
+    rec = current()
+    if rec is not None:
+        link = rec.params.get(id(scalar))
+        if link is not None:
+            rec.params[id(node)] = (node,) + link[1:]
     return node
 
 
@@ -187,7 +199,8 @@ class recording:
         with _lock:
             if _active[0] == 0:
                 _ORIGINAL["param"], _ORIGINAL["random_key"] = ir.param, compose.random_key
-                ir.param, compose.random_key = _param, _random_key
+                _ORIGINAL["splat"] = ir.splat
+                ir.param, compose.random_key, ir.splat = _param, _random_key, _splat
                 runtime.LISTENERS.append(_OBSERVER)
             _active[0] += 1
         self.outer = current()
@@ -200,6 +213,7 @@ class recording:
             _active[0] -= 1
             if _active[0] == 0:
                 ir.param, compose.random_key = _ORIGINAL["param"], _ORIGINAL["random_key"]
+                ir.splat = _ORIGINAL["splat"]
                 runtime.LISTENERS.remove(_OBSERVER)
         return False
 

@@ -19,6 +19,8 @@ def broadcast_to(x, shape):
     shape = tuple(shape)
     if x.shape == shape:
         return x
+    if not x.shape and x.op == "param" and _plain_shape(shape, x.dtype):
+        return ir.splat(x, shape)  # what broadcast_in_dim folds a number to, minus its rule
     offset = len(shape) - x.ndim
     return ops.broadcast_in_dim(x, shape=shape, broadcast_dimensions=tuple(range(offset, len(shape))))
 
@@ -35,12 +37,25 @@ def const_like(value, like):
 
 def scalar(value, dtype, shape=()):
     """A Python number as a run-time parameter (never a constant: no recompiles), broadcast."""
-    return broadcast_to(ir.param(value, dtype), shape)
+    shape = tuple(shape)
+    if _plain_shape(shape, dtype):
+        return ir.param(value, dtype, shape)  # one splat leaf, no broadcast node
+    return ops.broadcast_in_dim(ir.param(value, dtype), shape=shape, broadcast_dimensions=())
+
+
+def _plain_shape(shape, dtype):
+    """Whether `shape` passes broadcast_in_dim's checks (sizes are ints >= 0, the value is not
+    too large), which a number's splat skips; if not, the broadcast's rule raises its error."""
+    for d in shape:
+        if type(d) is not int or d < 0:
+            return False
+    ops.check_size("broadcast_in_dim", shape, dtype)
+    return True
 
 
 def scalar_like(value, like):
     """scalar(value) of like's dtype and shape."""
-    return broadcast_to(ir.param(value, like.dtype), like.shape)
+    return ir.param(value, like.dtype, like.shape)  # (like passed the size check)
 
 
 def keepdims(reduced, shape, axes):

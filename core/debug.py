@@ -13,7 +13,7 @@ import numpy as np
 from . import runtime
 from .source import format_line
 
-_LEAF_WORDS = {"data": "input", "param": "param"}  # a data leaf is a graph input
+_LEAF_WORDS = {"data": "input", "param": "param", "splat": "param"}  # data: a graph input
 
 
 def type_text(shape, dtype):
@@ -63,6 +63,8 @@ def program_text(program, title="lazyx graph"):
     for slot, (kind, shape, dtype) in enumerate(program.leaves):
         layout = program.leaf_shardings[slot]
         attr_part = f" {{sharding={layout!r}}}" if layout is not None else ""
+        if kind == "splat":  # the node as built: a param leaf with the splat attribute
+            kind, attr_part = "param", " {splat}"
         rows.append((f"%{slot} = {kind}{attr_part} : {type_text(shape, dtype)}",
                      program.leaf_sources[slot]))
     for k in range(len(program.instructions)):

@@ -46,7 +46,8 @@ def known(node, max_elements=MAX_ELEMENTS):
     if not _ENABLED or node.size > max_elements:
         return None
     if node.op in ("param", "constant"):
-        return node.value
+        value = node.value  # a splat param holds one scalar for its whole shape
+        return value if value.shape == node.shape else np.broadcast_to(value, node.shape)
     if node.op in _LAYOUT:  # an index reshaped or broadcast (one_hot's unsqueeze) is known too
         inner = known(node.inputs[0], max_elements)
         return None if inner is None else _LAYOUT[node.op](inner, **node.attrs)

@@ -3,7 +3,9 @@
 Leaves are:
   data      a backend buffer (keyed by shape, dtype and, when it spans several devices, its
             sharding: new data never recompiles, data laid out differently does)
-  param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only
+  param     a host value fed at run time (a Python scalar, an RNG key): also shape+dtype only;
+            a "splat" param (attrs {"splat": True}) has one scalar value standing for its
+            whole shape: how a Python number operand is broadcast to its partner, in one node
   constant  a value baked into the program (keyed by its bytes; frontends ask for it explicitly)
 
 Every node carries three identities, all computed when it is made, in O(its inputs):
@@ -246,10 +248,35 @@ def data(buffer, shape, dtype, source=False, sharding=None):
     return Node("data", (), attrs, tuple(shape), dtype, value=buffer, source=source)
 
 
-def param(value, dtype):
-    """A leaf whose value (host NumPy) is supplied at execution: changing it never recompiles."""
+def param(value, dtype, shape=()):
+    """A leaf whose value (host NumPy) is supplied at execution: changing it never recompiles.
+    With a `shape`, a scalar `value` is a splat of that shape (see splat)."""
     host = np.asarray(value, dtype=to_numpy(dtype))
+    if shape and not host.ndim:
+        return Node("param", (), _SPLAT, tuple(shape), dtype, value=host)
+    if shape and tuple(shape) != host.shape:
+        raise ValueError(f"param: a value of shape {host.shape} given for shape {tuple(shape)}")
     return Node("param", (), _NO_ATTRS, host.shape, dtype, value=host)
+
+
+# A splat param: one host scalar standing for a whole array of it. The executable receives
+# the scalar (packed with the others, backends/xla.py) and broadcasts it inside the program,
+# so `x * 0.5` costs one leaf instead of a rank-0 param plus a broadcast_in_dim (a third of
+# all nodes in chains of scalar arithmetic). The attribute keeps it apart, in the cache key,
+# from a param holding a whole array of the same shape.
+_SPLAT = {"splat": True}
+
+
+def splat(scalar, shape):
+    """The scalar-valued param `scalar` (rank 0, or a splat itself) as a param of `shape`;
+    ops.broadcast_in_dim folds to this. core/capture.py hooks it to keep replay's links."""
+    return Node("param", (), _SPLAT, tuple(shape), scalar.dtype, value=scalar.value,
+                source=scalar.source)
+
+
+def is_splat(node):
+    """Whether `node` is a param whose host value is one scalar standing for its whole shape."""
+    return node.attrs.get("splat", False) and node.op == "param"
 
 
 def constant(value, dtype):

@@ -54,10 +54,26 @@ def _fold_reshape(inputs, attrs, shape, dtype):
     return None
 
 
+def _scalar_param(x):
+    """A param holding one scalar: rank 0, or a splat (core/ir.py)."""
+    return x.op == "param" and (not x.shape or "splat" in x.attrs)
+
+
 def _fold_broadcast(inputs, attrs, shape, dtype):
     x = inputs[0]
     if x.shape == shape:
         return x
+    if x.op == "param":
+        if _scalar_param(x):  # a Python number broadcast to its partner: one splat leaf
+            return ir.splat(x, shape)
+    elif x.op in _PUSHED:
+        # a unary op of a number (convert(p), neg(p)) is applied after the broadcast, to the
+        # splat: the form unary(broadcast(p)) already takes, so both orders are one graph
+        inner = x.inputs[0]
+        while inner.op in _PUSHED:
+            inner = inner.inputs[0]
+        if _scalar_param(inner):
+            return OPS[x.op](OPS["broadcast_in_dim"](x.inputs[0], **attrs), **x.attrs)
     if x.op == "reshape":
         # broadcasting a reshape that only inserted unit axes (keepdims-style) is the same as
         # broadcasting the reshape's input directly; emit that single canonical form
@@ -94,9 +110,13 @@ def _fold_constraint(inputs, attrs, shape, dtype):
     return None
 
 
+_PUSHED = set()  # the element-wise unary ops _push_unary folds
+
+
 def _push_unary(name, first=None):
     """Element-wise unary ops commute with broadcast and reshape: apply them before (on fewer
     elements, and one canonical form however a frontend ordered the two)."""
+    _PUSHED.add(name)
     def fold(inputs, attrs, shape, dtype):
         if first is not None:
             simpler = first(inputs, attrs, shape, dtype)

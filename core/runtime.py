@@ -188,7 +188,8 @@ def to_host(handle, cause="observe", source=None):
 class Program:
     """A linearized graph with no data in it, safe to keep in the cache.
 
-    Slots 0..len(leaves)-1 are the leaves (data and params, in first-visit order); then one
+    Slots 0..len(leaves)-1 are the leaves (data, param and splat -- a param whose value is one
+    scalar broadcast to its shape -- in first-visit order); then one
     slot per instruction. An instruction is (op, attrs, input slots, shape, dtype, const).
     """
     __slots__ = ("leaves", "instructions", "outputs", "key", "sources", "leaf_sources", "_digest",
@@ -328,7 +329,9 @@ def _program(key, leaves, inner):
                              node.dtype, const))
         sources.append(node.source)
     outputs = tuple(at(s) for s in key[1])
-    return Program([(n.op, n.shape, n.dtype) for n in leaves], instructions, outputs, key,
+    # a splat param's kind tells the backend that its value is one scalar for the whole shape
+    return Program([("splat" if n.attrs.get("splat") else n.op, n.shape, n.dtype) for n in leaves],
+                   instructions, outputs, key,
                    sources, [n.source for n in leaves],
                    tuple(n.attrs.get("sharding") for n in leaves))
 

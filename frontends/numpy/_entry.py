@@ -127,8 +127,15 @@ def binary(ufunc, a, b):
         lower, loop, nout = plan
         da, db = loop[0], loop[1]
         try:
-            na = param(a, da) if na is None else na if na.dtype == da else _convert(na, dtype=da)
-            nb = param(b, db) if nb is None else nb if nb.dtype == db else _convert(nb, dtype=db)
+            if na is not None and na.dtype != da:
+                na = _convert(na, dtype=da)
+            if nb is not None and nb.dtype != db:
+                nb = _convert(nb, dtype=db)
+            # a Python number is one param leaf of its partner's shape (a splat: core/ir.py)
+            if na is None:
+                na = param(a, da, () if nb is None else nb.shape)
+            if nb is None:
+                nb = param(b, db, na.shape)
         except OverflowError:  # a Python int out of the loop dtype's range
             return _apply_general(ufunc, (a, b))
         sa, sb = na.shape, nb.shape

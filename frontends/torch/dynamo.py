@@ -339,6 +339,8 @@ def _host_value(t):
     """A CPU copy of a lazy leaf made while lowering (a constant, a run-time param, data)."""
     node = t._lazyx_handle.node
     host = runtime.get_backend().to_host(node.value) if node.op == "data" else node.value
+    if host.shape != node.shape:  # a splat param: one scalar for its whole shape
+        host = np.full(node.shape, host)
     return dtypes.from_numpy_array(host, t.dtype)
 
 

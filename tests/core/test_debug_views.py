@@ -50,7 +50,8 @@ def fresh():
 
 def scaled_sum(rows):
     """x / lr summed, with the line of every value recorded: returns (tensor, x, lines).
-    (div, not mul: operands of commutative ops are put in a canonical order, not the user's)"""
+    (div, not mul: operands of commutative ops are put in a canonical order, not the user's;
+    the broadcast param folds into one splat leaf, made where the param was)"""
     x_host = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
     x = runtime.from_host(x_host); lx = here()  # noqa: E702
     lr = ir.param(0.5, "float32"); llr = here()  # noqa: E702
@@ -64,17 +65,15 @@ def test_ir_text_lists_every_value_with_op_type_and_source_line(fresh):
     s, x_host, lines = scaled_sum(3)
     text = lazyx.ir_text(s)
     body = text.splitlines()
-    assert body[0].startswith(f"lazyx pending graph {lazyx.graph_hash(s)}: 2 leaves, 3 ops")
+    assert body[0].startswith(f"lazyx pending graph {lazyx.graph_hash(s)}: 2 leaves, 2 ops")
     expected = [("%0 = data : float32[3,4]", "x"),
-                ("%1 = param : float32[]", "lr"),
-                ("%2 = broadcast_in_dim(%1) {shape=(3, 4), broadcast_dimensions=()} : float32[3,4]",
-                 "b"),
-                ("%3 = div(%0, %2) : float32[3,4]", "y"),
-                ("%4 = reduce_sum(%3) {axes=(0, 1)} : float32[]", "s")]
+                ("%1 = param {splat} : float32[3,4]", "lr"),
+                ("%2 = div(%0, %1) : float32[3,4]", "y"),
+                ("%3 = reduce_sum(%2) {axes=(0, 1)} : float32[]", "s")]
     for row, (value, name) in zip(body[1:], expected):
         assert row.strip().startswith(value), row
         assert row.rstrip().endswith(at(lines[name])), row
-    assert body[-1].strip() == "return %4"
+    assert body[-1].strip() == "return %3"
     # looking at the graph neither syncs nor changes the result
     assert s.__lazyx_handle__.pending and lazyx.metrics()["syncs"] == 0
     got = runtime.to_host(s.__lazyx_handle__, cause="item")
@@ -99,13 +98,14 @@ def test_to_dot_parses_as_the_same_graph(fresh):
     (graph,) = pydot.graph_from_dot_data(lazyx.to_dot(s))
     assert graph.get_type() == "digraph"
     nodes = {n.get_name(): n for n in graph.get_nodes() if n.get_name() not in ("node", "edge")}  # defaults
-    assert len(nodes) == len(program.leaves) + len(program.instructions) == 5
+    assert len(nodes) == len(program.leaves) + len(program.instructions) == 4
     labels = {name: n.get_label().strip('"') for name, n in nodes.items()}
-    assert labels["n3"] == "%3 div\\nfloat32[2,4]\\n" + at(lines["y"])
+    assert labels["n2"] == "%2 div\\nfloat32[2,4]\\n" + at(lines["y"])
     assert labels["n0"].startswith("%0 input\\nfloat32[2,4]")
+    assert labels["n1"].startswith("%1 param\\nfloat32[2,4]")
     edges = {(e.get_source(), e.get_destination(), e.get_label()) for e in graph.get_edges()}
-    assert edges == {("n1", "n2", None), ("n0", "n3", "0"), ("n2", "n3", "1"), ("n3", "n4", None)}
-    assert nodes["n4"].get("penwidth") == "2.5"  # the output stands out
+    assert edges == {("n0", "n2", "0"), ("n1", "n2", "1"), ("n2", "n3", None)}
+    assert nodes["n3"].get("penwidth") == "2.5"  # the output stands out
     assert nodes["n0"].get("shape") == "ellipse"
 
 
@@ -124,7 +124,7 @@ def test_render_writes_svg_and_png(fresh, tmp_path):
     root = ET.parse(svg).getroot()
     assert root.tag.endswith("svg")
     texts = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
-    assert "reduce_sum" in texts and "broadcast_in_dim" in texts
+    assert "reduce_sum" in texts and "div" in texts
     png = lazyx.render(s, str(tmp_path / "g.png"))
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
@@ -174,11 +174,12 @@ def test_dump_saves_ir_lowered_program_hash_and_source_lines(fresh, tmp_path):
     meta = json.loads((tmp_path / "dumps" / (stem + ".json")).read_text())
     assert meta["graph_hash"] == expected_hash and meta["backend"] == lazyx.backend()
     assert meta["sync"] == {"cause": "item", "line": at(sync_line)}
-    assert sorted(i["type"] for i in meta["inputs"]) == ["float32[5,4]", "float32[]"]
+    assert sorted((i["kind"], i["type"]) for i in meta["inputs"]) == [
+        ("data", "float32[5,4]"), ("splat", "float32[5,4]")]  # (a splat is fed its scalar)
     by_line = {entry["lineno"]: entry for entry in meta["source_lines"]}
     assert by_line[lines["y"]]["code"].startswith("y = ops.div(x, b)")
     assert by_line[lines["y"]]["values"] == 1
-    assert set(by_line) == {lines[k] for k in ("x", "lr", "b", "y", "s")}
+    assert set(by_line) == {lines[k] for k in ("x", "lr", "y", "s")}
 
 
 def _script_env(**extra):

@@ -95,7 +95,12 @@ def operands(out, *xs, dtype=None):
     """Inputs converted to the computation dtype and broadcast to the output's shape."""
     dtype = dtype or compute_dtype(out.dtype)
     shape = tuple(out.shape)
-    return [bcast(node_of(x, dtype), shape) for x in xs]
+    # a Python number is one param leaf of the output's shape (a splat: core/ir.py)
+    return [ir.param(x, dtype, shape) if type(x) in _NUMBERS else bcast(node_of(x, dtype), shape)
+            for x in xs]
+
+
+_NUMBERS = (float, int, bool)
 
 
 def dim_of(dim, ndim):
