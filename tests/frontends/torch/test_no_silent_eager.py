@@ -221,7 +221,8 @@ def test_the_users_own_reads_are_observations():
     lazyx.reset_metrics()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback warning either
-        x[0].item(), str(x), bool(x[0] > 0), int(x[0]), float(x[1]), f"{x[2]}", 4.0 in x
+        # (str first: reading x[0] would compute x with it, as it shares x's work)
+        str(x), x[0].item(), bool(x[0] > 0), int(x[0]), float(x[1]), f"{x[2]}", 4.0 in x
         x.cpu(), x.to("cpu", torch.float64), x.numpy(), x.tolist(), np.asarray(x)
         torch.testing.assert_close(x, torch.tensor([2.0, 4.0, 6.0]).to(lt.device))
         if x.sum():
