@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ops
-from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, const, operand_nodes,
+from .lowering import (Reject, axes_of, binary_operands, broadcast_to, const, operand_nodes,
                        scalar)
 from .registry import lower, lower_varargs, raise_for_values
 from .tensor import LazyTensor, ir_dtype, wrap
@@ -76,7 +76,7 @@ def _register_binary(api, fn):
     def binary(x, y):
         if compares and not (_tensorish(x) and _tensorish(y)) and not _number_like(x, y):
             return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
-        nodes = broadcast_all(*operand_nodes(x, y))
+        nodes = binary_operands(x, y)
         if api in _INTEGER_DIVISIONS and dt.is_int(nodes[1].dtype):
             divisor = host_values.known(operand_nodes(y)[0])
             if divisor is not None and not np.all(divisor):

@@ -56,6 +56,31 @@ def broadcast_to(node, shape):
     return compose.broadcast_to(node, shape)
 
 
+def binary_operands(x, y):
+    """operand_nodes(x, y) broadcast to one shape. A lazy tensor with a Python number (the
+    common `x * 0.5`) makes the number's splat at the tensor's shape directly: one node, not
+    a rank-0 param that broadcasting then folds (the same graph either way)."""
+    if type(x) is LazyTensor and type(y) in (float, int):
+        a = x.node
+        b = _splat_or_none(y, x.dtype, a)
+        if b is not None:
+            return [a, b]
+    elif type(y) is LazyTensor and type(x) in (float, int):
+        b = y.node
+        a = _splat_or_none(x, y.dtype, b)
+        if a is not None:
+            return [a, b]
+    return broadcast_all(*operand_nodes(x, y))
+
+
+def _splat_or_none(number, dtype, like):
+    try:
+        node = node_of(number, dtype, like.shape)
+    except (TypeError, ValueError):  # the general path gives TF's error
+        return None
+    return node if node.shape == like.shape and node.dtype == like.dtype else None
+
+
 def broadcast_all(*nodes):
     shape = broadcast_shapes(*[n.shape for n in nodes])
     return [broadcast_to(n, shape) for n in nodes]

@@ -340,11 +340,13 @@ def sources_of(*values):
     return tuple(out)
 
 
-def node_of(value, dtype=None):
+def node_of(value, dtype=None, shape=()):
     """An IR node for a lazy tensor, a TF tensor/variable, or anything tf.constant takes.
 
     Python scalars become run-time params (a new value never recompiles); conversion goes
-    through TF itself, so dtype defaults and conversion errors are TF's own.
+    through TF itself, so dtype defaults and conversion errors are TF's own. With a `shape`,
+    a Python number on the fast path below is its splat of that shape (one node), and any
+    other value is returned at its own shape.
     """
     if type(value) is LazyTensor or isinstance(value, LazyTensor):
         return value.node
@@ -358,7 +360,7 @@ def node_of(value, dtype=None):
         bounds = _SCALAR_RANGE.get(dtype)
         if bounds is not None and bounds[0] <= value <= bounds[1] and \
                 (type(value) is int or bounds[2]):
-            return ir.param(value, _IR_DTYPES[dtype])
+            return ir.param(value, _IR_DTYPES[dtype], shape)
     if isinstance(value, (bool, int, float, np.generic)) and dtype is not None:
         converted = tf.convert_to_tensor(value, dtype=dtype)  # TF's range/type errors
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))

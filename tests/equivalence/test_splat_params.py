@@ -35,15 +35,15 @@ def test_each_number_operand_is_one_leaf(frontend):
     np.testing.assert_allclose(to_numpy(frontend, out), _program(host, 1.5, 0.25), rtol=1e-6)
 
 
-@pytest.mark.parametrize("frontend", [f for f in LIVE if f != "tf"])
+@pytest.mark.parametrize("frontend", LIVE)
 def test_tracing_a_number_operand_builds_one_node(frontend):
-    # NumPy's and torch's entries build the splat directly; TF's conversion still makes a
-    # rank-0 param first, which core then folds (one node more while tracing, none in the graph)
+    # every frontend's binary entry builds the splat directly (no rank-0 param to fold)
     from lazyx.core import ir
     (x,) = _lazy_inputs(frontend, [np.ones((3, 4), np.float32)])
-    before = ir.CREATED[0]
-    x * 0.5
-    assert ir.CREATED[0] - before == 2  # the splat and the mul
+    for make in (lambda: x * 0.5, lambda: 2 - x):
+        before = ir.CREATED[0]
+        make()
+        assert ir.CREATED[0] - before == 2  # the splat and the op
 
 
 def test_the_three_frontends_build_one_graph():
