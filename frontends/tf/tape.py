@@ -11,7 +11,7 @@ barrier. Targets that are not lazy get TF's own gradient.
 import numpy as np
 import tensorflow as tf
 
-from ...core import autodiff, ir, ops, runtime
+from ...core import autodiff, ir, ops, origins, runtime
 from ...core import dtypes as dt
 from . import variables
 from .tensor import TAPED_LEAVES, LazyTensor
@@ -54,14 +54,16 @@ class GradientTape(tf.GradientTape):
             grads = dict(zip(map(id, wanted), autodiff.vjp([target.node], [seed], wanted)))
             bridges = []
         else:
-            order = _order_through_origins(target.node)
+            order = origins.order_through(target.node)
             reachable = {id(n) for n in order}
-            wanted = [n for n in nodes if n is not None and id(n) in reachable
-                      and dt.is_float(n.dtype)]
+            # a source's shadow realized mid-step has two names (its leaf, its computation)
+            wanted = [n for n in nodes if n is not None and dt.is_float(n.dtype)
+                      and any(id(a) in reachable for a in origins.aliases(n))]
             # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates
             # up to them, TF's own tape from them back to the sources
             bridges = [n for n in order if n in TAPED_LEAVES and dt.is_float(n.dtype)]
-            grads = _vjp_through_origins(target.node, seed, wanted + bridges)
+            grads = dict(zip(map(id, wanted + bridges),
+                             origins.vjp(target.node, seed, wanted + bridges)))
         extra = self._through_tf(bridges, [grads[id(b)] for b in bridges], flat) if bridges \
             else [None] * len(flat)
         zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO
@@ -85,39 +87,6 @@ class GradientTape(tf.GradientTape):
         reals = [TAPED_LEAVES[b] for b in bridges]
         seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
         return super().gradient(reals, flat, output_gradients=seeds)
-
-
-def _order_through_origins(node):
-    """The graph behind `node`, continued through values a sync realized mid-step."""
-    order, seen, todo = [], set(), [node]
-    while todo:
-        for n in ir.topo_order([todo.pop()]):
-            if id(n) not in seen:
-                seen.add(id(n))
-                order.append(n)
-                origin = runtime.ORIGINS.get(n)
-                if origin is not None:
-                    todo.append(origin)
-    return order
-
-
-def _vjp_through_origins(node, seed, wanted):
-    """{id(w): cotangent} for `wanted`, the IR's vjp carried on through realized values (a
-    value observed mid-step is a data leaf in later graphs; its origin is its computation)."""
-    acc, todo = {}, [(node, seed)]
-    while todo:
-        root, g = todo.pop()
-        order = ir.topo_order([root])
-        present = {id(n) for n in order}
-        realized = [n for n in order if n in runtime.ORIGINS and dt.is_float(n.dtype)]
-        targets = [w for w in wanted if id(w) in present] + realized
-        is_realized = {id(n) for n in realized}
-        for t, c in zip(targets, autodiff.vjp([root], [g], targets) if targets else ()):
-            if id(t) in is_realized:
-                todo.append((runtime.ORIGINS[t], c))
-            else:
-                acc[id(t)] = c if id(t) not in acc else ops.add(acc[id(t)], c)
-    return acc
 
 
 def _source_node(source):

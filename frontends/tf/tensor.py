@@ -15,7 +15,7 @@ import tensorflow as tf
 from tensorflow.python.eager import record
 from tensorflow.python.framework import composite_tensor, type_spec
 
-from ...core import autodiff, ir, ops, runtime, source
+from ...core import ir, ops, origins, runtime, source
 from ...core import dtypes as dt
 
 
@@ -396,7 +396,7 @@ def wrap(node, *inputs):
 
 def _vjp_to_tf(node, cotangent, sources, also_sync=()):
     """Gradients (real tf tensors) of `node` w.r.t. the sources, forward+backward in one run."""
-    grads = autodiff.vjp([node], [cotangent], [n for _, n in sources])
+    grads = origins.vjp(node, cotangent, [n for _, n in sources])
     handles = [runtime.LazyHandle(g) for g in grads]
     runtime.sync(*handles, *[h for h in also_sync if h.pending], cause="convert", sharing=True)
     out = []
@@ -423,7 +423,9 @@ def _record_token(lazy, node, sources):
 
 def to_tf(value, cause="convert"):
     """A real tf.Tensor for a lazy value; under a tape, gradients still flow through it."""
-    node = value.node  # the pending graph, before the sync swaps in its result
+    # the pending graph, before the sync swaps in its result (a value realized earlier under a
+    # tape is a leaf: origins' walks continue to what it was computed from)
+    node = value.node
     host = runtime.to_host(value._handle, cause=cause)
     tensor = tf.constant(host, dtype=value.dtype)
     sources = sources_of(value) or _shadowed_sources(node)
@@ -444,6 +446,11 @@ def _shadowed_sources(node):
     from . import variables
     if not variables._lazy_tapes[0] or not record.could_possibly_record():
         return ()
-    shadows = {id(v._lazyx_shadow.node): v for v in variables._SHADOWED.values()
-               if v._lazyx_shadow is not None and v.trainable}
-    return tuple((shadows[id(n)].handle, n) for n in ir.topo_order([node]) if id(n) in shadows)
+    shadows = {}  # every name of each shadow's node (origins.aliases) -> its variable
+    for v in variables._SHADOWED.values():
+        if v._lazyx_shadow is not None and v.trainable:
+            for name in origins.aliases(v._lazyx_shadow.node):
+                shadows[id(name)] = v
+    found = {id(shadows[id(n)]): shadows[id(n)] for n in origins.order_through(node)
+             if id(n) in shadows}
+    return tuple((v.handle, v._lazyx_shadow.node) for v in found.values())

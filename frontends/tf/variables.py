@@ -29,6 +29,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record
+from tensorflow.python.eager import tape as tf_tape
 
 from ...core import capture, ir, ops, runtime
 from . import tensor as _tensor
@@ -122,6 +123,12 @@ def read(value):
         _make_lazy(var)
         shadow = mirror if mirror is not None else LazyTensor(_tf_leaf(var.value()))
         _set_shadow(var, shadow)
+    if _lazy_tapes[0] and var.trainable:
+        # TF's own read tells the recording tapes that the variable was used, and they watch
+        # it from then on; a shadow (kept from an earlier step, or a mirror) is read without
+        # TF, so tell them here -- or an op TF runs eagerly under this tape (a fallback)
+        # records nothing, and its part of the gradient is silently lost from step 2 on
+        tf_tape.variable_accessed(var)
     return shadow
 
 

@@ -141,6 +141,38 @@ def test_lazy_tape_gradients_flow_through_ops_run_eagerly():
         np.testing.assert_allclose(np.asarray(g), v.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def _fallback_steps(tape_type, make, observe, steps=3):
+    """A few SGD steps whose loss goes through an op run eagerly on TF (bessel_i1e); with
+    `observe`, the value handed to it was printed (realized) first."""
+    w = tf.Variable([0.5, 1.5, 2.0])
+    b = tf.Variable([0.25, -0.5, 1.0])
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    out = []
+    for _ in range(steps):
+        with tape_type() as tape:
+            h = make(x) * w + b
+            if observe:
+                str(h)
+            loss = tf.reduce_sum(tf.math.bessel_i1e(h) * 2.0 + h * b)
+        gw, gb = tape.gradient(loss, [w, b])
+        out.append((np.asarray(gw), np.asarray(gb)))
+        w.assign_sub(0.1 * gw)
+        b.assign_sub(0.1 * gb)
+    return out
+
+
+@pytest.mark.parametrize("observe", [False, True], ids=["plain", "printed-first"])
+def test_gradients_through_ops_run_eagerly_stay_right_every_step(observe):
+    # From the second step on the variables' shadows already exist, so no real TF read
+    # tells TF's tape to watch them: the fallback's part of the gradient used to vanish
+    # silently. A printed value is a data leaf: its gradient must reach its computation.
+    want = _fallback_steps(tf.GradientTape, tf.constant, observe)
+    got = _fallback_steps(ltf.GradientTape, ltf.constant, observe)
+    for step, (g, e) in enumerate(zip(got, want)):
+        for lazy, eager in zip(g, e):
+            np.testing.assert_allclose(lazy, eager, rtol=1e-5, atol=1e-6, err_msg=f"step {step}")
+
+
 def test_lazy_tape_gradients_flow_through_values_observed_mid_step():
     # looking at an intermediate (here its numpy value) realizes it; later uses must still
     # carry the gradient back through the computation it came from
