@@ -10,7 +10,7 @@ from ...core import dtypes as dt
 from ...core import ir, ops
 from .api_math import _diag_part, _swap_last
 from .lowering import Reject, broadcast_all, const, operand_nodes, static_ints
-from .registry import lower, lower_undispatched
+from .registry import fallback_undispatched, lower, lower_undispatched
 from .tensor import ir_dtype, wrap
 
 
@@ -338,3 +338,9 @@ def pinv(a, rcond=None, validate_args=False):
     scaled = ops.mul(v, ops.broadcast_in_dim(inverse, shape=v.shape, broadcast_dimensions=tuple(
         range(s.ndim - 1)) + (s.ndim,)))
     return wrap(_batched_matmul(scaled, _swap_last(u)), a)
+
+
+# Generated ops with no dispatch hook that lazyx does not lower (a matrix logarithm, a
+# banded solve): TF's own kernels on materialized inputs, counted, instead of a TypeError
+fallback_undispatched(tf.linalg, "logm")
+fallback_undispatched(tf.linalg, "banded_triangular_solve")

@@ -325,6 +325,16 @@ def lower_undispatched(namespace, name):
     return register
 
 
+def _eager_only(*args, **kwargs):
+    raise Reject()
+
+
+def fallback_undispatched(namespace, name):
+    """`namespace.name` has no dispatch hook and no lowering: on lazy inputs it runs on TF
+    (a counted fallback) rather than refusing the conversion of its lazy operand."""
+    UNDISPATCHED[(namespace, name)] = _eager_only
+
+
 def undispatched_wrapper(original, lowering):
     """TF's own function for eager inputs; for lazy ones the lowering, or -- when it rejects
     the call -- TF's function on materialized inputs (a counted fallback: its result or its

@@ -54,6 +54,23 @@ def test_an_fft_length_that_pads_or_crops_is_a_counted_fallback():
     assert lazyx.metrics()["fallback_ops"] == {"tf.signal.rfft": 1}
 
 
+def test_unlowered_generated_linalg_ops_are_counted_fallbacks():
+    # no dispatch hook and no lowering: they used to refuse their lazy operand (a TypeError)
+    rng = np.random.default_rng(1)
+    m = (np.eye(3) * 2 + 0.1 * rng.standard_normal((3, 3))).astype(np.complex64)
+    band = rng.uniform(1, 2, (2, 4)).astype(np.float32)
+    rhs = rng.standard_normal((4, 2)).astype(np.float32)
+    lazyx.reset_metrics()
+    logm = tf.linalg.logm(ltf.constant(m))
+    solved = tf.linalg.banded_triangular_solve(ltf.constant(band), ltf.constant(rhs))
+    assert isinstance(logm, ltf.Tensor) and isinstance(solved, ltf.Tensor)
+    np.testing.assert_allclose(np.asarray(logm), tf.linalg.logm(m).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(solved),
+                               tf.linalg.banded_triangular_solve(band, rhs).numpy(), rtol=1e-5)
+    assert lazyx.metrics()["fallback_ops"] == {"tf.linalg.logm": 1,
+                                                "tf.linalg.banded_triangular_solve": 1}
+
+
 def test_eager_calls_are_tf_own():
     x = np.arange(8, dtype=np.float32)
     assert tf.signal.rfft(tf.constant(x)).dtype == tf.complex64
