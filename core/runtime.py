@@ -658,16 +658,22 @@ def graph_hash(*tensors):
 _warned_fallbacks = set()
 
 
-def fallback(op_name, framework):
-    """Frontends call this when an op runs eagerly on the real framework: counted, warned once."""
+def fallback(op_name, framework, read=False):
+    """Frontends call this when an op runs eagerly on the real framework, or (`read`) when the
+    framework's own code inside `op_name` reads a lazy value on the host: counted, warned once."""
     source = user_line(2)
     metrics.record_fallback(op_name, source)
     _notify("on_fallback", op_name, source)
     if op_name not in _warned_fallbacks:
         _warned_fallbacks.add(op_name)
-        warnings.warn(f"lazyx: {op_name} has no lowering; it runs eagerly on {framework} "
-                      f"(inputs are materialized; counted in lazyx.metrics()['fallback_ops'])",
-                      RuntimeWarning, stacklevel=3)
+        if read:
+            what = (f"{framework}'s own code in {op_name} reads a lazy value on the host; that "
+                    f"value is computed now, not at the next barrier")
+        else:
+            what = (f"{op_name} has no lowering; it runs eagerly on {framework} (inputs are "
+                    f"materialized")
+        warnings.warn(f"lazyx: {what}; counted in lazyx.metrics()['fallback_ops']"
+                      + ("" if read else ")"), RuntimeWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------- replay (core/replay.py)

@@ -107,7 +107,7 @@ class LazyArray:
         if cause != "fallback":
             inside = numpy_caller()
             if inside is not None:  # NumPy's own code reads the value: not the user observing
-                runtime.fallback(inside, "numpy")
+                runtime.fallback(inside, "numpy", read=True)
                 cause = "fallback"
         host = runtime.to_host(self.__lazyx_handle__, cause=cause, source=source or user_line(3))
         if not host.flags.writeable:  # XLA may hand out a read-only view of its buffer

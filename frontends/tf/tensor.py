@@ -38,7 +38,7 @@ def framework_request():
 def silent_turn(what):
     """A conversion TF or Keras asked for, not the user: a counted fallback named after the
     function that asked (principle 9: no silent eager turn)."""
-    runtime.fallback(what, "tensorflow")
+    runtime.fallback(what, "tensorflow", read=True)
 
 
 def _observe(handle, cause):

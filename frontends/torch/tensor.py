@@ -112,7 +112,7 @@ def to_cpu(lazy, cause):
         # composite kernel through func.decompose) is the op's doing, not the user's
         asker = str(_state.op) if _state.views else framework_request()
         if asker is not None:  # torch's own code reads the value: a silent eager turn
-            runtime.fallback(asker, "torch")
+            runtime.fallback(asker, "torch", read=True)
             cause = "fallback"
     host = runtime.to_host(lazy._lazyx_handle, cause=cause)
     return dtypes.from_numpy_array(host, lazy.dtype)
