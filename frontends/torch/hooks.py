@@ -14,6 +14,7 @@ upgrade, re-read those:
   torch._mirror_autograd_meta_to       Dynamo fakes lazyx parameters (torch.compile)
   nn.Module.to                 tied weights stay tied when a model moves to the device
   autograd._engine_run_backward        lazy backward runs on the calling thread
+  Tensor._reduce_ex_internal   torch.save/pickle of lazy tensors: values go through the CPU
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
@@ -103,6 +104,22 @@ def _module_to(self, *args, **kwargs):
         torch.__future__.set_swap_module_params_on_conversion(before)
 
 
+def _reduce_ex_internal(self, proto):
+    """torch.save and pickle of a lazyx tensor (a checkpoint's state_dict): torch's own route
+    for a device with no host storage (torch 2.13 takes it for "xla", or a PrivateUse1 tensor
+    without storage; a lazyx tensor's functional wrapper has a storage object with no data,
+    so torch took the CPU route and failed reading its data pointer). The value is computed
+    and saved as a CPU tensor; loading puts it back on the device it came from, or where
+    `map_location` says."""
+    if self.device.type != "lazyx":
+        return _ORIGINAL["reduce_ex_internal"](self, proto)
+    if torch.serialization._serialization_tls.skip_data:
+        raise RuntimeError("Cannot serialize tensors on backends with no storage under "
+                           "skip_data context manager")
+    return (torch._utils._rebuild_device_tensor_from_cpu_tensor,
+            (self.detach().cpu(), self.dtype, str(self.device), self.requires_grad))
+
+
 def install():
     """Install the hooks (once; device.register calls this)."""
     if _ORIGINAL:
@@ -114,6 +131,8 @@ def install():
     _ORIGINAL["mirror_autograd_meta"] = torch._mirror_autograd_meta_to
     torch._mirror_autograd_meta_to = _mirror_autograd_meta_to
     _ORIGINAL["module_to"] = torch.nn.Module.to
+    _ORIGINAL["reduce_ex_internal"] = torch.Tensor._reduce_ex_internal
+    torch.Tensor._reduce_ex_internal = _reduce_ex_internal
     torch.nn.Module.to = _module_to
     # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
     # torch.compiler patch swaps both names, so we replace both and stay in place under it
