@@ -137,6 +137,12 @@ class LazyArray:
     def tolist(self):
         return self._host("convert").tolist()
 
+    def tobytes(self, order="C"):
+        return self._host("convert").tobytes(order)
+
+    def tofile(self, fid, sep="", format="%s"):  # noqa: A002 - NumPy's name
+        return self._host("convert").tofile(fid, sep, format)
+
     def item(self, *args):
         if not args and self.size != 1:
             raise ValueError("can only convert an array of size 1 to a Python scalar")
@@ -202,6 +208,7 @@ class LazyArray:
 
 _LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+_NUMPY_TESTING = os.path.join(_NUMPY_DIR, "testing") + os.sep
 
 
 def numpy_caller():
@@ -215,6 +222,8 @@ def numpy_caller():
         frame = frame.f_back
     name = None
     while frame is not None and frame.f_code.co_filename.startswith(_NUMPY_DIR):
+        if frame.f_code.co_filename.startswith(_NUMPY_TESTING):
+            return None  # np.testing compares because the user asked it to: an observation
         name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
         frame = frame.f_back
     return None if name is None else f"numpy.{name}"

@@ -24,18 +24,28 @@ def _lazy_in(obj, found):
     return found
 
 
-def materialize(obj):
+def materialize(obj, cause="fallback"):
     """`obj` with every lazy array (inside lists, tuples, dicts) replaced by its host value."""
     if isinstance(obj, LazyArray):
-        return obj._host("fallback")
+        return obj._host(cause)
     if isinstance(obj, list):
-        return [materialize(v) for v in obj]
+        return [materialize(v, cause) for v in obj]
     if isinstance(obj, tuple):
-        items = [materialize(v) for v in obj]
+        items = [materialize(v, cause) for v in obj]
         return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
     if isinstance(obj, dict):
-        return {k: materialize(v) for k, v in obj.items()}
+        return {k: materialize(v, cause) for k, v in obj.items()}
     return obj
+
+
+def observe_with(fn, args, kwargs):
+    """fn(*args, **kwargs) on host values for a function whose job is to hand the values to
+    the host (np.save, np.array2string): the user asked for them, an observation (one cut,
+    cause "convert"), not a fallback. Its result (None, a string) is returned as is."""
+    lazy = _lazy_in(args, _lazy_in(kwargs, []))
+    if lazy:
+        runtime.sync(*lazy, cause="convert", source=user_line(3), sharing=True)
+    return fn(*materialize(args, "convert"), **materialize(kwargs, "convert"))
 
 
 def rewrap(obj):

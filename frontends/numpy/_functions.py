@@ -9,7 +9,7 @@ from . import fft as _fft
 from . import linalg as _linalg_api
 from ._base import LazyArray
 from ._entry import apply
-from ._fallback import run_eagerly
+from ._fallback import observe_with, run_eagerly
 from ._promote import as_lazy, assign, ir_dtype, result_ir_dtype
 
 
@@ -212,6 +212,12 @@ FUNCTIONS[np.fft.ifftshift] = _positional(_fft.ifftshift, ("axes",))
 FUNCTIONS[np.angle] = _elementwise.angle
 
 
+# Functions whose job is to hand the values to the host -- a file, a string: observations
+# (the user asked for the values), not fallbacks
+HOST_OUTPUTS = {np.save, np.savez, np.savez_compressed, np.savetxt, np.array2string,
+                np.array_repr, np.array_str}
+
+
 def array_function(func, types, args, kwargs):
     """The body of LazyArray.__array_function__."""
     for t in types:
@@ -220,6 +226,8 @@ def array_function(func, types, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is not None:
         return impl(*args, **kwargs)
+    if func in HOST_OUTPUTS:
+        return observe_with(func, args, kwargs)
     name = f"{func.__module__.replace('numpy._core', 'numpy').split('.')[0]}.{func.__name__}" \
         if func.__module__.startswith("numpy") and "linalg" not in func.__module__ else \
         f"{func.__module__}.{func.__name__}"
