@@ -14,7 +14,7 @@ import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
 from ...core import compose
-from . import dtypes, hooks, recurrent, tensor
+from . import autocast, dtypes, hooks, recurrent, tensor
 from .aten import data_dependent, random as lazy_random
 
 
@@ -42,6 +42,13 @@ class _BackendModule:
         lazy_random.manual_seed(seed)
 
     manual_seed = manual_seed_all
+
+    @staticmethod
+    def get_amp_supported_dtype():
+        # torch.autocast(device_type="lazyx") asks for it -- and so does every non-reentrant
+        # torch.utils.checkpoint recomputation, which re-enters the forward's autocast state
+        # (without it the recomputation raised inside the autograd engine: std::terminate)
+        return [torch.bfloat16, torch.float16]
 
     @staticmethod
     def synchronize(device=None):
@@ -128,5 +135,6 @@ def register():
                  _factory(getattr(getattr(torch.ops.aten, packet), overload)), "PrivateUse1")
     recurrent.register(lib)  # nn.LSTM / nn.GRU: ATen's route for non-CPU devices is CUDA-only
     lib.impl("one_hot", data_dependent.one_hot, "AutogradPrivateUse1")  # its class count read
+    _registered.append(autocast.register(lib))  # torch.autocast("lazyx")
     _registered.append(lib)  # the registrations live as long as the Library object
     hooks.install()
