@@ -33,6 +33,12 @@ Installed here, once:
       counted fallback named after Keras' caller) and only its branch runs. The caller is
       found by walking the stack past keras.src.ops, .backend and .utils.
 
+  Function.__call__ (tensorflow/python/eager/polymorphic_function) is wrapped: a
+      tf.function called with lazy arguments runs on their materialized values -- a counted
+      fallback named "tf.function(<name>)", its results lazy again. (A lazy value cannot
+      enter a TF graph: TF rebuilt it from its components and failed.) Calls without lazy
+      arguments go to TF unchanged.
+
   registry.UNDISPATCHED: a TF function with no dispatch hook at all is replaced, in its
       public namespace, by a wrapper that lowers lazy inputs and calls the original for
       anything else: tf.linalg.slogdet (a generated op), tf.signal.rfft/irfft and their
@@ -55,11 +61,13 @@ Reached by TF internals, and so re-read on a TF upgrade:
       handle with a free handle's (measured at import) to know whether anything else
       holds the buffer.
 """
+import inspect
 import sys
 
 import tensorflow as tf
 from tensorflow.python.util import dispatch
 
+from ...core import runtime
 from . import registry, variables
 from .tensor import LazyTensor
 
@@ -77,10 +85,28 @@ def install():
     if variables._KerasTFVariable is not None:
         dispatch.register_dispatchable_type(variables._KerasTFVariable)
     for (namespace, name), lowering in registry.UNDISPATCHED.items():
-        setattr(namespace, name,
-                registry.undispatched_wrapper(getattr(namespace, name), lowering))
+        wrapper = registry.undispatched_wrapper(getattr(namespace, name), lowering)
+        if isinstance(inspect.getattr_static(namespace, name), staticmethod):
+            wrapper = staticmethod(wrapper)  # tf.data.Dataset.from_tensor_slices
+        setattr(namespace, name, wrapper)
     _wrap_keras_conv()
     _wrap_keras_cond()
+    _wrap_tf_function()
+
+
+def _wrap_tf_function():
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+    function_class = polymorphic_function.Function
+    original = function_class.__call__
+
+    def __call__(self, *args, **kwargs):
+        if not (registry._has_lazy(args) or registry._has_lazy(kwargs)):
+            return original(self, *args, **kwargs)
+        runtime.fallback(f"tf.function({getattr(self, '_name', '?')})", "tensorflow")
+        return registry.wrap_result(original(self, *registry._materialize(args),
+                                             **registry._materialize(kwargs)))
+    __call__.__wrapped__ = original
+    function_class.__call__ = __call__
 
 
 def _wrap_keras_conv():

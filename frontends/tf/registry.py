@@ -21,7 +21,7 @@ from ...core import ops, runtime, source
 from ...core.tables import Table, caller
 from . import variables
 from .lowering import Reject
-from .tensor import TARGETS, LazyTensor, silent_turn, sources_of, to_tf, _tf_leaf
+from .tensor import _IR_DTYPES, TARGETS, LazyTensor, silent_turn, sources_of, to_tf, _tf_leaf
 
 _OP_LINE = source.OP_LINE
 
@@ -273,8 +273,11 @@ def _materialize(value):
 
 
 def wrap_result(value):
-    """Real TF results back into lazy tensors (as device data); other values unchanged."""
+    """Real TF results back into lazy tensors (as device data); other values -- and tensors
+    of a dtype the IR has no name for (strings, variants) -- unchanged."""
     if isinstance(value, tf.Tensor) and not isinstance(value, LazyTensor):
+        if value.dtype not in _IR_DTYPES:
+            return value
         return LazyTensor(_tf_leaf(value), sources_of(value))
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
         return type(value)(wrap_result(v) for v in value)

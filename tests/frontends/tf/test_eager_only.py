@@ -1,0 +1,69 @@
+"""TF functions a lazy value cannot enter -- tf.function graphs, map_fn and friends, tf.data,
+string results -- run on its materialized value as counted fallbacks, with TF's numbers."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx
+import lazyx.frontends.tf as ltf
+
+X = np.random.default_rng(0).standard_normal((6, 5)).astype(np.float32)
+
+
+def _same(got, want):
+    got, want = tf.nest.flatten(got), tf.nest.flatten(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+def test_a_tf_function_called_with_lazy_values_is_a_counted_fallback():
+    @tf.function
+    def f(t, scale):
+        return tf.reduce_sum(t * scale, axis=1), t[0]
+
+    want = f(tf.constant(X), 2.0)
+    lazyx.reset_metrics()
+    got = f(ltf.constant(X) * 1.0, 2.0)  # a pending lazy value
+    assert lazyx.metrics()["fallback_ops"] == {"tf.function(f)": 1}
+    assert all(isinstance(g, ltf.Tensor) for g in got)  # results are lazy again
+    _same(got, want)
+    lazyx.reset_metrics()
+    f(tf.constant(X), 3.0)  # eager arguments: TF's own call, nothing counted
+    assert lazyx.metrics()["fallback_ops"] == {}
+
+
+def test_gradients_flow_through_a_tf_function_under_the_lazy_tape():
+    w = tf.Variable(np.linspace(0.5, 1.5, 5).astype(np.float32))
+    inner = tf.function(lambda t: tf.tanh(t) * 2.0)
+
+    def grad(tape_type, make):
+        with tape_type() as tape:
+            loss = tf.reduce_sum(inner(make(X) * w) + w)
+        return tape.gradient(loss, w)
+
+    _same(grad(ltf.GradientTape, ltf.constant), grad(tf.GradientTape, tf.constant))
+
+
+CASES = {
+    "map_fn": lambda t: tf.map_fn(lambda r: r * 2.0 + 1.0, t),
+    "vectorized_map": lambda t: tf.vectorized_map(lambda r: tf.reduce_max(r), t),
+    "py_function": lambda t: tf.py_function(lambda a: a * 3.0, [t], tf.float32),
+    "from_tensor_slices": lambda t: list(tf.data.Dataset.from_tensor_slices(t).batch(4)),
+    "from_tensors": lambda t: list(tf.data.Dataset.from_tensors(t).map(lambda a: a + 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_functions_that_rebuild_their_inputs_take_lazy_values(name):
+    want = CASES[name](tf.constant(X))
+    lazyx.reset_metrics()
+    got = CASES[name](ltf.constant(X))
+    assert sum(lazyx.metrics()["fallback_ops"].values()) == 1
+    _same(got, want)
+
+
+def test_a_fallback_with_string_results_hands_back_tf_strings():
+    got = tf.strings.as_string(ltf.constant(X[0]), precision=3)
+    assert got.dtype == tf.string
+    np.testing.assert_array_equal(got.numpy(), tf.strings.as_string(X[0], precision=3).numpy())
