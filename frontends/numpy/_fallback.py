@@ -71,7 +71,17 @@ def run_eagerly(fn, name, args, kwargs):
         isinstance(out, tuple) and any(isinstance(o, LazyArray) for o in out))
     if lazy_out:
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
-    result = fn(*materialize(args), **materialize(kwargs))
+    host_args, host_kwargs = materialize(args), materialize(kwargs)
+    # NumPy functions that write into an argument (np.put, np.putmask, np.fill_diagonal,
+    # np.add.at) write into its host copy here: watch each lazy argument's copy and carry a
+    # write back into the lazy array, or it would be silently lost
+    watched = [(lazy_arg, host, host.tobytes()) for lazy_arg, host in
+               [*zip(args, host_args), *((kwargs[k], host_kwargs[k]) for k in kwargs)]
+               if isinstance(lazy_arg, LazyArray)]
+    result = fn(*host_args, **host_kwargs)
+    for lazy_arg, host, before in watched:
+        if host.tobytes() != before:
+            assign(lazy_arg, wrap(runtime.from_host(host)))
     if not lazy_out:
         return rewrap(result)
     outs = out if isinstance(out, tuple) else (out,)
