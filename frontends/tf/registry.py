@@ -187,13 +187,16 @@ def _scan(arguments, params, lists):
 
 
 def _read_eagerly(value):
-    # the variable's own read, not tf.convert_to_tensor: that API is lowered (dispatches)
-    return variables.tf_variable(value).value()
+    # the variable's own read, not tf.convert_to_tensor: that API is lowered (dispatches);
+    # a Keras variable is then cast as Keras' own read casts it (mixed precision: the layer's
+    # float32 kernel read as float16 inside its call)
+    return variables.keras_autocast(value, variables.tf_variable(value).value())
 
 
 def _read_for_lowering(value):
     shadow = variables.read(value)
-    return shadow if shadow is not None else _read_eagerly(value)
+    return variables.keras_autocast(value, shadow) if shadow is not None else \
+        _read_eagerly(value)
 
 
 def _read_variables(arguments, params, lists, reader):

@@ -56,6 +56,14 @@ def tf_variable(value):
     return value if isinstance(value, tf.Variable) else None
 
 
+def keras_autocast(variable, value):
+    """`value` read from `variable` as Keras reads it: a Keras variable read inside an
+    autocast scope (a mixed-precision layer's call) is cast to the scope's dtype."""
+    if _KerasTFVariable is None or not isinstance(variable, _KerasTFVariable):
+        return value
+    return variable._maybe_autocast(value)
+
+
 def is_lazy(value):
     """A lazy tensor, a variable holding a shadow, or any variable while an ltf.GradientTape
     records (its read becomes a shadow, see read)."""

@@ -37,13 +37,18 @@ PROGRAM = textwrap.dedent("""
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
     h = model.fit(np.ones((4, 3), np.float32), np.zeros((4, 2), np.float32), epochs=2, verbose=0)
     print([round(x, 5) for x in h.history["loss"]], type(model.layers[0].kernel).__name__)
+    keras.mixed_precision.set_global_policy("mixed_float16")  # kernels read as float16
+    mixed = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="relu"),
+                              keras.layers.Dense(2, dtype="float32")])
+    print(mixed(np.ones((2, 3), np.float32)).dtype.name, mixed.layers[0].kernel.dtype)
+    keras.mixed_precision.set_global_policy("float32")
 """)
 
 
 def test_plain_tensorflow_code_behaves_the_same_after_importing_the_frontend():
     without = shared.program_output(PROGRAM)
     with_frontend = shared.program_output("import lazyx.frontends.tf\n" + PROGRAM)
-    assert len(without) >= 7
+    assert len(without) >= 8
     assert with_frontend == without
 
 

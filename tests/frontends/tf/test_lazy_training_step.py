@@ -204,6 +204,41 @@ def test_plain_tape_after_lazy_assign_sees_the_variable():
     np.testing.assert_allclose(float(loss), 3 * 1.5 ** 2 + 4 * 2.5 ** 2, rtol=1e-6)
 
 
+@pytest.fixture
+def mixed_float16():
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def test_mixed_precision_steps_match_eager(mixed_float16):
+    # a mixed-precision layer reads its float32 kernel as float16 inside its call (Keras'
+    # autocast scope): lazyx's variable reads must cast the same way, eagerly and lazily
+    def train(tape_type, make):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.Dense(2, dtype="float32")])
+        opt = keras.optimizers.SGD(0.1)
+        rng = np.random.default_rng(0)
+        losses = []
+        for _ in range(3):
+            x = rng.standard_normal((6, 4)).astype(np.float32)
+            y = rng.standard_normal((6, 2)).astype(np.float32)
+            with tape_type() as tape:
+                loss = tf.reduce_mean((model(make(x)) - make(y)) ** 2)
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            losses.append(float(loss))
+        return losses, [v.numpy() for v in model.weights]
+
+    want_losses, want_weights = train(tf.GradientTape, tf.constant)
+    got_losses, got_weights = train(ltf.GradientTape, ltf.constant)
+    np.testing.assert_allclose(got_losses, want_losses, rtol=1e-3)
+    for g, w in zip(got_weights, want_weights):
+        assert g.dtype == w.dtype == np.float32
+        np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3)
+
+
 def test_gradients_read_one_by_one_run_one_program():
     """Each read computes every gradient sharing its forward and backward (core/observation):
     reading them one by one used to compile and run the whole step once per gradient."""
