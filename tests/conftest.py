@@ -42,3 +42,17 @@ def _nothing_pending_between_tests():
     left alive, so each test's graphs (and its compile counts) are its own."""
     lazyx.sync()
     yield
+
+
+@pytest.fixture
+def fresh_runtime():
+    """An empty compile cache, zeroed metrics and no memoized observation sharing, for tests
+    that count compiles, cache hits and executions (nothing is pending: the fixture above
+    has synced). Afterwards nothing stays pending or compiled."""
+    from lazyx.core import observation, runtime
+    runtime.CACHE.clear()
+    observation._MEMO.clear()
+    lazyx.reset_metrics()
+    yield
+    lazyx.sync()
+    runtime.CACHE.clear()

@@ -12,13 +12,7 @@ from lazyx.backends import code_maps
 from lazyx.core import ops, runtime
 
 
-@pytest.fixture(autouse=True)
-def fresh_runtime():
-    lazyx.sync()
-    runtime.CACHE.clear()
-    lazyx.reset_metrics()
-    yield
-    runtime.CACHE.clear()
+pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 
 
 def _program(rows):

@@ -9,14 +9,7 @@ import lazyx
 from lazyx.core import observation, ops, runtime
 
 
-@pytest.fixture(autouse=True)
-def fresh_runtime():
-    lazyx.sync()
-    runtime.CACHE.clear()
-    observation._MEMO.clear()
-    lazyx.reset_metrics()
-    yield
-    lazyx.sync()
+pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 
 
 def host(shape, seed=0):

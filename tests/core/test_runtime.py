@@ -7,13 +7,7 @@ import lazyx
 from lazyx.core import config, ir, ops, runtime
 
 
-@pytest.fixture(autouse=True)
-def fresh_runtime():
-    lazyx.sync()
-    runtime.CACHE.clear()
-    lazyx.reset_metrics()
-    yield
-    lazyx.sync()
+pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 
 
 def host(shape, seed=0, dtype=np.float32):

@@ -13,13 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import shared  # noqa: E402  (tests/shared.py)
 
 
-@pytest.fixture(autouse=True)
-def fresh_runtime():
-    lazyx.sync()
-    runtime.CACHE.clear()
-    lazyx.reset_metrics()
-    yield
-    lazyx.sync()
+pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
 
 
 def mlp_step(w, x_host, lr):

@@ -22,19 +22,12 @@ def read(node):
     return runtime.to_host(Tensor(node).__lazyx_handle__, cause="item")
 
 
-@pytest.fixture()
-def fresh():
-    lazyx.reset_metrics()
-    runtime.CACHE.clear()
-    yield
-
-
 def _scaled(x, value, dtype="float32"):
     b = ops.broadcast_in_dim(ir.param(value, dtype), shape=x.shape, broadcast_dimensions=())
     return ops.mul(x, b)
 
 
-def test_broadcast_of_a_number_is_one_splat_leaf(fresh):
+def test_broadcast_of_a_number_is_one_splat_leaf(fresh_runtime):
     x = runtime.from_host(np.ones((3, 4), np.float32))
     b = ops.broadcast_in_dim(ir.param(0.5, "float32"), shape=(3, 4), broadcast_dimensions=())
     assert (b.op, b.shape, b.attrs, b.inputs) == ("param", (3, 4), {"splat": True}, ())
@@ -47,7 +40,7 @@ def test_broadcast_of_a_number_is_one_splat_leaf(fresh):
     assert all(leaf.shape == (3, 4) for leaf in leaves)
 
 
-def test_a_splat_is_keyed_apart_from_a_whole_array_param(fresh):
+def test_a_splat_is_keyed_apart_from_a_whole_array_param(fresh_runtime):
     whole = ir.param(np.full((2,), 3.0, np.float32), "float32")
     one = compose.scalar(3.0, "float32", (2,))
     assert whole.shape == one.shape and whole.local != one.local
@@ -58,7 +51,7 @@ def test_a_splat_is_keyed_apart_from_a_whole_array_param(fresh):
         ir.param(np.ones(2), "float32", (3,))
 
 
-def test_broadcast_of_a_splat_and_unary_ops_of_numbers_fold_to_one_form(fresh):
+def test_broadcast_of_a_splat_and_unary_ops_of_numbers_fold_to_one_form(fresh_runtime):
     p = ir.param(2.0, "float32")
     wider = ops.broadcast_in_dim(compose.scalar(2.0, "float32", (4,)), shape=(3, 4),
                                  broadcast_dimensions=(1,))
@@ -73,7 +66,7 @@ def test_broadcast_of_a_splat_and_unary_ops_of_numbers_fold_to_one_form(fresh):
     np.testing.assert_array_equal(read(after), [-2.0, -2.0, -2.0])
 
 
-def test_a_new_number_never_recompiles_and_is_fed_as_a_scalar(fresh):
+def test_a_new_number_never_recompiles_and_is_fed_as_a_scalar(fresh_runtime):
     host = np.arange(12, dtype=np.float32).reshape(3, 4)
     for value in (0.5, -1.25, 3.0):
         x = runtime.from_host(host)
@@ -86,7 +79,7 @@ def test_a_new_number_never_recompiles_and_is_fed_as_a_scalar(fresh):
         assert exe.signature.n_args == 2 and exe.signature.specs(program)[1].shape == (1,)
 
 
-def test_a_pending_splat_read_alone_is_the_whole_array(fresh):
+def test_a_pending_splat_read_alone_is_the_whole_array(fresh_runtime):
     s = compose.scalar(7, "int32", (2, 3))
     np.testing.assert_array_equal(read(s), np.full((2, 3), 7, np.int32))
     np.testing.assert_array_equal(host_values.known(s), np.full((2, 3), 7, np.int32))
@@ -107,7 +100,7 @@ def test_numbers_mixed_with_arrays_equal_numpy(shape, dtype, a, b, fractional):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5 if dtype == "float32" else 0)
 
 
-def test_compiled_step_replays_a_new_learning_rate(fresh):
+def test_compiled_step_replays_a_new_learning_rate(fresh_runtime):
     w0 = np.linspace(-1, 1, 6, dtype=np.float32)
 
     def step(w, g, lr):
