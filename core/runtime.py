@@ -667,13 +667,13 @@ def fallback(op_name, framework, read=False):
     if op_name not in _warned_fallbacks:
         _warned_fallbacks.add(op_name)
         if read:
-            what = (f"{framework}'s own code in {op_name} reads a lazy value on the host; that "
-                    f"value is computed now, not at the next barrier")
+            text = (f"{framework}'s own code in {op_name} reads a lazy value on the host; that "
+                    f"value is computed now, not at the next barrier; counted in "
+                    f"lazyx.metrics()['fallback_ops']")
         else:
-            what = (f"{op_name} has no lowering; it runs eagerly on {framework} (inputs are "
-                    f"materialized")
-        warnings.warn(f"lazyx: {what}; counted in lazyx.metrics()['fallback_ops']"
-                      + ("" if read else ")"), RuntimeWarning, stacklevel=3)
+            text = (f"{op_name} has no lowering; it runs eagerly on {framework} (inputs are "
+                    f"materialized; counted in lazyx.metrics()['fallback_ops'])")
+        warnings.warn(f"lazyx: {text}", RuntimeWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------- replay (core/replay.py)

@@ -61,13 +61,13 @@ Reached by TF internals, and so re-read on a TF upgrade:
       handle with a free handle's (measured at import) to know whether anything else
       holds the buffer.
 """
+import functools
 import inspect
 import sys
 
 import tensorflow as tf
 from tensorflow.python.util import dispatch
 
-from ...core import runtime
 from . import registry, variables
 from .tensor import LazyTensor
 
@@ -102,9 +102,8 @@ def _wrap_tf_function():
     def __call__(self, *args, **kwargs):
         if not (registry._has_lazy(args) or registry._has_lazy(kwargs)):
             return original(self, *args, **kwargs)
-        runtime.fallback(f"tf.function({getattr(self, '_name', '?')})", "tensorflow")
-        return registry.wrap_result(original(self, *registry._materialize(args),
-                                             **registry._materialize(kwargs)))
+        return registry.run_eagerly(functools.partial(original, self), args, kwargs,
+                                    name=f"tf.function({getattr(self, '_name', '?')})")
     __call__.__wrapped__ = original
     function_class.__call__ = __call__
 

@@ -289,9 +289,10 @@ def wrap_result(value):
     return value
 
 
-def run_eagerly(api, args, kwargs):
-    """Run the real TF api on materialized inputs and wrap the result: a counted fallback."""
-    runtime.fallback(api_name(api), "tensorflow")
+def run_eagerly(api, args, kwargs, name=None):
+    """Run the real TF api on materialized inputs and wrap the result: a counted fallback
+    (named `name`, or the api's public name)."""
+    runtime.fallback(name or api_name(api), "tensorflow")
     return wrap_result(api(*_materialize(tuple(args)), **_materialize(kwargs)))
 
 

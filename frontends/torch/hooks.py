@@ -131,9 +131,9 @@ def install():
     _ORIGINAL["mirror_autograd_meta"] = torch._mirror_autograd_meta_to
     torch._mirror_autograd_meta_to = _mirror_autograd_meta_to
     _ORIGINAL["module_to"] = torch.nn.Module.to
+    torch.nn.Module.to = _module_to
     _ORIGINAL["reduce_ex_internal"] = torch.Tensor._reduce_ex_internal
     torch.Tensor._reduce_ex_internal = _reduce_ex_internal
-    torch.nn.Module.to = _module_to
     # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
     # torch.compiler patch swaps both names, so we replace both and stay in place under it
     _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward

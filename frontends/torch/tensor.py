@@ -133,8 +133,9 @@ _PLUMBING = tuple(os.sep.join(("torch", *parts)) for parts in (
 
 def framework_request():
     """"module.function" of torch's own Python code asking for a lazy value on the host
-    (F.gaussian_nll_loss's `if torch.any(var < 0)`, torch.lobpcg's convergence checks), or None when the user's own code asked: `x.item()`, `print(x)`,
-    `if x:`, `x.cpu()` written by the user are observations (DESIGN.md principle 9).
+    (F.gaussian_nll_loss's `if torch.any(var < 0)`, torch.lobpcg's convergence checks), or
+    None when the user's own code asked: `x.item()`, `print(x)`, `if x:`, `x.cpu()` written
+    by the user are observations (DESIGN.md principle 9).
     Only Python frames are visible here; C++ composite kernels reach us as the ops they
     call, and a read inside one is caught as a read inside an expansion (see to_cpu)."""
     return source.requester(_FRAMEWORKS, _PLUMBING)
