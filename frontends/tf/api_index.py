@@ -70,15 +70,17 @@ def bucketize(input, boundaries):  # noqa: A002 - TF's name
         raise Reject()  # TF's own error for the types it refuses and for unsorted boundaries
     kind = "float64" if x.dtype == "float64" else "float32"
     v = x if x.dtype == kind else ops.convert(x, dtype=kind)
-    # TF's CPU kernels run with subnormals flushed to zero: -1e-41 is not below a boundary
-    # of 0.0 there (the reference interpreter would keep it)
+    # TF's CPU kernels run with subnormals flushed to zero, values and boundaries alike:
+    # -1e-41 is not below a boundary of 0.0 there (the reference interpreter would keep it)
     tiny = compose.const_like(np.finfo(kind).tiny, v)
     v = ops.select(ops.lt(ops.abs_(v), tiny), compose.const_like(0, v), v)
     n, axis = len(bounds), x.ndim
     if not n:
         return wrap(compose.const(0, "int32", x.shape))
     shape = x.shape + (n,)
-    edges = ir.constant(np.asarray(bounds, np.float32).astype(kind), kind)
+    edges = np.asarray(bounds, np.float32)  # TF holds them as float32, flushed like values
+    edges = np.where(np.abs(edges) < np.finfo(np.float32).tiny, np.float32(0), edges)
+    edges = ir.constant(edges.astype(kind), kind)
     edges = ops.broadcast_in_dim(edges, shape=shape, broadcast_dimensions=(axis,))
     values = ops.broadcast_in_dim(v, shape=shape, broadcast_dimensions=tuple(range(axis)))
     count = ops.reduce_sum(ops.convert(ops.le(edges, values), dtype="int32"), axes=(axis,))

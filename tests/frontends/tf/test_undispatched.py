@@ -84,6 +84,9 @@ _FLOATS = st.floats(-4, 4, width=32)
 # subnormals: TF's kernel sees them as zero (its CPU threads flush them)
 @example(values=[-7.291096039728456e-41, 1e-39], bounds=[0.0], dtype=np.float32)
 @example(values=[-5e-324, 5e-324, -0.0], bounds=[0.0], dtype=np.float64)
+@example(values=[0.0, -0.0], bounds=[1.6964119209116235e-41], dtype=np.float32)
+@example(values=[0.0, -5.741841477047903e-39], bounds=[1.0158833728790693e-38],
+         dtype=np.float64)  # a normal float64 value against a subnormal float32 boundary
 @given(values=st.lists(_FLOATS | st.just(float("nan")), min_size=1, max_size=8),
        bounds=st.lists(_FLOATS, max_size=5),
        dtype=st.sampled_from([np.float32, np.float64, np.int32, np.int64]))
