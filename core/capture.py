@@ -369,6 +369,26 @@ def _roots(fn):
     return roots
 
 
+def _arg_roots(key):
+    """(getter, object) for the non-tensor objects among a call's arguments (a module, an
+    optimizer, a params holder passed to the step): their tensors are state, as if the step
+    referred to them. `key` is the call's structure key (_flatten), which already guards
+    these objects by value, so the getter is the object itself."""
+    out = []
+    stack = [key]
+    while stack:
+        k = stack.pop()
+        if type(k) is tuple and k:
+            if k[0] == "value":
+                if not isinstance(k[1], _SKIP):
+                    out.append((lambda v=k[1]: v, k[1]))
+            elif k[0] in (tuple, list) or k[0] is dict:
+                stack.extend(reversed(k[-1]))
+            elif all(type(i) is tuple for i in k):  # the (args, kwargs) pair
+                stack.extend(reversed(k))
+    return out
+
+
 _SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, float, bool,
          complex, type(None), np.ndarray, np.generic)
 

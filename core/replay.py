@@ -29,8 +29,8 @@ import numpy as np
 
 from . import capture, config, ir, metrics, prng, runtime
 from . import dtypes as dt
-from .capture import (_TENSORS, CompileError, _discover, _flatten, _rebuild, _roots,  # noqa: F401
-                      _spec, _substitute, register_container, register_tensor,
+from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
+                      _rebuild, _roots, _spec, _substitute, register_container, register_tensor,
                       register_trace_hook)
 from .source import format_line, user_line
 
@@ -139,7 +139,8 @@ class Compiled:
         """Run the step lazily, cut at its end; (result, new entry or None when the step
         created state -- a warm-up call -- or observes values)."""
         runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
-        before = _discover([o for _, o in _roots(self.fn)])
+        arg_roots = _arg_roots(full[0])
+        before = _discover([o for _, o in _roots(self.fn) + arg_roots])
         start_leaf = {id(_handle_of(t).node): tid for tid, (t, _) in before.items()}
         tensors = []
         _flatten((args, kwargs), tensors, [])
@@ -168,7 +169,7 @@ class Compiled:
                           stacklevel=3)
             return result, None
         trace_seconds = time.perf_counter() - start
-        roots = _roots(self.fn)
+        roots = _roots(self.fn) + arg_roots
         after = _discover([o for _, o in roots])
         warm_up = {i for i, (_, s) in before.items() if s} != \
             {i for i, (_, s) in after.items() if s}

@@ -175,3 +175,36 @@ def test_gpt2_adamw_replays_like_the_uncompiled_run():
             assert lazyx.metrics()["replays"] == 2
             assert model.lm_head.weight is model.transformer.wte.weight
     assert losses[0] == losses[1]
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_a_module_and_optimizer_passed_as_arguments_are_state(opt_name):
+    # `train_step(model, opt, x, y)`: the module and optimizer are arguments, not names the
+    # step refers to. Their tensors are state all the same (read, updated, written back);
+    # they used to be baked into the program as constants, so every replay repeated step 1.
+    torch.manual_seed(0)
+    model = _Net()
+    lazy_model = copy.deepcopy(model).to(lt.device)
+    make = (lambda p: torch.optim.SGD(p, lr=0.1)) if opt_name == "SGD" else \
+        (lambda p: torch.optim.Adam(p, lr=0.01))
+    opt, lazy_opt = make(model.parameters()), make(lazy_model.parameters())
+    x, y = torch.randn(4, 6), torch.randn(4, 3)
+
+    def train_step(m, o, a, b):
+        o.zero_grad()
+        loss = torch.nn.functional.mse_loss(m(a), b)
+        loss.backward()
+        o.step()
+        return loss
+
+    step = lazyx.compile(train_step)
+    lazyx.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "baked into the compiled step" warning
+        for _ in range(5):
+            expected = train_step(model, opt, x, y)
+            got = step(lazy_model, lazy_opt, x.to(lt.device), y.to(lt.device))
+            torch.testing.assert_close(got.item(), expected.item(), rtol=1e-5, atol=1e-7)
+    assert lazyx.metrics()["replays"] >= 3
+    for p, q in zip(model.parameters(), lazy_model.parameters()):
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-5, atol=1e-6)
