@@ -248,6 +248,33 @@ def data(buffer, shape, dtype, source=False, sharding=None):
     return Node("data", (), attrs, tuple(shape), dtype, value=buffer, source=source)
 
 
+_VALUE = Node.value  # the slot itself, under Derived's property
+
+
+class Derived(Node):
+    """A data leaf whose buffer is made from another data leaf's on first read, by a transpose
+    or reshape (runtime.plan_outputs: a cut computes one of two results that differ only in
+    layout, and derives the other). To everything else it is an ordinary data leaf."""
+    __slots__ = ("_base", "_how")
+
+    def __init__(self, base, op, attrs, shape, dtype, source):
+        Node.__init__(self, "data", (), _NO_ATTRS, shape, dtype, source=source)
+        self._base, self._how = base, (op, attrs)
+
+    def _read(self):
+        value = _VALUE.__get__(self)
+        if value is None:
+            op, attrs = self._how
+            base = self._base.value  # a NumPy array or a jax.Array: both have these methods
+            value = base.transpose(attrs["permutation"]) if op == "transpose" else \
+                base.reshape(attrs["new_sizes"])
+            _VALUE.__set__(self, value)
+            self._base = None  # the base's buffer may go once nothing else holds it
+        return value
+
+    value = property(_read, _VALUE.__set__)
+
+
 def param(value, dtype, shape=()):
     """A leaf whose value (host NumPy) is supplied at execution: changing it never recompiles.
     With a `shape`, a scalar `value` is a splat of that shape (see splat)."""

@@ -47,7 +47,8 @@ class _Entry:
         self.program = None
         self.feed = []              # per program input: a function (ctx) -> value
         self.streams = []           # (stream, draws)
-        self.outs = []              # (shape, dtype, source)
+        self.outs = []              # (shape, dtype, source) per computed result
+        self.derived = ((), (), ())  # results made from others (runtime.plan_results)
         self.slot_writes = []       # (output index, slot index)
         self.handle_writes = []     # (output index, weakref to a handle)
         self.results = None         # (structure key, [(kind, out/object/arg, template)])
@@ -198,7 +199,9 @@ class Compiled:
         entry = _Entry()
         leaves, outs = [], []
         if nodes:
-            program, leaves = runtime.linearize(nodes)
+            computed, derivations = runtime.plan_results(nodes)
+            run_nodes = [nodes[k] for k in computed] if derivations else nodes
+            program, leaves = runtime.linearize(run_nodes)
             exe, compiled = runtime.compile_program(program)
             source = user_line(3)
             if compiled:
@@ -207,9 +210,13 @@ class Compiled:
             buffers = exe([leaf.value for leaf in leaves])
             metrics.record_cut("explicit", source, trace_seconds,
                                time.perf_counter() - run_start, not compiled)
-            outs = [ir.data(b, n.shape, n.dtype, source=n.source) for b, n in zip(buffers, nodes)]
+            metas = [(n.shape, n.dtype, n.source) for n in nodes]
+            outs = [ir.data(b, n.shape, n.dtype, source=n.source)
+                    for b, n in zip(buffers, run_nodes)]
+            outs = runtime.expand_results(outs, computed, derivations, metas)
             entry.exe, entry.program = exe, program
-            entry.outs = [(n.shape, n.dtype, n.source) for n in nodes]
+            entry.outs = [metas[k] for k in computed]
+            entry.derived = (computed, derivations, metas)
         runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
         if warm_up:
             return result, None
@@ -430,6 +437,8 @@ def _replay(entry, tensors, handles, numbers):
         data = ir.data
         outs = [data(b, shape, dtype, source) for b, (shape, dtype, source) in
                 zip(buffers, entry.outs)]
+        if entry.derived[1]:
+            outs = runtime.expand_results(outs, *entry.derived)
     else:
         metrics.record_replay(0.0)
     for k, s in entry.slot_writes:

@@ -385,7 +385,7 @@ def _expansions(func):
 
 
 def _wrap(result, out):
-    if type(result) is ir.Node:
+    if isinstance(result, ir.Node):  # (an ir.Derived data leaf too: a lowering may return it)
         want = out.ir or dtypes.to_ir(out.dtype)  # (to_ir raises for a dtype the IR lacks)
         if result.shape != out.shape:
             raise AssertionError(f"lazyx: lowering made shape {result.shape}, torch says "

@@ -103,3 +103,58 @@ def test_dropout_is_reproducible_under_manual_seed():
     kept = (a != 0).float().mean().item()
     assert 0.6 < kept < 0.8
     torch.testing.assert_close(a[a != 0], torch.full_like(a[a != 0], 1 / 0.7))
+
+
+class _Outputs:
+    """Counts the results of each program a cut runs (runtime's on_sync event)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_sync(self, cause, source, program):
+        self.seen.append(len(program.outputs))
+
+    def __enter__(self):
+        from lazyx.core import runtime
+        runtime.LISTENERS.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        from lazyx.core import runtime
+        runtime.LISTENERS.remove(self)
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+@pytest.mark.parametrize("compiled", [False, True], ids=["lazy", "lazyx.compile"])
+def test_linear_gradients_are_results_once_and_read_right(set_to_none, compiled):
+    # A Linear weight's .grad is t() of an mm result that functionalization keeps as the view's
+    # base: the step's program computes the gradient once (no base, no transposed copy), and
+    # the base is made from it only when read -- zero_grad(set_to_none=False) zeroes the
+    # gradients in place, which reads it in the next step.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    lazy_model = copy.deepcopy(model).to(lt.device)
+    x, y = torch.randn(5, 8), torch.randint(0, 4, (5,))
+    lx, ly = x.to(lt.device), y.to(lt.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    lazy_opt = torch.optim.SGD(lazy_model.parameters(), lr=0.1)
+
+    def step(m, o, a, b):
+        o.zero_grad(set_to_none=set_to_none)
+        loss = torch.nn.functional.cross_entropy(m(a), b)
+        loss.backward()
+        o.step()
+        return loss
+
+    lazy_step = lazyx.compile(step) if compiled else step
+    with _Outputs() as outputs:
+        for _ in range(4):
+            loss = step(model, opt, x, y)
+            lazy_loss = lazy_step(lazy_model, lazy_opt, lx, ly)
+            lt.mark_step()
+            torch.testing.assert_close(lazy_loss.item(), loss.item(), rtol=1e-5, atol=0)
+            for p, q in zip(model.parameters(), lazy_model.parameters()):
+                torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-5, atol=1e-6)
+                torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-5, atol=1e-6)
+    # the loss, 4 parameters and 4 gradients; before, each weight's and bias's gradient base too
+    assert outputs.seen and max(outputs.seen) <= 9, outputs.seen
