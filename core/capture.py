@@ -315,18 +315,64 @@ def _rebuild(key, items):
     return next(items)
 
 
-def _substitute(obj, numbers):
-    """`obj` with each Python number replaced by a symbolic one (argument k of `numbers`)."""
+def _substitute(obj, numbers, copies=None):
+    """`obj` with each Python number replaced by a symbolic one (argument k of `numbers`);
+    `copies` records id(container copy) -> (the original, the copy) (what _rebound compares)."""
     cls = type(obj)
-    if cls is tuple or cls is list:
-        return cls(_substitute(x, numbers) for x in obj)
-    if cls is dict:
-        return {k: _substitute(v, numbers) for k, v in obj.items()}
+    if cls is tuple or cls is list or cls is dict:
+        out = cls(_substitute(x, numbers, copies) for x in obj) if cls is not dict else \
+            {k: _substitute(v, numbers, copies) for k, v in obj.items()}
+        if copies is not None:
+            copies[id(out)] = (obj, out)  # (holding the copy keeps its id from being reused)
+        return out
     if cls is int or cls is float:
         k = len(numbers)
         numbers.append(obj)
         return sym(obj, lambda n, _k=k: n[_k])
     return obj
+
+
+def _rebound(original, copy, copies, path=()):
+    """What the step wrote into the list and dict arguments it was given, found by comparing
+    the user's containers with the copies _substitute handed it (`copies`, from _substitute):
+    [(path, new value)] for each entry it rebound (`params["w"] =
+    params["w"] - lr * g`), and whether it also added or removed entries. Each change is
+    applied to the user's container, as the uncompiled step would have made it, so the first
+    call behaves like the function itself."""
+    changes, structural = [], False
+    cls = type(original)
+    if cls is list and len(original) != len(copy) or \
+            cls is dict and original.keys() != copy.keys():
+        # (the next call's structure key differs, so it traces again: nothing to replay)
+        if cls is list:
+            original[:] = [_plain_deep(x) for x in copy]
+        else:
+            original.clear()
+            original.update({k: _plain_deep(v) for k, v in copy.items()})
+        return changes, True
+    for k in (copy if cls is dict else range(len(copy))):
+        new, old = copy[k], original[k]
+        pair = copies.get(id(new))
+        if pair is not None and pair[0] is old and pair[1] is new:  # the copy the step got
+            inner, more = _rebound(old, new, copies, path + (k,))
+            changes += inner
+            structural |= more
+        elif new is not old and not (type(old) in (int, float) and _plain(new) == old):
+            if cls is tuple:  # a tuple's entries cannot be rebound: the step made a new one
+                continue
+            changes.append((path + (k,), new))
+            original[k] = _plain_deep(new)
+    return changes, structural
+
+
+def _plain_deep(x):
+    """`x` with symbolic numbers (SymFloat, SymInt) made plain, also inside containers."""
+    cls = type(x)
+    if cls is tuple or cls is list:
+        return cls(_plain_deep(i) for i in x)
+    if cls is dict:
+        return {k: _plain_deep(v) for k, v in x.items()}
+    return _plain(x)
 
 
 # ---------------------------------------------------------------- what the function refers to

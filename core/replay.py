@@ -30,8 +30,8 @@ import numpy as np
 from . import capture, config, ir, metrics, prng, runtime
 from . import dtypes as dt
 from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
-                      _rebuild, _roots, _spec, _substitute, register_container, register_tensor,
-                      register_trace_hook)
+                      _rebound, _rebuild, _roots, _spec, _substitute, register_container,
+                      register_tensor, register_trace_hook)
 from .source import format_line, user_line
 
 # ---------------------------------------------------------------- entries
@@ -52,6 +52,7 @@ class _Entry:
         self.slot_writes = []       # (output index, slot index)
         self.handle_writes = []     # (output index, weakref to a handle)
         self.results = None         # (structure key, [(kind, out/object/arg, template)])
+        self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
         self.value_linked = False   # some parameter was linked by value (checked once)
         self.first_numbers = []
 
@@ -120,7 +121,7 @@ class Compiled:
                 if miss is None:
                     if verify or (entry.value_linked and entry.first_numbers != numbers):
                         return self._verify(entry, full, args, kwargs, numbers)
-                    out = _replay(entry, tensors, handles, numbers)
+                    out = _replay(entry, tensors, handles, numbers, (args, kwargs))
                     if out is not _MISS:
                         return out
                     miss = "a captured state tensor changed shape or dtype"
@@ -152,7 +153,9 @@ class Compiled:
         serial0 = ir.CREATED[0]
         start = time.perf_counter()
         with capture.recording(self.on_observe) as rec:
-            sym_args, sym_kwargs = _substitute(args, numbers), _substitute(kwargs, numbers)
+            copies = {}
+            sym_args = _substitute(args, numbers, copies)
+            sym_kwargs = _substitute(kwargs, numbers, copies)
             hooks = [factory() for factory in capture._TRACE_HOOKS]
             for hook in hooks:
                 hook.__enter__()
@@ -161,6 +164,9 @@ class Compiled:
             finally:
                 for hook in reversed(hooks):
                     hook.__exit__(None, None, None)
+        # what the step wrote into its list and dict arguments reaches the caller's (it got
+        # copies, so that numbers could be symbolic), and is written again at each replay
+        rebinds, restructured = _rebound((args, kwargs), (sym_args, sym_kwargs), copies)
         if rec.observed is not None:
             self.split = True
             warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)} "
@@ -218,10 +224,10 @@ class Compiled:
             entry.outs = [metas[k] for k in computed]
             entry.derived = (computed, derivations, metas)
         runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
-        if warm_up:
+        if warm_up or restructured:
             return result, None
         _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-               before, after, pending, out_of, slot_out, roots)
+               before, after, pending, out_of, slot_out, roots, rebinds)
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -272,7 +278,7 @@ class _Probe(list):
 
 
 def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-           before, after, pending, out_of, slot_out, roots):
+           before, after, pending, out_of, slot_out, roots, rebinds):
     """Fill `entry` from one trace: where each program input comes from, where each output goes."""
     entry.roots = [(getter, getter()) for getter, _ in roots]
     entry.first_numbers = list(numbers)
@@ -340,16 +346,25 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         if k not in written and k not in result_outs:
             entry.handle_writes.append((k, weakref.ref(h)))
     arg_ids = {id(t): k for k, t in enumerate(tensors)}
-    plan = []
-    for t in result_tensors:
+
+    def item(t):
         h = _handle_of(t)
         if id(t) in arg_ids:
-            plan.append(("arg", arg_ids[id(t)], None))
-        elif id(h) in slot_by_handle or id(h) not in out_of:
-            plan.append(("obj", t, None))  # state or an unchanged value: the same tensor
+            return ("arg", arg_ids[id(t)], None)
+        if id(h) in slot_by_handle or id(h) not in out_of:
+            return ("obj", t, None)  # state or an unchanged value: the same tensor
+        return ("new", out_of[id(h)], t)
+    entry.results = (result_key, [item(t) for t in result_tensors])
+    entry.arg_writes = []
+    for path, value in rebinds:
+        spec = _spec(type(value))
+        if spec is not None and spec[0] == "tensor" and spec[1][0](value):
+            entry.arg_writes.append((path, item(value)))
+        elif isinstance(value, (capture.SymFloat, capture.SymInt)):  # a number of the call's
+            entry.arg_writes.append((path, ("number", value._lazyx_expr,
+                                            float if isinstance(value, float) else int)))
         else:
-            plan.append(("new", out_of[id(h)], t))
-    entry.results = (result_key, plan)
+            entry.arg_writes.append((path, ("obj", capture._plain_deep(value), None)))
 
 
 def _predict(entry, numbers):
@@ -394,7 +409,7 @@ def _guard_miss(entry, numbers):
     return None
 
 
-def _replay(entry, tensors, handles, numbers):
+def _replay(entry, tensors, handles, numbers, call):
     """Run the entry's program for these arguments; _MISS if some state changed shape."""
     slots = entry.slots
     slot_handles = []
@@ -448,16 +463,21 @@ def _replay(entry, tensors, handles, numbers):
         h = ref()
         if h is not None:
             h.node = outs[k]
-    key, plan = entry.results
-    items = []
-    for kind, x, template in plan:
+    def value(kind, x, template):
         if kind == "new":
-            items.append(_spec(type(template))[1][2](template, outs[x]))
-        elif kind == "arg":
-            items.append(tensors[x])
-        else:
-            items.append(x)
-    return _rebuild(key, iter(items))
+            return _spec(type(template))[1][2](template, outs[x])
+        if kind == "arg":
+            return tensors[x]
+        if kind == "number":
+            return template(x(numbers))
+        return x
+    for path, how in entry.arg_writes:  # what the step wrote into its list and dict arguments
+        container = call
+        for k in path[:-1]:
+            container = container[k]
+        container[path[-1]] = value(*how)
+    key, plan = entry.results
+    return _rebuild(key, iter([value(*how) for how in plan]))
 
 
 

@@ -221,3 +221,72 @@ def test_host_arrays_are_refused_with_a_clear_error():
     f = lazyx.compile(lambda x: x + 1)
     with pytest.raises(TypeError, match="host array"):
         f(np.ones(3))
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["rebinds", "in-place"])
+def test_a_dict_argument_the_step_updates_is_updated_every_call(in_place):
+    # `step(params, x)` with `params["w"] = params["w"] - lr * g` (or `-=`, which rebinds a
+    # lazy array's entry too): the step gets a copy of the dict (its numbers are symbolic
+    # while tracing), so the write never reached the caller's dict -- not even on the first
+    # call -- and every replay repeated the first step
+    def step(params, x, lr):
+        h = x @ params["W1"] + params["b1"]
+        loss = (h * h).mean() * params["scale"]
+        g = 2 * h / h.size
+        if in_place:
+            params["W1"] -= lr * (x.T @ g)
+            params["b1"] -= lr * g.sum(axis=0)
+        else:
+            params["W1"] = params["W1"] - lr * (x.T @ g)
+            params["b1"] = params["b1"] - lr * g.sum(axis=0)
+        params["scale"] = params["scale"] * 0.5  # a number the graph reads, written back
+        return loss
+
+    data = _data(5)
+    eager = {**_mlp(), "scale": 1.0}
+    lazy = {**_lazy(_mlp()), "scale": 1.0}
+    compiled = lazyx.compile(step)
+    lazyx.reset_metrics()
+    for i, (x, _) in enumerate(data):
+        lr = 0.1 / (i + 1)
+        want = step(eager, x, lr)
+        got = compiled(lazy, lnp.asarray(x), lr)
+        np.testing.assert_allclose(float(got), want, rtol=1e-5)
+        assert lazy["scale"] == eager["scale"] and type(lazy["scale"]) is float
+        for k in ("W1", "b1"):
+            np.testing.assert_allclose(np.asarray(lazy[k]), eager[k], rtol=1e-5, atol=1e-6)
+    assert lazyx.metrics()["replays"] == 4
+
+
+def test_nested_lists_and_dicts_written_by_the_step_reach_the_caller():
+    def step(state, x):
+        state["layers"][0] = state["layers"][0] * x
+        state["layers"][1]["b"] = state["layers"][1]["b"] + 1.0
+        return state["layers"][0].sum()
+
+    state = {"layers": [lnp.asarray(np.ones(3, np.float32)),
+                        {"b": lnp.asarray(np.zeros(3, np.float32))}]}
+    compiled = lazyx.compile(step)
+    x = lnp.asarray(np.full(3, 2.0, np.float32))
+    lazyx.reset_metrics()
+    for i in range(1, 5):
+        assert float(compiled(state, x)) == 3 * 2.0 ** i
+        np.testing.assert_array_equal(np.asarray(state["layers"][0]), np.full(3, 2.0 ** i))
+        np.testing.assert_array_equal(np.asarray(state["layers"][1]["b"]), np.full(3, float(i)))
+    assert lazyx.metrics()["replays"] == 3
+
+
+def test_a_step_that_adds_entries_to_its_argument_runs_as_written():
+    # a new key changes the argument's structure: the next call traces again, so every call
+    # does what the function does
+    def step(log, x):
+        log[f"step{len(log)}"] = x * 2.0
+        return x.sum()
+
+    log = {}
+    compiled = lazyx.compile(step)
+    x = lnp.asarray(np.ones(2, np.float32))
+    for _ in range(3):
+        compiled(log, x)
+    assert sorted(log) == ["step0", "step1", "step2"]
+    np.testing.assert_array_equal(np.asarray(log["step2"]), [2.0, 2.0])

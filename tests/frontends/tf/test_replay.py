@@ -62,10 +62,12 @@ def test_variable_updates_replay_like_the_uncompiled_run():
     np.testing.assert_array_equal(comp_b.numpy(), plain_b.numpy())
 
 
-def test_keras_model_with_keras_optimizer_is_replayed_and_trains_like_eager():
+@pytest.mark.parametrize("as_arguments", [False, True], ids=["referred", "arguments"])
+def test_keras_model_with_keras_optimizer_is_replayed_and_trains_like_eager(as_arguments):
     """Keras' Adam reads its `iterations` variable through tf.add(variable, tensor), which TF's
     type-based dispatch never hands to lazyx: the variable's conversion must refuse (while it
-    holds a lazy value) so the read stays in the step and the step is replayed."""
+    holds a lazy value) so the read stays in the step and the step is replayed. The model and
+    optimizer may also be the step's arguments: their variables are state all the same."""
     data = _data(5)
     losses, weights, replays = {}, {}, {}
     for mode in ("eager", "lazy", "compiled"):
@@ -76,20 +78,26 @@ def test_keras_model_with_keras_optimizer_is_replayed_and_trains_like_eager():
         tape_cls = tf.GradientTape if mode == "eager" else ltf.GradientTape
         make = tf.constant if mode == "eager" else ltf.constant
 
-        def step(x, y):
+        def step(m, o, x, y):
             with tape_cls() as tape:
-                loss = tf.reduce_mean(tf.square(model(x) - y))
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
+                loss = tf.reduce_mean(tf.square(m(x) - y))
+            grads = tape.gradient(loss, m.trainable_variables)
+            o.apply_gradients(zip(grads, m.trainable_variables))
             return loss
 
-        run = lazyx.compile(step) if mode == "compiled" else step
+        if as_arguments:
+            run = lazyx.compile(step) if mode == "compiled" else step
+        else:
+            def referring(x, y):  # refers to model and opt through its closure
+                return step(model, opt, x, y)
+            run = lazyx.compile(referring) if mode == "compiled" else referring
         lazyx.reset_metrics()
         out = []
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # no "runs lazily instead" warning
             for x, y in data:
-                loss = run(make(x), make(y))
+                loss = run(model, opt, make(x), make(y)) if as_arguments else \
+                    run(make(x), make(y))
                 ltf.sync()
                 out.append(float(np.asarray(loss)))
         losses[mode], replays[mode] = out, lazyx.metrics()["replays"]
