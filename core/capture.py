@@ -45,6 +45,8 @@ class Recording:
         self.params = {}      # id(param node) -> (node, expression, linked by value)
         self.keys = {}        # id(key node) -> (node, stream, counter)
         self.observed = None  # (cause, "file:line") of the first observation (split mode)
+        self.numbers = None   # the call's numbers (lazyx.compile's trace), then state numbers
+        self.state_numbers = []  # per state number: a function reading its current value
 
 
 def current():
@@ -81,6 +83,21 @@ def sym(value, expr):
         # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
         rec.derived.setdefault(float(np.float32(value)), expr)
     return out
+
+
+def state_number(value, read):
+    """A Python number kept in state rather than passed to the step (a torch optimizer's
+    learning rate, which a scheduler changes between calls): while lazyx.compile traces, it
+    becomes a number of the call, as if it were an argument, and `read()` gives its value at
+    each later call. So a new value is a run-time parameter (or, when the graph does not read
+    it, part of the guard) instead of the trace's value baked in. Outside a trace: `value`."""
+    rec = current()
+    if rec is None or rec.numbers is None or type(value) not in (int, float):
+        return value
+    k = len(rec.numbers)
+    rec.numbers.append(value)
+    rec.state_numbers.append(read)
+    return sym(value, lambda n, _k=k: n[_k])
 
 
 def _binary(op, reflected):

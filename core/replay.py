@@ -55,6 +55,7 @@ class _Entry:
         self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
         self.value_linked = False   # some parameter was linked by value (checked once)
         self.first_numbers = []
+        self.state_numbers = []     # functions reading the numbers found in state, in order
 
 
 class Compiled:
@@ -117,11 +118,13 @@ class Compiled:
         miss = "no traced variant has this argument structure, shapes and dtypes"
         if candidates:
             for entry in candidates:
-                miss = _guard_miss(entry, numbers)
+                nums = _with_state_numbers(entry, numbers)
+                miss = "a number kept in state is gone" if nums is None else \
+                    _guard_miss(entry, nums)
                 if miss is None:
-                    if verify or (entry.value_linked and entry.first_numbers != numbers):
-                        return self._verify(entry, full, args, kwargs, numbers)
-                    out = _replay(entry, tensors, handles, numbers, (args, kwargs))
+                    if verify or (entry.value_linked and entry.first_numbers != nums):
+                        return self._verify(entry, full, args, kwargs, nums)
+                    out = _replay(entry, tensors, handles, nums, (args, kwargs))
                     if out is not _MISS:
                         return out
                     miss = "a captured state tensor changed shape or dtype"
@@ -156,6 +159,7 @@ class Compiled:
             copies = {}
             sym_args = _substitute(args, numbers, copies)
             sym_kwargs = _substitute(kwargs, numbers, copies)
+            rec.numbers = numbers  # state numbers (capture.state_number) follow the call's
             hooks = [factory() for factory in capture._TRACE_HOOKS]
             for hook in hooks:
                 hook.__enter__()
@@ -282,6 +286,7 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     """Fill `entry` from one trace: where each program input comes from, where each output goes."""
     entry.roots = [(getter, getter()) for getter, _ in roots]
     entry.first_numbers = list(numbers)
+    entry.state_numbers = list(rec.state_numbers)
     slot_index = {}
 
     def slot_of(tid):
@@ -395,6 +400,17 @@ def _same_values(a, b):
 # ---------------------------------------------------------------- replaying
 
 _MISS = object()
+
+
+def _with_state_numbers(entry, numbers):
+    """The call's numbers, then the current values of the numbers the entry reads from state
+    (capture.state_number); None if one of them cannot be read any more."""
+    if not entry.state_numbers:
+        return numbers
+    try:
+        return numbers + [read() for read in entry.state_numbers]
+    except (LookupError, AttributeError, TypeError):
+        return None
 
 
 def _guard_miss(entry, numbers):

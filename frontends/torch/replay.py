@@ -15,7 +15,7 @@ import contextlib
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from ...core import replay
+from ...core import capture, replay
 from . import device as _device
 from . import tensor as _tensor
 
@@ -80,8 +80,12 @@ def _optimizer_state(opt):
             index += 1
 
 
-def _capturable(opt, args, kwargs):
+def _capturable(opt, args, kwargs, symbolic=None):
     for group in opt.param_groups:
+        if symbolic is not None and type(group.get("lr")) is float:
+            # a scheduler changes it between calls: read it again at each replay
+            group["lr"] = capture.state_number(group["lr"], lambda g=group: g["lr"])
+            symbolic.append(group)
         if "capturable" not in group or group["capturable"]:
             continue
         if not group["params"] or not all(_is_lazy(p) for p in group["params"]):
@@ -97,11 +101,16 @@ def _capturable(opt, args, kwargs):
 
 @contextlib.contextmanager
 def _tracing():
-    hook = register_optimizer_step_pre_hook(_capturable)
+    symbolic = []  # param groups whose lr is symbolic while this trace runs
+    hook = register_optimizer_step_pre_hook(
+        lambda opt, args, kwargs: _capturable(opt, args, kwargs, symbolic))
     try:
         yield
     finally:
         hook.remove()
+        for group in symbolic:
+            if isinstance(group["lr"], float):
+                group["lr"] = float(group["lr"])  # plain again (a SymFloat while tracing)
 
 
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)

@@ -208,3 +208,39 @@ def test_a_module_and_optimizer_passed_as_arguments_are_state(opt_name):
     assert lazyx.metrics()["replays"] >= 3
     for p, q in zip(model.parameters(), lazy_model.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_a_scheduler_outside_the_step_changes_the_replayed_learning_rate(opt_name):
+    # `for batch: step(batch); scheduler.step()`: the learning rate lives in the optimizer's
+    # param_groups, not in the step's arguments. It was baked into the program at the trace,
+    # so every replay kept training at the first call's rate (silently: no miss, no warning).
+    torch.manual_seed(0)
+    model = _Net()
+    lazy_model = copy.deepcopy(model).to(lt.device)
+    make = (lambda p: torch.optim.SGD(p, lr=0.1)) if opt_name == "SGD" else \
+        (lambda p: torch.optim.Adam(p, lr=0.05))
+    opt, lazy_opt = make(model.parameters()), make(lazy_model.parameters())
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.7)
+    lazy_sched = torch.optim.lr_scheduler.ExponentialLR(lazy_opt, gamma=0.7)
+    x, y = torch.randn(4, 6), torch.randn(4, 3)
+
+    def train_step(m, o, a, b):
+        o.zero_grad()
+        loss = torch.nn.functional.mse_loss(m(a), b)
+        loss.backward()
+        o.step()
+        return loss
+
+    step = lazyx.compile(train_step)
+    lazyx.reset_metrics()
+    for _ in range(6):
+        expected = train_step(model, opt, x, y)
+        got = step(lazy_model, lazy_opt, x.to(lt.device), y.to(lt.device))
+        torch.testing.assert_close(got.item(), expected.item(), rtol=1e-4, atol=1e-6)
+        sched.step()
+        lazy_sched.step()
+        assert type(lazy_opt.param_groups[0]["lr"]) is float
+    assert lazyx.metrics()["replays"] >= 3
+    for p, q in zip(model.parameters(), lazy_model.parameters()):
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-5)
