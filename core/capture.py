@@ -239,6 +239,7 @@ class recording:
 
 _TENSORS = {}     # type -> (is_lazy, handle, wrap, write): see register_tensor
 _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
+_MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _TRACE_HOOKS = []  # context-manager factories entered around every trace
 _lookup_cache = {}
 
@@ -256,12 +257,23 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None):
     _lookup_cache.clear()
 
 
-def register_container(cls, children):
+def register_container(cls, children, mode=None):
     """Objects holding state: `children(obj)` yields (name, child, stable): `name` says where
     the child is (stable across calls: a parameter's name, not its position), `stable` is
-    False for state that a step may legitimately replace each call (a parameter's .grad)."""
+    False for state that a step may legitimately replace each call (a parameter's .grad).
+    `mode(obj)`, if given, is a hashable value besides tensors that the traced graph depends
+    on (a torch module tree's train/eval flags): it is part of lazyx.compile's guard."""
     _CONTAINERS[cls] = children
+    if mode is not None:
+        _MODES[cls] = mode
     _lookup_cache.clear()
+
+
+def _mode_of(cls):
+    for base in cls.__mro__:
+        if base in _MODES:
+            return _MODES[base]
+    return None
 
 
 def register_trace_hook(factory):
@@ -456,8 +468,9 @@ _SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, flo
          complex, type(None), np.ndarray, np.generic)
 
 
-def _discover(objects, limit=200_000):
-    """{path: (tensor, stable)} for the lazy tensors reachable from `objects`.
+def _discover(objects, limit=200_000, modes=None):
+    """{path: (tensor, stable)} for the lazy tensors reachable from `objects` (and, into
+    `modes`, (object, mode function) for each container with a registered mode).
 
     State is keyed by where it is found (root, then keys, attributes or positions), so a step
     that rebinds `params["w"] = params["w"] - g` keeps one slot whose tensor is replaced."""
@@ -478,6 +491,9 @@ def _discover(objects, limit=200_000):
             else:
                 children = [(c, stable and s, path + (k,)) for k, c, s in spec[1](obj)]
                 stack.extend(reversed(children))
+                mode = _mode_of(type(obj)) if modes is not None else None
+                if mode is not None:
+                    modes.append((obj, mode))
             continue
         if isinstance(obj, (list, tuple)):
             children = [(c, stable, path + (k,)) for k, c in enumerate(obj)]

@@ -56,6 +56,7 @@ class _Entry:
         self.value_linked = False   # some parameter was linked by value (checked once)
         self.first_numbers = []
         self.state_numbers = []     # functions reading the numbers found in state, in order
+        self.modes = []             # (object, mode function, its value when traced): guarded
 
 
 class Compiled:
@@ -181,7 +182,8 @@ class Compiled:
             return result, None
         trace_seconds = time.perf_counter() - start
         roots = _roots(self.fn) + arg_roots
-        after = _discover([o for _, o in roots])
+        modes = []
+        after = _discover([o for _, o in roots], modes=modes)
         warm_up = {i for i, (_, s) in before.items() if s} != \
             {i for i, (_, s) in after.items() if s}
 
@@ -232,6 +234,7 @@ class Compiled:
             return result, None
         _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
                before, after, pending, out_of, slot_out, roots, rebinds)
+        entry.modes = [(obj, mode, mode(obj)) for obj, mode in modes]
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -418,6 +421,9 @@ def _guard_miss(entry, numbers):
     for getter, obj in entry.roots:
         if getter() is not obj:
             return f"an object the step refers to was replaced (was {type(obj).__name__})"
+    for obj, mode, value in entry.modes:
+        if mode(obj) != value:
+            return f"the mode of a {type(obj).__name__} the step uses changed (train/eval)"
     for k, cls, value in entry.numbers_by_value:
         if type(numbers[k]) is not cls or numbers[k] != value:
             return (f"Python number argument {k} changed ({value!r} -> {numbers[k]!r}) and is "

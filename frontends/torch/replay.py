@@ -114,6 +114,7 @@ def _tracing():
 
 
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)
-replay.register_container(torch.nn.Module, _module_state)
+replay.register_container(torch.nn.Module, _module_state,
+                          mode=lambda m: tuple([s.training for s in m.modules()]))
 replay.register_container(torch.optim.Optimizer, _optimizer_state)
 replay.register_trace_hook(_tracing)

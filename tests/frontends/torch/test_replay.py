@@ -244,3 +244,27 @@ def test_a_scheduler_outside_the_step_changes_the_replayed_learning_rate(opt_nam
     assert lazyx.metrics()["replays"] >= 3
     for p, q in zip(model.parameters(), lazy_model.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_train_and_eval_modes_are_part_of_the_guard():
+    # a compiled forward traced in train mode kept applying dropout after model.eval()
+    # (the module's `training` flags decide the graph, and nothing guarded them)
+    torch.manual_seed(0)
+    model = _Net(dropout=0.5).to(lt.device)
+
+    @lazyx.compile
+    def forward(x):
+        return model(x)
+
+    x = torch.randn(3, 6).to(lt.device)
+    lazyx.reset_metrics()
+    for _ in range(2):
+        forward(x)  # train mode: random masks
+    model.eval()
+    expected = model(x).detach().cpu()
+    for _ in range(3):
+        torch.testing.assert_close(forward(x).detach().cpu(), expected)
+    model.train()
+    a, b = forward(x).detach().cpu(), forward(x).detach().cpu()
+    assert not torch.equal(a, b)  # dropout again: the train-mode entry is still there
+    assert lazyx.metrics()["replay_misses"] == 1  # the switch to eval traced once
