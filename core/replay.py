@@ -53,6 +53,7 @@ class _Entry:
         self.handle_writes = []     # (output index, weakref to a handle)
         self.results = None         # (structure key, [(kind, out/object/arg, template)])
         self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
+        self.arg_updates = []       # (argument tensor index, output index): updated in place
         self.value_linked = False   # some parameter was linked by value (checked once)
         self.first_numbers = []
         self.state_numbers = []     # functions reading the numbers found in state, in order
@@ -349,6 +350,14 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     for path, k in slot_out.items():
         entry.slot_writes.append((k, slot_of(path)))
         written.add(k)
+    # an argument the step updated (an in-place op, a tf.Variable's assign): the new value
+    # goes to the tensor passed at that position in each call, not to this trace's tensor
+    entry.arg_updates = []
+    for k, t in enumerate(tensors):
+        out = out_of.get(id(_handle_of(t)))
+        if out is not None and out not in written:
+            entry.arg_updates.append((k, out))
+            written.add(out)
     for h in pending:
         k = out_of[id(h)]
         if k not in written and k not in result_outs:
@@ -481,6 +490,10 @@ def _replay(entry, tensors, handles, numbers, call):
     for k, s in entry.slot_writes:
         slot = slots[s]
         slot[4](slot[0], slot_handles[s], outs[k])
+    for k, o in entry.arg_updates:
+        t = tensors[k]
+        spec = _spec(type(t))[1]
+        spec[3](t, spec[1](t), outs[o])
     for k, ref in entry.handle_writes:
         h = ref()
         if h is not None:

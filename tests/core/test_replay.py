@@ -290,3 +290,24 @@ def test_a_step_that_adds_entries_to_its_argument_runs_as_written():
         compiled(log, x)
     assert sorted(log) == ["step0", "step1", "step2"]
     np.testing.assert_array_equal(np.asarray(log["step2"]), [2.0, 2.0])
+
+
+def test_arguments_updated_in_place_are_updated_in_each_call():
+    # `a -= 0.1 * g` on an argument: each replay must update the array passed in that call,
+    # not the one passed when the step was traced
+    def step(a, g):
+        a -= 0.1 * g
+        return a.sum()
+
+    arrays = [lnp.asarray(np.ones(3, np.float32)), lnp.asarray(np.full(3, 5.0, np.float32))]
+    eager = [np.ones(3, np.float32), np.full(3, 5.0, np.float32)]
+    g = np.full(3, 2.0, np.float32)
+    compiled = lazyx.compile(step)
+    lazyx.reset_metrics()
+    for i in range(6):
+        got = compiled(arrays[i % 2], lnp.asarray(g))
+        want = step(eager[i % 2], g)
+        np.testing.assert_allclose(float(got), want, rtol=1e-6)
+        for lazy, host in zip(arrays, eager):
+            np.testing.assert_allclose(np.asarray(lazy), host, rtol=1e-6)
+    assert lazyx.metrics()["replays"] == 5

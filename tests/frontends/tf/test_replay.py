@@ -117,3 +117,30 @@ def test_eager_tensors_are_refused():
     step = lazyx.compile(lambda x: x * 2)
     with pytest.raises(TypeError, match="lazy"):
         step(tf.ones(2))
+
+
+def test_variables_passed_as_arguments_are_assigned_in_each_call():
+    # tf.Variables in the step's arguments (here in a list, two of them in turn): the
+    # replays never assigned them, so every call after the trace read the same stale value
+    lazy = [tf.Variable(np.ones(3, np.float32)), tf.Variable(np.full(3, 5.0, np.float32))]
+    eager = [tf.Variable(np.ones(3, np.float32)), tf.Variable(np.full(3, 5.0, np.float32))]
+    x = np.full(3, 2.0, np.float32)
+
+    def make(tape_cls):
+        def step(vs, x):
+            with tape_cls() as tape:
+                loss = tf.reduce_sum(vs[0] * vs[0] * x)
+            vs[0].assign_sub(0.1 * tape.gradient(loss, vs[0]))
+            return loss
+        return step
+
+    compiled, plain = lazyx.compile(make(ltf.GradientTape)), make(tf.GradientTape)
+    lazyx.reset_metrics()
+    for i in range(6):
+        got = compiled([lazy[i % 2]], ltf.constant(x))
+        want = plain([eager[i % 2]], tf.constant(x))
+        ltf.sync()
+        np.testing.assert_allclose(float(np.asarray(got)), float(want), rtol=1e-6)
+        for a, b in zip(lazy, eager):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+    assert lazyx.metrics()["replays"] >= 4

@@ -268,3 +268,24 @@ def test_train_and_eval_modes_are_part_of_the_guard():
     a, b = forward(x).detach().cpu(), forward(x).detach().cpu()
     assert not torch.equal(a, b)  # dropout again: the train-mode entry is still there
     assert lazyx.metrics()["replay_misses"] == 1  # the switch to eval traced once
+
+
+def test_arguments_updated_in_place_are_updated_in_each_call():
+    # the replay wrote the update into the tensor of the traced call: with two tensors
+    # passed in turn, one was updated twice and the other never
+    lazy = [torch.ones(3).to(lt.device), torch.full((3,), 5.0).to(lt.device)]
+    eager = [torch.ones(3), torch.full((3,), 5.0)]
+    g = torch.full((3,), 2.0)
+
+    def step(p, grad):
+        p.sub_(0.1 * grad)
+        return p.sum()
+
+    compiled = lazyx.compile(step)
+    lazyx.reset_metrics()
+    for i in range(6):
+        got = compiled(lazy[i % 2], g.to(lt.device))
+        torch.testing.assert_close(got.item(), step(eager[i % 2], g).item())
+        for a, b in zip(lazy, eager):
+            torch.testing.assert_close(a.cpu(), b)
+    assert lazyx.metrics()["replays"] == 5
