@@ -114,7 +114,11 @@ class Compiled:
             handles.append(handle)
             node = handle.node
             shapes.append((node.shape, node.dtype))
-        full = (key, tuple(shapes))
+        # which arguments hold the same value: the program reads such a value once (f(a, a)
+        # traced, then f(a, b) replayed, computed a * a)
+        first = {}
+        aliases = tuple([first.setdefault(id(h.node), k) for k, h in enumerate(handles)])
+        full = (key, tuple(shapes), aliases if len(first) < len(handles) else None)
         candidates = self.entries.get(full)
         verify = self.verify_every and self.calls % self.verify_every == 0
         miss = "no traced variant has this argument structure, shapes and dtypes"

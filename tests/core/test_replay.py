@@ -311,3 +311,16 @@ def test_arguments_updated_in_place_are_updated_in_each_call():
         for lazy, host in zip(arrays, eager):
             np.testing.assert_allclose(np.asarray(lazy), host, rtol=1e-6)
     assert lazyx.metrics()["replays"] == 5
+
+
+def test_an_argument_passed_twice_is_guarded():
+    # traced as f(a, a), the program reads one input for both; replayed as f(a, b) it
+    # computed a * a
+    @lazyx.compile
+    def f(x, y):
+        return (x * y).sum()
+
+    a = lnp.asarray(np.full(3, 2.0, np.float32))
+    b = lnp.asarray(np.full(3, 3.0, np.float32))
+    got = [float(f(x, y)) for x, y in ((a, a), (a, b), (b, a), (b, b), (a, b))]
+    assert got == [12.0, 18.0, 18.0, 27.0, 18.0]
