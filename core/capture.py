@@ -309,7 +309,7 @@ def _flatten(obj, tensors, numbers, path="args"):
     if cls is dict:
         return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, f"{path}[{k!r}]")
                                          for k, v in obj.items()]))
-    if cls is int or cls is float:
+    if cls is int or cls is float or cls is SymFloat or cls is SymInt:  # (Sym: a result's)
         numbers.append(obj)
         return cls
     spec = _spec(cls)

@@ -30,8 +30,8 @@ import numpy as np
 from . import capture, config, ir, metrics, prng, runtime
 from . import dtypes as dt
 from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
-                      _rebound, _rebuild, _roots, _spec, _substitute, register_container,
-                      register_tensor, register_trace_hook)
+                      _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
+                      register_container, register_tensor, register_trace_hook)
 from .source import format_line, user_line
 
 # ---------------------------------------------------------------- entries
@@ -184,7 +184,7 @@ class Compiled:
                           f"lazily from now on, cut at each observation (each piece's program "
                           f"is cached), instead of being replayed", RuntimeWarning,
                           stacklevel=3)
-            return result, None
+            return _plain_deep(result), None
         trace_seconds = time.perf_counter() - start
         roots = _roots(self.fn) + arg_roots
         modes = []
@@ -236,14 +236,14 @@ class Compiled:
             entry.derived = (computed, derivations, metas)
         runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
         if warm_up or restructured:
-            return result, None
+            return _plain_deep(result), None
         _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
                before, after, pending, out_of, slot_out, roots, rebinds)
         entry.modes = [(obj, mode, mode(obj)) for obj, mode in modes]
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
-        return result, entry
+        return _plain_deep(result), entry
 
     def _verify(self, entry, full, args, kwargs, numbers):
         """Trace again (this call runs as that trace) and check that the graph and the numbers
@@ -347,9 +347,10 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
                                    if k not in probe.read)
     slot_by_handle = {id(_handle_of(t)): path for path, (t, _) in after.items()}
-    result_tensors = []
-    result_key = _flatten(result, result_tensors, [], "result")
-    result_outs = {out_of.get(id(_handle_of(t))) for t in result_tensors}
+    result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
+    result_key = _flatten(result, result_leaves, result_leaves, "result")
+    result_outs = {out_of.get(id(_handle_of(t))) for t in result_leaves
+                   if not isinstance(t, (int, float))}
     written = set()
     for path, k in slot_out.items():
         entry.slot_writes.append((k, slot_of(path)))
@@ -375,17 +376,15 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         if id(h) in slot_by_handle or id(h) not in out_of:
             return ("obj", t, None)  # state or an unchanged value: the same tensor
         return ("new", out_of[id(h)], t)
-    entry.results = (result_key, [item(t) for t in result_tensors])
-    entry.arg_writes = []
-    for path, value in rebinds:
+    def any_item(value):
         spec = _spec(type(value))
         if spec is not None and spec[0] == "tensor" and spec[1][0](value):
-            entry.arg_writes.append((path, item(value)))
-        elif isinstance(value, (capture.SymFloat, capture.SymInt)):  # a number of the call's
-            entry.arg_writes.append((path, ("number", value._lazyx_expr,
-                                            float if isinstance(value, float) else int)))
-        else:
-            entry.arg_writes.append((path, ("obj", capture._plain_deep(value), None)))
+            return item(value)
+        if isinstance(value, (capture.SymFloat, capture.SymInt)):  # a number of the call's
+            return ("number", value._lazyx_expr, float if isinstance(value, float) else int)
+        return ("obj", capture._plain_deep(value), None)
+    entry.results = (result_key, [any_item(x) for x in result_leaves])
+    entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
 
 
 def _predict(entry, numbers):

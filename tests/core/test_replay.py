@@ -324,3 +324,21 @@ def test_an_argument_passed_twice_is_guarded():
     b = lnp.asarray(np.full(3, 3.0, np.float32))
     got = [float(f(x, y)) for x, y in ((a, a), (a, b), (b, a), (b, b), (a, b))]
     assert got == [12.0, 18.0, 18.0, 27.0, 18.0]
+
+
+def test_numbers_among_the_results_are_plain_and_follow_the_call():
+    # a result holding Python numbers crashed every replay (StopIteration), and the first
+    # call handed back the trace's symbolic number instead of a float
+    @lazyx.compile
+    def f(x, lr):
+        return {"loss": (x * lr).sum(), "doubled": lr * 2, "count": 3, "tag": "a"}, lr
+
+    x = lnp.asarray(np.full(3, 2.0, np.float32))
+    lazyx.reset_metrics()
+    for lr in (0.1, 0.25, 0.5):
+        out, same = f(x, lr)
+        assert type(out["doubled"]) is float and out["doubled"] == lr * 2
+        assert type(same) is float and same == lr
+        assert out["count"] == 3 and out["tag"] == "a"
+        np.testing.assert_allclose(float(out["loss"]), 6 * lr, rtol=1e-6)
+    assert lazyx.metrics()["replays"] >= 1
