@@ -177,26 +177,33 @@ def test_gpt2_adamw_replays_like_the_uncompiled_run():
     assert losses[0] == losses[1]
 
 
+def _train_step(m, o, a, b):
+    o.zero_grad()
+    loss = torch.nn.functional.mse_loss(m(a), b)
+    loss.backward()
+    o.step()
+    return loss
+
+
+def _eager_and_lazy(opt_name, lr):
+    """(model, optimizer) pairs on CPU and on the lazyx device, from the same weights."""
+    torch.manual_seed(0)
+    model = _Net()
+    lazy_model = copy.deepcopy(model).to(lt.device)
+    make = (lambda p: torch.optim.SGD(p, lr=lr)) if opt_name == "SGD" else \
+        (lambda p: torch.optim.Adam(p, lr=lr))
+    return (model, make(model.parameters())), (lazy_model, make(lazy_model.parameters()))
+
+
 @pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
 def test_a_module_and_optimizer_passed_as_arguments_are_state(opt_name):
     # `train_step(model, opt, x, y)`: the module and optimizer are arguments, not names the
     # step refers to. Their tensors are state all the same (read, updated, written back);
     # they used to be baked into the program as constants, so every replay repeated step 1.
-    torch.manual_seed(0)
-    model = _Net()
-    lazy_model = copy.deepcopy(model).to(lt.device)
-    make = (lambda p: torch.optim.SGD(p, lr=0.1)) if opt_name == "SGD" else \
-        (lambda p: torch.optim.Adam(p, lr=0.01))
-    opt, lazy_opt = make(model.parameters()), make(lazy_model.parameters())
+    (model, opt), (lazy_model, lazy_opt) = _eager_and_lazy(opt_name, 0.1 if opt_name == "SGD"
+                                                           else 0.01)
     x, y = torch.randn(4, 6), torch.randn(4, 3)
-
-    def train_step(m, o, a, b):
-        o.zero_grad()
-        loss = torch.nn.functional.mse_loss(m(a), b)
-        loss.backward()
-        o.step()
-        return loss
-
+    train_step = _train_step
     step = lazyx.compile(train_step)
     lazyx.reset_metrics()
     with warnings.catch_warnings():
@@ -215,23 +222,12 @@ def test_a_scheduler_outside_the_step_changes_the_replayed_learning_rate(opt_nam
     # `for batch: step(batch); scheduler.step()`: the learning rate lives in the optimizer's
     # param_groups, not in the step's arguments. It was baked into the program at the trace,
     # so every replay kept training at the first call's rate (silently: no miss, no warning).
-    torch.manual_seed(0)
-    model = _Net()
-    lazy_model = copy.deepcopy(model).to(lt.device)
-    make = (lambda p: torch.optim.SGD(p, lr=0.1)) if opt_name == "SGD" else \
-        (lambda p: torch.optim.Adam(p, lr=0.05))
-    opt, lazy_opt = make(model.parameters()), make(lazy_model.parameters())
+    (model, opt), (lazy_model, lazy_opt) = _eager_and_lazy(opt_name, 0.1 if opt_name == "SGD"
+                                                           else 0.05)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.7)
     lazy_sched = torch.optim.lr_scheduler.ExponentialLR(lazy_opt, gamma=0.7)
     x, y = torch.randn(4, 6), torch.randn(4, 3)
-
-    def train_step(m, o, a, b):
-        o.zero_grad()
-        loss = torch.nn.functional.mse_loss(m(a), b)
-        loss.backward()
-        o.step()
-        return loss
-
+    train_step = _train_step
     step = lazyx.compile(train_step)
     lazyx.reset_metrics()
     for _ in range(6):
