@@ -364,10 +364,9 @@ def _substitute(obj, numbers, copies=None):
 def _rebound(original, copy, copies, path=()):
     """What the step wrote into the list and dict arguments it was given, found by comparing
     the user's containers with the copies _substitute handed it (`copies`, from _substitute):
-    [(path, new value)] for each entry it rebound (`params["w"] =
-    params["w"] - lr * g`), and whether it also added or removed entries. Each change is
-    applied to the user's container, as the uncompiled step would have made it, so the first
-    call behaves like the function itself."""
+    [(path, new value)] for each entry it rebound (`params["w"] = params["w"] - lr * g`), and
+    whether it also added or removed entries. Each change is applied to the user's container,
+    as the uncompiled step would have made it, so the first call behaves like the function."""
     changes, structural = [], False
     cls = type(original)
     if cls is list and len(original) != len(copy) or \

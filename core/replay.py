@@ -376,6 +376,7 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         if id(h) in slot_by_handle or id(h) not in out_of:
             return ("obj", t, None)  # state or an unchanged value: the same tensor
         return ("new", out_of[id(h)], t)
+
     def any_item(value):
         spec = _spec(type(value))
         if spec is not None and spec[0] == "tensor" and spec[1][0](value):
@@ -436,9 +437,12 @@ def _guard_miss(entry, numbers):
     for obj, mode, value in entry.modes:
         if mode(obj) != value:
             return f"the mode of a {type(obj).__name__} the step uses changed (train/eval)"
+    first_state = len(numbers) - len(entry.state_numbers)
     for k, cls, value in entry.numbers_by_value:
         if type(numbers[k]) is not cls or numbers[k] != value:
-            return (f"Python number argument {k} changed ({value!r} -> {numbers[k]!r}) and is "
+            what = f"Python number argument {k}" if k < first_state else \
+                "a number kept in state (a learning rate)"
+            return (f"{what} changed ({value!r} -> {numbers[k]!r}) and is "
                     f"part of the graph's structure, not a run-time parameter")
     return None
 
