@@ -42,6 +42,9 @@ _convert = ops.convert
 GUFUNCS = Table("lazyx.frontends.numpy GUFUNCS")
 REDUCE = Table("lazyx.frontends.numpy REDUCE")  # ufunc -> fn(ufunc, x, **kwargs): ufunc.reduce
 ACCUMULATE = Table("lazyx.frontends.numpy ACCUMULATE")  # the same for ufunc.accumulate
+# ufunc -> fn(ufunc, a, indices, b) -> True when it updated the lazy `a` (ufunc.at), else
+# False (NumPy runs it, on a host copy written back: _fallback.py)
+AT = Table("lazyx.frontends.numpy AT")
 
 
 def register(table, key, fn):
@@ -308,6 +311,9 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         result = REDUCE[ufunc](ufunc, inputs[0], **kwargs)
     elif method == "accumulate" and ufunc in ACCUMULATE and set(kwargs) <= {"axis", "dtype"}:
         result = ACCUMULATE[ufunc](ufunc, inputs[0], **kwargs)
+    elif method == "at" and ufunc in AT and out is None and not kwargs and \
+            len(inputs) == 3 and AT[ufunc](ufunc, *inputs):
+        return None
     else:
         name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         return run_eagerly(getattr(ufunc, method), name, inputs,

@@ -16,7 +16,7 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops, runtime
 from ._base import LazyArray, wrap
-from ._entry import traced
+from ._entry import AT, register, traced
 from ._fallback import rewrap
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, shape_of)
@@ -311,6 +311,48 @@ def setitem(x, key, value):
     indices = ops.reshape(selected, new_sizes=(selected.size, 1))
     out = ops.scatter(flat, indices, ops.reshape(update, new_sizes=(selected.size,)), mode="set")
     x.__lazyx_handle__.set(ops.reshape(out, new_sizes=node.shape))
+
+
+# np.<ufunc>.at(a, indices, b): unbuffered, so an index given twice combines twice -- what
+# a scatter with a combining mode does. subtract adds -b (exact: negation only flips a sign).
+_AT_MODES = {np.add: "add", np.subtract: "add", np.multiply: "mul", np.maximum: "max",
+             np.minimum: "min"}
+
+
+def ufunc_at(ufunc, x, key, value):
+    """np.<ufunc>.at on a lazy `x` as one scatter; False (NumPy runs it) when `x` is not lazy
+    or `value`'s dtype would make NumPy's loop another dtype than x's (it computes in that
+    dtype and casts back unsafely at every write)."""
+    if type(x) is not LazyArray or x.dtype.kind not in "iuf":
+        return False
+    if isinstance(value, (LazyArray, np.ndarray, np.generic)):
+        if value.dtype != x.dtype:
+            return False
+    elif not (type(value) is int and x.dtype.kind in "iuf" and _fits(value, x.dtype) or
+              type(value) is float and x.dtype.kind == "f"):
+        return False  # (a Python number is weak, NEP 50: it takes x's dtype if it fits)
+    runtime.maybe_cut()
+    node = x._node
+    positions = ops.reshape(ops.iota(dtype="int64", shape=(node.size,), dimension=0),
+                            new_sizes=node.shape)
+    selected = getitem_node(positions, _Key(node, key))
+    update = _value_node(value, node.dtype, selected.shape)
+    if ufunc is np.subtract:
+        update = ops.neg(update)
+    flat = ops.reshape(node, new_sizes=(node.size,))
+    out = ops.scatter(flat, ops.reshape(selected, new_sizes=(selected.size, 1)),
+                      ops.reshape(update, new_sizes=(selected.size,)), mode=_AT_MODES[ufunc])
+    x.__lazyx_handle__.set(ops.reshape(out, new_sizes=node.shape))
+    return True
+
+
+def _fits(value, dtype):
+    info = np.iinfo(dtype) if dtype.kind in "iu" else None
+    return info is None or info.min <= value <= info.max
+
+
+for _ufunc in _AT_MODES:
+    register(AT, _ufunc, ufunc_at)
 
 
 def _value_node(value, dtype, shape):

@@ -1,0 +1,74 @@
+"""np.add.at, subtract.at, multiply.at, maximum.at and minimum.at on a lazy array are one
+scatter in the step's graph (no fallback, no sync), with NumPy's unbuffered semantics: an
+index given twice combines twice. Compared with NumPy on random keys, values and dtypes."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import lazyx
+import lazyx.frontends.numpy as lnp
+
+UFUNCS = [np.add, np.subtract, np.multiply, np.maximum, np.minimum]
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8]
+
+
+def _values(dtype, shape, rng):
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(-3, 3, shape).astype(dtype)
+    if dtype is np.uint8:  # small: multiply.at of repeated indices stays in range... or wraps
+        return rng.integers(0, 4, shape).astype(dtype)
+    return rng.integers(-4, 5, shape).astype(dtype)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ufunc=st.sampled_from(UFUNCS), dtype=st.sampled_from(DTYPES),
+       rows=st.lists(st.integers(-4, 3), min_size=1, max_size=8),
+       two_d=st.booleans(), lazy_value=st.booleans(), seed=st.integers(0, 2**16))
+def test_matches_numpy(ufunc, dtype, rows, two_d, lazy_value, seed):
+    rng = np.random.default_rng(seed)
+    host = _values(dtype, (4, 3), rng)
+    if two_d:  # a (rows, cols) pair of index arrays: one element per entry
+        key = (np.array(rows), np.array([r % 3 for r in rows]))
+        value = _values(dtype, (len(rows),), rng)
+    else:      # rows: each entry selects a whole row
+        key = np.array(rows)
+        value = _values(dtype, (len(rows), 3), rng)
+    want = host.copy()
+    ufunc.at(want, key, value)
+    lazy = lnp.asarray(host) * dtype(1)  # pending: the scatter joins the graph
+    lazyx.reset_metrics()
+    assert ufunc.at(lazy, key, lnp.asarray(value) if lazy_value else value) is None
+    assert lazyx.metrics()["fallbacks"] == 0 and lazyx.metrics()["syncs"] == 0
+    got = np.asarray(lazy)
+    assert got.dtype == want.dtype
+    if np.dtype(dtype).kind == "f":  # a repeated index sums in the scatter's order
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("ufunc", [np.maximum, np.minimum])
+def test_nan_propagates_as_in_numpy(ufunc):
+    host = np.array([1.0, np.nan, 3.0], np.float32)
+    want = host.copy()
+    ufunc.at(want, [0, 1, 2, 2], np.array([np.nan, 5.0, 2.0, np.nan], np.float32))
+    lazy = lnp.asarray(host)
+    ufunc.at(lazy, [0, 1, 2, 2], np.array([np.nan, 5.0, 2.0, np.nan], np.float32))
+    np.testing.assert_array_equal(np.asarray(lazy), want)
+
+
+def test_python_numbers_and_scalar_keys():
+    host = np.arange(6, dtype=np.int32)
+    want, lazy = host.copy(), lnp.asarray(host)
+    for fn in (lambda a: np.add.at(a, 2, 5), lambda a: np.multiply.at(a, [-1, -1], 3),
+               lambda a: np.subtract.at(a, slice(0, 2), 1)):
+        fn(want)
+        fn(lazy)
+    np.testing.assert_array_equal(np.asarray(lazy), want)
+    assert lazyx.metrics()["fallback_ops"].get("numpy.add.at") is None
+
+
+def test_out_of_bounds_raises_numpys_error():
+    lazy = lnp.asarray(np.zeros(3, np.float32))
+    with pytest.raises(IndexError, match="out of bounds"):
+        np.add.at(lazy, [5], np.float32(1))
