@@ -80,11 +80,35 @@ def _optimizer_state(opt):
             index += 1
 
 
+# hyperparameters schedulers change between calls (every scheduler: lr; CyclicLR and
+# OneCycleLR: momentum, or betas[0] for Adam-like optimizers): numbers of each call
+_SCHEDULED = ("lr", "momentum", "betas")
+
+
+def _symbolic(group):
+    """Make `group`'s scheduled hyperparameters numbers of the call (capture.state_number)."""
+    for key in _SCHEDULED:
+        value = group.get(key)
+        if type(value) is float:
+            group[key] = capture.state_number(value, lambda g=group, k=key: g[k])
+        elif type(value) is tuple and all(type(v) is float for v in value):
+            group[key] = tuple(capture.state_number(v, lambda g=group, k=key, i=i: g[k][i])
+                               for i, v in enumerate(value))
+
+
+def _plain(group):
+    for key in _SCHEDULED:
+        value = group.get(key)
+        if isinstance(value, float):
+            group[key] = float(value)  # plain again (a SymFloat while tracing)
+        elif type(value) is tuple:
+            group[key] = tuple(float(v) if isinstance(v, float) else v for v in value)
+
+
 def _capturable(opt, args, kwargs, symbolic=None):
     for group in opt.param_groups:
-        if symbolic is not None and type(group.get("lr")) is float:
-            # a scheduler changes it between calls: read it again at each replay
-            group["lr"] = capture.state_number(group["lr"], lambda g=group: g["lr"])
+        if symbolic is not None and not any(group is g for g in symbolic):
+            _symbolic(group)  # a scheduler may change them between calls: read at each call
             symbolic.append(group)
         if "capturable" not in group or group["capturable"]:
             continue
@@ -101,7 +125,7 @@ def _capturable(opt, args, kwargs, symbolic=None):
 
 @contextlib.contextmanager
 def _tracing():
-    symbolic = []  # param groups whose lr is symbolic while this trace runs
+    symbolic = []  # param groups whose hyperparameters are symbolic while this trace runs
     hook = register_optimizer_step_pre_hook(
         lambda opt, args, kwargs: _capturable(opt, args, kwargs, symbolic))
     try:
@@ -109,8 +133,7 @@ def _tracing():
     finally:
         hook.remove()
         for group in symbolic:
-            if isinstance(group["lr"], float):
-                group["lr"] = float(group["lr"])  # plain again (a SymFloat while tracing)
+            _plain(group)
 
 
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)

@@ -185,12 +185,12 @@ def _train_step(m, o, a, b):
     return loss
 
 
-def _eager_and_lazy(opt_name, lr):
+def _eager_and_lazy(opt_name, lr, momentum=0.0):
     """(model, optimizer) pairs on CPU and on the lazyx device, from the same weights."""
     torch.manual_seed(0)
     model = _Net()
     lazy_model = copy.deepcopy(model).to(lt.device)
-    make = (lambda p: torch.optim.SGD(p, lr=lr)) if opt_name == "SGD" else \
+    make = (lambda p: torch.optim.SGD(p, lr=lr, momentum=momentum)) if opt_name == "SGD" else \
         (lambda p: torch.optim.Adam(p, lr=lr))
     return (model, make(model.parameters())), (lazy_model, make(lazy_model.parameters()))
 
@@ -217,27 +217,35 @@ def test_a_module_and_optimizer_passed_as_arguments_are_state(opt_name):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-5, atol=1e-6)
 
 
+SCHEDULERS = {
+    "exponential": lambda o: torch.optim.lr_scheduler.ExponentialLR(o, gamma=0.7),
+    # cycles the momentum too (SGD's momentum, Adam's betas[0])
+    "one_cycle": lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=0.1, total_steps=20),
+}
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULERS))
 @pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
-def test_a_scheduler_outside_the_step_changes_the_replayed_learning_rate(opt_name):
-    # `for batch: step(batch); scheduler.step()`: the learning rate lives in the optimizer's
-    # param_groups, not in the step's arguments. It was baked into the program at the trace,
-    # so every replay kept training at the first call's rate (silently: no miss, no warning).
-    (model, opt), (lazy_model, lazy_opt) = _eager_and_lazy(opt_name, 0.1 if opt_name == "SGD"
-                                                           else 0.05)
-    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.7)
-    lazy_sched = torch.optim.lr_scheduler.ExponentialLR(lazy_opt, gamma=0.7)
+def test_a_scheduler_outside_the_step_changes_the_replayed_hyperparameters(opt_name, schedule):
+    # `for batch: step(batch); scheduler.step()`: the learning rate (and, for a one-cycle
+    # schedule, the momentum or Adam's beta1) lives in the optimizer's param_groups, not in the
+    # step's arguments. It was baked into the program at the trace, so every replay kept
+    # training with the first call's values (silently: no miss, no warning).
+    (model, opt), (lazy_model, lazy_opt) = _eager_and_lazy(
+        opt_name, 0.1 if opt_name == "SGD" else 0.05, momentum=0.9)
+    sched, lazy_sched = SCHEDULERS[schedule](opt), SCHEDULERS[schedule](lazy_opt)
     x, y = torch.randn(4, 6), torch.randn(4, 3)
     train_step = _train_step
     step = lazyx.compile(train_step)
     lazyx.reset_metrics()
-    for _ in range(6):
+    for _ in range(8):
         expected = train_step(model, opt, x, y)
         got = step(lazy_model, lazy_opt, x.to(lt.device), y.to(lt.device))
         torch.testing.assert_close(got.item(), expected.item(), rtol=1e-4, atol=1e-6)
         sched.step()
         lazy_sched.step()
         assert type(lazy_opt.param_groups[0]["lr"]) is float
-    assert lazyx.metrics()["replays"] >= 3
+    assert lazyx.metrics()["replays"] >= 4
     for p, q in zip(model.parameters(), lazy_model.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-4, atol=1e-5)
 
