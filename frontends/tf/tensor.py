@@ -361,6 +361,8 @@ def node_of(value, dtype=None, shape=()):
         if bounds is not None and bounds[0] <= value <= bounds[1] and \
                 (type(value) is int or bounds[2]):
             return ir.param(value, _IR_DTYPES[dtype], shape)
+        if dtype == tf.uint64 and type(value) is int and value < 0:
+            return ir.param(_negative_to_uint64(value), "uint64", shape)
     if isinstance(value, (bool, int, float, np.generic)) and dtype is not None:
         converted = tf.convert_to_tensor(value, dtype=dtype)  # TF's range/type errors
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))
@@ -368,6 +370,15 @@ def node_of(value, dtype=None, shape=()):
     if converted.shape.rank == 0:
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))
     return runtime.from_host(converted.numpy(), ir_dtype(converted.dtype))
+
+
+def _negative_to_uint64(value):
+    """A negative Python int as uint64, as TF converts one to uint8/16/32: an int64 value wraps
+    (two's complement), a smaller one is TF's ValueError. TF 2.21's own uint64 conversion of a
+    negative int raises SystemError or aborts the process, so lazyx never asks it."""
+    if value < -2**63:
+        raise ValueError("Can't convert Python sequence with out-of-range integer to Tensor.")
+    return value % 2**64
 
 
 def _scalar_ranges():

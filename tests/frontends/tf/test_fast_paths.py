@@ -8,7 +8,7 @@ import operator
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import lazyx.frontends.tf as ltf
@@ -35,9 +35,16 @@ def _convert(value, dtype):
 
 @SETTINGS
 @given(value=NUMBERS, dtype=st.sampled_from(DTYPES))
+@example(value=-300, dtype=tf.uint64)
+@example(value=-2**63, dtype=tf.uint64)
+@example(value=-2**70, dtype=tf.uint64)
 def test_python_scalars_convert_as_tf_converts_them(value, dtype):
-    want = _convert(value, dtype)
-    # TF 2.21 turns a negative int into uint64 into a SystemError, and not every time
+    if dtype == tf.uint64 and type(value) is int and value < 0:
+        # TF 2.21 turns a negative int into uint64 into a SystemError, or aborts the process
+        # (it killed a CI worker): never ask it. lazyx does what TF does for uint8/16/32
+        want = np.uint64(value % 2**64) if value >= -2**63 else ValueError
+    else:
+        want = _convert(value, dtype)
     assume(want is not SystemError)
     with np.errstate(all="ignore"):
         try:
