@@ -253,7 +253,7 @@ _VALUE = Node.value  # the slot itself, under Derived's property
 
 class Derived(Node):
     """A data leaf whose buffer is made from another data leaf's on first read, by a transpose
-    or reshape (runtime.plan_outputs: a cut computes one of two results that differ only in
+    or reshape (runtime.plan_results: a cut computes one of two results that differ only in
     layout, and derives the other). To everything else it is an ordinary data leaf."""
     __slots__ = ("_base", "_how")
 

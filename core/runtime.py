@@ -185,6 +185,9 @@ def to_host(handle, cause="observe", source=None):
 
 # ---------------------------------------------------------------- programs
 
+WIDE = ("int64", "uint64", "float64", "complex128")  # dtypes jax makes only under x64
+
+
 class Program:
     """A linearized graph with no data in it, safe to keep in the cache.
 
@@ -224,9 +227,8 @@ class Program:
         return self._digest
 
     def needs_x64(self):
-        wide = ("int64", "uint64", "float64", "complex128")
-        return any(leaf[2] in wide for leaf in self.leaves) or \
-            any(ins[4] in wide for ins in self.instructions)
+        return any(leaf[2] in WIDE for leaf in self.leaves) or \
+            any(ins[4] in WIDE for ins in self.instructions)
 
 
 def _walk(roots):
@@ -585,7 +587,6 @@ def sync(*handles, cause="explicit", source=None, sharing=False):
 # 1.63. Now only the view is computed; the base becomes a data leaf (ir.Derived) whose buffer
 # is made from the view's if something reads it -- usually nothing does.
 _LAYOUT_OPS = ("transpose", "reshape")
-_WIDE = ("int64", "uint64", "float64", "complex128")  # jax makes these only under x64
 
 
 def plan_results(roots):
@@ -597,7 +598,7 @@ def plan_results(roots):
     index = None
     derived = {}
     for j, view in enumerate(roots):
-        if view.op in _LAYOUT_OPS and view.dtype not in _WIDE:
+        if view.op in _LAYOUT_OPS and view.dtype not in WIDE:  # (jax: x64 only)
             if index is None:
                 index = {id(r): k for k, r in enumerate(roots)}
             i = index.get(id(view.inputs[0]))

@@ -303,14 +303,23 @@ def setitem(x, key, value):
             for i in parsed.items):
         x.__lazyx_handle__.set(_update_window(node, parsed.items, value))
         return
+    x.__lazyx_handle__.set(_scatter_into(node, parsed, value, "set"))
+
+
+def _scatter_into(node, parsed, value, mode, negate=False):
+    """`node` with `value` (negated if asked) combined by `mode` into the elements the parsed
+    key selects: their flat positions are the same key applied to an iota, then one scatter
+    over the flattened array."""
     positions = ops.reshape(ops.iota(dtype="int64", shape=(node.size,), dimension=0),
                             new_sizes=node.shape)
     selected = getitem_node(positions, parsed)
     update = _value_node(value, node.dtype, selected.shape)
+    if negate:
+        update = ops.neg(update)
     flat = ops.reshape(node, new_sizes=(node.size,))
     indices = ops.reshape(selected, new_sizes=(selected.size, 1))
-    out = ops.scatter(flat, indices, ops.reshape(update, new_sizes=(selected.size,)), mode="set")
-    x.__lazyx_handle__.set(ops.reshape(out, new_sizes=node.shape))
+    out = ops.scatter(flat, indices, ops.reshape(update, new_sizes=(selected.size,)), mode=mode)
+    return ops.reshape(out, new_sizes=node.shape)
 
 
 # np.<ufunc>.at(a, indices, b): unbuffered, so an index given twice combines twice -- what
@@ -328,21 +337,13 @@ def ufunc_at(ufunc, x, key, value):
     if isinstance(value, (LazyArray, np.ndarray, np.generic)):
         if value.dtype != x.dtype:
             return False
-    elif not (type(value) is int and x.dtype.kind in "iuf" and _fits(value, x.dtype) or
+    elif not (type(value) is int and _fits(value, x.dtype) or
               type(value) is float and x.dtype.kind == "f"):
         return False  # (a Python number is weak, NEP 50: it takes x's dtype if it fits)
     runtime.maybe_cut()
     node = x._node
-    positions = ops.reshape(ops.iota(dtype="int64", shape=(node.size,), dimension=0),
-                            new_sizes=node.shape)
-    selected = getitem_node(positions, _Key(node, key))
-    update = _value_node(value, node.dtype, selected.shape)
-    if ufunc is np.subtract:
-        update = ops.neg(update)
-    flat = ops.reshape(node, new_sizes=(node.size,))
-    out = ops.scatter(flat, ops.reshape(selected, new_sizes=(selected.size, 1)),
-                      ops.reshape(update, new_sizes=(selected.size,)), mode=_AT_MODES[ufunc])
-    x.__lazyx_handle__.set(ops.reshape(out, new_sizes=node.shape))
+    x.__lazyx_handle__.set(_scatter_into(node, _Key(node, key), value, _AT_MODES[ufunc],
+                                         negate=ufunc is np.subtract))
     return True
 
 

@@ -96,15 +96,6 @@ def _symbolic(group):
                                for i, v in enumerate(value))
 
 
-def _plain(group):
-    for key in _SCHEDULED:
-        value = group.get(key)
-        if isinstance(value, float):
-            group[key] = float(value)  # plain again (a SymFloat while tracing)
-        elif type(value) is tuple:
-            group[key] = tuple(float(v) if isinstance(v, float) else v for v in value)
-
-
 def _capturable(opt, args, kwargs, symbolic=None):
     for group in opt.param_groups:
         if symbolic is not None and not any(group is g for g in symbolic):
@@ -132,8 +123,10 @@ def _tracing():
         yield
     finally:
         hook.remove()
-        for group in symbolic:
-            _plain(group)
+        for group in symbolic:  # plain numbers again (SymFloats while tracing)
+            for key in _SCHEDULED:
+                if key in group:
+                    group[key] = capture._plain_deep(group[key])
 
 
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)
