@@ -45,6 +45,16 @@ def _nothing_pending_between_tests():
 
 
 @pytest.fixture
+def no_mesh_yet(monkeypatch):
+    """A process that has made a device mesh records every data leaf's layout from then on
+    (ir.LAYOUT_OF), and some single-device behaviour is off there (runtime.plan_results):
+    tests of that behaviour run as in a process with no mesh, whatever ran before them in
+    the same worker."""
+    from lazyx.core import ir
+    monkeypatch.setattr(ir, "LAYOUT_OF", [None])
+
+
+@pytest.fixture
 def fresh_runtime():
     """An empty compile cache, zeroed metrics and no memoized observation sharing, for tests
     that count compiles, cache hits and executions (nothing is pending: the fixture above

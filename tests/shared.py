@@ -60,3 +60,23 @@ def hooks_outside(frontend):
             found += [f"{os.path.relpath(path, root)}: {m.group(0).strip()}"
                       for m in GLOBAL_HOOK.finditer(text)]
     return found
+
+
+class ProgramResults:
+    """`with ProgramResults() as seen:` -- seen.counts is the number of results of each
+    program a cut runs meanwhile (runtime's on_sync event)."""
+
+    def __init__(self):
+        self.counts = []
+
+    def on_sync(self, cause, source, program):
+        self.counts.append(len(program.outputs))
+
+    def __enter__(self):
+        from lazyx.core import runtime
+        runtime.LISTENERS.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        from lazyx.core import runtime
+        runtime.LISTENERS.remove(self)

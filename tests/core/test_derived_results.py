@@ -1,6 +1,9 @@
 """A cut whose results include a value and a transpose or reshape of it computes only the view
 and derives the other from it when read (runtime.plan_results, ir.Derived): the numbers are
 those of computing both, on whichever backend LAZYX_BACKEND names."""
+import os
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -8,23 +11,14 @@ from hypothesis import strategies as st
 
 from lazyx.core import ir, ops, runtime
 
-pytestmark = pytest.mark.usefixtures("fresh_runtime")  # tests/conftest.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import shared  # noqa: E402  (tests/shared.py)
+
+pytestmark = pytest.mark.usefixtures("fresh_runtime", "no_mesh_yet")  # tests/conftest.py
 
 
 def host(shape, seed=0, dtype=np.float32):
     return np.random.default_rng(seed).uniform(-1, 1, shape).astype(dtype)
-
-
-def _outputs_of_next_cut():
-    """The number of results of each program run from now on (runtime's on_sync event)."""
-    seen = []
-
-    class Listener:
-        @staticmethod
-        def on_sync(cause, source, program):
-            seen.append(len(program.outputs))
-    runtime.LISTENERS.append(Listener)
-    return seen, Listener
 
 
 def _matmul(a, b):
@@ -37,12 +31,9 @@ def test_a_base_and_its_transpose_cost_one_result():
     base = _matmul(runtime.from_host(a_host), runtime.from_host(b_host))
     view = ops.transpose(base, permutation=(1, 0))
     hb, hv = runtime.LazyHandle(base), runtime.LazyHandle(view)
-    seen, listener = _outputs_of_next_cut()
-    try:
+    with shared.ProgramResults() as seen:
         runtime.sync(hb, hv)
-    finally:
-        runtime.LISTENERS.remove(listener)
-    assert seen == [1]  # only the view was computed
+    assert seen.counts == [1]  # only the view was computed
     assert not hb.pending and not hv.pending  # both are data, as after any cut
     expected = a_host @ b_host
     np.testing.assert_allclose(runtime.to_host(hb), expected, rtol=1e-5)
@@ -66,12 +57,9 @@ def test_chains_of_views_are_made_in_order():
     b = ops.transpose(a, permutation=(2, 0, 1))
     c = ops.reshape(b, new_sizes=(4, 6))
     handles = [runtime.LazyHandle(n) for n in (c, a, b)]
-    seen, listener = _outputs_of_next_cut()
-    try:
+    with shared.ProgramResults() as seen:
         runtime.sync(*handles)
-    finally:
-        runtime.LISTENERS.remove(listener)
-    assert seen == [1]
+    assert seen.counts == [1]
     expected_b = np.transpose(-x_host, (2, 0, 1))
     np.testing.assert_allclose(runtime.to_host(handles[1]), -x_host)
     np.testing.assert_allclose(runtime.to_host(handles[2]), expected_b)
@@ -83,13 +71,10 @@ def test_wide_dtypes_are_computed_not_derived():
     x_host = np.arange(12, dtype=np.int64).reshape(3, 4)
     base = ops.add(runtime.from_host(x_host), runtime.from_host(x_host))
     view = ops.transpose(base, permutation=(1, 0))
-    seen, listener = _outputs_of_next_cut()
-    try:
+    with shared.ProgramResults() as seen:
         hb, hv = runtime.LazyHandle(base), runtime.LazyHandle(view)
         runtime.sync(hb, hv)
-    finally:
-        runtime.LISTENERS.remove(listener)
-    assert seen == [2]
+    assert seen.counts == [2]
     assert runtime.to_host(hv).dtype == np.int64
     np.testing.assert_array_equal(runtime.to_host(hv), (2 * x_host).T)
 
