@@ -463,11 +463,19 @@ def _as_function(program, signature):
     steps = [(TABLE[op] if op != "constant" else None, attrs, ins, const)
              for op, attrs, ins, _shape, _dtype, const in program.instructions]
     outputs = program.outputs
+    # baked literals (runtime.bake) go behind one optimization barrier: to XLA they are
+    # values, not constants it may fold into each other (which rounds otherwise)
+    literals = [const for fn, attrs, _, const in steps if fn is None and attrs.get("literal")]
 
     def run(*args):
         env = signature.unpack(args)
+        barred = iter(lax.optimization_barrier(tuple(jnp.asarray(c) for c in literals))
+                      if literals else ())
         for fn, attrs, ins, const in steps:
-            env.append(jnp.asarray(const) if fn is None else fn(*[env[i] for i in ins], **attrs))
+            if fn is None:
+                env.append(next(barred) if attrs.get("literal") else jnp.asarray(const))
+            else:
+                env.append(fn(*[env[i] for i in ins], **attrs))
         return [env[i] for i in outputs]
     return run
 

@@ -219,6 +219,10 @@ class Compiled:
             computed, derivations = runtime.plan_results(nodes)
             run_nodes = [nodes[k] for k in computed] if derivations else nodes
             program, leaves = runtime.linearize(run_nodes)
+            # the code's own numbers never change between replays: constants of the program
+            literals = runtime.literal_leaves(program, leaves, set(rec.params) | set(rec.keys))
+            program = runtime.bake(program, literals)
+            leaves = [leaf for i, leaf in enumerate(leaves) if i not in literals]
             exe, compiled = runtime.compile_program(program)
             source = user_line(3)
             if compiled:

@@ -344,6 +344,76 @@ def linearize(roots):
     return _program(key, leaves, inner), leaves
 
 
+def literal_leaves(program, leaves, run_time=()):
+    """{leaf index: value} of the scalar params among `leaves` (a splat's is its scalar), but
+    for the nodes whose ids are in `run_time`: what `bake` may turn into constants.
+
+    An exponent of `pow` stays a parameter: LLVM specializes pow for a known exponent (0.5,
+    2, -1: sqrt, x * x, 1 / x), which rounds otherwise than pow with a run-time one.
+    """
+    n = len(leaves)
+    passes = ("broadcast_in_dim", "convert", "reshape")
+    reaches = {}  # instruction slot -> the leaf whose value it is (through `passes` only)
+    exponents = set()
+    for k, (op, _, ins, _, _, _) in enumerate(program.instructions):
+        if op in passes:
+            reaches[n + k] = ins[0] if ins[0] < n else reaches.get(ins[0])
+        elif op == "pow":
+            exponents.add(ins[1] if ins[1] < n else reaches.get(ins[1]))
+    return {i: leaf.value for i, leaf in enumerate(leaves)
+            if leaf.op == "param" and id(leaf) not in run_time and i not in exponents and
+            (leaf.shape == () or ir.is_splat(leaf))}
+
+
+# A baked literal's constant instruction carries this attribute: the XLA backend puts all of
+# them behind one optimization barrier, so XLA's simplifier cannot fold them into each other
+# or into their users ((x * 0.9) * 2 -> x * 1.8 rounds otherwise): the program computes what
+# it computes with run-time parameters, only without packing and slicing them.
+LITERAL = {"literal": True}
+
+
+def bake(program, values):
+    """`program` with the scalar leaves at `values` (leaf index -> host scalar) made constants.
+
+    For a caller whose values for them never change -- a replayed step's literals, a
+    torch.compile graph's -- XLA then fuses the ops that use them as jax.jit fuses a Python
+    constant's, instead of slicing each out of a packed argument at every run (W3's chain:
+    23 fusions instead of 1). The lazy path keeps them run-time parameters: there a new
+    scalar must not recompile. The values are part of the new key, so programs baked with
+    other values never share an executable. The kept leaves keep their order.
+    """
+    if not values:
+        return program
+    n = len(program.leaves)
+    kept = [i for i in range(n) if i not in values]
+    slot_of = {i: k for k, i in enumerate(kept)}
+    instructions, sources, baked = [], [], []
+    for i in sorted(values):
+        kind, shape, dtype = program.leaves[i]
+        host = np.asarray(values[i], dtype=dt.to_numpy(dtype))
+        if host.ndim:
+            raise ValueError(f"bake: leaf {i} is not a scalar (shape {host.shape})")
+        instructions.append(("constant", LITERAL, (), (), dtype, host))
+        sources.append(program.leaf_sources[i])
+        if shape != ():  # a splat: one scalar standing for its whole shape
+            instructions.append(("broadcast_in_dim", {"shape": shape, "broadcast_dimensions": ()},
+                                 (len(kept) + len(instructions) - 1,), shape, dtype, None))
+            sources.append(program.leaf_sources[i])
+        slot_of[i] = len(kept) + len(instructions) - 1
+        baked.append((i, host.dtype.str, host.tobytes()))
+    offset = len(kept) + len(instructions) - n
+
+    def at(s):
+        return slot_of[s] if s < n else s + offset
+    for op, attrs, ins, shape, dtype, const in program.instructions:
+        instructions.append((op, attrs, tuple([at(s) for s in ins]), shape, dtype, const))
+    return Program([program.leaves[i] for i in kept], instructions,
+                   tuple([at(s) for s in program.outputs]),
+                   ("baked", program.key, tuple(baked)), sources + list(program.sources),
+                   [program.leaf_sources[i] for i in kept],
+                   tuple([program.leaf_shardings[i] for i in kept]))
+
+
 def program_of(*tensors):
     """(Program, leaf nodes) for the graph behind `tensors` of any frontend, without running it."""
     nodes = []

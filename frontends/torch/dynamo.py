@@ -287,9 +287,14 @@ class _Capture:
         if not roots:
             return
         program, leaf_nodes = runtime.linearize(roots)
-        exe, _ = runtime.compile_program(program)
-        leaves = []
         keys = {id(k) for k in self.keys}
+        # the graph's literals are the same at every call: constants of the executed program
+        # (`program`, the IR as lowered, keeps them as leaves: its graph_hash is the lazy
+        # path's for the same code)
+        literals = runtime.literal_leaves(program, leaf_nodes, set(self.slot_of) | keys)
+        exe, _ = runtime.compile_program(runtime.bake(program, literals))
+        leaf_nodes = [leaf for i, leaf in enumerate(leaf_nodes) if i not in literals]
+        leaves = []
         for leaf in leaf_nodes:
             if id(leaf) in self.slot_of:
                 leaves.append((_SLOT, self.slot_of[id(leaf)]))

@@ -205,3 +205,19 @@ def test_dynamo_forward_hashes_like_the_lazy_forward(name):
         inputs = (torch.randn(2, 3, 8, 8),)
     _, lazy_hash, dynamo_hash, why = script.compare(name, model, inputs, lambda out: out)
     assert lazy_hash == dynamo_hash, why
+
+
+def test_a_graphs_literals_are_constants_of_its_executable():
+    before = len(dynamo.RECENT)
+    compiled = _compile(lambda x: torch.tanh(x * 0.9 + 0.1) - 0.25)
+    x = torch.randn(4, 5)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), torch.tanh(x * 0.9 + 0.1) - 0.25)
+    (graph,) = dynamo.RECENT[before:]
+    (segment,) = graph.steps
+    executed = segment.exe.program  # (no fixed leaf is left to bind)
+    # the IR as lowered keeps them as leaves (its graph_hash is the lazy path's) ...
+    assert sum(1 for kind, _, _ in segment.program.leaves if kind != "data") == 3
+    # ... the program XLA runs has them as constants: only the input is fed
+    assert [kind for kind, _, _ in executed.leaves] == ["data"]
+    assert sum(1 for ins in executed.instructions if ins[0] == "constant") == 3

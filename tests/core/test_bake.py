@@ -1,0 +1,131 @@
+"""runtime.bake: the literals of a replayed step (lazyx.compile) and of a torch.compile graph
+become constants of the executed program, so XLA folds them as jax.jit does. The numbers are
+the unbaked program's; the call's own numbers stay run-time parameters. Runs on the backend
+tox selects."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import lazyx
+import lazyx.frontends.numpy as lnp
+from lazyx.core import ir, ops, runtime
+
+
+def _run(program, values):
+    exe, _ = runtime.compile_program(program)
+    backend = runtime.get_backend()
+    return [np.asarray(backend.to_host(b)) for b in exe(values)]
+
+
+def _chain_program():
+    """A program with splat params (x * 0.5), a rank-0 param (the scalar 3.0 times a
+    reduction) and an output that is one of its data leaves."""
+    host = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    x = lnp.asarray(host)
+    y = (x * 0.5 + 1.25) - x.sum(axis=0) * 3.0
+    program, leaves = runtime.linearize([y.__lazyx_handle__.node, x.__lazyx_handle__.node])
+    return program, leaves, host
+
+
+def test_a_baked_program_computes_what_the_unbaked_one_computes():
+    program, leaves, host = _chain_program()
+    literals = runtime.literal_leaves(program, leaves)
+    assert len(literals) == 3 and all(leaves[i].op == "param" for i in literals)
+    baked = runtime.bake(program, literals)
+    assert [kind for kind, _, _ in baked.leaves] == ["data"]
+    assert sum(1 for ins in baked.instructions if ins[0] == "constant") == 3
+    want = _run(program, [leaf.value for leaf in leaves])
+    got = _run(baked, [leaf.value for i, leaf in enumerate(leaves) if i not in literals])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[1], host)
+    np.testing.assert_allclose(got[0], host * 0.5 + 1.25 - host.sum(axis=0) * 3.0, rtol=1e-6)
+
+
+def test_values_are_part_of_the_baked_key():
+    program, leaves, host = _chain_program()
+    literals = runtime.literal_leaves(program, leaves)
+    other = {i: v * 2 for i, v in literals.items()}
+    a, b = runtime.bake(program, literals), runtime.bake(program, other)
+    assert len({program.key, a.key, b.key}) == 3
+    assert a.graph_hash != b.graph_hash
+    data = [leaf.value for i, leaf in enumerate(leaves) if i not in literals]
+    np.testing.assert_allclose(_run(b, data)[0], host * 1.0 + 2.5 - host.sum(axis=0) * 6.0,
+                               rtol=1e-6)
+
+
+def test_only_scalars_are_baked():
+    program, leaves, _ = _chain_program()
+    with pytest.raises(ValueError, match="not a scalar"):
+        runtime.bake(program, {0: np.zeros(3, np.float32)})
+    assert runtime.literal_leaves(program, leaves, run_time={id(leaf) for leaf in leaves}) == {}
+
+
+def test_a_replayed_step_bakes_its_literals_and_keeps_its_numbers_run_time():
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(4)]
+
+    def step(x, lr):
+        y = x * 0.9 + 0.1
+        return y * y - lr * x
+
+    compiled = lazyx.compile(step)
+    lazyx.reset_metrics()
+    for k, x in enumerate(xs):
+        lr = 0.5 / (k + 1)
+        got = np.asarray(compiled(lnp.asarray(x), lr))
+        plain = np.asarray(step(lnp.asarray(x), lr))
+        np.testing.assert_array_equal(got, plain)
+        np.testing.assert_allclose(got, step(x, lr), rtol=1e-5, atol=1e-6)
+    assert lazyx.metrics()["replays"] == 3
+    (entry,) = [e for bucket in compiled.entries.values() for e in bucket]
+    # x, and lr (a splat: one scalar for x's shape); 0.9 and 0.1 are constants of the program
+    assert sorted(kind for kind, _, _ in entry.program.leaves) == ["data", "splat"]
+    assert sum(1 for ins in entry.program.instructions if ins[0] == "constant") == 2
+
+
+_OPS = {
+    "add": lambda x, c: x + c, "sub": lambda x, c: c - x, "mul": lambda x, c: x * c,
+    "div": lambda x, c: x / c, "rdiv": lambda x, c: c / (abs(x) + 1),
+    "pow": lambda x, c: (abs(x) + 0.5) ** c, "max": lambda x, c: lnp.maximum(x, c),
+    "sqrt": lambda x, c: x / lnp.sqrt(abs(c) + 0.1), "tanh": lambda x, c: lnp.tanh(x * c),
+}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(_OPS)),
+                          st.sampled_from([0.5, 2.0, -1.0, 3.0, 0.1, 24.0, 0.9, 1e-3, 1.0])),
+                min_size=2, max_size=8))
+def test_replayed_literals_round_as_run_time_parameters_do(chain):
+    """XLA's simplifier folds constants into each other ((x * 0.9) * 2 -> x * 1.8) and LLVM
+    specializes pow for known exponents: either would make a replay's numbers differ from the
+    uncompiled run's. Baked literals must compute exactly what parameters compute."""
+    x = lnp.asarray(np.random.default_rng(len(chain)).standard_normal((16, 8)).astype(np.float32))
+
+    def fn(t):
+        for op, c in chain:
+            t = _OPS[op](t, c)
+        return t
+
+    compiled = lazyx.compile(fn)
+    compiled(x)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(np.asarray(compiled(x)), np.asarray(fn(x)))
+
+
+@pytest.mark.parametrize("exponent", [0.5, 2.0, -1.0, 3.0])
+def test_an_exponent_stays_a_parameter(exponent):
+    """LLVM turns pow with a known exponent into sqrt, x * x or 1 / x, which round otherwise
+    than XLA's pow with a run-time exponent."""
+    host = np.abs(np.random.default_rng(0).standard_normal(4096)).astype(np.float32) + 0.01
+    x = runtime.from_host(host)
+    e = ops.broadcast_in_dim(ir.param(exponent, "float32"), shape=host.shape,
+                             broadcast_dimensions=())
+    y = ops.pow_(ops.mul(x, ir.param(0.75, "float32", host.shape)), e)
+    program, leaves = runtime.linearize([y])
+    literals = runtime.literal_leaves(program, leaves)
+    assert [leaves[i].value for i in literals] == [0.75]
+    baked = runtime.bake(program, literals)
+    want = _run(program, [leaf.value for leaf in leaves])
+    got = _run(baked, [leaf.value for i, leaf in enumerate(leaves) if i not in literals])
+    np.testing.assert_array_equal(got[0], want[0])
