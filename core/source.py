@@ -127,18 +127,36 @@ def requester(frameworks, skip=(), depth=2):
         frame = sys._getframe(depth)
     except ValueError:
         return None
-    roots = _package_roots(frameworks)
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        lazyx_own = filename.startswith(_LAZYX_DIR) and \
-            os.sep + "tests" + os.sep not in filename[len(_LAZYX_DIR) - 1:]
-        if not lazyx_own and not any(part in filename for part in skip):
-            if not filename.startswith(roots):
+        verdict = _file_kind(frame.f_code.co_filename, frameworks, skip)
+        if verdict is not _PASSED:
+            if verdict is _USER:
                 return None
             code = frame.f_code
             return f"{frame.f_globals.get('__name__', '?')}.{getattr(code, 'co_qualname', code.co_name)}"
         frame = frame.f_back
     return None
+
+
+# What a file is to `requester`: passed over (lazyx, dispatch plumbing), the user's, or a
+# framework's. Memoized per (file, frameworks, skip): every .item() of every step asks.
+_PASSED, _USER, _FRAMEWORK = range(3)
+_file_kinds = {}
+
+
+def _file_kind(co_filename, frameworks, skip):
+    key = (co_filename, frameworks, skip)
+    kind = _file_kinds.get(key)
+    if kind is None:
+        filename = os.path.abspath(co_filename)
+        lazyx_own = filename.startswith(_LAZYX_DIR) and \
+            os.sep + "tests" + os.sep not in filename[len(_LAZYX_DIR) - 1:]
+        if lazyx_own or any(part in filename for part in skip):
+            kind = _PASSED
+        else:
+            kind = _FRAMEWORK if filename.startswith(_package_roots(frameworks)) else _USER
+        _file_kinds[key] = kind
+    return kind
 
 
 _roots_by_names = {}
