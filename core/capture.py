@@ -240,6 +240,8 @@ class recording:
 _TENSORS = {}     # type -> (is_lazy, handle, wrap, write): see register_tensor
 _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
+_CHILD = {}       # type -> child(obj, name) -> the child called name, or None
+_SET_CHILD = {}   # type -> set_child(obj, name, value) -> whether it could
 _TRACE_HOOKS = []  # context-manager factories entered around every trace
 _lookup_cache = {}
 
@@ -257,16 +259,35 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None):
     _lookup_cache.clear()
 
 
-def register_container(cls, children, mode=None):
+def register_container(cls, children, mode=None, child=None, set_child=None):
     """Objects holding state: `children(obj)` yields (name, child, stable): `name` says where
     the child is (stable across calls: a parameter's name, not its position), `stable` is
     False for state that a step may legitimately replace each call (a parameter's .grad).
     `mode(obj)`, if given, is a hashable value besides tensors that the traced graph depends
-    on (a torch module tree's train/eval flags): it is part of lazyx.compile's guard."""
+    on (a torch module tree's train/eval flags): it is part of lazyx.compile's guard.
+    `child(obj, name)`: the child called `name` now, or None (default: search `children`);
+    replays read state through it at every call. `set_child(obj, name, value)` stores state
+    a step creates (a .grad): True if it could."""
     _CONTAINERS[cls] = children
+    _CHILD[cls] = child or _search_children
+    _SET_CHILD[cls] = set_child
     if mode is not None:
         _MODES[cls] = mode
     _lookup_cache.clear()
+
+
+def _search_children(obj, name):
+    for n, c, _ in _spec(type(obj))[1](obj):
+        if n == name:
+            return c
+    return None
+
+
+def _container_fn(table, cls):
+    for base in cls.__mro__:
+        if base in table:
+            return table[base]
+    return None
 
 
 def _mode_of(cls):
@@ -467,19 +488,22 @@ _SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, flo
          complex, type(None), np.ndarray, np.generic)
 
 
-def _discover(objects, limit=200_000, modes=None):
+def _discover(objects, limit=200_000, modes=None, aliases=None):
     """{path: (tensor, stable)} for the lazy tensors reachable from `objects` (and, into
-    `modes`, (object, mode function) for each container with a registered mode).
+    `modes`, (object, mode function) for each container with a registered mode; into
+    `aliases`, {path: [other paths to the same tensor]}).
 
     State is keyed by where it is found (root, then keys, attributes or positions), so a step
     that rebinds `params["w"] = params["w"] - g` keeps one slot whose tensor is replaced."""
-    found, seen = {}, set()
+    found, seen, first = {}, set(), {}
     stack = [(obj, True, (i,)) for i, obj in enumerate(objects)]
     stack.reverse()
     while stack and len(seen) < limit:
         obj, stable, path = stack.pop()
         if id(obj) in seen or len(path) > 9 or isinstance(obj, _SKIP) or \
                 getattr(type(obj), "_lazyx_compiled", False):
+            if aliases is not None and id(obj) in first and len(path) <= 9:
+                aliases.setdefault(first[id(obj)], []).append(path)
             continue
         seen.add(id(obj))
         spec = _spec(type(obj))
@@ -487,6 +511,7 @@ def _discover(objects, limit=200_000, modes=None):
             if spec[0] == "tensor":
                 if spec[1][0](obj):
                     found[path] = (obj, stable)
+                    first[id(obj)] = path
             else:
                 children = [(c, stable and s, path + (k,)) for k, c, s in spec[1](obj)]
                 stack.extend(reversed(children))
@@ -508,3 +533,117 @@ def _discover(objects, limit=200_000, modes=None):
                 if type(attrs) is dict else []
         stack.extend(reversed(children))
     return found
+
+
+# ---------------------------------------------------------------- state by path
+
+def locate(objects, path):
+    """How to reach the state `_discover(objects)` found at `path` again: a list of steps
+    that `fetch` follows from the same root objects at each replay, so a replay reads (and
+    writes) whatever tensor is there now -- a .grad the user set to None or replaced, a
+    parameter or array rebound between calls -- not the tensor of the traced call."""
+    obj, steps = objects[path[0]], []
+    for k in path[1:]:
+        spec = _spec(type(obj))
+        if spec is not None and spec[0] == "container":
+            step = ("child", _container_fn(_CHILD, type(obj)), k,
+                    _container_fn(_SET_CHILD, type(obj)))
+        elif isinstance(obj, (list, tuple, dict)):
+            step = ("item", k)
+        elif isinstance(obj, types.FunctionType):  # (its getters, found once: dis is slow)
+            step = ("root", k, obj, _roots(obj)[k][0])
+        elif isinstance(obj, types.MethodType):
+            step = ("self",)
+        else:
+            step = ("attr", k)
+        steps.append(step)
+        obj = _follow(obj, step)
+    return path[0], steps
+
+
+def _follow(obj, step):
+    kind = step[0]
+    if kind == "child":
+        return step[1](obj, step[2])
+    if kind == "item":
+        return obj[step[1]]
+    if kind == "attr":
+        return obj.__dict__[step[1]]
+    if kind == "self":
+        return obj.__self__
+    return step[3]() if obj is step[2] else _roots(obj)[step[1]][0]()
+
+
+def fetch(objects, where):
+    """The object now at `where` (from `locate`) under `objects`, or None when it is gone."""
+    obj = objects[where[0]]
+    try:
+        for step in where[1]:
+            obj = _follow(obj, step)
+            if obj is None:
+                return None
+    except (LookupError, AttributeError, TypeError):
+        return None
+    return obj
+
+
+def fetch_child(parent, step):
+    """`fetch` of one step from `parent` (None when it is gone)."""
+    if parent is None:
+        return None
+    try:
+        return _follow(parent, step)
+    except (LookupError, AttributeError, TypeError):
+        return None
+
+
+def split(wheres):
+    """The distinct holders of the states at `wheres` (their parents' wheres), and per where
+    (holder index, last step): a replay fetches each holder once (a module holding 12
+    tensors), then one step per tensor. A root that is itself the state (a closure cell
+    holding a tensor) is (None, root index)."""
+    holders, index, out = [], {}, []
+    for root, steps in wheres:
+        if not steps:
+            out.append((None, root))
+            continue
+        key = (root, tuple([st[:3] if st[0] == "child" else st[:2] for st in steps[:-1]]))
+        if key not in index:
+            index[key] = len(holders)
+            holders.append((root, steps[:-1]))
+        out.append((index[key], steps[-1]))
+    return holders, out
+
+
+def store(objects, where, value):
+    """Put `value` at `where` (state a step creates, such as a .grad); whether it could."""
+    parent, step = _parent(objects, where)
+    if parent is None:
+        return False
+    kind = step[0]
+    if kind == "child":
+        return step[3] is not None and step[3](parent, step[2], value)
+    if kind == "item" and type(parent) in (list, dict):
+        parent[step[1]] = value
+        return True
+    if kind == "attr":
+        setattr(parent, step[1], value)
+        return True
+    return False
+
+
+def can_store(objects, where):
+    """Whether `store` could put a value at `where` now (a container with a set_child, a list
+    or dict item, an attribute)."""
+    parent, step = _parent(objects, where)
+    return parent is not None and (
+        step[0] == "attr" or (step[0] == "item" and type(parent) in (list, dict)) or
+        (step[0] == "child" and step[3] is not None))
+
+
+def _parent(objects, where):
+    if not where[1]:
+        return None, None
+    parent = fetch(objects, (where[0], where[1][:-1])) if len(where[1]) > 1 else \
+        objects[where[0]]
+    return parent, where[1][-1]

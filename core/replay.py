@@ -15,8 +15,11 @@ framework.
 
 Guard: the arguments' structure, tensor shapes and dtypes, non-number arguments by value,
 the identity of every object the function refers to (closure cells, globals, self, defaults),
-and the shape and dtype of every captured state tensor. A miss traces again and keeps another
-entry (at most `max_entries`).
+and the shape and dtype of every captured state tensor. State is read where the trace found
+it (`model.fc1.weight`, `params["w"]`, a parameter's `.grad`), at each call, so a tensor
+rebound there between calls is the one used; state the traced call created (a `.grad`) must
+be absent, and two places that held one tensor must still hold one. A miss tries the next
+entry, then traces again and keeps another entry (at most `max_entries`).
 
 Where state is found and how arguments are flattened: core/capture.py.
 """
@@ -42,7 +45,8 @@ class _Entry:
     def __init__(self):
         self.numbers_by_value = ()  # (k, value): numbers that reached no parameter: guarded
         self.roots = []             # (getter, object)
-        self.slots = []             # (tensor, handle getter, shape, dtype)
+        self.slots = []             # _Slot per captured state tensor
+        self.holders = []           # wheres of the objects holding them (capture.split)
         self.exe = None
         self.program = None
         self.feed = []              # per program input: a function (ctx) -> value
@@ -131,10 +135,9 @@ class Compiled:
                     if verify or (entry.value_linked and entry.first_numbers != nums):
                         return self._verify(entry, full, args, kwargs, nums)
                     out = _replay(entry, tensors, handles, nums, (args, kwargs))
-                    if out is not _MISS:
+                    if type(out) is not _Miss:
                         return out
-                    miss = "a captured state tensor changed shape or dtype"
-                    break
+                    miss = out.why
         if self.entries:
             metrics.count("replay_misses")
             if config.debug():
@@ -187,8 +190,8 @@ class Compiled:
             return _plain_deep(result), None
         trace_seconds = time.perf_counter() - start
         roots = _roots(self.fn) + arg_roots
-        modes = []
-        after = _discover([o for _, o in roots], modes=modes)
+        modes, aliases = [], {}
+        after = _discover([o for _, o in roots], modes=modes, aliases=aliases)
         warm_up = {i for i, (_, s) in before.items() if s} != \
             {i for i, (_, s) in after.items() if s}
 
@@ -218,11 +221,10 @@ class Compiled:
         if nodes:
             computed, derivations = runtime.plan_results(nodes)
             run_nodes = [nodes[k] for k in computed] if derivations else nodes
+            # (the step's literals stay run-time parameters, though they never change between
+            # replays: as constants, XLA would rewrite the program by another structure and
+            # round otherwise than the uncompiled run -- see runtime.literal_leaves)
             program, leaves = runtime.linearize(run_nodes)
-            # the code's own numbers never change between replays: constants of the program
-            literals = runtime.literal_leaves(program, leaves, set(rec.params) | set(rec.keys))
-            program = runtime.bake(program, literals)
-            leaves = [leaf for i, leaf in enumerate(leaves) if i not in literals]
             exe, compiled = runtime.compile_program(program)
             source = user_line(3)
             if compiled:
@@ -241,8 +243,9 @@ class Compiled:
         runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
         if warm_up or restructured:
             return _plain_deep(result), None
-        _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-               before, after, pending, out_of, slot_out, roots, rebinds)
+        if not _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf,
+                      serial0, before, after, aliases, pending, out_of, slot_out, roots, rebinds):
+            return _plain_deep(result), None
         entry.modes = [(obj, mode, mode(obj)) for obj, mode in modes]
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
@@ -294,20 +297,28 @@ class _Probe(list):
 
 
 def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-           before, after, pending, out_of, slot_out, roots, rebinds):
-    """Fill `entry` from one trace: where each program input comes from, where each output goes."""
+           before, after, aliases, pending, out_of, slot_out, roots, rebinds):
+    """Fill `entry` from one trace: where each program input comes from, where each output
+    goes. False when it cannot be replayed (state the step creates where it cannot be put)."""
     entry.roots = [(getter, getter()) for getter, _ in roots]
     entry.first_numbers = list(numbers)
     entry.state_numbers = list(rec.state_numbers)
+    objects = [obj for _, obj in entry.roots]
     slot_index = {}
 
     def slot_of(tid):
+        # state is read and written where it was found (its path), at each replay: the
+        # tensor there now, not this trace's (a .grad set to None between calls, a parameter
+        # or an array rebound); state the step creates (a .grad) must be absent at a replay
+        # and is stored there; other paths that held the same tensor must still hold it
         if tid not in slot_index:
             t = (after.get(tid) or before.get(tid))[0]
             node = _handle_of(t).node
             slot_index[tid] = len(entry.slots)
             spec = _spec(type(t))[1]
-            entry.slots.append((t, spec[1], node.shape, node.dtype, spec[3]))
+            same = [capture.locate(objects, p) for p in aliases.get(tid, ())]
+            entry.slots.append(_Slot(t, spec, node.shape, node.dtype,
+                                     capture.locate(objects, tid), tid not in before, same))
         return slot_index[tid]
 
     probe = _Probe(numbers)
@@ -359,6 +370,15 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     for path, k in slot_out.items():
         entry.slot_writes.append((k, slot_of(path)))
         written.add(k)
+    if any(slot.created and not capture.can_store(objects, slot.where) for slot in entry.slots):
+        return False
+    # each holder of state (a module, an optimizer, a dict) is reached once per replay
+    wheres = [slot.where for slot in entry.slots]
+    counts = [len(slot.same) for slot in entry.slots]
+    entry.holders, steps = capture.split(wheres + [w for slot in entry.slots for w in slot.same])
+    rest = iter(steps[len(wheres):])
+    for slot, at, n in zip(entry.slots, steps, counts):
+        slot.at, slot.same_at = at, [next(rest) for _ in range(n)]
     # an argument the step updated (an in-place op, a tf.Variable's assign): the new value
     # goes to the tensor passed at that position in each call, not to this trace's tensor
     entry.arg_updates = []
@@ -390,6 +410,21 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         return ("obj", capture._plain_deep(value), None)
     entry.results = (result_key, [any_item(x) for x in result_leaves])
     entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
+    return True
+
+
+class _Slot:
+    """A captured state tensor of an entry: `template` is the traced call's tensor (its type
+    wraps created state), `where` its path from the entry's roots (capture.locate), `created`
+    whether the step made it (it was absent when the step began), `same` the other paths
+    that held the same tensor."""
+    __slots__ = ("template", "handle", "wrap", "write", "shape", "dtype", "where", "created",
+                 "same", "at", "same_at")
+
+    def __init__(self, template, spec, shape, dtype, where, created, same):
+        self.template, self.shape, self.dtype = template, shape, dtype
+        self.handle, self.wrap, self.write = spec[1], spec[2], spec[3]
+        self.where, self.created, self.same = where, created, same
 
 
 def _predict(entry, numbers):
@@ -419,7 +454,13 @@ def _same_values(a, b):
 
 # ---------------------------------------------------------------- replaying
 
-_MISS = object()
+class _Miss:
+    """Why an entry cannot replay this call (its guard held, but the state it finds does
+    not fit the program)."""
+    __slots__ = ("why",)
+
+    def __init__(self, why):
+        self.why = why
 
 
 def _with_state_numbers(entry, numbers):
@@ -452,21 +493,39 @@ def _guard_miss(entry, numbers):
 
 
 def _replay(entry, tensors, handles, numbers, call):
-    """Run the entry's program for these arguments; _MISS if some state changed shape."""
+    """Run the entry's program for these arguments; a _Miss (why not) if the state now found
+    where the step found its state does not fit the program."""
     slots = entry.slots
-    slot_handles = []
+    objects = [obj for _, obj in entry.roots]
+    holders = [capture.fetch(objects, where) for where in entry.holders]
+    child = capture.fetch_child
+    current, slot_handles = [], []
     stale = None
-    for t, get, shape, dtype, _ in slots:
+    for slot in slots:
+        h, step = slot.at
+        t = objects[step] if h is None else child(holders[h], step)
+        if slot.created:  # the program makes it: there must be none to start from
+            if t is not None:
+                return _Miss("state the traced call created (a .grad) exists now")
+            current.append(None)
+            slot_handles.append(None)
+            continue
+        if t is None:
+            return _Miss("captured state is gone (a .grad set to None, an entry removed)")
+        for h, step in slot.same_at:
+            if (objects[step] if h is None else child(holders[h], step)) is not t:
+                return _Miss("two places that held the same state tensor hold different ones")
         try:
-            h = get(t)
+            h = slot.handle(t)
         except (AttributeError, TypeError, RuntimeError):
-            return _MISS  # no longer a lazyx tensor (moved to another device)
+            return _Miss("captured state is no longer a lazy tensor (moved to another device)")
         node = h.node
-        if node.shape != shape or node.dtype != dtype:
-            return _MISS
+        if node.shape != slot.shape or node.dtype != slot.dtype:
+            return _Miss("a captured state tensor changed shape or dtype")
         if node.op != "data":
             stale = stale or []
             stale.append(h)
+        current.append(t)
         slot_handles.append(h)
     for h in handles:
         if h.node.op != "data":
@@ -499,8 +558,12 @@ def _replay(entry, tensors, handles, numbers, call):
     else:
         metrics.record_replay(0.0)
     for k, s in entry.slot_writes:
-        slot = slots[s]
-        slot[4](slot[0], slot_handles[s], outs[k])
+        t = current[s]
+        if t is None:  # created by the step: a new tensor, stored where the step stores it
+            slot = slots[s]
+            capture.store(objects, slot.where, slot.wrap(slot.template, outs[k]))
+        else:
+            slots[s].write(t, slot_handles[s], outs[k])
     for k, o in entry.arg_updates:
         t = tensors[k]
         spec = _spec(type(t))[1]

@@ -345,24 +345,37 @@ def linearize(roots):
 
 
 def literal_leaves(program, leaves, run_time=()):
-    """{leaf index: value} of the scalar params among `leaves` (a splat's is its scalar), but
-    for the nodes whose ids are in `run_time`: what `bake` may turn into constants.
+    """{leaf index: value} of the scalar params among `leaves` (a splat's is its scalar) that
+    `bake` may turn into constants: not the nodes whose ids are in `run_time`, and only those
+    whose every use is an operand of an op in _BAKE_USES.
 
-    An exponent of `pow` stays a parameter: LLVM specializes pow for a known exponent (0.5,
-    2, -1: sqrt, x * x, 1 / x), which rounds otherwise than pow with a run-time one.
+    A baked program must compute what the same program with parameters computes, bit for
+    bit, and XLA rewrites by structure: `x / sqrt(c)` becomes `x * rsqrt(c)` for a constant
+    `c` but stays a division for a sliced-out parameter; LLVM turns pow with a known exponent
+    into sqrt or a product. A literal that only meets additions, products, comparisons and
+    selects is one operand of one rounding either way (measured, tests/core/test_bake.py).
     """
     n = len(leaves)
-    passes = ("broadcast_in_dim", "convert", "reshape")
-    reaches = {}  # instruction slot -> the leaf whose value it is (through `passes` only)
-    exponents = set()
+    reaches = {}  # instruction slot -> the leaf whose value it is (through _PASSES only)
+    unsafe = set()
     for k, (op, _, ins, _, _, _) in enumerate(program.instructions):
-        if op in passes:
+        if op in _PASSES:
             reaches[n + k] = ins[0] if ins[0] < n else reaches.get(ins[0])
-        elif op == "pow":
-            exponents.add(ins[1] if ins[1] < n else reaches.get(ins[1]))
+            continue
+        for i in ins:
+            leaf = i if i < n else reaches.get(i)
+            if leaf is not None and op not in _BAKE_USES:
+                unsafe.add(leaf)
+    for s in program.outputs:  # a literal returned as such stays what it is
+        unsafe.add(s if s < n else reaches.get(s))
     return {i: leaf.value for i, leaf in enumerate(leaves)
-            if leaf.op == "param" and id(leaf) not in run_time and i not in exponents and
+            if leaf.op == "param" and id(leaf) not in run_time and i not in unsafe and
             (leaf.shape == () or ir.is_splat(leaf))}
+
+
+_PASSES = ("broadcast_in_dim", "convert", "reshape")
+_BAKE_USES = frozenset(("add", "sub", "mul", "max", "min", "select", "clamp", "eq", "ne", "lt",
+                        "le", "gt", "ge"))
 
 
 # A baked literal's constant instruction carries this attribute: the XLA backend puts all of
@@ -609,8 +622,6 @@ def sync(*handles, cause="explicit", source=None, sharing=False):
     still fails alone).
     """
     start = time.perf_counter()
-    if source is None:
-        source = user_line(2)
     state = _thread
     if handles:
         handles = list({id(h): h for h in map(handle_of, handles)}.values())  # each once
@@ -623,6 +634,8 @@ def sync(*handles, cause="explicit", source=None, sharing=False):
     if not pending:
         _new_trace_if_done(state)  # a barrier with nothing to run still ends the trace
         return
+    if source is None:
+        source = user_line(2)
     trace_seconds = start - state.last_cut_end
     roots, index = [], {}
     for h in pending:

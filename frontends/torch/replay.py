@@ -66,6 +66,53 @@ def _module_state(module):
         yield ("buffer", name), t, True
 
 
+_DOTTED = {}  # "net.0.weight" -> (["net", "0"], "weight")
+
+
+def _parts(dotted):
+    parts = _DOTTED.get(dotted)
+    if parts is None:
+        *path, last = dotted.split(".")
+        parts = _DOTTED[dotted] = (path, last)
+    return parts
+
+
+def _module_child(module, name):
+    """What `_module_state` calls `name`, found directly (read at every replay)."""
+    kind, dotted = name
+    path, last = _parts(dotted)
+    for part in path:
+        module = module._modules[part]
+    if kind == "buffer":
+        return module._buffers.get(last)
+    p = module._parameters.get(last)
+    return p if kind == "param" or p is None else p.grad
+
+
+def _set_module_child(module, name, value):
+    kind, dotted = name
+    if kind != "grad":
+        return False
+    path, last = _parts(dotted)
+    for part in path:
+        module = module._modules[part]
+    module._parameters[last].grad = value
+    return True
+
+
+def _optimizer_child(opt, name):
+    if name[0] == "group":
+        return opt.param_groups[name[1]].get(name[2])
+    index = name[1]
+    for group in opt.param_groups:
+        params = group["params"]
+        if index < len(params):
+            p = params[index]
+            return p if name[0] == "param" else opt.state.get(p, {}).get(name[2])
+        index -= len(params)
+    return None
+
+
 def _optimizer_state(opt):
     index = 0
     for g, group in enumerate(opt.param_groups):
@@ -129,8 +176,19 @@ def _tracing():
                     group[key] = capture._plain_deep(group[key])
 
 
+def _modes(module):
+    """The train/eval flags of `module`'s tree, in a fixed order: checked at every replay, so
+    a plain walk of `_modules` (Module.modules() is a recursive generator, 3x slower)."""
+    flags, stack = [], [module]
+    while stack:
+        m = stack.pop()
+        flags.append(m.training)
+        stack.extend([c for c in m._modules.values() if c is not None])
+    return tuple(flags)
+
+
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)
-replay.register_container(torch.nn.Module, _module_state,
-                          mode=lambda m: tuple([s.training for s in m.modules()]))
-replay.register_container(torch.optim.Optimizer, _optimizer_state)
+replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
+                          set_child=_set_module_child)
+replay.register_container(torch.optim.Optimizer, _optimizer_state, child=_optimizer_child)
 replay.register_trace_hook(_tracing)

@@ -61,56 +61,53 @@ def test_only_scalars_are_baked():
     assert runtime.literal_leaves(program, leaves, run_time={id(leaf) for leaf in leaves}) == {}
 
 
-def test_a_replayed_step_bakes_its_literals_and_keeps_its_numbers_run_time():
+def test_a_replayed_step_keeps_its_literals_run_time_parameters():
+    """A replay must compute what the uncompiled run computes, bit for bit: baked literals
+    would let XLA rewrite the program by another structure (x / sqrt(c) as x * rsqrt(c))."""
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(4)]
 
     def step(x, lr):
         y = x * 0.9 + 0.1
-        return y * y - lr * x
+        return y * y - lr * x / lnp.sqrt(abs(lr) + 0.6) + 0.5
 
     compiled = lazyx.compile(step)
     lazyx.reset_metrics()
     for k, x in enumerate(xs):
         lr = 0.5 / (k + 1)
         got = np.asarray(compiled(lnp.asarray(x), lr))
-        plain = np.asarray(step(lnp.asarray(x), lr))
-        np.testing.assert_array_equal(got, plain)
-        np.testing.assert_allclose(got, step(x, lr), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(got, np.asarray(step(lnp.asarray(x), lr)))
     assert lazyx.metrics()["replays"] == 3
     (entry,) = [e for bucket in compiled.entries.values() for e in bucket]
-    # x, and lr (a splat: one scalar for x's shape); 0.9 and 0.1 are constants of the program
-    assert sorted(kind for kind, _, _ in entry.program.leaves) == ["data", "splat"]
-    assert sum(1 for ins in entry.program.instructions if ins[0] == "constant") == 2
+    assert not any(ins[0] == "constant" for ins in entry.program.instructions)
 
 
 _OPS = {
     "add": lambda x, c: x + c, "sub": lambda x, c: c - x, "mul": lambda x, c: x * c,
-    "div": lambda x, c: x / c, "rdiv": lambda x, c: c / (abs(x) + 1),
-    "pow": lambda x, c: (abs(x) + 0.5) ** c, "max": lambda x, c: lnp.maximum(x, c),
-    "sqrt": lambda x, c: x / lnp.sqrt(abs(c) + 0.1), "tanh": lambda x, c: lnp.tanh(x * c),
+    "max": lambda x, c: lnp.maximum(x, c), "min": lambda x, c: lnp.minimum(x, c),
+    "tanh": lambda x, c: lnp.tanh(x * c), "gt": lambda x, c: lnp.where(x > c, x, c * x),
 }
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(sorted(_OPS)),
-                          st.sampled_from([0.5, 2.0, -1.0, 3.0, 0.1, 24.0, 0.9, 1e-3, 1.0])),
+                          st.sampled_from([0.5, 2.0, -1.0, 3.0, 0.1, 24.0, 0.9, 1e-3, 1.0, 0.0])),
                 min_size=2, max_size=8))
-def test_replayed_literals_round_as_run_time_parameters_do(chain):
-    """XLA's simplifier folds constants into each other ((x * 0.9) * 2 -> x * 1.8) and LLVM
-    specializes pow for known exponents: either would make a replay's numbers differ from the
-    uncompiled run's. Baked literals must compute exactly what parameters compute."""
+def test_baked_literals_of_sums_and_products_round_as_parameters_do(chain):
+    """XLA's simplifier folds constants into each other ((x * 0.9) * 2 -> x * 1.8, which
+    rounds otherwise): behind the barrier, literals that only meet additions, products,
+    comparisons and selects give exactly what parameters give."""
     x = lnp.asarray(np.random.default_rng(len(chain)).standard_normal((16, 8)).astype(np.float32))
-
-    def fn(t):
-        for op, c in chain:
-            t = _OPS[op](t, c)
-        return t
-
-    compiled = lazyx.compile(fn)
-    compiled(x)
-    with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(np.asarray(compiled(x)), np.asarray(fn(x)))
+    t = x
+    for op, c in chain:
+        t = _OPS[op](t, c)
+    program, leaves = runtime.linearize([t.__lazyx_handle__.node])
+    literals = runtime.literal_leaves(program, leaves)
+    assert len(literals) == sum(1 for leaf in leaves if leaf.op == "param")
+    baked = runtime.bake(program, literals)
+    want = _run(program, [leaf.value for leaf in leaves])
+    got = _run(baked, [leaf.value for i, leaf in enumerate(leaves) if i not in literals])
+    np.testing.assert_array_equal(got[0], want[0])
 
 
 @pytest.mark.parametrize("exponent", [0.5, 2.0, -1.0, 3.0])

@@ -342,3 +342,41 @@ def test_numbers_among_the_results_are_plain_and_follow_the_call():
         assert out["count"] == 3 and out["tag"] == "a"
         np.testing.assert_allclose(float(out["loss"]), 6 * lr, rtol=1e-6)
     assert lazyx.metrics()["replays"] >= 1
+
+
+def test_state_rebound_between_calls_is_read_where_it_is():
+    """A replay reads captured state where the step found it, at each call: an array the
+    caller rebinds in a closure dict between calls is the one the step uses."""
+    params = {"w": lnp.asarray(np.ones((3, 2), np.float32)), "b": lnp.asarray(np.zeros(2, np.float32))}
+
+    def f(x):
+        return (x @ params["w"] + params["b"]).sum()
+
+    step = lazyx.compile(f)
+    x = lnp.asarray(np.arange(12, dtype=np.float32).reshape(4, 3))
+    for _ in range(3):
+        step(x)
+    lazyx.reset_metrics()
+    for k in range(3):
+        params["w"] = lnp.asarray(np.full((3, 2), k - 1.5, np.float32))
+        assert float(step(x)) == float(f(x)) == (k - 1.5) * 2 * 66
+    assert lazyx.metrics()["replays"] == 3
+
+
+def test_state_that_stops_being_shared_traces_again():
+    """Two places that held one array when traced (the program reads it once) must still
+    hold one array; after one of them is rebound, the step traces again."""
+    shared = lnp.asarray(np.ones(3, np.float32))
+    box = {"a": shared, "b": shared}
+
+    def f(x):
+        return (x * box["a"] + box["b"]).sum()
+
+    step = lazyx.compile(f)
+    x = lnp.asarray(np.arange(3, dtype=np.float32))
+    for _ in range(3):
+        assert float(step(x)) == 6.0
+    box["b"] = lnp.asarray(np.full(3, 10.0, np.float32))
+    lazyx.reset_metrics()
+    assert float(step(x)) == float(f(x)) == 33.0
+    assert lazyx.metrics()["replay_misses"] == 1

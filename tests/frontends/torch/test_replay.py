@@ -293,3 +293,63 @@ def test_arguments_updated_in_place_are_updated_in_each_call():
         for a, b in zip(lazy, eager):
             torch.testing.assert_close(a.cpu(), b)
     assert lazyx.metrics()["replays"] == 5
+
+
+def _accumulate(model, compiled, rounds=4, micro=3):
+    """Gradient accumulation with the optimizer outside the step: the step adds each
+    micro-batch's gradients into .grad; zero_grad(set_to_none) and opt.step() run between."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    device = next(model.parameters()).device
+
+    def fwd_bwd(x, y):
+        loss = torch.nn.functional.mse_loss(model(x), y) / micro
+        loss.backward()
+        return loss
+
+    run = lazyx.compile(fwd_bwd) if compiled else fwd_bwd
+    gen = torch.Generator().manual_seed(5)
+    losses, grads = [], []
+    for _ in range(rounds):
+        for _ in range(micro):
+            x, y = torch.randn(8, 6, generator=gen), torch.randn(8, 3, generator=gen)
+            losses.append(run(x.to(device), y.to(device)).item())
+        grads.append(model.fc1.weight.grad.detach().cpu().clone())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if device.type == "lazyx":
+            lt.mark_step()
+    return losses, grads, model.fc1.weight.detach().cpu()
+
+
+def test_gradient_accumulation_with_the_optimizer_outside_the_step():
+    """The step reads and writes .grad where it is at each call: a replay used to read the
+    traced call's gradient tensors, which zero_grad(set_to_none) had dropped, and wrote into
+    them, so .grad stayed None and the optimizer never moved the weights."""
+    torch.manual_seed(0)
+    eager = _Net()
+    plain, comp = copy.deepcopy(eager).to(lt.device), copy.deepcopy(eager).to(lt.device)
+    want = _accumulate(eager, False)
+    a = _accumulate(plain, False)
+    lazyx.reset_metrics()
+    b = _accumulate(comp, True)
+    assert lazyx.metrics()["replays"] >= 6, lazyx.metrics()
+    assert a[0] == b[0]
+    for ga, gb, gw in zip(a[1], b[1], want[1]):
+        assert torch.equal(ga, gb)
+        torch.testing.assert_close(gb, gw, rtol=1e-4, atol=1e-5)
+    assert torch.equal(a[2], b[2])
+    torch.testing.assert_close(b[2], want[2], rtol=1e-4, atol=1e-5)
+
+
+def test_parameters_and_submodules_replaced_between_calls_are_read():
+    torch.manual_seed(0)
+    model = _Net().to(lt.device)
+    step = lazyx.compile(lambda x: model(x).sum())
+    x = torch.randn(5, 6).to(lt.device)
+    for _ in range(3):
+        step(x)
+    model.fc2 = torch.nn.Linear(16, 3).to(lt.device)  # a new submodule
+    assert step(x).item() == model(x).sum().item()
+    model.fc1.weight = torch.nn.Parameter(torch.ones(16, 6).to(lt.device))  # a new parameter
+    assert step(x).item() == model(x).sum().item()
+    assert step(x).item() == model(x).sum().item()  # and replayed from then on
