@@ -276,11 +276,21 @@ def register_container(cls, children, mode=None, child=None, set_child=None):
     _lookup_cache.clear()
 
 
+# A container without a `child` lookup lists its children once per pass (one replay, one
+# trace's locating): a Keras model's 200 variables are not listed again for each of them.
+_PASS = [{}]  # {id(container): {name: child}} for the current pass
+
+
+def new_pass():
+    """Forget the children listed so far (state may have changed since)."""
+    _PASS[0] = {}
+
+
 def _search_children(obj, name):
-    for n, c, _ in _spec(type(obj))[1](obj):
-        if n == name:
-            return c
-    return None
+    table = _PASS[0].get(id(obj))
+    if table is None:
+        table = _PASS[0][id(obj)] = {n: c for n, c, _ in _spec(type(obj))[1](obj)}
+    return table.get(name)
 
 
 def _container_fn(table, cls):

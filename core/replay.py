@@ -304,6 +304,7 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     entry.first_numbers = list(numbers)
     entry.state_numbers = list(rec.state_numbers)
     objects = [obj for _, obj in entry.roots]
+    capture.new_pass()
     slot_index = {}
 
     def slot_of(tid):
@@ -497,6 +498,7 @@ def _replay(entry, tensors, handles, numbers, call):
     where the step found its state does not fit the program."""
     slots = entry.slots
     objects = [obj for _, obj in entry.roots]
+    capture.new_pass()
     holders = [capture.fetch(objects, where) for where in entry.holders]
     child = capture.fetch_child
     current, slot_handles = [], []
