@@ -482,7 +482,8 @@ def _guard_miss(entry, numbers):
             return f"an object the step refers to was replaced (was {type(obj).__name__})"
     for obj, mode, value in entry.modes:
         if mode(obj) != value:
-            return f"the mode of a {type(obj).__name__} the step uses changed (train/eval)"
+            return (f"the mode or structure of a {type(obj).__name__} the step uses changed "
+                    f"(train/eval, submodules, parameters, param groups)")
     first_state = len(numbers) - len(entry.state_numbers)
     for k, cls, value in entry.numbers_by_value:
         if type(numbers[k]) is not cls or numbers[k] != value:

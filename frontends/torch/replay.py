@@ -177,18 +177,28 @@ def _tracing():
 
 
 def _modes(module):
-    """The train/eval flags of `module`'s tree, in a fixed order: checked at every replay, so
-    a plain walk of `_modules` (Module.modules() is a recursive generator, 3x slower)."""
+    """The train/eval flag and the number of parameters, buffers and submodules of each
+    module of `module`'s tree, in a fixed order: a replay's guard, so that `model.eval()`,
+    `Sequential.append(...)` or a parameter registered between calls trace again. Checked
+    at every replay, so a plain walk of `_modules` (Module.modules() is a recursive
+    generator, 3x slower)."""
     flags, stack = [], [module]
     while stack:
         m = stack.pop()
-        flags.append(m.training)
+        flags.append((m.training, len(m._parameters), len(m._buffers), len(m._modules)))
         stack.extend([c for c in m._modules.values() if c is not None])
     return tuple(flags)
+
+
+def _param_groups(opt):
+    """How many parameters each param group holds: a group added between calls
+    (`add_param_group`) traces again, instead of being left out of the replayed update."""
+    return tuple([len(group["params"]) for group in opt.param_groups])
 
 
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)
 replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
                           set_child=_set_module_child)
-replay.register_container(torch.optim.Optimizer, _optimizer_state, child=_optimizer_child)
+replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,
+                          child=_optimizer_child)
 replay.register_trace_hook(_tracing)

@@ -353,3 +353,36 @@ def test_parameters_and_submodules_replaced_between_calls_are_read():
     model.fc1.weight = torch.nn.Parameter(torch.ones(16, 6).to(lt.device))  # a new parameter
     assert step(x).item() == model(x).sum().item()
     assert step(x).item() == model(x).sum().item()  # and replayed from then on
+
+
+def _grow(compiled):
+    """A param group added between calls, then a layer appended to a Sequential."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(),
+                                torch.nn.Linear(3, 2)).to(lt.device)
+    opt = torch.optim.SGD(model[0].parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = lazyx.compile(step) if compiled else step
+    gen = torch.Generator().manual_seed(1)
+    losses = []
+    for i in range(8):
+        if i == 3:
+            opt.add_param_group({"params": model[2].parameters(), "lr": 0.1})
+        if i == 6:
+            model.append(torch.nn.Linear(2, 2).to(lt.device))
+        losses.append(run(torch.randn(5, 4, generator=gen).to(lt.device)).item())
+        lt.mark_step()
+    return losses, model[2].weight.detach().cpu()
+
+
+def test_param_groups_and_layers_added_between_calls_trace_again():
+    (a, wa), (b, wb) = _grow(False), _grow(True)
+    assert a == b
+    assert torch.equal(wa, wb)
