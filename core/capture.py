@@ -301,10 +301,7 @@ def _container_fn(table, cls):
 
 
 def _mode_of(cls):
-    for base in cls.__mro__:
-        if base in _MODES:
-            return _MODES[base]
-    return None
+    return _container_fn(_MODES, cls)
 
 
 def register_trace_hook(factory):
@@ -587,13 +584,8 @@ def _follow(obj, step):
 def fetch(objects, where):
     """The object now at `where` (from `locate`) under `objects`, or None when it is gone."""
     obj = objects[where[0]]
-    try:
-        for step in where[1]:
-            obj = _follow(obj, step)
-            if obj is None:
-                return None
-    except (LookupError, AttributeError, TypeError):
-        return None
+    for step in where[1]:
+        obj = fetch_child(obj, step)
     return obj
 
 
@@ -627,33 +619,28 @@ def split(wheres):
 
 def store(objects, where, value):
     """Put `value` at `where` (state a step creates, such as a .grad); whether it could."""
-    parent, step = _parent(objects, where)
-    if parent is None:
-        return False
-    kind = step[0]
-    if kind == "child":
-        return step[3] is not None and step[3](parent, step[2], value)
-    if kind == "item" and type(parent) in (list, dict):
-        parent[step[1]] = value
-        return True
-    if kind == "attr":
-        setattr(parent, step[1], value)
-        return True
-    return False
+    setter = _setter(objects, where)
+    return setter is not None and setter(value)
 
 
 def can_store(objects, where):
     """Whether `store` could put a value at `where` now (a container with a set_child, a list
     or dict item, an attribute)."""
-    parent, step = _parent(objects, where)
-    return parent is not None and (
-        step[0] == "attr" or (step[0] == "item" and type(parent) in (list, dict)) or
-        (step[0] == "child" and step[3] is not None))
+    return _setter(objects, where) is not None
 
 
-def _parent(objects, where):
+def _setter(objects, where):
+    """A function storing a value at `where` (True if it could), or None when nothing can."""
     if not where[1]:
-        return None, None
-    parent = fetch(objects, (where[0], where[1][:-1])) if len(where[1]) > 1 else \
-        objects[where[0]]
-    return parent, where[1][-1]
+        return None
+    parent, step = fetch(objects, (where[0], where[1][:-1])), where[1][-1]
+    if parent is None:
+        return None
+    kind = step[0]
+    if kind == "child" and step[3] is not None:
+        return lambda value: step[3](parent, step[2], value)
+    if kind == "item" and type(parent) in (list, dict):
+        return lambda value: parent.__setitem__(step[1], value) or True
+    if kind == "attr":
+        return lambda value: setattr(parent, step[1], value) or True
+    return None

@@ -505,8 +505,8 @@ def _replay(entry, tensors, handles, numbers, call):
     current, slot_handles = [], []
     stale = None
     for slot in slots:
-        h, step = slot.at
-        t = objects[step] if h is None else child(holders[h], step)
+        holder, step = slot.at
+        t = objects[step] if holder is None else child(holders[holder], step)
         if slot.created:  # the program makes it: there must be none to start from
             if t is not None:
                 return _Miss("state the traced call created (a .grad) exists now")
@@ -515,8 +515,8 @@ def _replay(entry, tensors, handles, numbers, call):
             continue
         if t is None:
             return _Miss("captured state is gone (a .grad set to None, an entry removed)")
-        for h, step in slot.same_at:
-            if (objects[step] if h is None else child(holders[h], step)) is not t:
+        for holder, step in slot.same_at:
+            if (objects[step] if holder is None else child(holders[holder], step)) is not t:
                 return _Miss("two places that held the same state tensor hold different ones")
         try:
             h = slot.handle(t)

@@ -349,11 +349,12 @@ def literal_leaves(program, leaves, run_time=()):
     `bake` may turn into constants: not the nodes whose ids are in `run_time`, and only those
     whose every use is an operand of an op in _BAKE_USES.
 
-    A baked program must compute what the same program with parameters computes, bit for
-    bit, and XLA rewrites by structure: `x / sqrt(c)` becomes `x * rsqrt(c)` for a constant
-    `c` but stays a division for a sliced-out parameter; LLVM turns pow with a known exponent
-    into sqrt or a product. A literal that only meets additions, products, comparisons and
-    selects is one operand of one rounding either way (measured, tests/core/test_bake.py).
+    XLA rewrites by structure: `x / sqrt(c)` becomes `x * rsqrt(c)` for a constant `c` but
+    stays a division for a sliced-out parameter; LLVM turns pow with a known exponent into
+    sqrt or a product. A literal that only meets additions, products, comparisons and selects
+    is one operand of one rounding either way (chains of them are bitwise equal, checked in
+    tests/core/test_bake.py). Baking can still change how XLA treats the parameters that are
+    left (docs/runtime.md), so only callers without a bitwise promise bake.
     """
     n = len(leaves)
     reaches = {}  # instruction slot -> the leaf whose value it is (through _PASSES only)
@@ -380,19 +381,18 @@ _BAKE_USES = frozenset(("add", "sub", "mul", "max", "min", "select", "clamp", "e
 
 # A baked literal's constant instruction carries this attribute: the XLA backend puts all of
 # them behind one optimization barrier, so XLA's simplifier cannot fold them into each other
-# or into their users ((x * 0.9) * 2 -> x * 1.8 rounds otherwise): the program computes what
-# it computes with run-time parameters, only without packing and slicing them.
+# or into their users ((x * 0.9) * 2 -> x * 1.8 rounds otherwise).
 LITERAL = {"literal": True}
 
 
 def bake(program, values):
     """`program` with the scalar leaves at `values` (leaf index -> host scalar) made constants.
 
-    For a caller whose values for them never change -- a replayed step's literals, a
-    torch.compile graph's -- XLA then fuses the ops that use them as jax.jit fuses a Python
-    constant's, instead of slicing each out of a packed argument at every run (W3's chain:
-    23 fusions instead of 1). The lazy path keeps them run-time parameters: there a new
-    scalar must not recompile. The values are part of the new key, so programs baked with
+    For a caller whose values for them never change -- a torch.compile graph's literals --
+    XLA then fuses the ops that use them as jax.jit fuses a Python constant's, instead of
+    slicing each out of a packed argument at every run (W3's chain: 23 fusions instead of 1).
+    The lazy path keeps them run-time parameters (a new scalar must not recompile), and so do
+    lazyx.compile replays (they promise the uncompiled run's numbers bit for bit). The values are part of the new key, so programs baked with
     other values never share an executable. The kept leaves keep their order.
     """
     if not values:

@@ -69,20 +69,21 @@ def _module_state(module):
 _DOTTED = {}  # "net.0.weight" -> (["net", "0"], "weight")
 
 
-def _parts(dotted):
+def _owner(module, dotted):
+    """(the submodule holding the parameter or buffer named `dotted`, its own name)."""
     parts = _DOTTED.get(dotted)
     if parts is None:
         *path, last = dotted.split(".")
         parts = _DOTTED[dotted] = (path, last)
-    return parts
+    for part in parts[0]:
+        module = module._modules[part]
+    return module, parts[1]
 
 
 def _module_child(module, name):
     """What `_module_state` calls `name`, found directly (read at every replay)."""
     kind, dotted = name
-    path, last = _parts(dotted)
-    for part in path:
-        module = module._modules[part]
+    module, last = _owner(module, dotted)
     if kind == "buffer":
         return module._buffers.get(last)
     p = module._parameters.get(last)
@@ -93,9 +94,7 @@ def _set_module_child(module, name, value):
     kind, dotted = name
     if kind != "grad":
         return False
-    path, last = _parts(dotted)
-    for part in path:
-        module = module._modules[part]
+    module, last = _owner(module, dotted)
     module._parameters[last].grad = value
     return True
 
