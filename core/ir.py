@@ -43,6 +43,7 @@ of a reset is at most one recompile per graph.
 """
 import hashlib
 import itertools
+import os
 import threading
 import zlib
 
@@ -126,7 +127,9 @@ class Trace(threading.local):
 TRACE = Trace()
 
 
-class Node:
+class _PyNodeBase:
+    """A node's fields and their construction: the reference implementation. core/_native.c
+    (built by `pip install`, optional) does the same in C, and is used when it imports."""
     __slots__ = ("op", "inputs", "attrs", "shape", "dtype", "hash", "local", "eid", "epoch",
                  "serial", "source", "value", "order", "__weakref__")
 
@@ -190,6 +193,27 @@ class Node:
         self.eid = eid if eid is not None else _intern_eid(key)
         self.epoch = epoch
 
+
+def _load_native():
+    """core/_native.c, unless LAZYX_NATIVE=0 or it was not built."""
+    if os.environ.get("LAZYX_NATIVE", "1") == "0":
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
+_NATIVE = _load_native()
+NATIVE_BASE = None if _NATIVE is None else _NATIVE.NodeBase
+
+
+class Node(NATIVE_BASE or _PyNodeBase):
+    """An IR node (see the module docstring); its fields are set once, at construction."""
+    __slots__ = ()
+    _IR_GLOBALS = globals()  # where the C constructor finds this module's tables
+
     @property
     def ndim(self):
         return len(self.shape)
@@ -212,6 +236,26 @@ class Node:
 
     def __repr__(self):
         return f"Node({self.op}, shape={self.shape}, dtype={self.dtype})"
+
+    def __reduce__(self):
+        # copy and pickle see a Python class's slots, not the C base's fields: name them all
+        names = dict.fromkeys(_PyNodeBase.__slots__)
+        for klass in type(self).__mro__:
+            names.update(dict.fromkeys(klass.__dict__.get("__slots__", ())))
+        names.pop("__weakref__")
+        return _rebuilt, (type(self), {n: getattr(self, n) for n in names if hasattr(self, n)})
+
+
+def _rebuilt(cls, fields):
+    node = cls.__new__(cls)
+    for name, value in fields.items():
+        setattr(node, name, value)
+    return node
+
+
+# Node(op, inputs, attrs, shape, dtype[, value, extra_hash, source, entry]) with positional
+# arguments only: the C constructor skips the class call's argument parsing (~0.3 us a node)
+new_node = Node if _NATIVE is None else _NATIVE.configure(globals())
 
 
 def local_entry(op, attrs, shape, dtype, extra_hash=0):
@@ -245,7 +289,7 @@ def data(buffer, shape, dtype, source=False, sharding=None):
     if sharding is None and LAYOUT_OF[0] is not None:
         sharding = LAYOUT_OF[0](buffer)
     attrs = _NO_ATTRS if sharding is None else {"sharding": sharding}
-    return Node("data", (), attrs, tuple(shape), dtype, value=buffer, source=source)
+    return new_node("data", (), attrs, tuple(shape), dtype, buffer, 0, source)
 
 
 _VALUE = Node.value  # the slot itself, under Derived's property
@@ -280,10 +324,10 @@ def param(value, dtype, shape=()):
     With a `shape`, a scalar `value` is a splat of that shape (see splat)."""
     host = np.asarray(value, dtype=to_numpy(dtype))
     if shape and not host.ndim:
-        return Node("param", (), _SPLAT, tuple(shape), dtype, value=host)
+        return new_node("param", (), _SPLAT, tuple(shape), dtype, host)
     if shape and tuple(shape) != host.shape:
         raise ValueError(f"param: a value of shape {host.shape} given for shape {tuple(shape)}")
-    return Node("param", (), _NO_ATTRS, host.shape, dtype, value=host)
+    return new_node("param", (), _NO_ATTRS, host.shape, dtype, host)
 
 
 # A splat param: one host scalar standing for a whole array of it. The executable receives
@@ -297,8 +341,8 @@ _SPLAT = {"splat": True}
 def splat(scalar, shape):
     """The scalar-valued param `scalar` (rank 0, or a splat itself) as a param of `shape`;
     ops.broadcast_in_dim folds to this. core/capture.py hooks it to keep replay's links."""
-    return Node("param", (), _SPLAT, tuple(shape), scalar.dtype, value=scalar.value,
-                source=scalar.source)
+    return new_node("param", (), _SPLAT, tuple(shape), scalar.dtype, scalar.value, 0,
+                    scalar.source)
 
 
 def is_splat(node):
@@ -311,7 +355,7 @@ def constant(value, dtype):
     host = np.asarray(value, dtype=to_numpy(dtype))
     # a digest rather than the bytes: the interned structure table must not keep big arrays
     digest = hashlib.blake2b(host.tobytes(), digest_size=16).digest()
-    return Node("constant", (), _NO_ATTRS, host.shape, dtype, value=host, extra_hash=digest)
+    return new_node("constant", (), _NO_ATTRS, host.shape, dtype, host, digest)
 
 
 def interned_entries():

@@ -11,7 +11,7 @@ import math
 import weakref
 
 from . import config, dtypes as dt, ir
-from .ir import TRACE, Node
+from .ir import TRACE, Node, new_node
 from .tables import Table, caller
 
 OPS = Table("lazyx.core.ops.OPS (the op set)")  # op name -> builder; backends cover every key
@@ -221,7 +221,7 @@ def primitive(rule, where=None):
             simpler = simplify(inputs, attrs, shape, dtype)
             if simpler is not None:
                 return simpler
-        return Node(name, inputs, attrs, shape, dtype, entry=entry)
+        return new_node(name, inputs, attrs, shape, dtype, None, 0, False, entry)
 
     def _infer(inputs, attrs):
         if state[0]:

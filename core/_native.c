@@ -1,0 +1,446 @@
+/* lazyx.core._native: the construction of an IR node (core/ir.py's _PyNodeBase.__init__), in C.
+
+Building a node is most of what tracing one user op costs through the NumPy frontend (and a
+third of it through torch's and TF's): keying it (local id, interned expression id, stable
+hash, commutative order) and numbering its leaves. The rules are core/ir.py's, which stays the
+reference: this file computes the same values with the same Python objects (the interning
+tables, the per-thread trace, the op-line state are ir.py's own, found through its globals),
+and tests/core/test_native_node.py checks that both implementations key every graph alike.
+
+Thread safety: the GIL is held throughout; the only calls back into Python are ir.py's intern
+and user_line functions, as in the pure-Python path.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *op, *inputs, *attrs, *shape, *dtype, *hash, *local, *eid, *epoch, *serial,
+        *source, *value, *order;
+    PyObject *weakreflist;
+} NodeObject;
+
+/* Every function below takes G, the globals of the core/ir.py module it serves, and reads
+   ir.py's tables by name at each use (tests swap them; and a checkout imported under two
+   package names has two ir modules, each with its own tables and Node class). */
+static PyObject *leaf_tag;      /* "leaf" */
+static PyObject *two, *one;     /* user_line's frame depth from a C __init__; CREATED's step */
+
+static PyObject *s_depth, *s_line, *s_serial, *s_leaf_eids, *s_leaf_positions, *s_leaves;
+static PyObject *s_ir_globals, *s_node, *s_created, *s_op_current, *s_source, *s_user_line,
+    *s_leaf_ops, *s_eids, *s_intern_eid, *s_locals, *s_intern_local, *s_trace;
+
+/* ir.NAME, borrowed */
+static PyObject *global(PyObject *G, PyObject *name) {
+    PyObject *v = PyDict_GetItemWithError(G, name);
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "lazyx._native: core.ir has no %U", name);
+    return v;
+}
+
+static PyTypeObject NodeType;
+
+#define SET(field, v) \
+    do { PyObject *_old = self->field; self->field = (v); Py_XDECREF(_old); } while (0)
+
+/* The interned (local id, stable hash, op key) of a node's own structure (ir.local_entry). */
+static PyObject *local_entry(PyObject *G, PyObject *op, PyObject *attrs, PyObject *shape,
+                             PyObject *dtype, PyObject *extra_hash) {
+    PyObject *items, *signature, *entry;
+    int truthy = PyDict_Check(attrs) ? PyDict_GET_SIZE(attrs) > 0 : PyObject_IsTrue(attrs);
+    if (truthy < 0) return NULL;
+    if (truthy) {
+        PyObject *list = PyDict_Check(attrs) ? PyDict_Items(attrs) :
+            PyObject_CallMethod(attrs, "items", NULL);
+        if (list == NULL) return NULL;
+        items = PySequence_Tuple(list);
+        Py_DECREF(list);
+        if (items == NULL) return NULL;
+    } else {
+        items = Py_NewRef(Py_None);
+    }
+    signature = PyTuple_Pack(5, op, items, shape, dtype, extra_hash);
+    Py_DECREF(items);
+    if (signature == NULL) return NULL;
+    PyObject *table = global(G, s_locals), *intern = global(G, s_intern_local);
+    entry = table == NULL || intern == NULL ? NULL :
+        PyDict_Check(table) ? PyDict_GetItemWithError(table, signature) : NULL;  /* borrowed */
+    if (entry != NULL) {
+        Py_INCREF(entry);
+    } else if (!PyErr_Occurred()) {
+        entry = PyObject_CallOneArg(intern, signature);
+    }
+    Py_DECREF(signature);
+    return entry;
+}
+
+/* The interned id of an expression key (a new reference). */
+static PyObject *eid_of(PyObject *G, PyObject *key) {
+    PyObject *table = global(G, s_eids), *intern = global(G, s_intern_eid), *eid;
+    if (table == NULL || intern == NULL) return NULL;
+    eid = PyDict_Check(table) ? PyDict_GetItemWithError(table, key) : NULL;
+    if (eid != NULL) return Py_NewRef(eid);
+    if (PyErr_Occurred()) return NULL;
+    return PyObject_CallOneArg(intern, key);
+}
+
+/* Trace.leaf_eid: a leaf's eid in this thread's trace, numbering it at its first use. */
+static PyObject *leaf_eid(PyObject *G, PyObject *trace, NodeObject *leaf) {
+    PyObject *result = NULL, *leaf_eids = NULL, *positions = NULL, *leaves = NULL, *id = NULL;
+    PyObject *k = NULL, *key = NULL, *eid;
+    leaf_eids = PyObject_GetAttr(trace, s_leaf_eids);
+    if (leaf_eids == NULL || !PyDict_Check(leaf_eids)) goto done;
+    id = PyLong_FromVoidPtr(leaf);
+    if (id == NULL) goto done;
+    eid = PyDict_GetItemWithError(leaf_eids, id);
+    if (eid != NULL) { result = Py_NewRef(eid); goto done; }
+    if (PyErr_Occurred()) goto done;
+    leaves = PyObject_GetAttr(trace, s_leaves);
+    positions = PyObject_GetAttr(trace, s_leaf_positions);
+    if (leaves == NULL || positions == NULL || !PyList_Check(leaves)) goto done;
+    k = PyLong_FromSsize_t(PyList_GET_SIZE(leaves));
+    if (k == NULL) goto done;
+    key = PyTuple_Pack(3, leaf_tag, leaf->local, k);
+    if (key == NULL) goto done;
+    result = eid_of(G, key);
+    if (result == NULL) goto done;
+    if (PyDict_SetItem(leaf_eids, id, result) < 0 || PyObject_SetItem(positions, id, k) < 0
+            || PyList_Append(leaves, (PyObject *)leaf) < 0) {
+        Py_CLEAR(result);
+    }
+done:
+    if (leaf_eids != NULL && result == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "lazyx: the trace's tables are not what ir.Trace makes");
+    Py_XDECREF(leaf_eids); Py_XDECREF(positions); Py_XDECREF(leaves); Py_XDECREF(id);
+    Py_XDECREF(k); Py_XDECREF(key);
+    return result;
+}
+
+/* hash((first, tuple(getattr(i, field) for i in inputs))) */
+static PyObject *combined_hash(PyObject *first, PyObject *inputs, Py_ssize_t n, size_t offset) {
+    PyObject *parts = PyTuple_New(n), *outer;
+    Py_hash_t h;
+    if (parts == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *v = *(PyObject **)((char *)PyTuple_GET_ITEM(inputs, j) + offset);
+        if (v == NULL) {
+            Py_DECREF(parts);
+            PyErr_SetString(PyExc_AttributeError, "lazyx: an input node has no identity");
+            return NULL;
+        }
+        PyTuple_SET_ITEM(parts, j, Py_NewRef(v));
+    }
+    outer = PyTuple_Pack(2, first, parts);
+    Py_DECREF(parts);
+    if (outer == NULL) return NULL;
+    h = PyObject_Hash(outer);
+    Py_DECREF(outer);
+    if (h == -1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromSsize_t(h);
+}
+
+/* Set every field of a new node (ir._PyNodeBase.__init__'s rules). */
+static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, PyObject *attrs,
+                PyObject *shape, PyObject *dtype, PyObject *value, PyObject *extra_hash,
+                PyObject *source, PyObject *entry) {
+    PyObject *owned_entry = NULL, *count, *key = NULL;
+    Py_ssize_t n;
+    int is_leaf_op;
+    if (!PyTuple_Check(inputs)) {
+        PyErr_SetString(PyExc_TypeError, "lazyx: node inputs must be a tuple");
+        return -1;
+    }
+    n = PyTuple_GET_SIZE(inputs);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (!PyObject_TypeCheck(PyTuple_GET_ITEM(inputs, j), &NodeType)) {
+            PyErr_SetString(PyExc_TypeError, "lazyx: node inputs must be nodes");
+            return -1;
+        }
+    }
+    SET(op, Py_NewRef(op));
+    SET(inputs, Py_NewRef(inputs));
+    SET(attrs, Py_NewRef(attrs));
+    SET(shape, Py_NewRef(shape));
+    SET(dtype, Py_NewRef(dtype));
+    SET(value, Py_NewRef(value));
+    if (source == Py_False) {  /* not given: the user's line making this node */
+        PyObject *op_current = global(G, s_op_current), *depth;
+        if (op_current == NULL) return -1;
+        depth = PyObject_GetAttr(op_current, s_depth);
+        int nested;
+        if (depth == NULL) return -1;
+        nested = PyObject_IsTrue(depth);
+        Py_DECREF(depth);
+        if (nested < 0) return -1;
+        if (nested) {
+            source = PyObject_GetAttr(op_current, s_line);
+        } else {
+            PyObject *module = global(G, s_source), *find;
+            if (module == NULL) return -1;
+            find = PyObject_GetAttr(module, s_user_line);
+            if (find == NULL) return -1;
+            source = PyObject_CallOneArg(find, two);
+            Py_DECREF(find);
+        }
+        if (source == NULL) return -1;
+        SET(source, source);
+    } else {
+        SET(source, Py_NewRef(source));
+    }
+    /* CREATED[0] += 1; serial = CREATED[0] */
+    PyObject *created = global(G, s_created);
+    if (created == NULL) return -1;
+    count = PyList_Check(created) && PyList_GET_SIZE(created) ?
+        PyNumber_Add(PyList_GET_ITEM(created, 0), one) : NULL;
+    if (count == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "lazyx: CREATED is not [n]");
+        return -1;
+    }
+    if (PyList_SetItem(created, 0, Py_NewRef(count)) < 0) { Py_DECREF(count); return -1; }
+    SET(serial, count);
+    if (entry == Py_None) {
+        PyObject *zero = extra_hash;
+        if (zero == NULL) zero = PyLong_FromLong(0);
+        else Py_INCREF(zero);
+        if (zero == NULL) return -1;
+        owned_entry = entry = local_entry(G, op, attrs, shape, dtype, zero);
+        Py_DECREF(zero);
+        if (entry == NULL) return -1;
+    }
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3) {
+        Py_XDECREF(owned_entry);
+        PyErr_SetString(PyExc_TypeError, "lazyx: a node's entry is (local, stable, op key)");
+        return -1;
+    }
+    PyObject *local = PyTuple_GET_ITEM(entry, 0), *stable = PyTuple_GET_ITEM(entry, 1);
+    PyObject *op_key = PyTuple_GET_ITEM(entry, 2);
+    SET(local, Py_NewRef(local));
+    if (n == 0) {
+        SET(hash, Py_NewRef(stable));
+        SET(order, Py_NewRef(op_key));
+        Py_XDECREF(owned_entry);
+        PyObject *leaf_ops = global(G, s_leaf_ops);
+        if (leaf_ops == NULL) return -1;
+        is_leaf_op = PySequence_Contains(leaf_ops, op);
+        if (is_leaf_op < 0) return -1;
+        if (is_leaf_op) {  /* numbered per trace when first used */
+            SET(epoch, Py_NewRef(Py_None));
+            SET(eid, Py_NewRef(Py_None));
+            return 0;
+        }
+        /* constant, iota, ...: the same in every trace */
+        key = PyTuple_Pack(1, self->local);
+        if (key == NULL) return -1;
+        PyObject *eid = eid_of(G, key);
+        Py_DECREF(key);
+        if (eid == NULL) return -1;
+        SET(epoch, PyLong_FromLong(0));
+        SET(eid, eid);
+        return self->epoch == NULL ? -1 : 0;
+    }
+    PyObject *h = combined_hash(stable, inputs, n, offsetof(NodeObject, hash));
+    if (h == NULL) { Py_XDECREF(owned_entry); return -1; }
+    SET(hash, h);
+    h = combined_hash(op_key, inputs, n, offsetof(NodeObject, order));
+    Py_XDECREF(owned_entry);
+    if (h == NULL) return -1;
+    SET(order, h);
+
+    PyObject *trace = global(G, s_trace);
+    if (trace == NULL) return -1;
+    PyObject *serial_obj = PyObject_GetAttr(trace, s_serial);
+    if (serial_obj == NULL) return -1;
+    long long serial = PyLong_AsLongLong(serial_obj);
+    if (serial == -1 && PyErr_Occurred()) { Py_DECREF(serial_obj); return -1; }
+    int in_trace = 0;  /* some input belongs to this trace: so does the node */
+    key = PyTuple_New(n + 1);
+    if (key == NULL) { Py_DECREF(serial_obj); return -1; }
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(self->local));
+    for (Py_ssize_t j = 0; j < n; j++) {
+        NodeObject *input = (NodeObject *)PyTuple_GET_ITEM(inputs, j);
+        PyObject *e = input->epoch, *part;
+        if (e == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "lazyx: an input node has no epoch");
+            goto fail;
+        }
+        if (e == Py_None) {  /* a leaf */
+            part = leaf_eid(G, trace, input);
+            if (part == NULL) goto fail;
+            in_trace = 1;
+        } else {
+            long long epoch = PyLong_AsLongLong(e);
+            if (epoch == -1 && PyErr_Occurred()) goto fail;
+            if (epoch != serial && epoch != 0) {  /* another trace's: cuts walk this graph */
+                Py_DECREF(key);
+                Py_DECREF(serial_obj);
+                SET(epoch, PyLong_FromLong(-1));
+                SET(eid, Py_NewRef(Py_None));
+                return self->epoch == NULL ? -1 : 0;
+            }
+            if (epoch) in_trace = 1;
+            part = Py_NewRef(input->eid);
+        }
+        PyTuple_SET_ITEM(key, j + 1, part);
+    }
+    PyObject *eid = eid_of(G, key);
+    Py_DECREF(key);
+    if (eid == NULL) { Py_DECREF(serial_obj); return -1; }
+    SET(eid, eid);
+    if (in_trace) {
+        SET(epoch, serial_obj);
+    } else {
+        Py_DECREF(serial_obj);
+        SET(epoch, PyLong_FromLong(0));
+        if (self->epoch == NULL) return -1;
+    }
+    return 0;
+fail:
+    Py_DECREF(key);
+    Py_DECREF(serial_obj);
+    return -1;
+}
+
+static int Node_init(NodeObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"op", "inputs", "attrs", "shape", "dtype", "value", "extra_hash",
+                            "source", "entry", NULL};
+    PyObject *op, *inputs, *attrs, *shape, *dtype, *value = Py_None, *extra_hash = NULL;
+    PyObject *source = Py_False, *entry = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO|OOOO:Node", names, &op, &inputs,
+                                     &attrs, &shape, &dtype, &value, &extra_hash, &source,
+                                     &entry))
+        return -1;
+    PyObject *G = PyObject_GetAttr((PyObject *)Py_TYPE(self), s_ir_globals);
+    if (G == NULL) return -1;
+    int status = PyDict_Check(G) ?
+        fill(G, self, op, inputs, attrs, shape, dtype, value, extra_hash, source, entry) : -1;
+    if (status < 0 && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "lazyx: a node class's _IR_GLOBALS is not a dict");
+    Py_DECREF(G);
+    return status;
+}
+
+/* new(op, inputs, attrs, shape, dtype[, value, extra_hash, source, entry]): G's Node(...)
+   without a class call's argument tuple and keyword parsing. `configure(G)` makes one bound
+   to an ir module's globals (ir.new_node). */
+static PyObject *node_new(PyObject *G, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *cls;
+    NodeObject *self;
+    if (nargs < 5 || nargs > 9) {
+        PyErr_SetString(PyExc_TypeError, "lazyx: new_node takes 5 to 9 arguments");
+        return NULL;
+    }
+    if ((cls = global(G, s_node)) == NULL) return NULL;
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &NodeType)) {
+        PyErr_SetString(PyExc_TypeError, "lazyx: ir.Node is not a NodeBase");
+        return NULL;
+    }
+    self = (NodeObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (self == NULL) return NULL;
+    if (fill(G, self, args[0], args[1], args[2], args[3], args[4],
+             nargs > 5 ? args[5] : Py_None, nargs > 6 ? args[6] : NULL,
+             nargs > 7 ? args[7] : Py_False, nargs > 8 ? args[8] : Py_None) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyMethodDef new_def = {
+    "new_node", (PyCFunction)(void (*)(void))node_new, METH_FASTCALL,
+    "new_node(op, inputs, attrs, shape, dtype[, value, extra_hash, source, entry])"};
+
+static int Node_traverse(NodeObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->op); Py_VISIT(self->inputs); Py_VISIT(self->attrs); Py_VISIT(self->shape);
+    Py_VISIT(self->dtype); Py_VISIT(self->hash); Py_VISIT(self->local); Py_VISIT(self->eid);
+    Py_VISIT(self->epoch); Py_VISIT(self->serial); Py_VISIT(self->source);
+    Py_VISIT(self->value); Py_VISIT(self->order);
+    return 0;
+}
+
+static int Node_clear(NodeObject *self) {
+    Py_CLEAR(self->op); Py_CLEAR(self->inputs); Py_CLEAR(self->attrs); Py_CLEAR(self->shape);
+    Py_CLEAR(self->dtype); Py_CLEAR(self->hash); Py_CLEAR(self->local); Py_CLEAR(self->eid);
+    Py_CLEAR(self->epoch); Py_CLEAR(self->serial); Py_CLEAR(self->source);
+    Py_CLEAR(self->value); Py_CLEAR(self->order);
+    return 0;
+}
+
+static void Node_dealloc(NodeObject *self) {
+    PyObject_GC_UnTrack(self);
+    /* a long chain of nodes frees its inputs recursively: the trashcan bounds the C stack */
+    Py_TRASHCAN_BEGIN(self, Node_dealloc)
+    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
+    Node_clear(self);
+    /* (a Python subclass's instance: subtype_dealloc, which called us, drops its type) */
+    Py_TYPE(self)->tp_free((PyObject *)self);
+    Py_TRASHCAN_END
+}
+
+#define MEMBER(name) {#name, T_OBJECT_EX, offsetof(NodeObject, name), 0, NULL}
+static PyMemberDef Node_members[] = {
+    MEMBER(op), MEMBER(inputs), MEMBER(attrs), MEMBER(shape), MEMBER(dtype), MEMBER(hash),
+    MEMBER(local), MEMBER(eid), MEMBER(epoch), MEMBER(serial), MEMBER(source), MEMBER(value),
+    MEMBER(order),
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(NodeObject, weakreflist), READONLY, NULL},
+    {NULL}
+};
+
+static PyTypeObject NodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.NodeBase",
+    .tp_doc = "An IR node's fields and their construction (core/ir.py's _PyNodeBase, in C).",
+    .tp_basicsize = sizeof(NodeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Node_init,
+    .tp_dealloc = (destructor)Node_dealloc,
+    .tp_traverse = (traverseproc)Node_traverse,
+    .tp_clear = (inquiry)Node_clear,
+    .tp_members = Node_members,
+    .tp_weaklistoffset = offsetof(NodeObject, weakreflist),
+};
+
+/* configure(G): ir.new_node for the ir module whose globals are G. */
+static PyObject *configure(PyObject *module, PyObject *G) {
+    if (!PyDict_Check(G)) {
+        PyErr_SetString(PyExc_TypeError, "configure: an ir module's globals() expected");
+        return NULL;
+    }
+    return PyCFunction_New(&new_def, G);
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", (PyCFunction)configure, METH_O,
+     "configure(ir globals) -> new_node bound to them (see core/ir.py)."},
+    {NULL}
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "lazyx.core._native",
+    "The construction of IR nodes in C (see core/ir.py).", -1, module_methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m;
+    if (PyType_Ready(&NodeType) < 0) return NULL;
+    struct { PyObject **slot; const char *text; } names[] = {
+        {&s_depth, "depth"}, {&s_line, "line"}, {&s_serial, "serial"},
+        {&s_leaf_eids, "leaf_eids"}, {&s_leaf_positions, "leaf_positions"},
+        {&s_leaves, "leaves"}, {&leaf_tag, "leaf"}, {&s_ir_globals, "_IR_GLOBALS"},
+        {&s_node, "Node"}, {&s_created, "CREATED"}, {&s_op_current, "_OP_CURRENT"},
+        {&s_source, "_source"}, {&s_user_line, "user_line"}, {&s_leaf_ops, "LEAF_OPS"},
+        {&s_eids, "_EIDS"}, {&s_intern_eid, "_intern_eid"}, {&s_locals, "_LOCALS"},
+        {&s_intern_local, "_intern_local"}, {&s_trace, "TRACE"}};
+    for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
+        if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return NULL;
+    }
+    if ((two = PyLong_FromLong(2)) == NULL || (one = PyLong_FromLong(1)) == NULL) return NULL;
+    m = PyModule_Create(&module_def);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "NodeBase", (PyObject *)&NodeType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
