@@ -122,6 +122,13 @@ def targets(results):
             ratio = _ratio(mine and mine.get("first_ms"), theirs and theirs.get("first_ms"))
             line(None if ratio is None else ratio <= 1.2,
                  f"{s} {w} first step within 1.2x of jax.jit's: {_fmt(ratio, 2, 'x')}")
+    # issue 13: a step traced once and replayed by lazyx.compile, against jax.jit
+    for s in [s for s in SYSTEMS if s.startswith("lazyx-") and s.endswith("+compile")]:
+        for w in wl.WORKLOADS:
+            limit = 3.0 if w == "W4" else 1.05
+            ratio = _ratio(median(w, s), median(w, "jax.jit"))
+            line(None if ratio is None else ratio <= limit,
+                 f"{s} {w} within {limit}x of jax.jit: {_fmt(ratio, 2, 'x')}")
     # issue 16: lazyx as torch.compile's backend, against jax.jit and Inductor
     dyn = "torch.compile(lazyx)"
     for w in ("W1", "W2", "W3", "W4"):

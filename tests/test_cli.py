@@ -104,3 +104,18 @@ def test_demo_numpy_lazy_matches_eager(capsys):
     assert abs(lazy_acc - eager_acc) <= 0.01 and eager_acc > 0.5
     assert compiled_acc == lazy_acc  # lazyx.compile replays the same program
     assert compiles <= 3  # the step compiles once, the prediction once: no per-step compile
+
+
+def test_the_replay_targets_are_reported_per_compiled_system():
+    """Issue 13's targets for lazyx.compile: W1-W3 within 1.05x of jax.jit, W4 within 3x."""
+    def result(workload, system, ms):
+        return {"workload": workload, "system": system, "median_ms": ms, "first_ms": 1.0}
+    results = [result("W1", "jax.jit", 2.0), result("W1", "lazyx-numpy+compile", 2.1),
+               result("W3", "jax.jit", 3.0), result("W3", "lazyx-numpy+compile", 3.2),
+               result("W4", "jax.jit", 0.02), result("W4", "lazyx-numpy+compile", 0.05)]
+    lines = report.targets(results).splitlines()
+    assert "  [met ] lazyx-numpy+compile W1 within 1.05x of jax.jit: 1.05x" in lines
+    assert "  [MISS] lazyx-numpy+compile W3 within 1.05x of jax.jit: 1.07x" in lines
+    assert "  [met ] lazyx-numpy+compile W4 within 3.0x of jax.jit: 2.50x" in lines
+    assert "  [n/a ] lazyx-numpy+compile W2 within 1.05x of jax.jit: -" in lines
+    assert "  [n/a ] lazyx-torch+compile W1 within 1.05x of jax.jit: -" in lines
