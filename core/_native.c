@@ -1,23 +1,32 @@
-/* lazyx.core._native: the construction of an IR node (core/ir.py's _PyNodeBase.__init__), in C.
+/* lazyx.core._native: the two things every traced op pays for, in C.
 
-Building a node is most of what tracing one user op costs through the NumPy frontend (and a
-third of it through torch's and TF's): keying it (local id, interned expression id, stable
-hash, commutative order) and numbering its leaves. The rules are core/ir.py's, which stays the
-reference: this file computes the same values with the same Python objects (the interning
-tables, the per-thread trace, the op-line state are ir.py's own, found through its globals),
-and tests/core/test_native_node.py checks that both implementations key every graph alike.
+1. Building an IR node (core/ir.py's _PyNodeBase.__init__): keying it (local id, interned
+   expression id, stable hash, commutative order) and numbering its leaves -- most of what
+   tracing one user op cost through the NumPy frontend, and a large share through torch's
+   and TF's.
+2. Finding the user's line as a frontend op begins (core/source.py's op_line).
+
+core/ir.py and core/source.py stay the reference: this file computes the same values with the
+same Python objects (their interning tables, per-thread trace and op-line state, verdict
+cache), found through those modules' globals, and tests/core/test_native_node.py checks that
+both ways give the same results on random graphs. LAZYX_NATIVE=0 turns this module off.
 
 Thread safety: the GIL is held throughout; the only calls back into Python are ir.py's intern
-and user_line functions, as in the pure-Python path.
+functions and source.py's user_line and _is_internal, as on the pure-Python path.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
+/* Every object field of a node, once (ir._PyNodeBase's slots): the struct, the GC's
+   traversal and clearing, and the members Python sees are all made from this list. */
+#define NODE_FIELDS(X) X(op) X(inputs) X(attrs) X(shape) X(dtype) X(hash) X(local) X(eid) \
+    X(epoch) X(serial) X(source) X(value) X(order)
+
 typedef struct {
     PyObject_HEAD
-    PyObject *op, *inputs, *attrs, *shape, *dtype, *hash, *local, *eid, *epoch, *serial,
-        *source, *value, *order;
+#define DECLARE_FIELD(name) PyObject *name;
+    NODE_FIELDS(DECLARE_FIELD)
     PyObject *weakreflist;
 } NodeObject;
 
@@ -351,18 +360,14 @@ static PyMethodDef new_def = {
     "new_node(op, inputs, attrs, shape, dtype[, value, extra_hash, source, entry])"};
 
 static int Node_traverse(NodeObject *self, visitproc visit, void *arg) {
-    Py_VISIT(self->op); Py_VISIT(self->inputs); Py_VISIT(self->attrs); Py_VISIT(self->shape);
-    Py_VISIT(self->dtype); Py_VISIT(self->hash); Py_VISIT(self->local); Py_VISIT(self->eid);
-    Py_VISIT(self->epoch); Py_VISIT(self->serial); Py_VISIT(self->source);
-    Py_VISIT(self->value); Py_VISIT(self->order);
+#define VISIT_FIELD(name) Py_VISIT(self->name);
+    NODE_FIELDS(VISIT_FIELD)
     return 0;
 }
 
 static int Node_clear(NodeObject *self) {
-    Py_CLEAR(self->op); Py_CLEAR(self->inputs); Py_CLEAR(self->attrs); Py_CLEAR(self->shape);
-    Py_CLEAR(self->dtype); Py_CLEAR(self->hash); Py_CLEAR(self->local); Py_CLEAR(self->eid);
-    Py_CLEAR(self->epoch); Py_CLEAR(self->serial); Py_CLEAR(self->source);
-    Py_CLEAR(self->value); Py_CLEAR(self->order);
+#define CLEAR_FIELD(name) Py_CLEAR(self->name);
+    NODE_FIELDS(CLEAR_FIELD)
     return 0;
 }
 
@@ -377,11 +382,9 @@ static void Node_dealloc(NodeObject *self) {
     Py_TRASHCAN_END
 }
 
-#define MEMBER(name) {#name, T_OBJECT_EX, offsetof(NodeObject, name), 0, NULL}
+#define MEMBER(name) {#name, T_OBJECT_EX, offsetof(NodeObject, name), 0, NULL},
 static PyMemberDef Node_members[] = {
-    MEMBER(op), MEMBER(inputs), MEMBER(attrs), MEMBER(shape), MEMBER(dtype), MEMBER(hash),
-    MEMBER(local), MEMBER(eid), MEMBER(epoch), MEMBER(serial), MEMBER(source), MEMBER(value),
-    MEMBER(order),
+    NODE_FIELDS(MEMBER)
     {"__weaklistoffset__", T_PYSSIZET, offsetof(NodeObject, weakreflist), READONLY, NULL},
     {NULL}
 };
@@ -402,6 +405,129 @@ static PyTypeObject NodeType = {
 };
 
 /* configure(G): ir.new_node for the ir module whose globals are G. */
+/* ---------------------------------------------------------------- source.op_line, in C
+
+`with source.OP_LINE:` runs around every frontend op: the user's line is found once, as the op
+begins (the first frame outward that is neither lazyx's nor a framework's), and every node and
+sync the op makes reads it from source.CURRENT. Same rules as source.op_line and user_line,
+with source.py's own verdict cache, per-thread state and ENABLED switch (read through its
+globals, like G above). */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *G;  /* core/source.py's globals */
+} OpLineObject;
+
+static PyObject *s_current, *s_verdicts, *s_is_internal, *s_enabled;
+
+/* user_line() for the frame that is running `with`: (filename, lineno), or None. */
+static PyObject *users_line(PyObject *G) {
+    PyObject *enabled = global(G, s_enabled), *verdicts, *is_internal;
+    if (enabled == NULL) return NULL;
+    int on = PyObject_IsTrue(enabled);
+    if (on <= 0) return on < 0 ? NULL : Py_NewRef(Py_None);
+    if ((verdicts = global(G, s_verdicts)) == NULL || (is_internal = global(G, s_is_internal))
+            == NULL)
+        return NULL;
+    PyFrameObject *frame = PyEval_GetFrame();  /* borrowed: the caller's (C has no frame) */
+    Py_XINCREF(frame);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        PyObject *filename = code->co_filename, *verdict;
+        int internal;
+        verdict = PyDict_Check(verdicts) ? PyDict_GetItemWithError(verdicts, filename) : NULL;
+        if (verdict != NULL) {
+            internal = PyObject_IsTrue(verdict);
+        } else if (PyErr_Occurred()) {
+            internal = -1;
+        } else {
+            verdict = PyObject_CallOneArg(is_internal, filename);
+            internal = verdict == NULL ? -1 : PyObject_IsTrue(verdict);
+            Py_XDECREF(verdict);
+        }
+        if (internal <= 0) {
+            PyObject *line = internal < 0 ? NULL :
+                Py_BuildValue("(Oi)", filename, PyFrame_GetLineNumber(frame));
+            Py_DECREF(code);
+            Py_DECREF(frame);
+            return line;
+        }
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_RETURN_NONE;
+}
+
+static int add_depth(PyObject *current, long by, long *before) {
+    PyObject *depth = PyObject_GetAttr(current, s_depth), *next;
+    if (depth == NULL) return -1;
+    *before = PyLong_AsLong(depth);
+    Py_DECREF(depth);
+    if (*before == -1 && PyErr_Occurred()) return -1;
+    if ((next = PyLong_FromLong(*before + by)) == NULL) return -1;
+    int status = PyObject_SetAttr(current, s_depth, next);
+    Py_DECREF(next);
+    return status;
+}
+
+static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused) {
+    PyObject *current = global(self->G, s_current), *depth;
+    long before;
+    if (current == NULL) return NULL;
+    if ((depth = PyObject_GetAttr(current, s_depth)) == NULL) return NULL;
+    int nested = PyObject_IsTrue(depth);
+    Py_DECREF(depth);
+    if (nested < 0) return NULL;
+    if (!nested) {  /* an op the user called: find its line (nested ops keep the outermost) */
+        PyObject *line = users_line(self->G);
+        if (line == NULL) return NULL;
+        int status = PyObject_SetAttr(current, s_line, line);
+        Py_DECREF(line);
+        if (status < 0) return NULL;
+    }
+    if (add_depth(current, 1, &before) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *current = global(self->G, s_current);
+    long before;
+    if (current == NULL || add_depth(current, -1, &before) < 0) return NULL;
+    Py_RETURN_NONE;  /* (an exception inside the op goes on) */
+}
+
+static PyObject *OpLine_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *G;
+    if (!PyArg_ParseTuple(args, "O!:OpLine", &PyDict_Type, &G)) return NULL;
+    OpLineObject *self = (OpLineObject *)type->tp_alloc(type, 0);
+    if (self != NULL) self->G = Py_NewRef(G);
+    return (PyObject *)self;
+}
+
+static void OpLine_dealloc(OpLineObject *self) {
+    Py_XDECREF(self->G);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef OpLine_methods[] = {
+    {"__enter__", (PyCFunction)OpLine_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))OpLine_exit, METH_FASTCALL, NULL},
+    {NULL}
+};
+
+static PyTypeObject OpLineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.OpLine",
+    .tp_doc = "OpLine(source.py's globals): source.op_line in C.",
+    .tp_basicsize = sizeof(OpLineObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = OpLine_new,
+    .tp_dealloc = (destructor)OpLine_dealloc,
+    .tp_methods = OpLine_methods,
+};
+
 static PyObject *configure(PyObject *module, PyObject *G) {
     if (!PyDict_Check(G)) {
         PyErr_SetString(PyExc_TypeError, "configure: an ir module's globals() expected");
@@ -423,7 +549,7 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m;
-    if (PyType_Ready(&NodeType) < 0) return NULL;
+    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&OpLineType) < 0) return NULL;
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_depth, "depth"}, {&s_line, "line"}, {&s_serial, "serial"},
         {&s_leaf_eids, "leaf_eids"}, {&s_leaf_positions, "leaf_positions"},
@@ -431,14 +557,16 @@ PyMODINIT_FUNC PyInit__native(void) {
         {&s_node, "Node"}, {&s_created, "CREATED"}, {&s_op_current, "_OP_CURRENT"},
         {&s_source, "_source"}, {&s_user_line, "user_line"}, {&s_leaf_ops, "LEAF_OPS"},
         {&s_eids, "_EIDS"}, {&s_intern_eid, "_intern_eid"}, {&s_locals, "_LOCALS"},
-        {&s_intern_local, "_intern_local"}, {&s_trace, "TRACE"}};
+        {&s_intern_local, "_intern_local"}, {&s_trace, "TRACE"}, {&s_current, "CURRENT"},
+        {&s_verdicts, "_verdicts"}, {&s_is_internal, "_is_internal"}, {&s_enabled, "ENABLED"}};
     for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
         if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return NULL;
     }
     if ((two = PyLong_FromLong(2)) == NULL || (one = PyLong_FromLong(1)) == NULL) return NULL;
     m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "NodeBase", (PyObject *)&NodeType) < 0) {
+    if (PyModule_AddObjectRef(m, "NodeBase", (PyObject *)&NodeType) < 0 ||
+            PyModule_AddObjectRef(m, "OpLine", (PyObject *)&OpLineType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -80,7 +80,19 @@ class op_line:
         CURRENT.depth -= 1
 
 
-OP_LINE = op_line()  # stateless: one instance serves every `with`
+def _native_op_line():
+    """core/_native.c's op_line (the same rules, no Python frame per op), unless
+    LAZYX_NATIVE=0 or it was not built."""
+    if os.environ.get("LAZYX_NATIVE", "1") == "0":
+        return None
+    try:
+        from ._native import OpLine
+    except ImportError:
+        return None
+    return OpLine(globals())
+
+
+OP_LINE = _native_op_line() or op_line()  # stateless: one instance serves every `with`
 
 
 def user_line(depth=2):

@@ -188,3 +188,37 @@ def test_nodes_copy_and_pickle_with_every_field(how):
     derived = copier(ir.Derived(base, "transpose", {"permutation": (1, 0)}, (3, 2), "float32",
                                 None))
     np.testing.assert_array_equal(derived.value, np.arange(6).reshape(2, 3).T)
+
+
+# A frontend op as lazyx writes one: its code lives in lazyx's folder, so its frames are
+# passed over, and the line found is the line that called it.
+_FRONTEND = {}
+exec(compile("def op(context, probe):\n    with context:\n        with context:\n"
+             "            return probe()\n",
+             os.path.join(os.path.dirname(os.path.abspath(ir.__file__)), "_an_op.py"), "exec"),
+     _FRONTEND)
+
+
+@native
+def test_the_c_op_line_finds_the_line_source_op_line_finds():
+    def line():
+        assert source.CURRENT.depth == 2  # (nested ops keep the outermost line)
+        return source.CURRENT.line
+    op = _FRONTEND["op"]
+    assert type(source.OP_LINE) is not source.op_line
+    lines = op(source.OP_LINE, line), op(source.op_line(), line)  # the same line, both ways
+    here = open(__file__).read().splitlines().index(
+        "    lines = op(source.OP_LINE, line), op(source.op_line(), line)  # the same line, "
+        "both ways")
+    assert lines == ((__file__, here + 1),) * 2 and source.CURRENT.depth == 0
+    with pytest.raises(ZeroDivisionError):  # an error inside an op leaves the depth as it was
+        with source.OP_LINE:
+            1 / 0
+    assert source.CURRENT.depth == 0
+
+
+@native
+def test_the_c_op_line_honours_lazyx_source_lines_off(monkeypatch):
+    monkeypatch.setattr(source, "ENABLED", False)
+    with source.OP_LINE:
+        assert source.CURRENT.line is None
