@@ -57,6 +57,16 @@ def check(dtype):
 
 def to_numpy(dtype):
     """The NumPy dtype for an IR dtype; bfloat16 needs ml_dtypes (shipped with jax and TF)."""
+    found = _TO_NUMPY.get(dtype)  # (every Python number's param asks: np.dtype(name) is slow)
+    if found is None:
+        found = _TO_NUMPY[dtype] = _to_numpy(dtype)
+    return found
+
+
+_TO_NUMPY = {}
+
+
+def _to_numpy(dtype):
     if dtype == "bfloat16":
         try:
             import ml_dtypes
