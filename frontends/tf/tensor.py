@@ -348,21 +348,25 @@ def node_of(value, dtype=None, shape=()):
     a Python number on the fast path below is its splat of that shape (one node), and any
     other value is returned at its own shape.
     """
-    if type(value) is LazyTensor or isinstance(value, LazyTensor):
+    kind = type(value)
+    if kind is LazyTensor:
+        return value.node
+    if dtype is not None and (kind is float or kind is int):
+        # the common `x * 0.5`: conversions TF makes exactly as NumPy does need no TF call
+        # (tests/frontends/tf/test_fast_paths.py holds this table to tf.convert_to_tensor);
+        # tested first, since the isinstance checks below are ABC checks (slow)
+        bounds = _SCALAR_RANGE.get(dtype)
+        if bounds is not None and bounds[0] <= value <= bounds[1] and \
+                (kind is int or bounds[2]):
+            return ir.param(value, _IR_DTYPES[dtype], shape)
+        if dtype == tf.uint64 and kind is int and value < 0:
+            return ir.param(_negative_to_uint64(value), "uint64", shape)
+    if isinstance(value, LazyTensor):
         return value.node
     if isinstance(value, tf.Variable):
         value = value.value()
     if isinstance(value, tf.Tensor):
         return _tf_leaf(value)
-    if dtype is not None and type(value) in (float, int):
-        # the common `x * 0.5`: conversions TF makes exactly as NumPy does need no TF call
-        # (tests/frontends/tf/test_fast_paths.py holds this table to tf.convert_to_tensor)
-        bounds = _SCALAR_RANGE.get(dtype)
-        if bounds is not None and bounds[0] <= value <= bounds[1] and \
-                (type(value) is int or bounds[2]):
-            return ir.param(value, _IR_DTYPES[dtype], shape)
-        if dtype == tf.uint64 and type(value) is int and value < 0:
-            return ir.param(_negative_to_uint64(value), "uint64", shape)
     if isinstance(value, (bool, int, float, np.generic)) and dtype is not None:
         converted = tf.convert_to_tensor(value, dtype=dtype)  # TF's range/type errors
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))
