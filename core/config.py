@@ -13,6 +13,18 @@ def backend_name():
     return name
 
 
+def native():
+    """core/_native.c (the C tracing core), or None: LAZYX_NATIVE=0 turns it off, and an
+    install without a C compiler has none (core/ir.py and core/source.py then do its work)."""
+    if os.environ.get("LAZYX_NATIVE", "1") == "0":
+        return None
+    try:
+        from . import _native
+    except ImportError:
+        return None
+    return _native
+
+
 def _int(name, default):
     raw = os.environ.get(name)
     if raw is None or raw == "":

@@ -43,13 +43,12 @@ of a reset is at most one recompile per graph.
 """
 import hashlib
 import itertools
-import os
 import threading
 import zlib
 
 import numpy as np
 
-from . import source as _source
+from . import config, source as _source
 from .dtypes import to_numpy
 
 _OP_CURRENT = _source.CURRENT  # the running frontend op's user line (see source.op_line)
@@ -194,18 +193,7 @@ class _PyNodeBase:
         self.epoch = epoch
 
 
-def _load_native():
-    """core/_native.c, unless LAZYX_NATIVE=0 or it was not built."""
-    if os.environ.get("LAZYX_NATIVE", "1") == "0":
-        return None
-    try:
-        from . import _native
-    except ImportError:
-        return None
-    return _native
-
-
-_NATIVE = _load_native()
+_NATIVE = config.native()
 NATIVE_BASE = None if _NATIVE is None else _NATIVE.NodeBase
 
 

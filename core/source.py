@@ -10,6 +10,8 @@ import sys
 import sysconfig
 import threading
 
+from . import config
+
 _LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _FRAMEWORKS = ("torch", "numpy", "tensorflow", "keras", "tf_keras", "jax", "jaxlib", "ml_dtypes",
                "_pytest", "pluggy", "hypothesis")
@@ -80,19 +82,8 @@ class op_line:
         CURRENT.depth -= 1
 
 
-def _native_op_line():
-    """core/_native.c's op_line (the same rules, no Python frame per op), unless
-    LAZYX_NATIVE=0 or it was not built."""
-    if os.environ.get("LAZYX_NATIVE", "1") == "0":
-        return None
-    try:
-        from ._native import OpLine
-    except ImportError:
-        return None
-    return OpLine(globals())
-
-
-OP_LINE = _native_op_line() or op_line()  # stateless: one instance serves every `with`
+# stateless: one instance serves every `with` (core/_native.c's does the same in C)
+OP_LINE = op_line() if config.native() is None else config.native().OpLine(globals())
 
 
 def user_line(depth=2):
