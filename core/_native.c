@@ -16,6 +16,7 @@ functions and source.py's user_line and _is_internal, as on the pure-Python path
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <frameobject.h>   /* PyFrame_GetBack: not in Python.h before 3.11 */
 #include <structmember.h>
 
 /* Every object field of a node, once (ir._PyNodeBase's slots): the struct, the GC's
