@@ -41,11 +41,11 @@ static PyObject *s_depth, *s_line, *s_serial, *s_leaf_eids, *s_leaf_positions, *
 static PyObject *s_ir_globals, *s_node, *s_created, *s_op_current, *s_source, *s_user_line,
     *s_leaf_ops, *s_eids, *s_intern_eid, *s_locals, *s_intern_local, *s_trace;
 
-/* ir.NAME, borrowed */
+/* NAME in the globals G of core/ir.py (or core/source.py, for OpLine), borrowed */
 static PyObject *global(PyObject *G, PyObject *name) {
     PyObject *v = PyDict_GetItemWithError(G, name);
     if (v == NULL && !PyErr_Occurred())
-        PyErr_Format(PyExc_RuntimeError, "lazyx._native: core.ir has no %U", name);
+        PyErr_Format(PyExc_RuntimeError, "lazyx._native: the module has no %U", name);
     return v;
 }
 
@@ -461,41 +461,42 @@ static PyObject *users_line(PyObject *G) {
     Py_RETURN_NONE;
 }
 
-static int add_depth(PyObject *current, long by, long *before) {
-    PyObject *depth = PyObject_GetAttr(current, s_depth), *next;
-    if (depth == NULL) return -1;
-    *before = PyLong_AsLong(depth);
-    Py_DECREF(depth);
-    if (*before == -1 && PyErr_Occurred()) return -1;
-    if ((next = PyLong_FromLong(*before + by)) == NULL) return -1;
-    int status = PyObject_SetAttr(current, s_depth, next);
-    Py_DECREF(next);
+static int get_depth(PyObject *current, long *depth) {
+    PyObject *value = PyObject_GetAttr(current, s_depth);
+    if (value == NULL) return -1;
+    *depth = PyLong_AsLong(value);
+    Py_DECREF(value);
+    return *depth == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int set_depth(PyObject *current, long depth) {
+    PyObject *value = PyLong_FromLong(depth);
+    if (value == NULL) return -1;
+    int status = PyObject_SetAttr(current, s_depth, value);
+    Py_DECREF(value);
     return status;
 }
 
 static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused) {
-    PyObject *current = global(self->G, s_current), *depth;
-    long before;
-    if (current == NULL) return NULL;
-    if ((depth = PyObject_GetAttr(current, s_depth)) == NULL) return NULL;
-    int nested = PyObject_IsTrue(depth);
-    Py_DECREF(depth);
-    if (nested < 0) return NULL;
-    if (!nested) {  /* an op the user called: find its line (nested ops keep the outermost) */
+    PyObject *current = global(self->G, s_current);
+    long depth;
+    if (current == NULL || get_depth(current, &depth) < 0) return NULL;
+    if (!depth) {  /* an op the user called: find its line (nested ops keep the outermost) */
         PyObject *line = users_line(self->G);
         if (line == NULL) return NULL;
         int status = PyObject_SetAttr(current, s_line, line);
         Py_DECREF(line);
         if (status < 0) return NULL;
     }
-    if (add_depth(current, 1, &before) < 0) return NULL;
+    if (set_depth(current, depth + 1) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *current = global(self->G, s_current);
-    long before;
-    if (current == NULL || add_depth(current, -1, &before) < 0) return NULL;
+    long depth;
+    if (current == NULL || get_depth(current, &depth) < 0 || set_depth(current, depth - 1) < 0)
+        return NULL;
     Py_RETURN_NONE;  /* (an exception inside the op goes on) */
 }
 

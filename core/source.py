@@ -82,8 +82,9 @@ class op_line:
         CURRENT.depth -= 1
 
 
+_NATIVE = config.native()
 # stateless: one instance serves every `with` (core/_native.c's does the same in C)
-OP_LINE = op_line() if config.native() is None else config.native().OpLine(globals())
+OP_LINE = op_line() if _NATIVE is None else _NATIVE.OpLine(globals())
 
 
 def user_line(depth=2):
