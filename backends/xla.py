@@ -14,6 +14,7 @@ import hashlib
 import os
 import platform
 import struct
+import sys
 import time
 
 import jax
@@ -397,7 +398,7 @@ class _Signature:
     A splat param is such a scalar too, broadcast to its shape inside the program.
     """
 
-    def __init__(self, program):
+    def __init__(self, program, patterns=None):
         scalar = [kind == "splat" or (kind == "param" and shape == ())
                   for kind, shape, _ in program.leaves]
         self.data = [i for i, s in enumerate(scalar) if not s]
@@ -406,6 +407,12 @@ class _Signature:
             if scalar[i]:
                 groups.setdefault(dtype, []).append(i)
         self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
+        self.dedupes = [len(idx) > 1 and np.dtype(dt.to_numpy(dtype)).itemsize in _BITS
+                        for dtype, idx in self.packs]
+        # per pack: None (each scalar its own element) or, for each scalar, the position of
+        # its value among the pack's distinct values (see dedupe)
+        self.general = (None,) * len(self.packs)
+        self.patterns = patterns or self.general
         self.splats = [(i, shape) for i, (kind, shape, _) in enumerate(program.leaves)
                        if kind == "splat"]
         self.n_leaves = len(program.leaves)
@@ -426,13 +433,32 @@ class _Signature:
     def specs(self, program):
         specs = [jax.ShapeDtypeStruct(program.leaves[i][1], _jdt(program.leaves[i][2]))
                  for i in self.data]
-        return specs + [jax.ShapeDtypeStruct((len(idx),), _jdt(dtype)) for dtype, idx in self.packs]
+        return specs + [jax.ShapeDtypeStruct((len(idx) if inv is None else max(inv) + 1,),
+                                             _jdt(dtype))
+                        for (dtype, idx), inv in zip(self.packs, self.patterns)]
+
+    def variant(self, program, patterns):
+        """This signature for packs deduplicated by `patterns`."""
+        return self if patterns == self.patterns else _Signature(program, patterns)
 
     def arguments(self, leaf_values):
+        """(the executable's arguments, their packs' patterns): the packs deduplicated."""
         args = [leaf_values[i] for i in self.data]
-        for dtype, idx in self.packs:
-            args.append(pack(dtype, idx, leaf_values))
-        return args
+        if not self.packs:
+            return args, ()
+        patterns = []
+        for (dtype, idx), dedupes in zip(self.packs, self.dedupes):
+            packed = pack(dtype, idx, leaf_values)
+            if dedupes:
+                packed, inv = dedupe(packed)
+            else:
+                inv = None
+            args.append(packed)
+            patterns.append(inv)
+        return args, tuple(patterns)
+
+    def patterns_of(self, leaf_values):
+        return self.arguments(leaf_values)[1]
 
     def to_place(self):
         """Argument positions a mesh program must lay out itself (see _Executable)."""
@@ -446,9 +472,9 @@ class _Signature:
         env = [None] * self.n_leaves
         for i, value in zip(self.data, args):
             env[i] = value
-        for (dtype, idx), packed in zip(self.packs, args[len(self.data):]):
+        for (dtype, idx), inv, packed in zip(self.packs, self.patterns, args[len(self.data):]):
             for k, i in enumerate(idx):
-                env[i] = packed[k]
+                env[i] = packed[k if inv is None else inv[k]]
         for i, shape in self.splats:
             env[i] = lax.broadcast_in_dim(env[i], shape, ())
         return env
@@ -457,6 +483,33 @@ class _Signature:
 def pack(dtype, idx, leaf_values):
     """The scalars at leaf positions `idx` as one array (an argument of the executable)."""
     return np.array([leaf_values[i] for i in idx], dtype=dt.to_numpy(dtype))
+
+
+# Equal scalars share one element of their pack. XLA:CPU fuses a chain of elementwise ops
+# into one library (YNNPACK) kernel only while the kernel has fewer than about 20 inputs, and
+# each run-time scalar is an input of its own: W3's 30 numbers (3 distinct values) split its
+# chain into a loop fusion, a materialized 1024x1024 broadcast and the library kernel, 1.3x
+# slower than with its 3 distinct values. Values are compared bit for bit (0.0 and -0.0 stay
+# apart, as do NaNs with other payloads), so a program reads exactly the values it was given;
+# which scalars are equal is part of which executable runs (see _Executable.run).
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def dedupe(packed):
+    """(the distinct values of `packed` in first-seen order, each element's position among
+    them), or (packed, None) when its values all differ."""
+    bits = packed.view(_BITS[packed.itemsize]).tolist()
+    seen = {}
+    inv = [seen.setdefault(b, len(seen)) for b in bits]
+    if len(seen) == len(bits):
+        return packed, None
+    return np.array(list(seen), dtype=packed.view(_BITS[packed.itemsize]).dtype) \
+        .view(packed.dtype), tuple(inv)
+
+
+def expand(packed, inv):
+    """dedupe's inverse: the pack with each scalar at its own position."""
+    return packed if inv is None else packed[np.array(inv, dtype=np.intp)]
 
 
 def _as_function(program, signature):
@@ -488,12 +541,21 @@ _EXECUTABLE_OVERHEAD = 256 << 10
 class _Executable:
     """A compiled program. Only jax's Compiled object is kept: the jitted function and its
     Lowered module would hold 5x the memory per cached program (1.5 MB against 0.28 MB,
-    measured), and dumps lower again when they need the text."""
+    measured), and dumps lower again when they need the text.
 
-    def __init__(self, compiled, x64, signature):
+    One program may have several variants: one per pattern of equal scalars (see dedupe) it
+    has been called with, up to _MAX_VARIANTS; a further pattern runs the general variant,
+    which keeps every scalar apart, so scalars whose equalities keep changing cost one
+    compile more at most. Variants compute the same math but may fuse it differently (XLA's
+    and YNNPACK's tanh differ in the last bits), so which one ran a step -- its values'
+    pattern, or the general one past the budget -- can show in the last bits of its results."""
+
+    def __init__(self, compiled, x64, signature, backend=None, program=None):
         self.compiled = compiled  # for a mesh: the partitioned program (dumps show its text)
+        self.variants = {signature.patterns: compiled}
         self.x64 = x64
         self.signature = signature
+        self.backend, self.program = backend, program
         try:
             stats = compiled.memory_analysis()
             own = stats.generated_code_size_in_bytes + stats.temp_size_in_bytes
@@ -513,16 +575,42 @@ class _Executable:
             preload.settle()
 
     def __call__(self, leaf_values):
-        return self.run(self.signature.arguments(leaf_values))
+        return self.run(*self.signature.arguments(leaf_values))
 
-    def run(self, args):
-        """Run on the executable's arguments (leaf values already packed)."""
+    def run(self, args, patterns=()):
+        """Run on the executable's arguments (leaf values already packed, the packs
+        deduplicated by `patterns`)."""
         if self.runs < 2:
             self.count_run()
+        compiled = self.variants.get(patterns)
+        if compiled is None:
+            compiled, args = self._variant(args, patterns)
         if self.x64:
             with jax.enable_x64(True):  # (placing int64 scalars must not narrow them)
-                return self.compiled(*self._placed(args))
-        return self.compiled(*self._placed(args))
+                return compiled(*self._placed(args))
+        return compiled(*self._placed(args))
+
+    def _variant(self, args, patterns):
+        """(the variant for `patterns`, compiled now if need be, and its arguments)."""
+        sig = self.signature
+        if len(self.variants) >= _MAX_VARIANTS or self.backend is None:
+            # the general variant: every scalar at its own position
+            first = len(sig.data)
+            args = list(args)
+            for k, inv in enumerate(patterns):
+                args[first + k] = expand(np.asarray(args[first + k]), inv)
+            patterns = sig.general
+            compiled = self.variants.get(patterns)
+            if compiled is not None:
+                return compiled, args
+        if config.debug():
+            print(f"lazyx: compiling a variant of a cached program for another pattern of "
+                  f"equal scalars ({len(self.variants)} compiled already)", file=sys.stderr)
+        metrics.count("compiles")
+        compiled = self.backend.compile_variant(self.program, sig.variant(self.program, patterns),
+                                                self.x64)
+        self.variants[patterns] = compiled
+        return compiled, args
 
     def bind(self, fixed):
         """A callable like this executable for a caller whose leaves at `fixed` (leaf index ->
@@ -537,34 +625,51 @@ class _Executable:
         return args
 
 
+# Variants of one program (patterns of equal scalars) compiled before the general one is used.
+_MAX_VARIANTS = 2
+
+
 class _Bound:
     """An executable with some leaves' values fixed (see _Executable.bind)."""
-    __slots__ = ("exe", "steps")
+    __slots__ = ("exe", "steps", "patterns")
 
     def __init__(self, exe, fixed):
         sig = exe.signature
         self.exe = exe
-        # per argument: ("leaf", i) read from the call's leaf values, ("pack", dtype, idx)
-        # packed at the call, or ("ready", array) built once from fixed values
+        # per argument: ("leaf", i) read from the call's leaf values, ("pack", dtype, idx,
+        # dedupes) packed at the call, or ("ready", array, pattern) built once from fixed values
         steps = [("leaf", i) for i in sig.data]
-        for dtype, idx in sig.packs:
+        for (dtype, idx), dedupes in zip(sig.packs, sig.dedupes):
             if all(i in fixed for i in idx) and exe.place == []:
-                steps.append(("ready", put(pack(dtype, idx, fixed))))
+                packed, inv = pack(dtype, idx, fixed), None
+                if dedupes:
+                    packed, inv = dedupe(packed)
+                steps.append(("ready", put(packed), inv))
             else:
-                steps.append(("pack", dtype, idx))
+                steps.append(("pack", dtype, idx, dedupes))
         self.steps = steps
+        # the packs' patterns when every pack is fixed (else found at each call)
+        self.patterns = None if any(step[0] == "pack" for step in steps) else \
+            tuple(step[2] for step in steps if step[0] == "ready")
 
     def __call__(self, leaf_values):
         args = []
+        patterns = None if self.patterns is not None else []
         for step in self.steps:
             kind = step[0]
             if kind == "leaf":
                 args.append(leaf_values[step[1]])
             elif kind == "ready":
                 args.append(step[1])
+                if patterns is not None:
+                    patterns.append(step[2])
             else:
-                args.append(pack(step[1], step[2], leaf_values))
-        return self.exe.run(args)
+                packed, inv = pack(step[1], step[2], leaf_values), None
+                if step[3]:
+                    packed, inv = dedupe(packed)
+                args.append(packed)
+                patterns.append(inv)
+        return self.exe.run(args, self.patterns if patterns is None else tuple(patterns))
 
 
 def put(array, device=None):
@@ -663,25 +768,46 @@ class XlaBackend:
     def code_mappings_short():
         return code_maps.short()
 
-    def compile(self, program):
+    def compile(self, program, values=None):
         """An executable for `program`: from the disk cache when an earlier run (or process)
         stored it, else compiled now -- or, with LAZYX_TIERED=1, compiled in the background
-        while the reference interpreter runs the first steps."""
+        while the reference interpreter runs the first steps. `values` (the first call's leaf
+        values, when known) choose which of its scalars the executable reads as one."""
         x64 = program.needs_x64()
         signature = _Signature(program)
+        if values is not None:
+            signature = signature.variant(program, signature.patterns_of(values))
         cache = disk_cache.open_cache()
-        # a mesh program stays in memory only: its executable depends on the mesh's devices
-        key = disk_cache.program_key(program, self.cache_context(x64)) \
-            if cache and signature.mesh is None else None
+        key = self._disk_key(cache, program, signature, x64)
         if key is not None:
             compiled = self._load(cache, key, signature, len(program.outputs))
             metrics.count("disk_hits" if compiled is not None else "disk_misses")
             if compiled is not None:
-                return _Executable(compiled, x64, signature)
+                return _Executable(compiled, x64, signature, self, program)
         if config.tiered():
             from .tiered import TieredExecutable
             return TieredExecutable(self, program, signature, x64, cache, key)
         return self.compile_now(program, signature, x64, cache, key)
+
+    def compile_variant(self, program, signature, x64):
+        """jax's Compiled for another variant of a cached program (see _Executable)."""
+        cache = disk_cache.open_cache()
+        key = self._disk_key(cache, program, signature, x64)
+        if key is not None:
+            compiled = self._load(cache, key, signature, len(program.outputs))
+            metrics.count("disk_hits" if compiled is not None else "disk_misses")
+            if compiled is not None:
+                return compiled
+        return self.compile_now(program, signature, x64, cache, key).compiled
+
+    def _disk_key(self, cache, program, signature, x64):
+        # a mesh program stays in memory only: its executable depends on the mesh's devices
+        if not cache or signature.mesh is not None:
+            return None
+        context = self.cache_context(x64)
+        if signature.patterns != signature.general:
+            context += repr(("equal scalars", signature.patterns)).encode()
+        return disk_cache.program_key(program, context)
 
     def compile_now(self, program, signature, x64, cache=None, key=None):
         """Trace, lower and compile with XLA (timed apart), then store the result on disk."""
@@ -694,7 +820,7 @@ class XlaBackend:
         metrics.record_time("xla_compile", time.perf_counter() - lowered_at)
         if key is not None:
             disk_cache.store_later(self._store, cache, key, compiled)
-        return _Executable(compiled, x64, signature)
+        return _Executable(compiled, x64, signature, self, program)
 
     def _load(self, cache, key, signature, n_outputs):
         start = time.perf_counter()

@@ -8,6 +8,7 @@ for a data leaf holding the result. On the XLA backend the run is dispatched asy
 """
 import collections
 import hashlib
+import inspect
 import operator
 import threading
 import time
@@ -538,8 +539,20 @@ def _notify(event, *args):
             fn(*args)
 
 
-def compile_program(program):
-    """Compile (or fetch from the cache) an executable for `program`."""
+def _takes_values(backend):
+    """Whether backend.compile takes a program's leaf values (XLA's does: see its compile);
+    asked of the method itself, so that a backend wrapping another one answers for itself."""
+    try:
+        params = inspect.signature(backend.compile).parameters
+    except (TypeError, ValueError):
+        return False
+    return len(params) > 1 or any(p.kind == p.VAR_POSITIONAL for p in params.values())
+
+
+def compile_program(program, values=None):
+    """Compile (or fetch from the cache) an executable for `program`; `values`, its first
+    call's leaf values when known, let the backend specialize it to them (XLA: which scalars
+    are equal)."""
     exe = CACHE.get(program.key)
     if exe is not None:
         metrics.count("cache_hits")
@@ -551,7 +564,8 @@ def compile_program(program):
     if backend.code_mappings_short():
         CACHE.shed()
         metrics.count("cache_sheds")
-    exe = backend.compile(program)
+    exe = backend.compile(program, values) if values is not None and \
+        _takes_values(backend) else backend.compile(program)
     elapsed = time.perf_counter() - start
     exe.program = program
     metrics.count("compiles")
@@ -748,7 +762,7 @@ def _run(roots, cause, source, trace_seconds=0.0):
         _notify("on_sync", cause, source, program)
     hit = exe is not None
     if not hit:
-        exe, _ = compile_program(program)
+        exe, _ = compile_program(program, values)
         metrics.record_compile(source)
     if alias is not None:
         CACHE.put_alias(alias[0], exe, alias[1])
