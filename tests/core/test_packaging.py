@@ -1,6 +1,10 @@
 """The wheel ships every package of the source tree (a missing entry only shows up installed)."""
 import os
-import tomllib
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the same parser, as the tomli package (the test extra)
+    import tomli as tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOT_SHIPPED = {"tests", "build", "dist", "docs", "examples", "scripts", "benchmarks"}
