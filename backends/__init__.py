@@ -17,8 +17,9 @@ A backend has `name`, and:
 and optionally (XLA):
   sharding_of(buffer) -> Sharding|None  a multi-device buffer's layout (part of its leaf's key)
   compiled_text(executable) -> str      the optimized, partitioned program, for dumps
-  compile(program, values)              may also take the first call's leaf values, to
-                                        specialize to them (XLA reads equal scalars as one)
+  compile(program, fixed)               may also take the leaves (index -> value) its caller
+                                        will never change and bind: XLA reads equal ones once
+  executable.bind(fixed) -> callable    the executable with those leaves' values built in
   memory_per_device() -> {device: bytes}
 
 Leaf values are buffers for data leaves and host NumPy values for param leaves.

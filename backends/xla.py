@@ -407,10 +407,8 @@ class _Signature:
             if scalar[i]:
                 groups.setdefault(dtype, []).append(i)
         self.packs = list(groups.items())  # [(dtype, [leaf index, ...])]
-        self.dedupes = [len(idx) > 1 and np.dtype(dt.to_numpy(dtype)).itemsize in _BITS
-                        for dtype, idx in self.packs]
-        # per pack: None (each scalar its own element) or, for each scalar, the position of
-        # its value among the pack's distinct values (see dedupe)
+        # per pack: None (each scalar its own element) or, for each scalar, the element it is
+        # read from (see merge_fixed: equal scalars a caller never changes share one)
         self.general = (None,) * len(self.packs)
         self.patterns = patterns or self.general
         self.splats = [(i, shape) for i, (kind, shape, _) in enumerate(program.leaves)
@@ -438,27 +436,19 @@ class _Signature:
                         for (dtype, idx), inv in zip(self.packs, self.patterns)]
 
     def variant(self, program, patterns):
-        """This signature for packs deduplicated by `patterns`."""
+        """This signature for packs laid out by `patterns`."""
         return self if patterns == self.patterns else _Signature(program, patterns)
 
     def arguments(self, leaf_values):
-        """(the executable's arguments, their packs' patterns): the packs deduplicated."""
+        """The executable's arguments in the general layout (every scalar its own element)."""
         args = [leaf_values[i] for i in self.data]
-        if not self.packs:
-            return args, ()
-        patterns = []
-        for (dtype, idx), dedupes in zip(self.packs, self.dedupes):
-            packed = pack(dtype, idx, leaf_values)
-            if dedupes:
-                packed, inv = dedupe(packed)
-            else:
-                inv = None
-            args.append(packed)
-            patterns.append(inv)
-        return args, tuple(patterns)
+        for dtype, idx in self.packs:
+            args.append(pack(dtype, idx, leaf_values))
+        return args
 
-    def patterns_of(self, leaf_values):
-        return self.arguments(leaf_values)[1]
+    def patterns_for(self, fixed):
+        """The packs' layout for a caller whose leaves at `fixed` never change."""
+        return tuple(merge_fixed(dtype, idx, fixed)[0] for dtype, idx in self.packs)
 
     def to_place(self):
         """Argument positions a mesh program must lay out itself (see _Executable)."""
@@ -485,30 +475,41 @@ def pack(dtype, idx, leaf_values):
     return np.array([leaf_values[i] for i in idx], dtype=dt.to_numpy(dtype))
 
 
-# Equal scalars share one element of their pack. XLA:CPU fuses a chain of elementwise ops
-# into one library (YNNPACK) kernel only while the kernel has fewer than about 20 inputs, and
-# each run-time scalar is an input of its own: W3's 30 numbers (3 distinct values) split its
-# chain into a loop fusion, a materialized 1024x1024 broadcast and the library kernel, 1.3x
-# slower than with its 3 distinct values. Values are compared bit for bit (0.0 and -0.0 stay
-# apart, as do NaNs with other payloads), so a program reads exactly the values it was given;
-# which scalars are equal is part of which executable runs (see _Executable.run).
-_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+# Scalars a caller never changes (a replayed step's literals) share one element of their pack
+# when their values are equal. XLA:CPU fuses a chain of elementwise ops into one library
+# (YNNPACK) kernel only while the kernel has fewer than about 20 inputs, and each run-time
+# scalar is one: W3's 30 literals (3 distinct values) split its chain into a loop fusion, a
+# materialized 1024x1024 broadcast and the library kernel, 1.3x slower than with 3 inputs.
+# Values are compared bit for bit (0.0 and -0.0 stay apart, as do NaNs of other payloads), so
+# a program reads exactly the values it is given. The lazy path merges nothing: any of its
+# scalars may change at the next step, and a change of which ones are equal would recompile.
 
 
-def dedupe(packed):
-    """(the distinct values of `packed` in first-seen order, each element's position among
-    them), or (packed, None) when its values all differ."""
-    bits = packed.view(_BITS[packed.itemsize]).tolist()
-    seen = {}
-    inv = [seen.setdefault(b, len(seen)) for b in bits]
-    if len(seen) == len(bits):
-        return packed, None
-    return np.array(list(seen), dtype=packed.view(_BITS[packed.itemsize]).dtype) \
-        .view(packed.dtype), tuple(inv)
+def merge_fixed(dtype, idx, fixed):
+    """How one pack (the scalars at leaf positions `idx`) is laid out for a caller whose
+    leaves at `fixed` (index -> value) never change: (pattern, the distinct fixed values,
+    the leaf positions read at each call). The pattern gives each scalar's element: the
+    distinct fixed values first, then the others in order; it is None (every scalar its own
+    element, the general layout) when no two fixed values are equal."""
+    np_dtype = np.dtype(dt.to_numpy(dtype))
+    seen, values, dynamic, where = {}, [], [], []
+    for i in idx:
+        if i in fixed:
+            value = np.asarray(fixed[i], dtype=np_dtype)
+            k = seen.setdefault(value.tobytes(), len(values))
+            if k == len(values):
+                values.append(value)
+            where.append(("fixed", k))
+        else:
+            where.append(("call", len(dynamic)))
+            dynamic.append(i)
+    if len(values) == len(idx) - len(dynamic):
+        return None, values, dynamic
+    return tuple(k if kind == "fixed" else len(values) + k for kind, k in where), values, dynamic
 
 
 def expand(packed, inv):
-    """dedupe's inverse: the pack with each scalar at its own position."""
+    """A pack laid out by pattern `inv`, in the general layout (each scalar its own element)."""
     return packed if inv is None else packed[np.array(inv, dtype=np.intp)]
 
 
@@ -543,12 +544,11 @@ class _Executable:
     Lowered module would hold 5x the memory per cached program (1.5 MB against 0.28 MB,
     measured), and dumps lower again when they need the text.
 
-    One program may have several variants: one per pattern of equal scalars (see dedupe) it
-    has been called with, up to _MAX_VARIANTS; a further pattern runs the general variant,
-    which keeps every scalar apart, so scalars whose equalities keep changing cost one
-    compile more at most. Variants compute the same math but may fuse it differently (XLA's
-    and YNNPACK's tanh differ in the last bits), so which one ran a step -- its values'
-    pattern, or the general one past the budget -- can show in the last bits of its results."""
+    One program may have several variants: the general one (every scalar its own element,
+    what the lazy path runs) and one per layout of merged fixed scalars that a binding asked
+    for (see merge_fixed, bind), up to _MAX_VARIANTS; a binding past that runs the general
+    one. Variants compute the same math and may fuse it differently: W3's and W4's results
+    are bitwise equal across them (measured), but nothing in XLA promises that in general."""
 
     def __init__(self, compiled, x64, signature, backend=None, program=None):
         self.compiled = compiled  # for a mesh: the partitioned program (dumps show its text)
@@ -575,11 +575,11 @@ class _Executable:
             preload.settle()
 
     def __call__(self, leaf_values):
-        return self.run(*self.signature.arguments(leaf_values))
+        return self.run(self.signature.arguments(leaf_values), self.signature.general)
 
-    def run(self, args, patterns=()):
-        """Run on the executable's arguments (leaf values already packed, the packs
-        deduplicated by `patterns`)."""
+    def run(self, args, patterns):
+        """Run on the executable's arguments (leaf values already packed, the packs laid out
+        by `patterns`)."""
         if self.runs < 2:
             self.count_run()
         compiled = self.variants.get(patterns)
@@ -604,8 +604,9 @@ class _Executable:
             if compiled is not None:
                 return compiled, args
         if config.debug():
-            print(f"lazyx: compiling a variant of a cached program for another pattern of "
-                  f"equal scalars ({len(self.variants)} compiled already)", file=sys.stderr)
+            print(f"lazyx: compiling a variant of a cached program that reads equal fixed "
+                  f"scalars once ({len(self.variants)} variants compiled already)",
+                  file=sys.stderr)
         metrics.count("compiles")
         compiled = self.backend.compile_variant(self.program, sig.variant(self.program, patterns),
                                                 self.x64)
@@ -625,7 +626,7 @@ class _Executable:
         return args
 
 
-# Variants of one program (patterns of equal scalars) compiled before the general one is used.
+# Variants of one program (layouts of its packs) compiled before bindings share the general one.
 _MAX_VARIANTS = 2
 
 
@@ -636,40 +637,38 @@ class _Bound:
     def __init__(self, exe, fixed):
         sig = exe.signature
         self.exe = exe
-        # per argument: ("leaf", i) read from the call's leaf values, ("pack", dtype, idx,
-        # dedupes) packed at the call, or ("ready", array, pattern) built once from fixed values
+        # per argument: ("leaf", i) read from the call's leaf values, ("pack", dtype, fixed
+        # values, leaf positions) packed at the call, or ("ready", array) built once
         steps = [("leaf", i) for i in sig.data]
-        for (dtype, idx), dedupes in zip(sig.packs, sig.dedupes):
-            if all(i in fixed for i in idx) and exe.place == []:
-                packed, inv = pack(dtype, idx, fixed), None
-                if dedupes:
-                    packed, inv = dedupe(packed)
-                steps.append(("ready", put(packed), inv))
+        patterns = []
+        for dtype, idx in sig.packs:
+            inv, values, dynamic = merge_fixed(dtype, idx, fixed)
+            if inv is None:  # the general layout: each scalar its own element, in order
+                if dynamic:
+                    values, dynamic = [], list(idx)
+                else:
+                    values = [fixed[i] for i in idx]
+            if dynamic or exe.place:  # (a mesh program places its packs itself)
+                steps.append(("pack", dtype, [np.asarray(v)[()] for v in values], dynamic))
             else:
-                steps.append(("pack", dtype, idx, dedupes))
+                steps.append(("ready", put(np.array(values, dtype=dt.to_numpy(dtype)))))
+            patterns.append(inv)
         self.steps = steps
-        # the packs' patterns when every pack is fixed (else found at each call)
-        self.patterns = None if any(step[0] == "pack" for step in steps) else \
-            tuple(step[2] for step in steps if step[0] == "ready")
+        self.patterns = tuple(patterns)
 
     def __call__(self, leaf_values):
         args = []
-        patterns = None if self.patterns is not None else []
         for step in self.steps:
             kind = step[0]
             if kind == "leaf":
                 args.append(leaf_values[step[1]])
             elif kind == "ready":
                 args.append(step[1])
-                if patterns is not None:
-                    patterns.append(step[2])
             else:
-                packed, inv = pack(step[1], step[2], leaf_values), None
-                if step[3]:
-                    packed, inv = dedupe(packed)
-                args.append(packed)
-                patterns.append(inv)
-        return self.exe.run(args, self.patterns if patterns is None else tuple(patterns))
+                _, dtype, values, dynamic = step
+                args.append(np.array(values + [leaf_values[i] for i in dynamic],
+                                     dtype=dt.to_numpy(dtype)))
+        return self.exe.run(args, self.patterns)
 
 
 def put(array, device=None):
@@ -768,15 +767,16 @@ class XlaBackend:
     def code_mappings_short():
         return code_maps.short()
 
-    def compile(self, program, values=None):
+    def compile(self, program, fixed=None):
         """An executable for `program`: from the disk cache when an earlier run (or process)
         stored it, else compiled now -- or, with LAZYX_TIERED=1, compiled in the background
-        while the reference interpreter runs the first steps. `values` (the first call's leaf
-        values, when known) choose which of its scalars the executable reads as one."""
+        while the reference interpreter runs the first steps. `fixed` (leaf index -> value):
+        leaves its first caller will never change, which it will bind (see merge_fixed): the
+        variant compiled first is the one that caller runs."""
         x64 = program.needs_x64()
         signature = _Signature(program)
-        if values is not None:
-            signature = signature.variant(program, signature.patterns_of(values))
+        if fixed and not config.tiered():  # (a tiered executable is not bound)
+            signature = signature.variant(program, signature.patterns_for(fixed))
         cache = disk_cache.open_cache()
         key = self._disk_key(cache, program, signature, x64)
         if key is not None:

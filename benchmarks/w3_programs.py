@@ -1,5 +1,5 @@
-"""W3's executed programs side by side: the one lazyx compiles for the 50-op chain, and the
-one jax.jit compiles for the same math (issue 12: "W3 executes at jax.jit's speed").
+"""W3's executed programs side by side: the one lazyx compiles for the 50-op chain (as the lazy
+path runs it, and as a lazyx.compile replay runs it), and the one jax.jit compiles for the same math (issue 12: "W3 executes at jax.jit's speed").
 
     PYTHONPATH=<dir holding a lazyx package> python benchmarks/w3_programs.py [--hlo DIR]
 
@@ -36,20 +36,24 @@ def main():
     roots = [lazy_sum.__lazyx_handle__.node]
     exe, values, program, _ = runtime._lookup(roots)
     if exe is None:
-        exe, _ = runtime.compile_program(program, values)
+        exe, _ = runtime.compile_program(program)
     lazy_value = float(lazy_sum)
-    # the variant XLA runs for these values (equal scalars read as one: backends/xla.dedupe)
-    lazy_compiled = exe.variants[exe.signature.patterns_of(values)]
+    # a lazyx.compile replay binds the step's literals: equal ones are read as one
+    # (backends/xla.merge_fixed), a variant of the same program
+    literals = {i: v for i, (v, (kind, _, _)) in enumerate(zip(values, program.leaves))
+                if kind != "data"}
+    bound = exe.bind(literals)
     scalars = exe.signature.packs[0][1] if exe.signature.packs else []
-    distinct = len(set(exe.signature.patterns_of(values)[0] or range(len(scalars))))
+    distinct = len(set(bound.patterns[0] or range(len(scalars))))
 
     jitted = jax.jit(lambda t: jnp.sum(wl.run_chain(t, chain, {"tanh": jnp.tanh})))
     xj = jnp.asarray(host)
     compiled = jitted.lower(xj).compile()
     assert abs(float(compiled(xj)) - lazy_value) <= 1e-3 * abs(lazy_value)
 
-    times = {"lazyx": [], "jax.jit": []}
-    runs = {"lazyx": lambda: exe(values), "jax.jit": lambda: compiled(xj)}
+    times = {"lazyx": [], "replay": [], "jax.jit": []}
+    runs = {"lazyx": lambda: exe(values), "replay": lambda: bound(values),
+            "jax.jit": lambda: compiled(xj)}
     for _ in range(40):
         for name, run in runs.items():
             start = time.perf_counter()
@@ -58,19 +62,22 @@ def main():
     print("W3 executed program alone (alternating calls, same input):")
     for name, ts in times.items():
         print(f"  {name:<8} min {min(ts) * 1e3:7.2f} ms   median {statistics.median(ts) * 1e3:7.2f} ms")
-    print(f"  lazyx / jax.jit: min {min(times['lazyx']) / min(times['jax.jit']):.2f}x, "
-          f"median {statistics.median(times['lazyx']) / statistics.median(times['jax.jit']):.2f}x")
+    for name in ("lazyx", "replay"):
+        print(f"  {name} / jax.jit: min {min(times[name]) / min(times['jax.jit']):.2f}x, median "
+              f"{statistics.median(times[name]) / statistics.median(times['jax.jit']):.2f}x")
     print(f"  lazyx program: {len(program.leaves)} inputs "
-          f"({len(scalars)} run-time scalars packed into one array of their {distinct} distinct "
-          f"values), {len(program.instructions)} instructions")
+          f"({len(scalars)} run-time scalars packed into one array; a replay's holds their "
+          f"{distinct} distinct values), {len(program.instructions)} instructions")
     if "--hlo" in sys.argv:
         folder = sys.argv[sys.argv.index("--hlo") + 1]
         os.makedirs(folder, exist_ok=True)
-        for name, c in (("lazyx", lazy_compiled), ("jax_jit", compiled)):
+        for name, c in (("lazyx", exe.compiled), ("replay", exe.variants[bound.patterns]),
+                        ("jax_jit", compiled)):
             with open(os.path.join(folder, f"w3_{name}.hlo.txt"), "w") as f:
                 f.write(c.as_text())
         print(f"  optimized HLO of both written to {folder}/")
-    for name, c in (("lazyx", lazy_compiled), ("jax.jit", compiled)):
+    for name, c in (("lazyx", exe.compiled), ("replay", exe.variants[bound.patterns]),
+                    ("jax.jit", compiled)):
         text = entry(c)
         print(f"\n{name}: {text.count('fusion(')} fusions in the entry computation")
 

@@ -221,17 +221,24 @@ class Compiled:
         if nodes:
             computed, derivations = runtime.plan_results(nodes)
             run_nodes = [nodes[k] for k in computed] if derivations else nodes
-            # (the step's literals stay run-time parameters, though they never change between
-            # replays: as constants, XLA would rewrite the program by another structure and
-            # round otherwise than the uncompiled run -- see runtime.literal_leaves)
             program, leaves = runtime.linearize(run_nodes)
-            values = [leaf.value for leaf in leaves]
-            exe, compiled = runtime.compile_program(program, values)
+            # The numbers of the code (no argument's, no state's, no random key) never change
+            # between replays. They stay run-time parameters, not constants: XLA would
+            # rewrite the program around a constant and round otherwise than the uncompiled
+            # run (see runtime.literal_leaves). Bound to them, an XLA executable packs and
+            # transfers them once, not per call, and reads equal ones as one; it is compiled
+            # for them from the start.
+            literals = {i: leaf.value for i, leaf in enumerate(leaves) if leaf.op != "data"
+                        and id(leaf) not in rec.keys and id(leaf) not in rec.params}
+            exe, compiled = runtime.compile_program(program, literals)
             source = user_line(3)
             if compiled:
                 metrics.record_compile(source)
+            bind = getattr(exe, "bind", None)
+            if bind is not None and literals:
+                exe = bind(literals)
             run_start = time.perf_counter()
-            buffers = exe(values)
+            buffers = exe([leaf.value for leaf in leaves])
             metrics.record_cut("explicit", source, trace_seconds,
                                time.perf_counter() - run_start, not compiled)
             metas = [(n.shape, n.dtype, n.source) for n in nodes]
@@ -361,13 +368,6 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     entry.template = [f[1] if f[0] in ("const", "baked") else None for f in entry.feed]
     entry.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
                      for i, f in enumerate(entry.feed) if f[0] not in ("const", "baked")]
-    # the numbers of the code never change between replays: an XLA executable bound to them
-    # packs and transfers them once, not per call (still run-time parameters of the program,
-    # so a replay computes the uncompiled run's numbers bit for bit)
-    bind = getattr(entry.exe, "bind", None)
-    baked = {i: f[1] for i, f in enumerate(entry.feed) if f[0] == "baked"}
-    if bind is not None and baked:
-        entry.exe = bind(baked)
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
                                    if k not in probe.read)
     slot_by_handle = {id(_handle_of(t)): path for path, (t, _) in after.items()}

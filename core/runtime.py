@@ -402,18 +402,30 @@ def bake(program, values):
     kept = [i for i in range(n) if i not in values]
     slot_of = {i: k for k, i in enumerate(kept)}
     instructions, sources, baked = [], [], []
+    # one constant per distinct value (bit for bit), one broadcast per value and shape: W4's
+    # 150 literals are 3 values, and each literal is an operand of the fusions that use it
+    # (XLA:CPU's YNNPACK fusion takes fewer than ~20; see backends/xla.dedupe)
+    made = {}
     for i in sorted(values):
         kind, shape, dtype = program.leaves[i]
         host = np.asarray(values[i], dtype=dt.to_numpy(dtype))
         if host.ndim:
             raise ValueError(f"bake: leaf {i} is not a scalar (shape {host.shape})")
-        instructions.append(("constant", LITERAL, (), (), dtype, host))
-        sources.append(program.leaf_sources[i])
-        if shape != ():  # a splat: one scalar standing for its whole shape
-            instructions.append(("broadcast_in_dim", {"shape": shape, "broadcast_dimensions": ()},
-                                 (len(kept) + len(instructions) - 1,), shape, dtype, None))
+        scalar = made.get((dtype, host.tobytes()))
+        if scalar is None:
+            instructions.append(("constant", LITERAL, (), (), dtype, host))
             sources.append(program.leaf_sources[i])
-        slot_of[i] = len(kept) + len(instructions) - 1
+            scalar = made[(dtype, host.tobytes())] = len(kept) + len(instructions) - 1
+        slot = scalar
+        if shape != ():  # a splat: one scalar standing for its whole shape
+            slot = made.get((scalar, shape))
+            if slot is None:
+                instructions.append(("broadcast_in_dim",
+                                     {"shape": shape, "broadcast_dimensions": ()},
+                                     (scalar,), shape, dtype, None))
+                sources.append(program.leaf_sources[i])
+                slot = made[(scalar, shape)] = len(kept) + len(instructions) - 1
+        slot_of[i] = slot
         baked.append((i, host.dtype.str, host.tobytes()))
     offset = len(kept) + len(instructions) - n
 
@@ -539,9 +551,10 @@ def _notify(event, *args):
             fn(*args)
 
 
-def _takes_values(backend):
-    """Whether backend.compile takes a program's leaf values (XLA's does: see its compile);
-    asked of the method itself, so that a backend wrapping another one answers for itself."""
+def _takes_fixed(backend):
+    """Whether backend.compile takes the leaves its caller will never change (XLA's does: see
+    its compile); asked of the method itself, so that a backend wrapping another one answers
+    for itself."""
     try:
         params = inspect.signature(backend.compile).parameters
     except (TypeError, ValueError):
@@ -549,10 +562,10 @@ def _takes_values(backend):
     return len(params) > 1 or any(p.kind == p.VAR_POSITIONAL for p in params.values())
 
 
-def compile_program(program, values=None):
-    """Compile (or fetch from the cache) an executable for `program`; `values`, its first
-    call's leaf values when known, let the backend specialize it to them (XLA: which scalars
-    are equal)."""
+def compile_program(program, fixed=None):
+    """Compile (or fetch from the cache) an executable for `program`; `fixed` (leaf index ->
+    value): leaves the caller will never change and will bind (exe.bind), which the backend
+    may specialize the executable to (XLA reads equal ones as one)."""
     exe = CACHE.get(program.key)
     if exe is not None:
         metrics.count("cache_hits")
@@ -564,8 +577,8 @@ def compile_program(program, values=None):
     if backend.code_mappings_short():
         CACHE.shed()
         metrics.count("cache_sheds")
-    exe = backend.compile(program, values) if values is not None and \
-        _takes_values(backend) else backend.compile(program)
+    exe = backend.compile(program, fixed) if fixed and _takes_fixed(backend) else \
+        backend.compile(program)
     elapsed = time.perf_counter() - start
     exe.program = program
     metrics.count("compiles")
@@ -762,7 +775,7 @@ def _run(roots, cause, source, trace_seconds=0.0):
         _notify("on_sync", cause, source, program)
     hit = exe is not None
     if not hit:
-        exe, _ = compile_program(program, values)
+        exe, _ = compile_program(program)
         metrics.record_compile(source)
     if alias is not None:
         CACHE.put_alias(alias[0], exe, alias[1])

@@ -1,6 +1,7 @@
-"""Equal run-time scalars read as one element of their pack (backends/xla.py, dedupe): the
-executable computes from exactly the values it is given, whichever of them are equal, and a
-program called with ever new patterns of equal scalars compiles a bounded number of times."""
+"""Equal fixed scalars read as one element of their pack (backends/xla.py, merge_fixed): a
+caller that binds values it never changes (a lazyx.compile replay's literals) gets a variant
+of the program that reads each distinct value once; the lazy path, whose scalars may change
+at any step, merges nothing and never recompiles for a new value."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,43 +14,42 @@ from lazyx.backends import disk_cache, xla  # noqa: E402
 from lazyx.core import ir, ops, runtime  # noqa: E402
 
 _SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 1e-45, 3.0e38]
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _bits(a):
-    return a.view(xla._BITS[a.itemsize])
+    a = np.asarray(a)
+    return a.view(_BITS[a.itemsize])
 
 
 @given(st.sampled_from(["float32", "float64", "float16", "int32", "int64", "int8", "bool"]),
-       st.lists(st.integers(0, len(_SPECIALS) - 1), min_size=1, max_size=40))
+       st.lists(st.tuples(st.integers(0, len(_SPECIALS) - 1), st.booleans()),
+                min_size=1, max_size=40))
 @settings(max_examples=60, deadline=None)
-def test_dedupe_keeps_every_bit_and_merges_only_identical_ones(dtype, picks):
+def test_a_merged_layout_holds_every_scalar_bit_for_bit(dtype, picks):
+    np_dtype = np.dtype(dtype)
     if dtype == "bool":
-        packed = np.array([k % 2 == 0 for k in picks])
+        general = np.array([k % 2 == 0 for k, _ in picks])
     elif dtype.startswith("int"):
-        packed = np.array([k - 3 for k in picks], dtype=dtype)
+        general = np.array([k - 3 for k, _ in picks], dtype=dtype)
     else:
         with np.errstate(over="ignore"):
-            packed = np.array([_SPECIALS[k] for k in picks], dtype=dtype)
-    distinct, inv = xla.dedupe(packed)
-    np.testing.assert_array_equal(_bits(xla.expand(distinct, inv)), _bits(packed))
-    n_distinct = len(set(_bits(packed).tolist()))
-    assert len(distinct) == n_distinct
-    assert (inv is None) == (n_distinct == len(packed))
+            general = np.array([_SPECIALS[k] for k, _ in picks], dtype=dtype)
+    idx = list(range(10, 10 + len(picks)))  # leaf positions of the pack's scalars
+    fixed = {i: general[k] for k, (i, (_, is_fixed)) in enumerate(zip(idx, picks)) if is_fixed}
+    inv, values, dynamic = xla.merge_fixed(dtype, idx, fixed)
+    n_fixed_distinct = len({_bits(v).tobytes() for v in fixed.values()})
+    assert (inv is None) == (n_fixed_distinct == len(fixed))
+    if inv is None:
+        return
+    assert len(values) == n_fixed_distinct and dynamic == [i for i in idx if i not in fixed]
+    merged = np.array(values + [general[idx.index(i)] for i in dynamic], dtype=np_dtype)
+    np.testing.assert_array_equal(_bits(xla.expand(merged, inv)), _bits(general))
 
 
 def test_zero_and_negative_zero_stay_apart():
-    distinct, inv = xla.dedupe(np.array([0.0, -0.0, 0.0], np.float32))
-    assert inv == (0, 1, 0) and np.signbit(distinct[1]) and not np.signbit(distinct[0])
-
-
-def _step(x, a, b, c):
-    """A chain whose scalars are the caller's: which of them are equal varies by call."""
-    return lnp.sum(lnp.tanh(x * a + b) * c - a)
-
-
-def _numpy(x, a, b, c):
-    f = np.float32
-    return np.sum(np.tanh(x * f(a) + f(b)) * f(c) - f(a), dtype=np.float32)
+    inv, values, _ = xla.merge_fixed("float32", [0, 1, 2], {0: 0.0, 1: -0.0, 2: 0.0})
+    assert inv == (0, 1, 0) and np.signbit(values[1]) and not np.signbit(values[0])
 
 
 @pytest.fixture
@@ -59,58 +59,74 @@ def xla_backend():
     lazyx.reset_metrics()
 
 
-def _cached(root):
-    """The cached executable that would run `root`'s graph (None before its first run)."""
-    return runtime._lookup([root.__lazyx_handle__.node])[0]
+def _chain(x, a, b, c):
+    return lnp.sum(lnp.tanh(x * a + b) * c - a)
 
 
-def test_equal_scalars_share_an_element_and_give_the_same_numbers(xla_backend):
-    x_host = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
-    x = lnp.asarray(x_host)
-    values = []
-    for a, b, c in [(0.5, 0.5, 0.5), (0.5, 0.25, 0.5), (0.75, 0.25, 0.125), (0.5, 0.5, 0.5)]:
-        y = _step(x, a, b, c)
-        exe = _cached(y)
-        got = float(y)
-        values.append(got)
-        np.testing.assert_allclose(got, _numpy(x_host, a, b, c), rtol=2e-6)
-    # the first call's four scalars (a, b, c, a: all 0.5) were read as one element
-    assert list(exe.variants)[0] == ((0, 0, 0, 0),)
-    # a value computed again with the first call's scalars is the first call's, bit for bit
-    assert values[3] == values[0]
+def _numpy(x, a, b, c):
+    f = np.float32
+    return np.sum(np.tanh(x * f(a) + f(b)) * f(c) - f(a), dtype=np.float32)
 
 
-def test_new_patterns_of_equal_scalars_compile_a_bounded_number_of_times(xla_backend):
+def test_the_lazy_path_never_recompiles_for_equal_or_unequal_scalars(xla_backend):
     x_host = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
     x = lnp.asarray(x_host)
     rng = np.random.default_rng(0)
-    compiles = []
-    for _ in range(12):
-        a, b, c = rng.choice([0.5, 0.25, 2.0], size=3)
-        got = float(_step(x, float(a), float(b), float(c)))
-        np.testing.assert_allclose(got, _numpy(x_host, a, b, c), rtol=2e-6)
-        compiles.append(lazyx.metrics()["compiles"])
-    # the first pattern's compile, one more variant, then the general program: three at most
-    assert compiles[-1] <= 1 + xla._MAX_VARIANTS
-    assert compiles[-1] == compiles[-4]  # nothing compiles once the general program exists
+    for _ in range(8):  # which of a, b, c are equal changes from call to call
+        a, b, c = (float(v) for v in rng.choice([0.5, 0.25, 2.0], size=3))
+        np.testing.assert_allclose(float(_chain(x, a, b, c)), _numpy(x_host, a, b, c),
+                                   rtol=2e-6)
+    assert lazyx.metrics()["compiles"] == 1
 
 
-def test_a_bound_executable_reads_its_fixed_equal_scalars_once(xla_backend):
+def test_a_replay_reads_its_equal_literals_once_and_computes_the_lazy_paths_numbers(
+        xla_backend):
+    host = np.linspace(-2, 2, 4096, dtype=np.float32).reshape(64, 64)
+    chain = [(0.9, 0.1, 0.5)] * 8  # 24 literals of 3 values, as in benchmark W3
+
+    def step(t, scale):
+        for m, a, s in chain:
+            t = lnp.tanh(t * m + a) * t - s
+        return lnp.sum(t) * scale
+
+    x = lnp.asarray(host)
+    plain = [float(step(x, s)) for s in (1.0, 2.0, 3.0)]
+    compiled = lazyx.compile(step)
+    replayed = [float(compiled(x, s)) for s in (1.0, 2.0, 3.0)]
+    assert replayed == plain  # bit for bit: the same program, its scalars merged
+    m = lazyx.metrics()
+    assert m["replays"] == 2 and m["compiles"] == 2  # the lazy path's program and the replay's
+    entry = [e for bucket in compiled.entries.values() for e in bucket][0]
+    bound = entry.exe
+    assert isinstance(bound, xla._Bound)
+    (pattern,) = bound.patterns  # one float32 pack: 24 literals as 3 elements, then `scale`
+    assert len(pattern) == 25 and max(pattern) == 3 and pattern[-1] == 3
+    assert len(set(pattern[:-1])) == 3
+
+
+def test_a_partly_fixed_merged_pack_reads_the_rest_per_call(xla_backend):
     x = runtime.from_host(np.arange(4, dtype=np.float32))
-    a, b = ir.param(2.0, "float32"), ir.param(2.0, "float32")
-    y = ops.add(ops.mul(x, ops.broadcast_in_dim(a, shape=(4,), broadcast_dimensions=())),
-                ops.broadcast_in_dim(b, shape=(4,), broadcast_dimensions=()))
+    a, b, c = (ir.param(v, "float32") for v in (2.0, 2.0, 5.0))
+
+    def splat(p):
+        return ops.broadcast_in_dim(p, shape=(4,), broadcast_dimensions=())
+    y = ops.add(ops.mul(ops.mul(x, splat(a)), splat(c)), splat(b))
     program, leaves = runtime.linearize([y])
-    values = [leaf.value for leaf in leaves]
-    exe, _ = runtime.compile_program(program, values)
     params = [i for i, leaf in enumerate(leaves) if leaf.op == "param"]
-    bound = exe.bind({i: values[i] for i in params})
-    assert bound.patterns == ((0, 0),)
-    np.testing.assert_array_equal(np.asarray(bound(values)[0]), np.arange(4) * 2.0 + 2.0)
-    assert list(exe.variants) == [bound.patterns]  # compiled once, for these values
+    values = [leaf.value for leaf in leaves]
+    twos = {i: values[i] for i in params if float(values[i]) == 2.0}
+    (free,) = [i for i in params if i not in twos]
+    exe, _ = runtime.compile_program(program, twos)
+    bound = exe.bind(twos)
+    assert bound.patterns[0] is not None and len(set(bound.patterns[0])) == 2
+    for v in (5.0, 2.0, -1.0):  # the free scalar may equal the fixed ones or not
+        values[free] = np.float32(v)
+        np.testing.assert_array_equal(np.asarray(bound(values)[0]),
+                                      np.arange(4, dtype=np.float32) * 2 * v + 2)
+    assert list(exe.variants) == [bound.patterns]  # compiled once, for this layout
 
 
-def test_each_pattern_has_its_own_disk_cache_entry(xla_backend, tmp_path, monkeypatch):
+def test_each_layout_has_its_own_disk_cache_entry(xla_backend, tmp_path, monkeypatch):
     monkeypatch.setenv("LAZYX_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("LAZYX_TIERED", raising=False)
     x = runtime.from_host(np.arange(4, dtype=np.float32))
@@ -118,13 +134,13 @@ def test_each_pattern_has_its_own_disk_cache_entry(xla_backend, tmp_path, monkey
     y = ops.sub(ops.mul(x, ops.broadcast_in_dim(a, shape=(4,), broadcast_dimensions=())),
                 ops.broadcast_in_dim(b, shape=(4,), broadcast_dimensions=()))
     program, leaves = runtime.linearize([y])
-    same = [leaf.value for leaf in leaves]
-    apart = list(same)
-    # (the subtrahend's splat comes last: the product's operands are visited first)
-    apart[[i for i, leaf in enumerate(leaves) if leaf.op == "param"][-1]] = np.float32(4.0)
-    for values, expected in ((same, np.arange(4) * 3.0 - 3.0), (apart, np.arange(4) * 3.0 - 4.0)):
-        for _ in range(2):  # the second backend (a new process) loads from the disk
-            exe = xla.XlaBackend().compile(program, values)
-            disk_cache.flush()
-            np.testing.assert_array_equal(np.asarray(exe(values)[0]), expected)
+    values = [leaf.value for leaf in leaves]
+    fixed = {i: v for i, (leaf, v) in enumerate(zip(leaves, values)) if leaf.op == "param"}
+    for layout in ("merged", "general", "merged", "general"):  # new backends: as new processes
+        backend = xla.XlaBackend()
+        exe = backend.compile(program, fixed) if layout == "merged" else backend.compile(program)
+        disk_cache.flush()
+        run = exe.bind(fixed) if layout == "merged" else exe
+        np.testing.assert_array_equal(np.asarray(run(values)[0]), np.arange(4) * 3.0 - 3.0)
+        assert len(exe.variants) == 1
     assert lazyx.metrics()["disk_hits"] == 2 and lazyx.metrics()["disk_misses"] == 2
