@@ -12,7 +12,6 @@ import numpy as np
 
 from ...core import dtypes as dt
 from ...core import runtime
-from ...core.source import user_line
 
 _NP_DTYPES = {}
 
@@ -109,7 +108,9 @@ class LazyArray:
             if inside is not None:  # NumPy's own code reads the value: not the user observing
                 runtime.fallback(inside, "numpy", read=True)
                 cause = "fallback"
-        host = runtime.to_host(self.__lazyx_handle__, cause=cause, source=source or user_line(3))
+        # (the user's line is looked up by to_host only when the value is pending: a read of
+        # data needs none)
+        host = runtime.to_host(self.__lazyx_handle__, cause=cause, source=source)
         if not host.flags.writeable:  # XLA may hand out a read-only view of its buffer
             host = host.copy()
         return host
