@@ -292,7 +292,6 @@ class _Capture:
         # (`program`, the IR as lowered, keeps them as leaves: its graph_hash is the lazy
         # path's for the same code)
         literals = runtime.literal_leaves(program, leaf_nodes, set(self.slot_of) | keys)
-        exe, _ = runtime.compile_program(runtime.bake(program, literals))
         leaf_nodes = [leaf for i, leaf in enumerate(leaf_nodes) if i not in literals]
         leaves = []
         for leaf in leaf_nodes:
@@ -302,6 +301,9 @@ class _Capture:
                 leaves.append((_KEY, None))
             else:
                 leaves.append((_FIXED, leaf.value))
+        # the other fixed leaves are bound (_Segment): compiled for them from the start
+        fixed = {i: v for i, (kind, v) in enumerate(leaves) if kind == _FIXED}
+        exe, _ = runtime.compile_program(runtime.bake(program, literals), fixed)
         slots = {}
         for root in roots:
             made = self.slot_tensor(_Meta(root))
