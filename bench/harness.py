@@ -26,8 +26,15 @@ SYSTEMS = {
     "lazyx-torch+compile": "torch", "lazyx-numpy+compile": "numpy", "lazyx-tf+compile": "tf",
 }
 EAGER = {"torch": "torch-eager", "numpy": "numpy-eager", "tf": "tf-eager"}
-# (measured steps, warm-up steps, seconds budget per workload after the first step)
-PLANS = {"full": (30, 3, 20.0), "quick": (5, 1, 4.0)}
+# (measured steps, warm-up steps, seconds budget per workload after the first step, seconds
+# of warm-up at least, seconds of measured steps at least). The warm-up by time: a process
+# that has just compiled runs its tiny steps slowly for a while (W4 through lazyx.compile:
+# 28-50 us per step for its first 30 steps, 20 us from about the 100th on; a 1 s pause after
+# the compile removed the 50 us mode), so 3 steps of warm-up measured the transient, not the
+# steady state, and its median moved by 2x from run to run. The time floors change nothing
+# for steps over ~20 ms (W2): 30 steps outlast them.
+PLANS = {"full": (30, 3, 20.0, 0.5, 0.3), "quick": (5, 1, 4.0, 0.1, 0.05)}
+_MAX_STEPS = 20_000  # measured steps kept (the median of a tiny workload's many steps)
 RESULT_TAG = "LAZYX-BENCH-RESULT "
 
 
@@ -79,18 +86,28 @@ def make_step(run, barrier, read, lazy=False, ops_per_step=None, replay=False):
 
 def measure(step, plan):
     """Time `step()` (which blocks until its result is on the host and returns a float)."""
-    n_steps, n_warm, budget = plan
+    n_steps, n_warm, budget, warm_seconds, min_seconds = plan
     start = time.perf_counter()
     values = [step()]
     first = time.perf_counter() - start
-    for _ in range(n_warm):
-        values.append(step())
+    warm_end = time.perf_counter() + warm_seconds
+    warm = 0
+    while warm < n_warm or time.perf_counter() < warm_end:
+        value = step()
+        if len(values) < 3:
+            values.append(value)
+        warm += 1
     times = []
-    deadline = time.perf_counter() + budget
-    while len(times) < n_steps and (len(times) < 3 or time.perf_counter() < deadline):
+    now = time.perf_counter()
+    deadline, floor = now + budget, now + min_seconds
+    while len(times) < 3 or (len(times) < _MAX_STEPS and (
+            (len(times) < n_steps and now < deadline) or now < floor)):
         start = time.perf_counter()
-        values.append(step())
-        times.append(time.perf_counter() - start)
+        value = step()
+        now = time.perf_counter()
+        times.append(now - start)
+        if len(values) < 3:
+            values.append(value)
     return {"median_ms": statistics.median(times) * 1e3, "first_ms": first * 1e3,
             "steps": len(times), "values": [float(v) for v in values[:3]]}
 
