@@ -777,13 +777,9 @@ class XlaBackend:
         signature = _Signature(program)
         if fixed and not config.tiered():  # (a tiered executable is not bound)
             signature = signature.variant(program, signature.patterns_for(fixed))
-        cache = disk_cache.open_cache()
-        key = self._disk_key(cache, program, signature, x64)
-        if key is not None:
-            compiled = self._load(cache, key, signature, len(program.outputs))
-            metrics.count("disk_hits" if compiled is not None else "disk_misses")
-            if compiled is not None:
-                return _Executable(compiled, x64, signature, self, program)
+        compiled, cache, key = self._from_disk(program, signature, x64)
+        if compiled is not None:
+            return _Executable(compiled, x64, signature, self, program)
         if config.tiered():
             from .tiered import TieredExecutable
             return TieredExecutable(self, program, signature, x64, cache, key)
@@ -791,23 +787,26 @@ class XlaBackend:
 
     def compile_variant(self, program, signature, x64):
         """jax's Compiled for another variant of a cached program (see _Executable)."""
-        cache = disk_cache.open_cache()
-        key = self._disk_key(cache, program, signature, x64)
-        if key is not None:
-            compiled = self._load(cache, key, signature, len(program.outputs))
-            metrics.count("disk_hits" if compiled is not None else "disk_misses")
-            if compiled is not None:
-                return compiled
+        compiled, cache, key = self._from_disk(program, signature, x64)
+        if compiled is not None:
+            return compiled
         return self.compile_now(program, signature, x64, cache, key).compiled
 
-    def _disk_key(self, cache, program, signature, x64):
+    def _from_disk(self, program, signature, x64):
+        """(jax's Compiled from the disk cache or None, the cache, the program's key there)."""
+        cache = disk_cache.open_cache()
         # a mesh program stays in memory only: its executable depends on the mesh's devices
         if not cache or signature.mesh is not None:
-            return None
+            return None, cache, None
         context = self.cache_context(x64)
         if signature.patterns != signature.general:
             context += repr(("equal scalars", signature.patterns)).encode()
-        return disk_cache.program_key(program, context)
+        key = disk_cache.program_key(program, context)
+        if key is None:
+            return None, cache, None
+        compiled = self._load(cache, key, signature, len(program.outputs))
+        metrics.count("disk_hits" if compiled is not None else "disk_misses")
+        return compiled, cache, key
 
     def compile_now(self, program, signature, x64, cache=None, key=None):
         """Trace, lower and compile with XLA (timed apart), then store the result on disk."""
