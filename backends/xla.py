@@ -546,8 +546,8 @@ class _Executable:
 
     One program may have several variants: the general one (every scalar its own element,
     what the lazy path runs) and one per layout of merged fixed scalars that a binding asked
-    for (see merge_fixed, bind), up to _MAX_VARIANTS; a binding past that runs the general
-    one. Variants compute the same math and may fuse it differently: W3's and W4's results
+    for (see merge_fixed, bind), up to _MAX_VARIANTS of those; a binding past them runs the
+    general one. Variants compute the same math and may fuse it differently: W3's and W4's results
     are bitwise equal across them (measured), but nothing in XLA promises that in general."""
 
     def __init__(self, compiled, x64, signature, backend=None, program=None):
@@ -593,7 +593,8 @@ class _Executable:
     def _variant(self, args, patterns):
         """(the variant for `patterns`, compiled now if need be, and its arguments)."""
         sig = self.signature
-        if len(self.variants) >= _MAX_VARIANTS or self.backend is None:
+        merged = len(self.variants) - (sig.general in self.variants)
+        if merged >= _MAX_VARIANTS or self.backend is None:
             # the general variant: every scalar at its own position
             first = len(sig.data)
             args = list(args)
@@ -626,7 +627,7 @@ class _Executable:
         return args
 
 
-# Variants of one program (layouts of its packs) compiled before bindings share the general one.
+# Merged layouts compiled for one program; bindings past them share the general program.
 _MAX_VARIANTS = 2
 
 

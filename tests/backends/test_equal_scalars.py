@@ -144,3 +144,31 @@ def test_each_layout_has_its_own_disk_cache_entry(xla_backend, tmp_path, monkeyp
         np.testing.assert_array_equal(np.asarray(run(values)[0]), np.arange(4) * 3.0 - 3.0)
         assert len(exe.variants) == 1
     assert lazyx.metrics()["disk_hits"] == 2 and lazyx.metrics()["disk_misses"] == 2
+
+
+def test_bindings_past_the_variant_budget_share_the_general_program(xla_backend):
+    x = runtime.from_host(np.arange(4, dtype=np.float32))
+    ps = [ir.param(v, "float32") for v in (1.0, 2.0, 3.0, 4.0)]
+
+    def splat(p):
+        return ops.broadcast_in_dim(p, shape=(4,), broadcast_dimensions=())
+    y = x
+    for p in ps:
+        y = ops.add(ops.mul(y, splat(p)), splat(p))
+    program, leaves = runtime.linearize([y])
+    params = [i for i, leaf in enumerate(leaves) if leaf.op == "param"]
+    exe, _ = runtime.compile_program(program)
+    assert len(params) == 8  # each use of a param is a splat leaf of its own
+    # four bindings, each with another pattern of equal values: 2 merged variants, then the
+    # general program (already compiled for the lazy path) for the other two
+    for values_of in ([1, 1, 2, 2, 1, 1, 2, 2], [1, 1, 1, 2, 1, 1, 1, 2],
+                      [1, 2, 2, 2, 1, 2, 2, 2], [3, 3, 3, 3, 1, 1, 1, 1]):
+        values = [leaf.value for leaf in leaves]
+        for i, v in zip(params, values_of):
+            values[i] = np.float32(v)
+        bound = exe.bind({i: values[i] for i in params})
+        assert bound.patterns != (None,)
+        # what the lazy path's program computes from the same values, bit for bit
+        np.testing.assert_array_equal(np.asarray(bound(values)[0]), np.asarray(exe(values)[0]))
+    assert len(exe.variants) == 1 + xla._MAX_VARIANTS
+    assert lazyx.metrics()["compiles"] == 1 + xla._MAX_VARIANTS
