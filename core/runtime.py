@@ -70,6 +70,11 @@ class _OrderedWeakSet:
     def discard(self, obj):
         self._refs.pop(id(obj), None)
 
+    def surely_empty(self):
+        """True when nothing was ever left registered (dead entries make it False: then
+        iterate, which drops them)."""
+        return not self._refs
+
     def __iter__(self):
         alive = []
         dead = []
@@ -654,6 +659,10 @@ def sync(*handles, cause="explicit", source=None, sharing=False):
         handles = list({id(h): h for h in map(handle_of, handles)}.values())  # each once
         if sharing:
             handles = _with_sharing(handles, state.live)
+    elif state.live.surely_empty():  # a barrier with nothing pending (a replayed step's)
+        state.next_cut = ir.CREATED[0] + config.node_cap()
+        _new_trace_if_done(state)
+        return
     else:
         handles = list(state.live)
     pending = [h for h in handles if h.node.op != "data"]
@@ -807,8 +816,9 @@ def _new_trace_if_done(state):
     repeated step numbers its leaves from 0 again and repeats its keys)."""
     trace = ir.TRACE
     serial = trace.serial
-    if len(trace.leaves) > ir.TABLE_LIMIT // 16 or \
-            not any(h.node.epoch == serial for h in state.live):
+    live = state.live
+    if len(trace.leaves) > ir.TABLE_LIMIT // 16 or live.surely_empty() or \
+            not any(h.node.epoch == serial for h in live):
         trace.reset()
 
 
