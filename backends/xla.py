@@ -638,8 +638,8 @@ class _Bound:
     def __init__(self, exe, fixed):
         sig = exe.signature
         self.exe = exe
-        # per argument: ("leaf", i) read from the call's leaf values, ("pack", dtype, fixed
-        # values, leaf positions) packed at the call, or ("ready", array) built once
+        # per argument: ("leaf", i) read from the call's leaf values, ("pack", NumPy dtype,
+        # fixed values, leaf positions) packed at the call, or ("ready", array) built once
         steps = [("leaf", i) for i in sig.data]
         patterns = []
         for dtype, idx in sig.packs:
@@ -650,7 +650,8 @@ class _Bound:
                 else:
                     values = [fixed[i] for i in idx]
             if dynamic or exe.place:  # (a mesh program places its packs itself)
-                steps.append(("pack", dtype, [np.asarray(v)[()] for v in values], dynamic))
+                steps.append(("pack", np.dtype(dt.to_numpy(dtype)),
+                              [np.asarray(v)[()] for v in values], dynamic))
             else:
                 steps.append(("ready", put(np.array(values, dtype=dt.to_numpy(dtype)))))
             patterns.append(inv)
@@ -666,9 +667,8 @@ class _Bound:
             elif kind == "ready":
                 args.append(step[1])
             else:
-                _, dtype, values, dynamic = step
-                args.append(np.array(values + [leaf_values[i] for i in dynamic],
-                                     dtype=dt.to_numpy(dtype)))
+                _, np_dtype, values, dynamic = step
+                args.append(np.array(values + [leaf_values[i] for i in dynamic], dtype=np_dtype))
         return self.exe.run(args, self.patterns)
 
 

@@ -409,18 +409,19 @@ def bake(program, values):
     instructions, sources, baked = [], [], []
     # one constant per distinct value (bit for bit), one broadcast per value and shape: W4's
     # 150 literals are 3 values, and each literal is an operand of the fusions that use it
-    # (XLA:CPU's YNNPACK fusion takes fewer than ~20; see backends/xla.dedupe)
+    # (XLA:CPU's YNNPACK fusion takes fewer than ~20; see backends/xla.merge_fixed)
     made = {}
     for i in sorted(values):
         kind, shape, dtype = program.leaves[i]
         host = np.asarray(values[i], dtype=dt.to_numpy(dtype))
         if host.ndim:
             raise ValueError(f"bake: leaf {i} is not a scalar (shape {host.shape})")
-        scalar = made.get((dtype, host.tobytes()))
+        bits = host.tobytes()
+        scalar = made.get((dtype, bits))
         if scalar is None:
             instructions.append(("constant", LITERAL, (), (), dtype, host))
             sources.append(program.leaf_sources[i])
-            scalar = made[(dtype, host.tobytes())] = len(kept) + len(instructions) - 1
+            scalar = made[(dtype, bits)] = len(kept) + len(instructions) - 1
         slot = scalar
         if shape != ():  # a splat: one scalar standing for its whole shape
             slot = made.get((scalar, shape))
@@ -431,7 +432,7 @@ def bake(program, values):
                 sources.append(program.leaf_sources[i])
                 slot = made[(scalar, shape)] = len(kept) + len(instructions) - 1
         slot_of[i] = slot
-        baked.append((i, host.dtype.str, host.tobytes()))
+        baked.append((i, host.dtype.str, bits))
     offset = len(kept) + len(instructions) - n
 
     def at(s):

@@ -38,7 +38,7 @@ class _Segment:
         self.slots = [(i, v) for i, (kind, v) in enumerate(leaves) if kind == _SLOT]
         self.keys = [i for i, (kind, _) in enumerate(leaves) if kind == _KEY]
         bind = getattr(exe, "bind", None)
-        fixed = {i: v for i, (kind, v) in enumerate(leaves) if kind == _FIXED}
+        fixed = _fixed(leaves)
         self.exe = bind(fixed) if bind is not None and fixed else exe
 
     def values(self, env):
@@ -61,6 +61,11 @@ class _Eager:
 
 # Where a leaf's (or an output's) value comes from at a call.
 _SLOT, _FIXED, _KEY, _INPUT = range(4)
+
+
+def _fixed(leaves):
+    """{leaf index: value} of a segment's fixed leaves (what its executable is bound to)."""
+    return {i: v for i, (kind, v) in enumerate(leaves) if kind == _FIXED}
 
 
 class CompiledGraph:
@@ -302,8 +307,7 @@ class _Capture:
             else:
                 leaves.append((_FIXED, leaf.value))
         # the other fixed leaves are bound (_Segment): compiled for them from the start
-        fixed = {i: v for i, (kind, v) in enumerate(leaves) if kind == _FIXED}
-        exe, _ = runtime.compile_program(runtime.bake(program, literals), fixed)
+        exe, _ = runtime.compile_program(runtime.bake(program, literals), _fixed(leaves))
         slots = {}
         for root in roots:
             made = self.slot_tensor(_Meta(root))
