@@ -10,6 +10,12 @@ import numpy as np
 
 from . import workloads as wl
 
+# lazyx asks XLA for full float32 matrix products (backends/xla.py: precision=HIGHEST), the
+# math eager torch and NumPy do. On a GPU, jax's default runs them in TF32, a cheaper and
+# different math; the baseline asks for lazyx's precision so both do the same work. (No
+# change on a CPU, where float32 products are full float32 either way.)
+jax.config.update("jax_default_matmul_precision", "highest")
+
 
 def mlp_loss(params, x, onehot):
     h = x
