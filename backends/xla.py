@@ -187,6 +187,11 @@ def _arg(fn):
 
 def _dot_general(lhs, rhs, *, contracting_dimensions, batch_dimensions, preferred_element_type):
     pet = _jdt(preferred_element_type) if preferred_element_type else None
+    if pet is not None and jnp.issubdtype(lhs.dtype, jnp.integer) and pet != lhs.dtype:
+        # Integers widened first: exact (the same wrapping sums) and a plain integer product.
+        # jaxlib 0.11.2 on an H100 doubled a batched int8 x int8 -> int32 product
+        # (benchmarks/gpu_check.sh, tests/backends/test_contractions.py).
+        lhs, rhs = lhs.astype(pet), rhs.astype(pet)
     return lax.dot_general(lhs, rhs, (contracting_dimensions, batch_dimensions),
                            precision=_HIGHEST, preferred_element_type=pet)
 
@@ -318,6 +323,13 @@ def _recurrence3(x, n, *, p1, step):
     return jnp.where(n <= 0, one, q)
 
 
+def _digamma(x):
+    # The IR's digamma is NaN at its poles (0 and the negative integers), as XLA's CPU
+    # expansion and TF give; jaxlib 0.11.2 on a GPU gave -inf at 0. Say it, on every platform.
+    pole = (x <= 0) & (x == lax.floor(x))
+    return jnp.where(pole, jnp.array(np.nan, x.dtype), lax.digamma(x))
+
+
 def _pad(x, value, *, padding_config):
     return lax.pad(x, value, padding_config)
 
@@ -328,7 +340,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "tan": lax.tan, "asin": lax.asin, "acos": lax.acos, "atan": lax.atan, "sinh": lax.sinh,
     "cosh": lax.cosh, "tanh": lax.tanh, "asinh": lax.asinh, "acosh": lax.acosh,
     "atanh": lax.atanh, "erf": lax.erf, "erf_inv": lax.erf_inv, "lgamma": lax.lgamma,
-    "digamma": lax.digamma, "logistic": lax.logistic, "floor": lax.floor, "ceil": lax.ceil,
+    "digamma": _digamma, "logistic": lax.logistic, "floor": lax.floor, "ceil": lax.ceil,
     "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
     "neg": lax.neg, "abs": _abs, "sign": lax.sign, "not": lax.bitwise_not,
     "is_finite": lax.is_finite,
