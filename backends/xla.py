@@ -460,6 +460,8 @@ class _Signature:
 
     def patterns_for(self, fixed):
         """The packs' layout for a caller whose leaves at `fixed` never change."""
+        if not merges_equal_scalars():
+            return self.general
         return tuple(merge_fixed(dtype, idx, fixed)[0] for dtype, idx in self.packs)
 
     def to_place(self):
@@ -495,6 +497,17 @@ def pack(dtype, idx, leaf_values):
 # Values are compared bit for bit (0.0 and -0.0 stay apart, as do NaNs of other payloads), so
 # a program reads exactly the values it is given. The lazy path merges nothing: any of its
 # scalars may change at the next step, and a change of which ones are equal would recompile.
+# Only on a CPU: elsewhere a merged layout is one more compile and a program fused otherwise,
+# which need not round as the lazy path's does (an H100 run of tests/core/test_replay.py saw
+# a replay 1e-5 apart from the lazy run). None: decide by the platform; tests set it.
+MERGE_EQUAL_SCALARS = None
+
+
+def merges_equal_scalars():
+    """Whether bound packs read equal fixed scalars once (see merge_fixed) in this process."""
+    if MERGE_EQUAL_SCALARS is not None:
+        return MERGE_EQUAL_SCALARS
+    return jax.local_devices()[0].platform == "cpu"
 
 
 def merge_fixed(dtype, idx, fixed):
@@ -653,9 +666,10 @@ class _Bound:
         # per argument: ("leaf", i) read from the call's leaf values, ("pack", NumPy dtype,
         # fixed values, leaf positions) packed at the call, or ("ready", array) built once
         steps = [("leaf", i) for i in sig.data]
-        patterns = []
+        patterns, merging = [], merges_equal_scalars()
         for dtype, idx in sig.packs:
-            inv, values, dynamic = merge_fixed(dtype, idx, fixed)
+            inv, values, dynamic = merge_fixed(dtype, idx, fixed) if merging else \
+                (None, None, [i for i in idx if i not in fixed])
             if inv is None:  # the general layout: each scalar its own element, in order
                 if dynamic:
                     values, dynamic = [], list(idx)

@@ -17,6 +17,13 @@ _SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 1e-45, 3.0e38]
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
+@pytest.fixture(autouse=True)
+def _merging_on(monkeypatch):
+    """The merged layouts are made only on a CPU (backends/xla.py, MERGE_EQUAL_SCALARS): the
+    tests of their mechanism run it on any platform."""
+    monkeypatch.setattr(xla, "MERGE_EQUAL_SCALARS", True)
+
+
 def _bits(a):
     a = np.asarray(a)
     return a.view(_BITS[a.itemsize])
@@ -172,3 +179,27 @@ def test_bindings_past_the_variant_budget_share_the_general_program(xla_backend)
         np.testing.assert_array_equal(np.asarray(bound(values)[0]), np.asarray(exe(values)[0]))
     assert len(exe.variants) == 1 + xla._MAX_VARIANTS
     assert lazyx.metrics()["compiles"] == 1 + xla._MAX_VARIANTS
+
+
+def test_merging_is_a_cpu_layout_and_off_elsewhere(xla_backend, fresh_runtime, monkeypatch):
+    """A merged layout works around XLA:CPU's fusion-input limit; on another platform (an H100
+    rounded a merged replay 1e-5 apart from the lazy run) a binding keeps the general
+    program: one compile, the lazy path's numbers."""
+    import jax
+    monkeypatch.setattr(xla, "MERGE_EQUAL_SCALARS", None)  # decided by the platform
+    assert xla.merges_equal_scalars() == (jax.local_devices()[0].platform == "cpu")
+    monkeypatch.setattr(xla, "MERGE_EQUAL_SCALARS", False)
+    x = runtime.from_host(np.arange(4, dtype=np.float32))
+    a, b, c = (ir.param(v, "float32") for v in (2.0, 2.0, 5.0))
+
+    def splat(p):
+        return ops.broadcast_in_dim(p, shape=(4,), broadcast_dimensions=())
+    y = ops.add(ops.mul(ops.mul(x, splat(a)), splat(c)), splat(b))
+    program, leaves = runtime.linearize([y])
+    values = [leaf.value for leaf in leaves]
+    fixed = {i: values[i] for i, leaf in enumerate(leaves) if leaf.op == "param"}
+    exe, _ = runtime.compile_program(program, fixed)
+    bound = exe.bind(fixed)
+    assert bound.patterns == (None,) and list(exe.variants) == [(None,)]
+    np.testing.assert_array_equal(np.asarray(bound(values)[0]), np.asarray(exe(values)[0]))
+    np.testing.assert_array_equal(np.asarray(bound(values)[0]), np.arange(4) * 10.0 + 2)
