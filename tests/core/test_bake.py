@@ -17,6 +17,15 @@ def _run(program, values):
     return [np.asarray(backend.to_host(b)) for b in exe(values)]
 
 
+def _on_cpu():
+    """Whether programs run on XLA:CPU (or the reference interpreter), where a baked program
+    computes the unbaked one's numbers bit for bit; a GPU may fuse (and so sum) otherwise."""
+    if runtime.backend() != "xla":
+        return True
+    import jax
+    return jax.local_devices()[0].platform == "cpu"
+
+
 def _chain_program():
     """A program with splat params (x * 0.5), a rank-0 param (the scalar 3.0 times a
     reduction) and an output that is one of its data leaves."""
@@ -37,7 +46,10 @@ def test_a_baked_program_computes_what_the_unbaked_one_computes():
     want = _run(program, [leaf.value for leaf in leaves])
     got = _run(baked, [leaf.value for i, leaf in enumerate(leaves) if i not in literals])
     for g, w in zip(got, want):
-        np.testing.assert_array_equal(g, w)
+        if _on_cpu():
+            np.testing.assert_array_equal(g, w)
+        else:  # an H100 summed x.sum(axis=0) in another order once the literals were baked
+            np.testing.assert_allclose(g, w, rtol=1e-6)
     np.testing.assert_array_equal(got[1], host)
     np.testing.assert_allclose(got[0], host * 0.5 + 1.25 - host.sum(axis=0) * 3.0, rtol=1e-6)
 

@@ -1,7 +1,7 @@
 """Factorizations and sorts with several outputs are one IR node each (core/ir.py): torch's
 P, L, U = torch.linalg.lu(A) (likewise svd, qr, eigh, topk, sort) costs one factorization per
-input -- counted on the reference interpreter, and one LAPACK custom call (or one sort) in the
-StableHLO the XLA backend compiles -- and gradients through them match eager torch."""
+input -- counted on the reference interpreter, and one LAPACK (or cuSOLVER) custom call (or one
+sort) in the StableHLO the XLA backend compiles -- and gradients through them match eager torch."""
 import re
 
 import numpy as np
@@ -14,15 +14,17 @@ from lazyx.backends import reference
 from lazyx.backends.reference_linalg import RUNS
 from lazyx.core import runtime
 
-CASES = {  # name: (torch call, IR op, what the StableHLO must contain once)
-    "lu": (torch.linalg.lu, "lu", r"custom_call @lapack_\w+getrf"),
-    "lu_factor": (torch.linalg.lu_factor, "lu", r"custom_call @lapack_\w+getrf"),
+# name: (torch call, IR op, what the StableHLO must contain once: lapack_* on a CPU,
+# cusolver_* on a GPU)
+CASES = {
+    "lu": (torch.linalg.lu, "lu", r"custom_call @\w*getrf"),
+    "lu_factor": (torch.linalg.lu_factor, "lu", r"custom_call @\w*getrf"),
     "solve": (lambda a: (torch.linalg.solve_ex(a, a[..., :1])), "lu",
-              r"custom_call @lapack_\w+getrf"),
+              r"custom_call @\w*getrf"),
     "svd": (lambda a: torch.linalg.svd(a, full_matrices=False), "svd",
-            r"custom_call @lapack_\w+gesdd"),
-    "qr": (torch.linalg.qr, "qr", r"custom_call @lapack_\w+geqrf"),
-    "eigh": (lambda a: torch.linalg.eigh(a + a.mT), "eigh", r"custom_call @lapack_\w+syevd"),
+            r"custom_call @\w*ges[dv]d"),
+    "qr": (torch.linalg.qr, "qr", r"custom_call @\w*geqrf"),
+    "eigh": (lambda a: torch.linalg.eigh(a + a.mT), "eigh", r"custom_call @\w*syevd"),
     "topk": (lambda a: torch.topk(a, 2, dim=-1), "sort_with_indices", r"stablehlo.sort"),
     "sort": (lambda a: torch.sort(a, dim=-2, descending=True), "sort_with_indices",
              r"stablehlo.sort"),
