@@ -12,6 +12,10 @@ OUT=${OUT:-/tmp/lazyx-gpu}
 BENCH_S=${BENCH_S:-200}
 TESTS_S=${TESTS_S:-220}
 WORKERS=${WORKERS:-12}
+# what to run (a rerun narrows them): bench systems and workloads, test paths under tests/
+SYSTEMS=${SYSTEMS:-"jax.jit,lazyx-numpy,lazyx-torch,lazyx-numpy+compile,lazyx-torch+compile,torch.compile(lazyx)"}
+WORKLOADS=${WORKLOADS:-W1,W2,W3,W4}
+TESTS=${TESTS:-"backends core frontends/numpy frontends/torch"}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.." || exit 1
 REPO=$PWD
@@ -42,14 +46,12 @@ cat "$OUT/env.txt"
 
 echo "== bench (quick), limit ${BENCH_S}s"
 timeout -s INT -k 15 "$BENCH_S" python3 -m lazyx bench --quick \
-    --systems "jax.jit,lazyx-numpy,lazyx-torch,lazyx-numpy+compile,lazyx-torch+compile,torch.compile(lazyx)" \
-    --json "$OUT/bench_gpu.json" --markdown "$OUT/bench_gpu.md" > "$OUT/bench.log" 2>&1
+    --systems "$SYSTEMS" --workloads "$WORKLOADS" --json "$OUT/bench_gpu.json" --markdown "$OUT/bench_gpu.md" > "$OUT/bench.log" 2>&1
 echo "bench rc=$?"; tail -n 40 "$OUT/bench.log"
 
 echo "== tests on the XLA backend, limit ${TESTS_S}s"
 # Interrupted at the limit (SIGINT), pytest still prints the failures it has seen.
 (cd /tmp && timeout -s INT -k 20 "$TESTS_S" python3 -m pytest --rootdir="$REPO/tests" \
     -n "$WORKERS" -q -rfE --tb=line -p no:randomly \
-    "$REPO/tests/backends" "$REPO/tests/core" "$REPO/tests/frontends/numpy" \
-    "$REPO/tests/frontends/torch") > "$OUT/tests.log" 2>&1
+    $(for t in $TESTS; do echo "$REPO/tests/$t"; done)) > "$OUT/tests.log" 2>&1
 echo "tests rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed|error" "$OUT/tests.log" | tail -n 60
