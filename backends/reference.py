@@ -572,17 +572,32 @@ class _Interpreter:
         # what the cache's byte bound counts: the step list and its baked-in constants
         self.nbytes = 4096 + 200 * len(self.steps) + sum(
             c.nbytes for *_, c in self.steps if c is not None)
+        # Each step's inputs that no later step (nor the outputs) reads, dropped after it: the
+        # live set, not every intermediate, stays allocated, so a first step reuses memory it
+        # freed instead of faulting in fresh pages for each value (tiered first steps).
+        n_leaves, last = len(program.leaves), {}
+        for k, (_, _, ins, _, _) in enumerate(self.steps):
+            for i in ins:
+                last[i] = k
+        for i in program.outputs:
+            last.pop(i, None)
+        self.dead_after = [[] for _ in self.steps]
+        for i, k in last.items():
+            if i >= n_leaves:  # (leaves are the caller's arrays)
+                self.dead_after[k].append(i)
 
     def __call__(self, leaf_values):
         env = [np.asarray(v) for v in leaf_values]
         for i, shape in self.splats:  # a full array: results may be (views of) leaves
             env[i] = np.full(shape, env[i], dtype=env[i].dtype)
         with np.errstate(all="ignore"):
-            for fn, attrs, ins, np_dtype, const in self.steps:
+            for (fn, attrs, ins, np_dtype, const), dead in zip(self.steps, self.dead_after):
                 out = const if fn is None else fn(*[env[i] for i in ins], **attrs)
                 if np_dtype is not None:
                     out = np.asarray(out)
                     if out.dtype != np_dtype:
                         out = out.astype(np_dtype)
                 env.append(out)
+                for i in dead:
+                    env[i] = None
         return [env[i] for i in self.program.outputs]
