@@ -26,7 +26,13 @@ from ..core import config
 from . import disk_cache
 
 MAX_INPUT_BYTES = 256 << 20
+# A cut that needs the entry being preloaded right now waits for it (up to this long) instead
+# of loading and first-running it a second time beside the preloader: W2's warm first step
+# reached its cut 10-30 ms after the preload began, and both copies then shared two cores.
+IN_FLIGHT_WAIT_S = 60.0
 _ready = {}  # key (bytes) -> compiled executable, loaded and run once
+_in_flight = {}  # key -> threading.Event set once the preloader is done with it
+_claimed = set()  # keys a cut loaded itself: the preloader skips them
 _lock = threading.Lock()
 _started = []
 _settled = threading.Event()
@@ -41,9 +47,21 @@ def settle():
 
 
 def take(key):
-    """The preloaded executable for `key` (handed out once), or None."""
+    """The preloaded executable for `key` (handed out once), or None: then the caller loads
+    it itself, and the preloader leaves it alone. Waits while the preloader is busy with it."""
     with _lock:
-        return _ready.pop(key, None)
+        done = _in_flight.get(key)
+        if done is None:
+            compiled = _ready.pop(key, None)
+            if compiled is None:
+                _claimed.add(key)
+            return compiled
+    done.wait(IN_FLIGHT_WAIT_S)
+    with _lock:
+        compiled = _ready.pop(key, None)
+        if compiled is None:
+            _claimed.add(key)
+        return compiled
 
 
 def start(load):
@@ -81,16 +99,32 @@ def _preload(cache, count, load):
     for key in recent_keys(cache, count):
         if not main.is_alive() or _settled.is_set():  # exiting, or steady: stop here
             return
-        payload = cache.read(key)
-        if payload is None:
-            continue
-        try:
-            compiled, avals = load(payload)
-            if sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in avals) > MAX_INPUT_BYTES:
-                continue
-            with jax.enable_x64(any(a.dtype.itemsize == 8 for a in avals)):
-                jax.block_until_ready(compiled(*[np.zeros(a.shape, a.dtype) for a in avals]))
-        except Exception:  # noqa: BLE001 -- a warm-up only: the cut loads it again if it must
-            continue
         with _lock:
-            _ready[key] = compiled
+            if key in _claimed:
+                continue
+            done = _in_flight[key] = threading.Event()
+        try:
+            compiled = _load_and_run(cache, key, load, jax)
+            with _lock:
+                if compiled is not None:
+                    _ready[key] = compiled
+        finally:
+            with _lock:
+                del _in_flight[key]
+            done.set()
+
+
+def _load_and_run(cache, key, load, jax):
+    """The entry's executable, loaded and run once on zeros; None where it cannot be."""
+    payload = cache.read(key)
+    if payload is None:
+        return None
+    try:
+        compiled, avals = load(payload)
+        if sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in avals) > MAX_INPUT_BYTES:
+            return None
+        with jax.enable_x64(any(a.dtype.itemsize == 8 for a in avals)):
+            jax.block_until_ready(compiled(*[np.zeros(a.shape, a.dtype) for a in avals]))
+    except Exception:  # noqa: BLE001 -- a warm-up only: the cut loads it again if it must
+        return None
+    return compiled

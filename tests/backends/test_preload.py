@@ -15,6 +15,13 @@ from test_disk_cache import SHIM
 pytest.importorskip("jax")
 from lazyx.backends import disk_cache, preload, xla  # noqa: E402
 
+@pytest.fixture(autouse=True)
+def _fresh_preloader_state(monkeypatch):
+    """What the preloader holds, waits on and was told to skip, per test."""
+    for name, value in (("_ready", {}), ("_in_flight", {}), ("_claimed", set())):
+        monkeypatch.setattr(preload, name, value)
+
+
 _STEP = textwrap.dedent("""
     import sys, threading
     sys.path.insert(0, sys.argv[1])
@@ -109,3 +116,40 @@ def _one_leaf_program():
     from lazyx.core import ops, runtime
     x = runtime.from_host(np.ones(3, np.float32))
     return runtime.linearize([ops.neg(x)])[0]
+
+
+def test_a_cut_waits_for_the_entry_in_flight_and_the_preloader_skips_what_a_cut_loaded(
+        tmp_path, monkeypatch):
+    """Loading and first-running an entry the preloader is busy with would do its work twice on
+    the same cores: the cut waits for it. An entry a cut loaded itself is not preloaded."""
+    import threading
+    cache = disk_cache.DiskCache(str(tmp_path), 2**20)
+    first, second = b"\x05" * 32, b"\x06" * 32
+    _entry(cache, first)
+    os.utime(_entry(cache, second), (1000.0, 1000.0))  # older: preloaded after `first`
+    monkeypatch.setattr(preload, "_settled", threading.Event())
+    started, release, loaded = threading.Event(), threading.Event(), []
+    marker = object()
+
+    def load(payload):
+        loaded.append(payload)
+        started.set()
+        release.wait(30)
+        return marker
+    # (loading and the run on zeros are not at issue here: the stub stands for both)
+    monkeypatch.setattr(preload, "_load_and_run",
+                        lambda cache, key, load, jax: load(cache.read(key)))
+    assert preload.take(second) is None  # a cut loads `second` itself before the preloader
+    worker = threading.Thread(target=preload._preload, args=(cache, 4, load))
+    worker.start()
+    assert started.wait(30)
+    got = []
+    taker = threading.Thread(target=lambda: got.append(preload.take(first)))
+    taker.start()
+    time.sleep(0.2)
+    assert taker.is_alive()  # waiting for the preloader, not loading on its own
+    release.set()
+    taker.join(30)
+    worker.join(30)
+    assert got == [marker]
+    assert len(loaded) == 1  # `second` was claimed by the cut: not preloaded
