@@ -46,6 +46,26 @@ def test_bench_first_step_runs_cold_warm_and_tiered_processes(capsys):
     assert "| W1 | lazyx-numpy |" in out and "warm " in out and "cold " in out
 
 
+def test_each_first_step_is_a_workload_alone_in_a_fresh_process(monkeypatch, capsys):
+    """A workload run after another in one process finds the runtime started, its entries
+    preloaded or the other's compile still running: its first step is not a first step."""
+    from lazyx.bench import first_step
+    calls = []
+
+    def fake(system, workloads, quick, timeout, log, threads=None, env=None):
+        calls.append((system, tuple(workloads), (env or {}).get("LAZYX_CACHE_DIR")))
+        r = {"workload": workloads[0], "system": system, "first_ms": 1.0, "median_ms": 1.0}
+        log(r)
+        return [r]
+    monkeypatch.setattr(harness, "run_system_subprocess", fake)
+    first_step.run_first_step(systems=["lazyx-numpy"], workloads=["W1", "W2"], threads=1)
+    assert all(len(workloads) == 1 for _, workloads, _ in calls)
+    assert len(calls) == 2 * 2 + 2 * 3  # jax.jit and NumPy eager; cold, warm, tiered
+    folders = {(w, folder) for system, (w,), folder in calls if system == "lazyx-numpy" and folder}
+    assert len({folder for _, folder in folders}) == 2  # each workload its own disk cache
+    assert "| W2 | lazyx-numpy |" in capsys.readouterr().out
+
+
 def test_a_system_that_cannot_run_is_reported_not_dropped(monkeypatch):
     monkeypatch.setitem(harness.SYSTEMS, "broken", "numpy")
     import lazyx.bench.systems_numpy as sn
