@@ -111,14 +111,19 @@ def test_a_replay_reads_its_equal_literals_once_and_computes_the_lazy_paths_numb
     assert len(set(pattern[:-1])) == 3
 
 
-def test_a_partly_fixed_merged_pack_reads_the_rest_per_call(xla_backend):
+def _two_twos_and_a_five():
+    """(program, leaves) of x * 2 * 5 + 2 for x = [0, 1, 2, 3], each scalar a param leaf."""
     x = runtime.from_host(np.arange(4, dtype=np.float32))
     a, b, c = (ir.param(v, "float32") for v in (2.0, 2.0, 5.0))
 
     def splat(p):
         return ops.broadcast_in_dim(p, shape=(4,), broadcast_dimensions=())
     y = ops.add(ops.mul(ops.mul(x, splat(a)), splat(c)), splat(b))
-    program, leaves = runtime.linearize([y])
+    return runtime.linearize([y])
+
+
+def test_a_partly_fixed_merged_pack_reads_the_rest_per_call(xla_backend):
+    program, leaves = _two_twos_and_a_five()
     params = [i for i, leaf in enumerate(leaves) if leaf.op == "param"]
     values = [leaf.value for leaf in leaves]
     twos = {i: values[i] for i in params if float(values[i]) == 2.0}
@@ -189,13 +194,7 @@ def test_merging_is_a_cpu_layout_and_off_elsewhere(xla_backend, fresh_runtime, m
     monkeypatch.setattr(xla, "MERGE_EQUAL_SCALARS", None)  # decided by the platform
     assert xla.merges_equal_scalars() == (jax.local_devices()[0].platform == "cpu")
     monkeypatch.setattr(xla, "MERGE_EQUAL_SCALARS", False)
-    x = runtime.from_host(np.arange(4, dtype=np.float32))
-    a, b, c = (ir.param(v, "float32") for v in (2.0, 2.0, 5.0))
-
-    def splat(p):
-        return ops.broadcast_in_dim(p, shape=(4,), broadcast_dimensions=())
-    y = ops.add(ops.mul(ops.mul(x, splat(a)), splat(c)), splat(b))
-    program, leaves = runtime.linearize([y])
+    program, leaves = _two_twos_and_a_five()
     values = [leaf.value for leaf in leaves]
     fixed = {i: values[i] for i, leaf in enumerate(leaves) if leaf.op == "param"}
     exe, _ = runtime.compile_program(program, fixed)
