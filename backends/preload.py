@@ -51,12 +51,8 @@ def take(key):
     it itself, and the preloader leaves it alone. Waits while the preloader is busy with it."""
     with _lock:
         done = _in_flight.get(key)
-        if done is None:
-            compiled = _ready.pop(key, None)
-            if compiled is None:
-                _claimed.add(key)
-            return compiled
-    done.wait(IN_FLIGHT_WAIT_S)
+    if done is not None:
+        done.wait(IN_FLIGHT_WAIT_S)
     with _lock:
         compiled = _ready.pop(key, None)
         if compiled is None:

@@ -5,9 +5,8 @@ disk cache of its own (cold: trace, lower, XLA compile), again with the cache th
 filled (warm: the executable is loaded from disk), and with LAZYX_TIERED=1 and no cache (the
 first step runs on the reference interpreter while XLA compiles). jax.jit's first step (a
 fresh process per workload, no persistent cache) and NumPy's eager step are measured
-alongside, and the issue's targets are
-checked: warm first step <= 3x the steady step + 50 ms, cold <= jax.jit's first + 20 %,
-tiered W2 <= 2x NumPy eager's step.
+alongside, and the issue's targets are checked: warm first step <= 3x the steady step +
+50 ms, cold <= jax.jit's first + 20 %, tiered W2 <= 2x NumPy eager's step.
 """
 import shutil
 import sys
