@@ -234,9 +234,7 @@ class Compiled:
             source = user_line(3)
             if compiled:
                 metrics.record_compile(source)
-            bind = getattr(exe, "bind", None)
-            if bind is not None and literals:
-                exe = bind(literals)
+            exe = runtime.bind_fixed(exe, literals)
             run_start = time.perf_counter()
             buffers = exe([leaf.value for leaf in leaves])
             metrics.record_cut("explicit", source, trace_seconds,

@@ -568,6 +568,13 @@ def _takes_fixed(backend):
     return len(params) > 1 or any(p.kind == p.VAR_POSITIONAL for p in params.values())
 
 
+def bind_fixed(exe, fixed):
+    """`exe` for a caller whose leaves at `fixed` (leaf index -> value) never change: the
+    backend's binding where it has one (XLA packs and transfers them once), else `exe`."""
+    bind = getattr(exe, "bind", None)
+    return bind(fixed) if bind is not None and fixed else exe
+
+
 def compile_program(program, fixed=None):
     """Compile (or fetch from the cache) an executable for `program`; `fixed` (leaf index ->
     value): leaves the caller will never change and will bind (exe.bind), which the backend

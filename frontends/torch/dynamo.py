@@ -37,9 +37,7 @@ class _Segment:
         self.template = [v if kind == _FIXED else None for kind, v in leaves]
         self.slots = [(i, v) for i, (kind, v) in enumerate(leaves) if kind == _SLOT]
         self.keys = [i for i, (kind, _) in enumerate(leaves) if kind == _KEY]
-        bind = getattr(exe, "bind", None)
-        fixed = _fixed(leaves)
-        self.exe = bind(fixed) if bind is not None and fixed else exe
+        self.exe = runtime.bind_fixed(exe, _fixed(leaves))
 
     def values(self, env):
         values = self.template.copy()
