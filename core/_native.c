@@ -36,6 +36,7 @@ typedef struct {
    package names has two ir modules, each with its own tables and Node class). */
 static PyObject *leaf_tag;      /* "leaf" */
 static PyObject *two, *one;     /* user_line's frame depth from a C __init__; CREATED's step */
+static PyObject *long_zero;     /* new_node's extra_hash from a Builder */
 
 static PyObject *s_depth, *s_line, *s_serial, *s_leaf_eids, *s_leaf_positions, *s_leaves;
 static PyObject *s_ir_globals, *s_node, *s_created, *s_op_current, *s_source, *s_user_line,
@@ -405,6 +406,203 @@ static PyTypeObject NodeType = {
     .tp_weaklistoffset = offsetof(NodeObject, weakreflist),
 };
 
+
+/* ---------------------------------------------------------------- ops.primitive's builder, in C
+
+core/ops.py's `build` for one op (ops.primitive), on its common path: IR nodes of the plain
+Node class as inputs, a signature already in the op's memo, the memo's generation current.
+Every other call -- a first signature, a bad input, an unhashable attribute, an emptied
+interning table -- goes to the Python `build`, which stays the reference and shares the memo.
+What a hit does is exactly what the Python `build` does after its memo lookup: put a
+commutative op's operands in creation order, ask the op's simplifier, then make the node. */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *name, *slow, *memo, *state, *generation, *node_type, *new_node, *simplify;
+    int commutative;
+} BuilderObject;
+
+static PyObject *Builder_slow(BuilderObject *self, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames) {
+    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+static PyObject *Builder_call(BuilderObject *self, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *types, *items, *key, *known, *inputs, *result;
+    /* the memo belongs to the interning generation it was filled in (see ops.primitive) */
+    PyObject *current = PyList_Check(self->generation) && PyList_GET_SIZE(self->generation) ?
+        PyList_GET_ITEM(self->generation, 0) : NULL;
+    PyObject *seen = PyList_Check(self->state) && PyList_GET_SIZE(self->state) > 1 ?
+        PyList_GET_ITEM(self->state, 1) : NULL;
+    if (current == NULL || seen == NULL || (current != seen &&
+            PyObject_RichCompareBool(current, seen, Py_EQ) != 1)) {
+        PyErr_Clear();
+        return Builder_slow(self, args, nargsf, kwnames);
+    }
+    if ((types = PyTuple_New(n)) == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = args[i];
+        if ((PyObject *)Py_TYPE(x) != self->node_type ||
+                PyTuple_Check(((NodeObject *)x)->dtype)) {
+            Py_DECREF(types);
+            return Builder_slow(self, args, nargsf, kwnames);
+        }
+        PyObject *pair = PyTuple_Pack(2, ((NodeObject *)x)->shape, ((NodeObject *)x)->dtype);
+        if (pair == NULL) { Py_DECREF(types); return NULL; }
+        PyTuple_SET_ITEM(types, i, pair);
+    }
+    if ((items = PyTuple_New(nkw)) == NULL) { Py_DECREF(types); return NULL; }
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *pair = PyTuple_Pack(2, PyTuple_GET_ITEM(kwnames, i), args[n + i]);
+        if (pair == NULL) { Py_DECREF(types); Py_DECREF(items); return NULL; }
+        PyTuple_SET_ITEM(items, i, pair);
+    }
+    key = PyTuple_Pack(2, types, items);
+    Py_DECREF(types);
+    Py_DECREF(items);
+    if (key == NULL) return NULL;
+    known = PyDict_GetItemWithError(self->memo, key);  /* borrowed */
+    Py_DECREF(key);
+    if (known == NULL || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 4) {
+        PyErr_Clear();  /* a miss, or an unhashable attribute: the Python build decides */
+        return Builder_slow(self, args, nargsf, kwnames);
+    }
+    Py_INCREF(known);  /* (the memo may be emptied by the simplifier's own builds) */
+    if (self->commutative && n >= 2) {
+        int later = PyObject_RichCompareBool(((NodeObject *)args[0])->order,
+                                             ((NodeObject *)args[1])->order, Py_GT);
+        if (later < 0) { Py_DECREF(known); return NULL; }
+        inputs = PyTuple_New(n);
+        if (inputs != NULL) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                PyObject *x = args[later && i < 2 ? 1 - i : i];
+                PyTuple_SET_ITEM(inputs, i, Py_NewRef(x));
+            }
+        }
+    } else {
+        inputs = PyTuple_New(n);
+        if (inputs != NULL)
+            for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(inputs, i, Py_NewRef(args[i]));
+    }
+    if (inputs == NULL) { Py_DECREF(known); return NULL; }
+    PyObject *shape = PyTuple_GET_ITEM(known, 0), *dtype = PyTuple_GET_ITEM(known, 1),
+        *attrs = PyTuple_GET_ITEM(known, 2), *entry = PyTuple_GET_ITEM(known, 3);
+    if (self->simplify != Py_None) {
+        PyObject *simpler = PyObject_CallFunctionObjArgs(self->simplify, inputs, attrs, shape,
+                                                         dtype, NULL);
+        if (simpler != Py_None) {  /* a simpler node, or NULL: an error */
+            Py_DECREF(inputs);
+            Py_DECREF(known);
+            return simpler;
+        }
+        Py_DECREF(simpler);
+    }
+    PyObject *call[9] = {self->name, inputs, attrs, shape, dtype, Py_None, long_zero,
+                         Py_False, entry};
+    result = PyObject_Vectorcall(self->new_node, call, 9, NULL);
+    Py_DECREF(inputs);
+    Py_DECREF(known);
+    return result;
+}
+
+static PyObject *Builder_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *name, *slow, *memo, *state, *generation, *node_type, *new_node, *simplify;
+    int commutative;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "Builder takes positional arguments only");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "UOO!O!O!OOOp:Builder", &name, &slow, &PyDict_Type, &memo,
+                          &PyList_Type, &state, &PyList_Type, &generation, &node_type,
+                          &new_node, &simplify, &commutative))
+        return NULL;
+    if (!PyType_Check(node_type) || !PyType_IsSubtype((PyTypeObject *)node_type, &NodeType)) {
+        PyErr_SetString(PyExc_TypeError, "Builder: the node class is not a NodeBase");
+        return NULL;
+    }
+    BuilderObject *self = (BuilderObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = (vectorcallfunc)Builder_call;
+    self->name = Py_NewRef(name);
+    self->slow = Py_NewRef(slow);
+    self->memo = Py_NewRef(memo);
+    self->state = Py_NewRef(state);
+    self->generation = Py_NewRef(generation);
+    self->node_type = Py_NewRef(node_type);
+    self->new_node = Py_NewRef(new_node);
+    self->simplify = Py_NewRef(simplify);
+    self->commutative = commutative;
+    return (PyObject *)self;
+}
+
+#define BUILDER_FIELDS(X) X(name) X(slow) X(memo) X(state) X(generation) X(node_type) \
+    X(new_node) X(simplify)
+
+static int Builder_traverse(BuilderObject *self, visitproc visit, void *arg) {
+    BUILDER_FIELDS(VISIT_FIELD)
+    return 0;
+}
+
+static int Builder_clear(BuilderObject *self) {
+    BUILDER_FIELDS(CLEAR_FIELD)
+    return 0;
+}
+
+static void Builder_dealloc(BuilderObject *self) {
+    PyObject_GC_UnTrack(self);
+    Builder_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* what introspection asks of a function (help(), inspect.signature): the Python build's */
+static PyObject *Builder_getattro(BuilderObject *self, PyObject *name) {
+    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) return found;
+    PyErr_Clear();
+    return PyObject_GetAttr(self->slow, name);
+}
+
+static PyObject *Builder_repr(BuilderObject *self) {
+    return PyUnicode_FromFormat("<lazyx op builder %U>", self->name);
+}
+
+static PyObject *Builder_doc(BuilderObject *self, void *closure) {
+    return PyObject_GetAttrString(self->slow, "__doc__");
+}
+
+static PyGetSetDef Builder_getset[] = {
+    {"__doc__", (getter)Builder_doc, NULL, NULL, NULL},
+    {NULL}
+};
+
+static PyMemberDef Builder_members[] = {
+    {"__wrapped__", T_OBJECT_EX, offsetof(BuilderObject, slow), READONLY,
+     "the Python build: the reference, and the path of every call C does not take"},
+    {NULL}
+};
+
+static PyTypeObject BuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.Builder",
+    .tp_doc = "Builder(name, build, memo, state, generation, Node, new_node, simplify, "
+              "commutative): an op's builder (core/ops.py's primitive) in C.",
+    .tp_basicsize = sizeof(BuilderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = Builder_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(BuilderObject, vectorcall),
+    .tp_dealloc = (destructor)Builder_dealloc,
+    .tp_traverse = (traverseproc)Builder_traverse,
+    .tp_clear = (inquiry)Builder_clear,
+    .tp_getattro = (getattrofunc)Builder_getattro,
+    .tp_repr = (reprfunc)Builder_repr,
+    .tp_members = Builder_members,
+    .tp_getset = Builder_getset,
+};
+
 /* configure(G): ir.new_node for the ir module whose globals are G. */
 /* ---------------------------------------------------------------- source.op_line, in C
 
@@ -551,7 +749,9 @@ static struct PyModuleDef module_def = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m;
-    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&OpLineType) < 0) return NULL;
+    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&OpLineType) < 0 ||
+            PyType_Ready(&BuilderType) < 0)
+        return NULL;
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_depth, "depth"}, {&s_line, "line"}, {&s_serial, "serial"},
         {&s_leaf_eids, "leaf_eids"}, {&s_leaf_positions, "leaf_positions"},
@@ -564,11 +764,14 @@ PyMODINIT_FUNC PyInit__native(void) {
     for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
         if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return NULL;
     }
-    if ((two = PyLong_FromLong(2)) == NULL || (one = PyLong_FromLong(1)) == NULL) return NULL;
+    if ((two = PyLong_FromLong(2)) == NULL || (one = PyLong_FromLong(1)) == NULL ||
+            (long_zero = PyLong_FromLong(0)) == NULL)
+        return NULL;
     m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "NodeBase", (PyObject *)&NodeType) < 0 ||
-            PyModule_AddObjectRef(m, "OpLine", (PyObject *)&OpLineType) < 0) {
+            PyModule_AddObjectRef(m, "OpLine", (PyObject *)&OpLineType) < 0 ||
+            PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

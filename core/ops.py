@@ -167,6 +167,8 @@ class _Type:
     ndim, size, is_multi = Node.ndim, Node.size, Node.is_multi
 
 
+# core/_native.c's Builder runs `build`'s memo-hit path in C (LAZYX_NATIVE=0: Python only)
+_NATIVE = ir._NATIVE
 _MEMO_LIMIT = 1 << 12  # signatures memoized per op (a memo that fills up is emptied)
 _GENERATION = ir.LOCALS_GENERATION
 
@@ -243,6 +245,10 @@ def primitive(rule, where=None):
 
     build.__name__ = name
     build.__doc__ = rule.__doc__
+    if _NATIVE is not None and ir.new_node is not Node:
+        # the same builder in C for a memo hit (most calls); it calls `build` for the rest
+        build = _NATIVE.Builder(name, build, memo, state, _GENERATION, Node, new_node,
+                                simplify, commutative)
     OPS.add(name, build, where)
     return build
 
