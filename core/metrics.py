@@ -60,6 +60,15 @@ def count(name, n=1):
         _state.counters[name] += n
 
 
+def record_transfer(direction, nbytes):
+    """One transfer of `nbytes` ("to_host" or "to_device"): both counters under one lock (every
+    .item() and float() of a step pays this)."""
+    with _lock:
+        counters = _state.counters
+        counters["transfers_" + direction] += 1
+        counters["bytes_" + direction] += nbytes
+
+
 def record_time(timer, seconds):
     with _lock:
         t = _state.timers[timer]

@@ -109,8 +109,7 @@ class CompiledGraph:
                 # borrowed, not copied or put (W1: a copy per parameter was half the step):
                 # the programs' results are waited for below, before torch may write `a` again
                 env[i] = backend.borrow(host)
-                metrics.count("transfers_to_device")
-                metrics.count("bytes_to_device", host.nbytes)
+                metrics.record_transfer("to_device", host.nbytes)
         if pending:  # a compiled function is a barrier for its own lazy inputs
             runtime.sync(*pending, cause="explicit")
         for i, a in enumerate(args):
@@ -169,8 +168,7 @@ def _to_cpu(buffer, torch_dtype):
     if isinstance(buffer, np.ndarray):  # a borrowed CPU input (backend.borrow)
         return dtypes.from_numpy_array(buffer, torch_dtype)
     host = runtime.get_backend().to_host(buffer)
-    metrics.count("transfers_to_host")
-    metrics.count("bytes_to_host", host.nbytes)
+    metrics.record_transfer("to_host", host.nbytes)
     return dtypes.from_numpy_array(host, torch_dtype)
 
 

@@ -103,6 +103,11 @@ def from_cpu(tensor):
 
 
 def to_cpu(lazy, cause):
+    return dtypes.from_numpy_array(_host_value(lazy, cause), lazy.dtype)
+
+
+def _host_value(lazy, cause):
+    """The lazy tensor's value as a NumPy array (host), the read counted as `cause` says."""
     if _state.capturing and lazy._lazyx_handle.node.op != "data":
         raise NeedsEager(cause)
     cause = _cause(cause)
@@ -114,8 +119,7 @@ def to_cpu(lazy, cause):
         if asker is not None:  # torch's own code reads the value: a silent eager turn
             runtime.fallback(asker, "torch", read=True)
             cause = "fallback"
-    host = runtime.to_host(lazy._lazyx_handle, cause=cause)
-    return dtypes.from_numpy_array(host, lazy.dtype)
+    return runtime.to_host(lazy._lazyx_handle, cause=cause)
 
 
 # an op run eagerly is counted as its aten op already; a data-dependent op's sync is its design
@@ -528,7 +532,10 @@ def foreach(func, args, kwargs):
 # ---------------------------------------------------------------- ops that leave the device
 
 def _local_scalar_dense(x):
-    return to_cpu(x, "item").item()
+    host = _host_value(x, "item")
+    if host.dtype.kind in "biufc":  # NumPy's item() is torch's: the same Python number
+        return host.item()
+    return dtypes.from_numpy_array(host, x.dtype).item()  # (bfloat16: ml_dtypes' scalar)
 
 
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,

@@ -77,6 +77,19 @@ def test_dtype_conversions_stay_functional(convert):
     torch.testing.assert_close(got.cpu(), want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.int8, torch.uint8, torch.int32, torch.int64,
+                                   torch.bool, torch.complex64, torch.complex128])
+def test_item_gives_the_python_number_eager_torch_gives(dtype):
+    # .item() reads NumPy's scalar for most dtypes (bfloat16 goes through a torch tensor):
+    # the value and its Python type must be eager torch's, pending or already computed
+    for value in (-3.7, 0.0, 1.0, 250.5):
+        eager = torch.tensor(value).to(dtype)
+        for lazy, cpu in ((eager.to(lt.device), eager), (eager.to(lt.device) * 1, eager * 1)):
+            got, want = lazy.item(), cpu.item()
+            assert type(got) is type(want) and got == want
+
+
 def test_materialization_and_sync_causes():
     x = torch.arange(6.0).reshape(2, 3)
     lazy = x.to(lt.device) * 2
