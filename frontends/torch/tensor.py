@@ -199,8 +199,10 @@ def _key(x):
 
 
 def _signature(func, args, kwargs):
-    """The meta cache's key: the op and each argument's key (None if one is unhashable)."""
-    key = [func]
+    """The meta cache's key: the op and each argument's key (None if one is unhashable). The
+    op is keyed by id: OpOverload's __hash__ is Python code, and _ROUTES keeps every op that
+    reaches the cache alive, so an id is never reused."""
+    key = [id(func)]
     for x in args:
         t = type(x)
         if t is LazyTensor:
@@ -309,18 +311,31 @@ def dispatch(func, args, kwargs):
         return _dispatch(func, args, kwargs, state)
 
 
+# id(op) -> (tables' size, op, value check, special handler, lowering): one lookup per call
+# for what three tables say of the op. A route made before a table grew is made again (the
+# tables only ever grow: core/tables.py); the op is kept, so its id stays its own.
+_ROUTES = {}
+
+
+def _route(func):
+    size = len(VALUE_CHECKS) + len(SPECIAL) + len(LOWERINGS)
+    route = _ROUTES.get(id(func))
+    if route is None or route[0] != size:
+        route = _ROUTES[id(func)] = (size, func, VALUE_CHECKS.get(func), SPECIAL.get(func),
+                                     LOWERINGS.get(func))
+    return route
+
+
 def _dispatch(func, args, kwargs, state):
     if not state.capturing:  # a compiled graph's leaves have no values yet: never cut them
         runtime.maybe_cut()
     state.depth += 1
     try:
-        check = VALUE_CHECKS.get(func)
+        _, _, check, special, lowering = _route(func)
         if check is not None:
             check(func, args, kwargs)
-        special = SPECIAL.get(func)
         if special is not None:
             return special(*args, **kwargs)
-        lowering = LOWERINGS.get(func)
         if lowering is not None:
             try:
                 out = meta_of(func, args, kwargs)

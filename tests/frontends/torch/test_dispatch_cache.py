@@ -104,7 +104,24 @@ def test_meta_results_are_memoized():
         calls.append(x + 1.0)
     assert len(lazy_tensor._meta_cache) == before  # hits: no new entry, no meta call
     _same(calls[-1], torch.full((3, 2), 2.0))
-    assert real in {key[0] for key in lazy_tensor._meta_cache}
+    assert id(real) in {key[0] for key in lazy_tensor._meta_cache}  # (ops keyed by id)
+
+
+def test_an_op_routed_before_its_tables_changed_is_routed_again(monkeypatch):
+    # an op's route (its value check, special handler and lowering) is looked up once; an
+    # entry registered later (an aten module imported late) must still be found
+    x = _lazy(torch.tensor([1.0, -2.0]))
+    _same(-x, torch.tensor([-1.0, 2.0]))  # routed to neg's lowering
+    seen = []
+
+    def special(t):
+        seen.append(t.shape)
+        return t  # (a stand-in: neg answered by its input)
+    monkeypatch.setitem(lazy_tensor.SPECIAL, torch.ops.aten.neg.default, special)
+    _same(-x, torch.tensor([1.0, -2.0]))
+    assert seen == [torch.Size([2])]
+    monkeypatch.undo()
+    _same(-x, torch.tensor([-1.0, 2.0]))  # and back to the lowering once it is gone
 
 
 def test_backward_runs_on_the_calling_thread():
