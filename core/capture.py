@@ -329,13 +329,15 @@ def _spec(cls):
 # ---------------------------------------------------------------- arguments
 
 def _flatten(obj, tensors, numbers, path="args"):
-    """The structure key of `obj`, collecting its tensors and Python numbers."""
+    """The structure key of `obj`, collecting its tensors and Python numbers. `path` names
+    `obj` in an error: a string, or (its container's path, its index or key), spelled out
+    only when there is an error to name it in (every replayed call flattens its arguments)."""
     cls = type(obj)
     if cls is tuple or cls is list:
-        return (cls, tuple([_flatten(x, tensors, numbers, f"{path}[{i}]")
+        return (cls, tuple([_flatten(x, tensors, numbers, (path, i))
                             for i, x in enumerate(obj)]))
     if cls is dict:
-        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, f"{path}[{k!r}]")
+        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, (path, k))
                                          for k, v in obj.items()]))
     if cls is int or cls is float or cls is SymFloat or cls is SymInt:  # (Sym: a result's)
         numbers.append(obj)
@@ -343,22 +345,32 @@ def _flatten(obj, tensors, numbers, path="args"):
     spec = _spec(cls)
     if spec is not None and spec[0] == "tensor":
         if not spec[1][0](obj):
-            raise TypeError(f"lazyx.compile: {path} is a {cls.__module__}.{cls.__name__} that "
-                            f"is not a lazyx tensor; a host value would be baked into the "
-                            f"compiled program. Pass lazy tensors (lnp.asarray(x), "
-                            f"x.to(lt.device), ltf.constant(x)).")
+            raise TypeError(f"lazyx.compile: {_spelled(path)} is a {cls.__module__}."
+                            f"{cls.__name__} that is not a lazyx tensor; a host value would "
+                            f"be baked into the compiled program. Pass lazy tensors "
+                            f"(lnp.asarray(x), x.to(lt.device), ltf.constant(x)).")
         tensors.append(obj)
         return spec[1]
     if cls.__module__ == "numpy" or hasattr(obj, "__array_interface__"):
-        raise TypeError(f"lazyx.compile: {path} is a host array ({cls.__name__}); pass a lazy "
-                        f"tensor (lnp.asarray(x), x.to(lt.device), ltf.constant(x)) so new "
-                        f"data is a new input rather than a constant of the program")
+        raise TypeError(f"lazyx.compile: {_spelled(path)} is a host array ({cls.__name__}); "
+                        f"pass a lazy tensor (lnp.asarray(x), x.to(lt.device), "
+                        f"ltf.constant(x)) so new data is a new input rather than a constant "
+                        f"of the program")
     try:
         hash(obj)
     except TypeError:
-        raise TypeError(f"lazyx.compile: {path} ({cls.__name__}) is neither a tensor, a "
-                        f"number, nor a hashable value that can be part of the guard") from None
+        raise TypeError(f"lazyx.compile: {_spelled(path)} ({cls.__name__}) is neither a "
+                        f"tensor, a number, nor a hashable value that can be part of the "
+                        f"guard") from None
     return ("value", obj)
+
+
+def _spelled(path):
+    """A _flatten path as Python would write it: args[0]['x']."""
+    if type(path) is str:
+        return path
+    container, k = path
+    return f"{_spelled(container)}[{k!r}]"
 
 
 def _rebuild(key, items):

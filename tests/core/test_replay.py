@@ -221,6 +221,8 @@ def test_host_arrays_are_refused_with_a_clear_error():
     f = lazyx.compile(lambda x: x + 1)
     with pytest.raises(TypeError, match="host array"):
         f(np.ones(3))
+    with pytest.raises(TypeError, match=r"args\[0\]\['a'\]\[1\] is a host array"):
+        f({"a": [1.0, np.ones(3)]})  # the error names where, in the arguments, it was
 
 
 @pytest.mark.parametrize("in_place", [False, True], ids=["rebinds", "in-place"])
