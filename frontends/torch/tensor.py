@@ -14,7 +14,6 @@ import contextlib
 import os
 import threading
 
-import numpy as np
 import torch
 from torch._decomp import decomposition_table
 
