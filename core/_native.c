@@ -175,7 +175,10 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
     SET(shape, Py_NewRef(shape));
     SET(dtype, Py_NewRef(dtype));
     SET(value, Py_NewRef(value));
-    if (source == Py_False) {  /* not given: the user's line making this node */
+    /* not given (False): the user's line making this node, found from the frame that called
+       the node's maker; True: the same, for a maker written in C (a Builder), which has no
+       frame of its own, so the search starts one frame nearer */
+    if (source == Py_False || source == Py_True) {
         PyObject *op_current = global(G, s_op_current), *depth;
         if (op_current == NULL) return -1;
         depth = PyObject_GetAttr(op_current, s_depth);
@@ -191,7 +194,7 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
             if (module == NULL) return -1;
             find = PyObject_GetAttr(module, s_user_line);
             if (find == NULL) return -1;
-            source = PyObject_CallOneArg(find, two);
+            source = PyObject_CallOneArg(find, source == Py_True ? one : two);
             Py_DECREF(find);
         }
         if (source == NULL) return -1;
@@ -501,7 +504,7 @@ static PyObject *Builder_call(BuilderObject *self, PyObject *const *args, size_t
         Py_DECREF(simpler);
     }
     PyObject *call[9] = {self->name, inputs, attrs, shape, dtype, Py_None, long_zero,
-                         Py_False, entry};
+                         Py_True, entry};  /* (True: the user's line, seen from C) */
     result = PyObject_Vectorcall(self->new_node, call, 9, NULL);
     Py_DECREF(inputs);
     Py_DECREF(known);

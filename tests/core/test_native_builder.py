@@ -6,6 +6,8 @@ Both share the op's memo, so a program run through one and then the other exerci
 path's hits against the Python path. (tox's `core` environment, LAZYX_NATIVE=0, has only the
 Python path: these tests skip there.)
 """
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -113,3 +115,14 @@ def test_an_emptied_interning_table_is_not_answered_from_the_stale_memo(monkeypa
     live = {entry[0] for entry in ir._LOCALS.values()}
     assert after.local != before and after.local in live
     assert ops.tanh(x).local == after.local == ops.tanh.__wrapped__(x).local
+
+
+@native
+def test_a_hit_outside_a_frontend_op_reports_the_callers_line():
+    # the C builder has no frame of its own: the line must still be the one that called the
+    # builder (here, this test's), as the Python build reports it
+    x = ir.data(np.ones(_SHAPE, np.float32), _SHAPE, "float32")
+    ops.neg(x)  # fill the memo: the next call is a hit, in C
+    via_c = ops.neg(x).source; line = sys._getframe().f_lineno  # noqa: E702
+    via_python = ops.neg.__wrapped__(x).source; python_line = sys._getframe().f_lineno  # noqa
+    assert via_c == (__file__, line) and via_python == (__file__, python_line)
