@@ -90,6 +90,14 @@ def test_item_gives_the_python_number_eager_torch_gives(dtype):
             assert type(got) is type(want) and got == want
 
 
+def test_item_of_several_elements_raises_torchs_error():
+    with pytest.raises(RuntimeError) as eager:
+        torch.ones(2).item()
+    with pytest.raises(RuntimeError) as lazy:
+        torch.ones(2).to(lt.device).item()
+    assert str(lazy.value) == str(eager.value)
+
+
 def test_materialization_and_sync_causes():
     x = torch.arange(6.0).reshape(2, 3)
     lazy = x.to(lt.device) * 2
