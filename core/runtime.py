@@ -171,9 +171,7 @@ def from_host(array, dtype=None):
     host = np.asarray(host, dtype=dt.to_numpy(dtype), order="C")  # ascontiguousarray makes 0-d 1-d
     start = time.perf_counter() if LISTENERS else 0.0
     buffer = get_backend().from_host(host)
-    metrics.record_transfer("to_device", host.nbytes)
-    if LISTENERS:
-        _notify("on_transfer", "to_device", host.nbytes, start, time.perf_counter() - start)
+    _transferred("to_device", host.nbytes, start)
     return ir.data(buffer, host.shape, dtype)
 
 
@@ -183,10 +181,16 @@ def to_host(handle, cause="observe", source=None):
         sync(handle, cause=cause, source=source or user_line(2), sharing=True)
     start = time.perf_counter() if LISTENERS else 0.0
     host = get_backend().to_host(handle.node.value)
-    metrics.record_transfer("to_host", host.nbytes)
-    if LISTENERS:  # (the timeline, a profiler: timed only when someone listens)
-        _notify("on_transfer", "to_host", host.nbytes, start, time.perf_counter() - start)
+    _transferred("to_host", host.nbytes, start)
     return host
+
+
+def _transferred(direction, nbytes, start):
+    """Count a transfer; tell the listeners (the timeline, a profiler) how long it took, from
+    `start` -- which callers take only when someone listens."""
+    metrics.record_transfer(direction, nbytes)
+    if LISTENERS:
+        _notify("on_transfer", direction, nbytes, start, time.perf_counter() - start)
 
 
 # ---------------------------------------------------------------- programs
