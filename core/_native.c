@@ -474,22 +474,16 @@ static PyObject *Builder_call(BuilderObject *self, PyObject *const *args, size_t
         return Builder_slow(self, args, nargsf, kwnames);
     }
     Py_INCREF(known);  /* (the memo may be emptied by the simplifier's own builds) */
+    int swap = 0;  /* a commutative op's operands in creation order, as the Python build */
     if (self->commutative && n >= 2) {
-        int later = PyObject_RichCompareBool(((NodeObject *)args[0])->order,
-                                             ((NodeObject *)args[1])->order, Py_GT);
-        if (later < 0) { Py_DECREF(known); return NULL; }
-        inputs = PyTuple_New(n);
-        if (inputs != NULL) {
-            for (Py_ssize_t i = 0; i < n; i++) {
-                PyObject *x = args[later && i < 2 ? 1 - i : i];
-                PyTuple_SET_ITEM(inputs, i, Py_NewRef(x));
-            }
-        }
-    } else {
-        inputs = PyTuple_New(n);
-        if (inputs != NULL)
-            for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(inputs, i, Py_NewRef(args[i]));
+        swap = PyObject_RichCompareBool(((NodeObject *)args[0])->order,
+                                        ((NodeObject *)args[1])->order, Py_GT);
+        if (swap < 0) { Py_DECREF(known); return NULL; }
     }
+    inputs = PyTuple_New(n);
+    if (inputs != NULL)
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(inputs, i, Py_NewRef(args[swap && i < 2 ? 1 - i : i]));
     if (inputs == NULL) { Py_DECREF(known); return NULL; }
     PyObject *shape = PyTuple_GET_ITEM(known, 0), *dtype = PyTuple_GET_ITEM(known, 1),
         *attrs = PyTuple_GET_ITEM(known, 2), *entry = PyTuple_GET_ITEM(known, 3);

@@ -245,7 +245,7 @@ def primitive(rule, where=None):
 
     build.__name__ = name
     build.__doc__ = rule.__doc__
-    if _NATIVE is not None and ir.new_node is not Node:
+    if _NATIVE is not None:
         # the same builder in C for a memo hit (most calls); it calls `build` for the rest
         build = _NATIVE.Builder(name, build, memo, state, _GENERATION, Node, new_node,
                                 simplify, commutative)
