@@ -641,11 +641,20 @@ def can_store(objects, where):
     return _setter(objects, where) is not None
 
 
+def store_child(parent, step, value):
+    """`store` of the last step, from its `parent` (fetched already: split's holder)."""
+    setter = _child_setter(parent, step)
+    return setter is not None and setter(value)
+
+
 def _setter(objects, where):
     """A function storing a value at `where` (True if it could), or None when nothing can."""
     if not where[1]:
         return None
-    parent, step = fetch(objects, (where[0], where[1][:-1])), where[1][-1]
+    return _child_setter(fetch(objects, (where[0], where[1][:-1])), where[1][-1])
+
+
+def _child_setter(parent, step):
     if parent is None:
         return None
     kind = step[0]

@@ -324,8 +324,11 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
             slot_index[tid] = len(entry.slots)
             spec = _spec(type(t))[1]
             same = [capture.locate(objects, p) for p in aliases.get(tid, ())]
+            was, now = before.get(tid), after.get(tid)
             entry.slots.append(_Slot(t, spec, node.shape, node.dtype,
-                                     capture.locate(objects, tid), tid not in before, same))
+                                     capture.locate(objects, tid), was is None, same,
+                                     replaced=was is not None and now is not None and
+                                     was[0] is not now[0]))
         return slot_index[tid]
 
     probe = _Probe(numbers)
@@ -379,6 +382,9 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         written.add(k)
     if any(slot.created and not capture.can_store(objects, slot.where) for slot in entry.slots):
         return False
+    for slot in entry.slots:  # (where a new tensor cannot be put, the old one is written into)
+        slot.replaced = slot.replaced and all(capture.can_store(objects, where)
+                                              for where in [slot.where] + slot.same)
     # each holder of state (a module, an optimizer, a dict) is reached once per replay
     wheres = [slot.where for slot in entry.slots]
     counts = [len(slot.same) for slot in entry.slots]
@@ -424,14 +430,22 @@ class _Slot:
     """A captured state tensor of an entry: `template` is the traced call's tensor (its type
     wraps created state), `where` its path from the entry's roots (capture.locate), `created`
     whether the step made it (it was absent when the step began), `same` the other paths
-    that held the same tensor."""
-    __slots__ = ("template", "handle", "wrap", "write", "shape", "dtype", "where", "created",
-                 "same", "at", "same_at")
+    that held the same tensor.
 
-    def __init__(self, template, spec, shape, dtype, where, created, same):
+    `replaced`: the step left another tensor at `where` than it found there (a .grad after
+    `zero_grad(set_to_none=True)` and backward, `params[i] = params[i] - lr * g`). A replay
+    then stores a new tensor there too, as the uncompiled step does, instead of writing into
+    the one it finds: whoever kept the old tensor keeps its old value, as in eager code, and
+    torch need not replay its view updates (writing into a .grad -- a view of the backward's
+    result -- queued an update that every 256th replay paid back: a 25 ms step)."""
+    __slots__ = ("template", "handle", "wrap", "write", "shape", "dtype", "where", "created",
+                 "same", "at", "same_at", "replaced")
+
+    def __init__(self, template, spec, shape, dtype, where, created, same, replaced=False):
         self.template, self.shape, self.dtype = template, shape, dtype
         self.handle, self.wrap, self.write = spec[1], spec[2], spec[3]
         self.where, self.created, self.same = where, created, same
+        self.replaced = replaced
 
 
 def _predict(entry, numbers):
@@ -568,11 +582,15 @@ def _replay(entry, tensors, handles, numbers, call):
         metrics.record_replay(0.0)
     for k, s in entry.slot_writes:
         t = current[s]
+        slot = slots[s]
         if t is None:  # created by the step: a new tensor, stored where the step stores it
-            slot = slots[s]
             capture.store(objects, slot.where, slot.wrap(slot.template, outs[k]))
+        elif slot.replaced:  # the step put a new tensor there: so does its replay
+            new = slot.wrap(slot.template, outs[k])
+            for holder, step in [slot.at] + slot.same_at:
+                capture.store_child(holders[holder], step, new)
         else:
-            slots[s].write(t, slot_handles[s], outs[k])
+            slot.write(t, slot_handles[s], outs[k])
     for k, o in entry.arg_updates:
         t = tensors[k]
         spec = _spec(type(t))[1]

@@ -382,3 +382,33 @@ def test_state_that_stops_being_shared_traces_again():
     lazyx.reset_metrics()
     assert float(step(x)) == float(f(x)) == 33.0
     assert lazyx.metrics()["replay_misses"] == 1
+
+
+def test_state_the_step_replaces_gets_a_new_array_at_each_replay():
+    """A step that rebinds its state (`params[k] = params[k] - lr * g`) leaves a new array
+    there; so does each replay, as NumPy code does: an array kept from before a call keeps
+    its value, and two places the step binds to one array still hold one (no retrace)."""
+    params = {"w": lnp.asarray(np.ones(3, np.float32))}
+    box = {}
+
+    def step(x):
+        new = params["w"] - 0.5 * x
+        params["w"] = new
+        box["a"] = box["b"] = new * 2
+        return new.sum()
+
+    compiled = lazyx.compile(step)
+    x = lnp.asarray(np.arange(3, dtype=np.float32))
+    for _ in range(3):
+        compiled(x)
+    lazyx.reset_metrics()
+    for k in range(3):
+        kept, kept_a = params["w"], box["a"]
+        before, before_a = np.asarray(kept).copy(), np.asarray(kept_a).copy()
+        compiled(x)
+        assert params["w"] is not kept and box["a"] is box["b"]
+        np.testing.assert_array_equal(np.asarray(kept), before)  # the old array is untouched
+        np.testing.assert_array_equal(np.asarray(kept_a), before_a)
+        np.testing.assert_array_equal(np.asarray(params["w"]), before - 0.5 * np.arange(3))
+        np.testing.assert_array_equal(np.asarray(box["b"]), 2 * np.asarray(params["w"]))
+    assert lazyx.metrics()["replays"] == 3 and lazyx.metrics()["replay_misses"] == 0

@@ -121,6 +121,42 @@ def test_state_written_back_is_read_by_torch_and_guards_identity():
     assert lazyx.metrics()["replay_misses"] == 1
 
 
+def test_a_grad_the_step_replaces_is_a_new_tensor_at_each_replay():
+    """zero_grad(set_to_none=True) then backward leaves a new .grad each eager step; a
+    replay stores a new one too (it does not write into the old one, so a gradient kept from
+    an earlier step keeps its value, as in eager torch), and the next replay still hits."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).to(lt.device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    @lazyx.compile
+    def step(x):
+        opt.zero_grad(set_to_none=True)
+        loss = model(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    x = torch.ones(3, 4).to(lt.device)
+    for _ in range(3):
+        step(x)
+    lazyx.reset_metrics()
+    for _ in range(3):
+        kept = model.weight.grad
+        before = kept.cpu().clone()
+        params = {k: v.detach().cpu().clone() for k, v in model.named_parameters()}
+        step(x)
+        assert model.weight.grad is not kept
+        torch.testing.assert_close(kept.cpu(), before, rtol=0, atol=0)
+        cpu = torch.nn.Linear(4, 2)  # this call's gradient, from the parameters it started at
+        cpu.load_state_dict(params)
+        cpu(torch.ones(3, 4)).pow(2).sum().backward()
+        torch.testing.assert_close(model.weight.grad.cpu(), cpu.weight.grad)
+        torch.testing.assert_close(model.weight.detach().cpu(),
+                                   params["weight"] - 0.1 * cpu.weight.grad)
+    assert lazyx.metrics()["replays"] == 3 and lazyx.metrics()["replay_misses"] == 0
+
+
 def test_item_inside_the_step_is_refused():
     model = torch.nn.Linear(4, 2).to(lt.device)
 
