@@ -235,6 +235,10 @@ class Node(NATIVE_BASE or _PyNodeBase):
 
 
 def _rebuilt(cls, fields):
+    if fields.get("epoch") not in (None, 0):
+        # a copy of a pending node has copies of its leaves, which this thread's trace has
+        # not numbered: it keeps no exact key in the trace (cuts walk its graph)
+        fields = dict(fields, epoch=-1, eid=None)
     node = cls.__new__(cls)
     for name, value in fields.items():
         setattr(node, name, value)
