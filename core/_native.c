@@ -1,10 +1,11 @@
-/* lazyx.core._native: the two things every traced op pays for, in C.
+/* lazyx.core._native: what every traced op pays for, in C.
 
 1. Building an IR node (core/ir.py's _PyNodeBase.__init__): keying it (local id, interned
    expression id, stable hash, commutative order) and numbering its leaves -- most of what
    tracing one user op cost through the NumPy frontend, and a large share through torch's
    and TF's.
 2. Finding the user's line as a frontend op begins (core/source.py's op_line).
+3. The handle each op's result gets, and the live registry it joins: core/_native_live.c.
 
 core/ir.py and core/source.py stay the reference: this file computes the same values with the
 same Python objects (their interning tables, per-thread trace and op-line state, verdict
@@ -744,6 +745,8 @@ static struct PyModuleDef module_def = {
     "The construction of IR nodes in C (see core/ir.py).", -1, module_methods,
 };
 
+int lazyx_live_init(PyObject *m);  /* core/_native_live.c */
+
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m;
     if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&OpLineType) < 0 ||
@@ -768,7 +771,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "NodeBase", (PyObject *)&NodeType) < 0 ||
             PyModule_AddObjectRef(m, "OpLine", (PyObject *)&OpLineType) < 0 ||
-            PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0) {
+            PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
+            lazyx_live_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

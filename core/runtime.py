@@ -92,6 +92,11 @@ class _OrderedWeakSet:
         return sum(1 for _ in self)
 
 
+# core/_native_live.c does _OrderedWeakSet's and _PyHandleBase's work in C (LAZYX_NATIVE=0: not)
+_NATIVE = config.native()
+_LiveSet = _OrderedWeakSet if _NATIVE is None else _NATIVE.LiveSet
+
+
 class _ThreadState(threading.local):
     """What one thread is tracing: its pending handles and its node-cap mark.
 
@@ -101,7 +106,7 @@ class _ThreadState(threading.local):
     """
 
     def __init__(self):
-        self.live = _OrderedWeakSet()
+        self.live = _LiveSet()
         self.next_cut = ir.CREATED[0] + config.node_cap()
         self.last_cut_end = time.perf_counter()
 
@@ -114,24 +119,35 @@ def live_handles():
     return list(_thread.live)
 
 
-class LazyHandle:
-    """A mutable cell pointing at a node; frontends wrap one per tensor."""
+class _PyHandleBase:
+    """LazyHandle's fields and construction: the reference implementation (core/_native_live.c's
+    HandleBase does the same in C, and is used when it imports)."""
     __slots__ = ("node", "__weakref__")
 
     def __init__(self, node):
         self.node = node
         if node.op != "data":
-            _thread.live.add(self)
+            self._thread_state.live.add(self)
 
     def set(self, node):
         """Rebind (in-place ops); a pending node registers the handle for the next sync."""
         self.node = node
         if node.op != "data":
-            _thread.live.add(self)
+            self._thread_state.live.add(self)
 
     @property
     def pending(self):
         return self.node.op != "data"
+
+    def __reduce__(self):  # a copy is made as a handle is: a pending one registers
+        return type(self), (self.node,)
+
+
+class LazyHandle(_PyHandleBase if _NATIVE is None else _NATIVE.HandleBase):
+    """A mutable cell pointing at a node; frontends wrap one per tensor. A pending handle
+    registers in its thread's live set, which the next sync cuts."""
+    __slots__ = ()
+    _thread_state = _thread  # (a class attribute: the C base finds the registry through it)
 
 
 def handle_of(obj):

@@ -1,0 +1,312 @@
+/* lazyx.core._native, part two: the live registry and the lazy handle in C.
+
+Every traced op of every frontend makes one handle (core/runtime.py's LazyHandle), and a
+pending one registers in its thread's live set; every cut reads that set back in
+registration order. In Python, the handle's __init__ and the set's add were about 0.35 us of
+each op (a third of NumPy's per-op cost beyond its node), and reading back the set of a W1
+step 8 us of its cut.
+
+core/runtime.py's _OrderedWeakSet and _PyHandleBase stay the reference: LiveSet and
+HandleBase below keep the same registry semantics, and LAZYX_NATIVE=0 uses only those
+(tests/core/test_live_order.py and tests/core/test_native_live.py run under both).
+
+* LiveSet: the registered handles in registration order, as an array of borrowed pointers.
+  A handle knows its set and its place there, so registering it again is one compare, and a
+  dying handle takes itself out (its dealloc): no dictionary, no weak reference per handle.
+  The Python set holds weak references and drops dead ones when it is read, because a
+  weakref callback per short-lived value cost more than the cut; in C that bookkeeping is
+  a store. The array is compacted when it is read (at a cut) or when it fills up.
+* HandleBase: a `node` slot and weak references. A handle whose node is not a `data` leaf
+  registers in `type(handle)._thread_state.live` (the runtime's per-thread state: the class
+  attribute, not a C global, so two copies of lazyx imported under two package names each
+  keep their own registry). A handle is in one set at a time: one written by two threads
+  is cut by the last one to write it (the Python set would list it in both).
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+static PyObject *s_op, *s_data, *s_live, *s_add, *s_thread_state;
+
+/* ---------------------------------------------------------------- LiveSet */
+
+typedef struct LiveSetObject LiveSetObject;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *node;
+    PyObject *weakreflist;
+    LiveSetObject *registry;  /* the live set holding this handle (a reference), or NULL */
+    Py_ssize_t index;         /* its position there */
+} HandleObject;
+
+struct LiveSetObject {
+    PyObject_HEAD
+    /* handles in registration order, borrowed: a handle leaves as it dies (NULL: left) */
+    HandleObject **items;
+    Py_ssize_t n, cap, holes;
+};
+
+static PyTypeObject LiveSetType, HandleType;
+
+static void liveset_compact(LiveSetObject *self) {
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        HandleObject *h = self->items[i];
+        if (h != NULL) {
+            h->index = j;
+            self->items[j++] = h;
+        }
+    }
+    self->n = j;
+    self->holes = 0;
+}
+
+/* Take `h` out of its live set (its node stays what it is: only the registration goes). */
+static void unregister(HandleObject *h) {
+    LiveSetObject *set = h->registry;
+    if (set == NULL) return;
+    set->items[h->index] = NULL;
+    set->holes++;
+    h->registry = NULL;
+    Py_DECREF(set);
+}
+
+static int liveset_add(LiveSetObject *self, HandleObject *h) {
+    if (h->registry == self) return 0;  /* registered already: it keeps its place */
+    unregister(h);  /* (registered by another thread: the last one to write it cuts it) */
+    if (self->n == self->cap) {
+        if (self->n && self->holes * 2 >= self->n) {
+            liveset_compact(self);
+        } else {
+            Py_ssize_t cap = self->cap ? self->cap * 2 : 64;
+            HandleObject **items = PyMem_Realloc(self->items, cap * sizeof(HandleObject *));
+            if (items == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            self->items = items;
+            self->cap = cap;
+        }
+    }
+    h->index = self->n;
+    self->items[self->n++] = h;
+    h->registry = (LiveSetObject *)Py_NewRef((PyObject *)self);
+    return 0;
+}
+
+static HandleObject *as_handle(PyObject *obj) {
+    if (!PyObject_TypeCheck(obj, &HandleType)) {
+        PyErr_Format(PyExc_TypeError, "LiveSet holds lazy handles, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return (HandleObject *)obj;
+}
+
+static PyObject *LiveSet_add(LiveSetObject *self, PyObject *obj) {
+    HandleObject *h = as_handle(obj);
+    if (h == NULL || liveset_add(self, h) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *LiveSet_discard(LiveSetObject *self, PyObject *obj) {
+    HandleObject *h = as_handle(obj);
+    if (h == NULL) return NULL;
+    if (h->registry == self) unregister(h);
+    Py_RETURN_NONE;
+}
+
+static PyObject *LiveSet_surely_empty(LiveSetObject *self, PyObject *unused) {
+    return PyBool_FromLong(self->n == self->holes);
+}
+
+static PyObject *LiveSet_iter(LiveSetObject *self) {
+    liveset_compact(self);
+    PyObject *list = PyList_New(self->n), *it;
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        PyList_SET_ITEM(list, i, Py_NewRef((PyObject *)self->items[i]));
+    }
+    it = PyObject_GetIter(list);
+    Py_DECREF(list);
+    return it;
+}
+
+static Py_ssize_t LiveSet_len(LiveSetObject *self) {
+    return self->n - self->holes;
+}
+
+static PyObject *LiveSet_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs)) || PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError, "LiveSet() takes no arguments");
+        return NULL;
+    }
+    return type->tp_alloc(type, 0);  /* (zeroed: no items yet) */
+}
+
+static void LiveSet_dealloc(LiveSetObject *self) {
+    /* each registered handle holds a reference to its set: none is left by now */
+    PyMem_Free(self->items);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef LiveSet_methods[] = {
+    {"add", (PyCFunction)LiveSet_add, METH_O,
+     "Register a handle (at the end; one registered already keeps its place)."},
+    {"discard", (PyCFunction)LiveSet_discard, METH_O, "Forget a handle."},
+    {"surely_empty", (PyCFunction)LiveSet_surely_empty, METH_NOARGS,
+     "True when no live handle is registered."},
+    {NULL}
+};
+
+static PySequenceMethods LiveSet_as_sequence = {.sq_length = (lenfunc)LiveSet_len};
+
+static PyTypeObject LiveSetType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.LiveSet",
+    .tp_doc = "Live pending handles in registration order (runtime._OrderedWeakSet in C).",
+    .tp_basicsize = sizeof(LiveSetObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = LiveSet_new,
+    .tp_dealloc = (destructor)LiveSet_dealloc,
+    .tp_iter = (getiterfunc)LiveSet_iter,
+    .tp_as_sequence = &LiveSet_as_sequence,
+    .tp_methods = LiveSet_methods,
+};
+
+/* ---------------------------------------------------------------- HandleBase */
+
+/* 1 if `node` is pending (its op is not "data"), 0 if not, -1 on error. */
+static int is_pending(PyObject *node) {
+    PyObject *op = PyObject_GetAttr(node, s_op);
+    if (op == NULL) return -1;
+    int pending = op != s_data && !(PyUnicode_Check(op) && PyUnicode_Compare(op, s_data) == 0);
+    Py_DECREF(op);
+    return pending;
+}
+
+/* Register `self` in its class's thread state's live set if `node` is pending. */
+static int register_if_pending(HandleObject *self, PyObject *node) {
+    int pending = is_pending(node);
+    if (pending <= 0) return pending;
+    PyObject *state = PyObject_GetAttr((PyObject *)Py_TYPE(self), s_thread_state), *live;
+    if (state == NULL) return -1;
+    live = PyObject_GetAttr(state, s_live);
+    Py_DECREF(state);
+    if (live == NULL) return -1;
+    int r;
+    if (Py_IS_TYPE(live, &LiveSetType)) {
+        r = liveset_add((LiveSetObject *)live, self);
+    } else {  /* the Python registry (a test swaps it) */
+        PyObject *res = PyObject_CallMethodOneArg(live, s_add, (PyObject *)self);
+        r = res == NULL ? -1 : 0;
+        Py_XDECREF(res);
+    }
+    Py_DECREF(live);
+    return r;
+}
+
+static int Handle_init(HandleObject *self, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"node", NULL};
+    PyObject *node;
+    if (kwargs == NULL && PyTuple_GET_SIZE(args) == 1) {
+        node = PyTuple_GET_ITEM(args, 0);
+    } else if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:LazyHandle", kwlist, &node)) {
+        return -1;
+    }
+    Py_XSETREF(self->node, Py_NewRef(node));
+    return register_if_pending(self, node);
+}
+
+static PyObject *Handle_set(HandleObject *self, PyObject *node) {
+    Py_XSETREF(self->node, Py_NewRef(node));
+    if (register_if_pending(self, node) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Handle_pending(HandleObject *self, void *closure) {
+    if (self->node == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "node");
+        return NULL;
+    }
+    int pending = is_pending(self->node);
+    return pending < 0 ? NULL : PyBool_FromLong(pending);
+}
+
+static PyObject *Handle_reduce(HandleObject *self, PyObject *unused) {
+    if (self->node == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "node");
+        return NULL;
+    }
+    return Py_BuildValue("O(O)", (PyObject *)Py_TYPE(self), self->node);
+}
+
+static int Handle_traverse(HandleObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->node);  /* (a Python subclass's traverse visits its type) */
+    return 0;
+}
+
+static int Handle_clear(HandleObject *self) {
+    Py_CLEAR(self->node);
+    return 0;
+}
+
+static void Handle_dealloc(HandleObject *self) {
+    /* (a Python subclass's dealloc calls this one, then releases its heap type itself) */
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
+    unregister(self);  /* a dead handle leaves its live set now, not at the next cut */
+    Handle_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef Handle_members[] = {
+    {"node", T_OBJECT_EX, offsetof(HandleObject, node), 0,
+     "The IR node: pending work, or a data leaf holding the value."},
+    {NULL}
+};
+
+static PyGetSetDef Handle_getset[] = {
+    {"pending", (getter)Handle_pending, NULL, "Whether the node is not (yet) a data leaf.", NULL},
+    {NULL}
+};
+
+static PyMethodDef Handle_methods[] = {
+    {"set", (PyCFunction)Handle_set, METH_O,
+     "Rebind (in-place ops); a pending node registers the handle for the next sync."},
+    {"__reduce__", (PyCFunction)Handle_reduce, METH_NOARGS, NULL},
+    {NULL}
+};
+
+static PyTypeObject HandleType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.HandleBase",
+    .tp_doc = "runtime.LazyHandle's fields and construction in C (see core/runtime.py).",
+    .tp_basicsize = sizeof(HandleObject),
+    .tp_weaklistoffset = offsetof(HandleObject, weakreflist),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Handle_init,
+    .tp_dealloc = (destructor)Handle_dealloc,
+    .tp_traverse = (traverseproc)Handle_traverse,
+    .tp_clear = (inquiry)Handle_clear,
+    .tp_members = Handle_members,
+    .tp_getset = Handle_getset,
+    .tp_methods = Handle_methods,
+};
+
+/* Called by _native.c's module init: add LiveSet and HandleBase to module `m`. */
+int lazyx_live_init(PyObject *m) {
+    struct { PyObject **slot; const char *text; } names[] = {
+        {&s_op, "op"}, {&s_data, "data"}, {&s_live, "live"}, {&s_add, "add"},
+        {&s_thread_state, "_thread_state"}};
+    for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
+        if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return -1;
+    }
+    if (PyType_Ready(&LiveSetType) < 0 || PyType_Ready(&HandleType) < 0) return -1;
+    if (PyModule_AddObjectRef(m, "LiveSet", (PyObject *)&LiveSetType) < 0 ||
+            PyModule_AddObjectRef(m, "HandleBase", (PyObject *)&HandleType) < 0)
+        return -1;
+    return 0;
+}

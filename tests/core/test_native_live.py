@@ -1,0 +1,153 @@
+"""core/_native_live.c's LiveSet and HandleBase keep the registry core/runtime.py's Python
+reference keeps: the same live handles, in the same order, whatever a program of makes,
+rebinds, discards and deaths does. (tox's `core` environment, LAZYX_NATIVE=0, has only the
+Python path: the comparisons skip there; the runtime tests cover that path.)
+"""
+import copy
+import gc
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import lazyx
+from lazyx.core import ir, ops, runtime
+
+native = pytest.mark.skipif(runtime._NATIVE is None, reason="core/_native.c not built or LAZYX_NATIVE=0")
+
+
+class _State:
+    """A thread state of one's own (`live`), so a test never touches the runtime's registry."""
+
+    def __init__(self, live):
+        self.live = live
+
+
+def _handle_types():
+    py_state, c_state = _State(runtime._OrderedWeakSet()), _State(runtime._NATIVE.LiveSet())
+
+    class PyHandle(runtime._PyHandleBase):
+        __slots__ = ()
+        _thread_state = py_state
+
+    class CHandle(runtime._NATIVE.HandleBase):
+        __slots__ = ()
+        _thread_state = c_state
+
+    return (py_state, PyHandle), (c_state, CHandle)
+
+
+# (action, handle slot): make a pending or a data handle there, rebind it to pending or data,
+# discard it from the registry, drop it (it dies), or read the registry back
+_ACTIONS = ["make_pending", "make_data", "set_pending", "set_data", "discard", "drop", "read"]
+_programs = st.lists(st.tuples(st.sampled_from(_ACTIONS), st.integers(0, 7)), max_size=60)
+
+
+def _run(program, state, handle_type):
+    pending = ops.neg(runtime.from_host(np.ones(2, np.float32)))
+    data = runtime.from_host(np.ones(2, np.float32))
+    slots = [None] * 8
+    names = {}  # id(handle) -> the serial it was made with (ids may be reused once it dies)
+    reads = []
+    made = 0
+    for action, k in program:
+        h = slots[k]
+        if action.startswith("make"):
+            slots[k] = handle_type(pending if action == "make_pending" else data)
+            names[id(slots[k])] = made
+            made += 1
+        elif h is None:
+            continue
+        elif action.startswith("set"):
+            h.set(pending if action == "set_pending" else data)
+        elif action == "discard":
+            state.live.discard(h)
+        elif action == "drop":
+            slots[k] = None
+            del h
+            gc.collect()
+        else:
+            live = list(state.live)
+            reads.append([names[id(x)] for x in live])
+            assert len(state.live) == len(live)
+    reads.append([names[id(x)] for x in state.live])
+    return reads
+
+
+@native
+@settings(max_examples=200, deadline=None)
+@given(_programs)
+def test_the_c_registry_lists_what_the_python_one_lists(program):
+    (py_state, py_handle), (c_state, c_handle) = _handle_types()
+    assert _run(program, c_state, c_handle) == _run(program, py_state, py_handle)
+    assert c_state.live.surely_empty() == (len(list(py_state.live)) == 0)
+
+
+@native
+def test_handles_keep_their_place_and_the_dead_leave_at_once():
+    (_, _), (state, handle) = _handle_types()
+    pending = ops.neg(runtime.from_host(np.ones(2, np.float32)))
+    a, b, c = handle(pending), handle(pending), handle(pending)
+    a.set(pending)  # registered already: stays first
+    assert list(state.live) == [a, b, c]
+    del b
+    assert len(state.live) == 2 and not state.live.surely_empty()  # no gc.collect needed
+    state.live.discard(a)
+    state.live.discard(c)
+    assert state.live.surely_empty() and list(state.live) == []
+    c.set(pending)
+    assert list(state.live) == [c]
+    with pytest.raises(TypeError, match="lazy handles"):
+        state.live.add(object())
+
+
+@native
+def test_many_handles_grow_and_compact_the_registry():
+    (py_state, py_handle), (c_state, c_handle) = _handle_types()
+    pending = ops.neg(runtime.from_host(np.ones(2, np.float32)))
+    for state, handle in ((py_state, py_handle), (c_state, c_handle)):
+        kept = []
+        for i in range(5000):
+            h = handle(pending)
+            if i % 7 == 0:
+                kept.append(h)
+        del h
+        gc.collect()
+        assert list(state.live) == kept
+
+
+@native
+def test_a_handle_written_by_another_thread_is_cut_there():
+    (_, _), (state, handle) = _handle_types()
+    pending = ops.neg(runtime.from_host(np.ones(2, np.float32)))
+    h = handle(pending)
+    other = runtime._NATIVE.LiveSet()
+
+    def write():
+        other.add(h)
+    t = threading.Thread(target=write)
+    t.start()
+    t.join()
+    assert list(state.live) == [] and list(other) == [h]
+
+
+def test_runtime_handles_sync_copy_and_leave_the_registry():
+    """Through the runtime (either path): a pending handle is cut by a sync, a deep copy is a
+    handle of a copy of its node, and a dropped pending value is not computed."""
+    x = runtime.from_host(np.arange(3, dtype=np.float32))
+    keep = runtime.LazyHandle(ops.mul(x, x))
+    dropped = runtime.LazyHandle(ops.neg(x))
+    assert keep.pending and dropped.pending
+    twin = copy.deepcopy(keep)
+    assert type(twin) is runtime.LazyHandle and twin.node is not keep.node
+    del dropped
+    gc.collect()
+    lazyx.reset_metrics()
+    runtime.sync()
+    assert not keep.pending and not twin.pending
+    np.testing.assert_array_equal(np.asarray(keep.node.value), [0, 1, 4])
+    np.testing.assert_array_equal(np.asarray(twin.node.value), [0, 1, 4])
+    assert lazyx.metrics()["syncs"] == 1
+    assert all(h.pending for h in runtime.live_handles())
+    assert isinstance(keep.node, ir.Node)
