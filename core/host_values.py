@@ -9,6 +9,8 @@ values still pending in the graph (docs/errors.md says what those give).
 
 LAZYX_CHECK_INDICES=off turns these reads off (each costs a device-to-host copy on a GPU).
 """
+import weakref
+
 import numpy as np
 
 from . import config
@@ -73,3 +75,21 @@ def out_of_range(values, low, high, ignore=None):
         values = values[values != ignore]
         return bool(values.size) and bool(values.min() < low or values.max() >= high)
     return True
+
+
+# data leaf -> the (low, high, ignore) ranges it was found to lie in. A data leaf's buffer
+# never changes, so a check that passed once passes again: a training step whose targets
+# stay on the device (or an embedding's index batch read by several ops) reads them once.
+_IN_RANGE = weakref.WeakKeyDictionary()
+
+
+def known_in_range(node, low, high, ignore=None):
+    """True when `node` is a data leaf already found to lie in [low, high) (see in_range)."""
+    ranges = _IN_RANGE.get(node) if node.op == "data" else None
+    return ranges is not None and (low, high, ignore) in ranges
+
+
+def remember_in_range(node, low, high, ignore=None):
+    """Note that data leaf `node`'s values lie in [low, high) (`known_in_range` answers)."""
+    if node.op == "data":
+        _IN_RANGE.setdefault(node, set()).add((low, high, ignore))

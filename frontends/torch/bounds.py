@@ -58,9 +58,16 @@ def _check_ranges(func, args, kwargs, operands):
     """operands: (tensor, low, high, ignore) to check; replay on the first one out of range."""
     real = {}
     for tensor, low, high, ignore in operands:
+        node = tensor._lazyx_handle.node if isinstance(tensor, LazyTensor) else None
+        if node is not None and host_values.known_in_range(node, low, high, ignore):
+            continue  # (the same targets, checked at an earlier step)
         values = _value(tensor)
-        if values is not None and host_values.out_of_range(values, low, high, ignore):
+        if values is None:
+            continue
+        if host_values.out_of_range(values, low, high, ignore):
             real[id(tensor)] = values
+        elif node is not None:
+            host_values.remember_in_range(node, low, high, ignore)
     if real:
         _replay(func, args, kwargs, real)
 

@@ -149,3 +149,23 @@ def test_raises_at_the_call_like_eager(source):
 
 if __name__ == "__main__":
     print(bad_calls.table("torch", CALLS, run, force))
+
+
+def test_a_range_check_that_passed_is_remembered_for_that_range_only(monkeypatch):
+    """Targets that stay on the device are read for their range check once per range (a
+    training step's cross-entropy no longer reads them at every step); a smaller class count
+    checks them again and raises eager torch's error."""
+    from lazyx.frontends.torch import bounds
+    reads = []
+    value = bounds._value
+    monkeypatch.setattr(bounds, "_value", lambda x: reads.append(1) or value(x))
+    target = torch.tensor([0, 5, 9, 2]).to(lt.device)
+    for _ in range(3):
+        F.cross_entropy(torch.randn(4, 10).to(lt.device), target)
+    assert len(reads) == 1
+    with pytest.raises(IndexError) as eager:
+        F.cross_entropy(torch.randn(4, 3), target.cpu())
+    with pytest.raises(type(eager.value), match="out of bounds"):
+        F.cross_entropy(torch.randn(4, 3).to(lt.device), target)
+    assert len(reads) == 2
+    lt.mark_step()
