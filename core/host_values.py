@@ -84,7 +84,7 @@ _IN_RANGE = weakref.WeakKeyDictionary()
 
 
 def known_in_range(node, low, high, ignore=None):
-    """True when `node` is a data leaf already found to lie in [low, high) (see in_range)."""
+    """True when `node` is a data leaf already found to lie in [low, high) (remember_in_range)."""
     ranges = _IN_RANGE.get(node) if node.op == "data" else None
     return ranges is not None and (low, high, ignore) in ranges
 
