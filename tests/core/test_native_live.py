@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 import lazyx
 from lazyx.core import ir, ops, runtime
 
-native = pytest.mark.skipif(runtime._NATIVE is None, reason="core/_native.c not built or LAZYX_NATIVE=0")
+native = pytest.mark.skipif(runtime._NATIVE is None,
+                            reason="core/_native.c not built or LAZYX_NATIVE=0")
 
 
 class _State:
