@@ -74,6 +74,39 @@ def test_module_with_optimizer_replays_like_the_uncompiled_run(opt_name):
     np.testing.assert_allclose(b, want, rtol=1e-4)
 
 
+@pytest.mark.parametrize("set_to_none", [False, True])
+def test_many_replays_keep_grads_and_their_views_right(set_to_none):
+    """Gradients zeroed in place stay the same objects, and every replay's write is synced
+    into their functional storage every few calls: after 40 replays the .grad, a view of it
+    (what clip_grad_norm_ reads) and state_dict() are the uncompiled run's."""
+    torch.manual_seed(0)
+    base = _Net()
+    runs = []
+    for compiled in (False, True):
+        model = copy.deepcopy(base).to(lt.device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=set_to_none)
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        run = lazyx.compile(step) if compiled else step
+        gen = torch.Generator().manual_seed(5)
+        for _ in range(43):
+            run(torch.randn(8, 6, generator=gen).to(lt.device),
+                torch.randn(8, 3, generator=gen).to(lt.device))
+            lt.mark_step()
+        grads = {n: (p.grad.cpu(), p.grad.detach().view(-1).cpu())
+                 for n, p in model.named_parameters()}
+        runs.append((grads, {k: v.cpu() for k, v in model.state_dict().items()}))
+    (want_grads, want_state), (grads, state) = runs
+    for n, (grad, view) in grads.items():
+        torch.testing.assert_close(grad, want_grads[n][0], rtol=0, atol=0)
+        torch.testing.assert_close(view, want_grads[n][1], rtol=0, atol=0)
+    for k in state:
+        torch.testing.assert_close(state[k], want_state[k], rtol=0, atol=0)
+
+
 def test_dropout_draws_what_the_uncompiled_run_draws():
     torch.manual_seed(0)
     base = _Net(dropout=0.3)
