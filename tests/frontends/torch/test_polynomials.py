@@ -29,7 +29,14 @@ def _match(name, x, n, rtol, atol):
     before = lazyx.metrics()["fallbacks"]
     got = fn(x.to(lt.device), n.to(lt.device)).cpu()
     assert lazyx.metrics()["fallbacks"] == before, lazyx.metrics()["fallback_ops"]
-    torch.testing.assert_close(got, expected, equal_nan=True, rtol=rtol, atol=atol)
+    # Within 1e-6 of y = +-1, torch's own cos/sin(n * acos(y)) form is ill-conditioned:
+    # eager torch's shifted U_8 at x = 3.8e-15 is 9.0000000108, the exact value (and lazyx's)
+    # 8.9999999999982. There, only agreement to torch's own error (~1e-16 / sqrt(1 - |y|)).
+    y = x + x - 1 if name.startswith("shifted_chebyshev") else x
+    near = (1 - y.abs() < 1e-6) & (name.find("chebyshev") >= 0)
+    for part, tol in ((~near, rtol), (near, max(rtol, 1e-6))):
+        torch.testing.assert_close(got[part], expected[part], equal_nan=True, rtol=tol,
+                                   atol=atol)
 
 
 @pytest.mark.parametrize("name", CHEBYSHEV + OTHERS)
