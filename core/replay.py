@@ -324,11 +324,13 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
             slot_index[tid] = len(entry.slots)
             spec = _spec(type(t))[1]
             same = [capture.locate(objects, p) for p in aliases.get(tid, ())]
+            where = capture.locate(objects, tid)
             was, now = before.get(tid), after.get(tid)
-            entry.slots.append(_Slot(t, spec, node.shape, node.dtype,
-                                     capture.locate(objects, tid), was is None, same,
-                                     replaced=was is not None and now is not None and
-                                     was[0] is not now[0]))
+            # (where a new tensor cannot be put, the old one is written into)
+            replaced = was is not None and now is not None and was[0] is not now[0] and \
+                all(capture.can_store(objects, w) for w in [where] + same)
+            entry.slots.append(_Slot(t, spec, node.shape, node.dtype, where, was is None, same,
+                                     replaced))
         return slot_index[tid]
 
     probe = _Probe(numbers)
@@ -382,9 +384,6 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         written.add(k)
     if any(slot.created and not capture.can_store(objects, slot.where) for slot in entry.slots):
         return False
-    for slot in entry.slots:  # (where a new tensor cannot be put, the old one is written into)
-        slot.replaced = slot.replaced and all(capture.can_store(objects, where)
-                                              for where in [slot.where] + slot.same)
     # each holder of state (a module, an optimizer, a dict) is reached once per replay
     wheres = [slot.where for slot in entry.slots]
     counts = [len(slot.same) for slot in entry.slots]
