@@ -21,6 +21,8 @@ and optionally (XLA):
                                         will never change and bind: XLA reads equal ones once
   executable.bind(fixed) -> callable    the executable with those leaves' values built in
   memory_per_device() -> {device: bytes}
+  lend_to_host(buffer) -> DLPack-exportable|None  the buffer's own memory when it is host memory
+                                        its only holder may give away (torch.compile outputs)
 
 Leaf values are buffers for data leaves and host NumPy values for param leaves.
 """

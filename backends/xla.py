@@ -783,6 +783,15 @@ class XlaBackend:
         await_ready((buffer,))
         return np.asarray(buffer)
 
+    def lend_to_host(self, buffer):
+        """`buffer` itself when its memory is host memory that a caller holding its only
+        reference may take over, through DLPack, without a copy: a result on this process's
+        CPU device. None otherwise (a GPU buffer, a sharded one): the caller copies."""
+        if self.device.platform != "cpu" or \
+                not isinstance(buffer.sharding, jax.sharding.SingleDeviceSharding):
+            return None
+        return buffer
+
     sharding_of = staticmethod(sharding_of)
     shard = staticmethod(shard_buffer)
 

@@ -11,6 +11,7 @@ import torch
 
 import lazyx
 import lazyx.frontends.torch as lt
+from lazyx.core import runtime
 from lazyx.frontends.torch import dynamo
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
@@ -97,6 +98,59 @@ def test_cpu_inputs_written_right_after_the_call_do_not_change_its_results():
             t.fill_(float("nan"))
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def _spy_lending(monkeypatch):
+    """The shapes of results handed to a CPU caller without a copy (XLA on CPU only)."""
+    lent = []
+    backend = runtime.get_backend()
+    if hasattr(backend, "lend_to_host"):
+        lend = backend.lend_to_host
+
+        def spy(buffer):
+            view = lend(buffer)
+            if view is not None:
+                lent.append(tuple(buffer.shape))
+            return view
+        monkeypatch.setattr(backend, "lend_to_host", spy)
+    return lent
+
+
+def _lends():
+    backend = runtime.get_backend()
+    return getattr(backend, "device", None) is not None and backend.device.platform == "cpu"
+
+
+def test_large_results_become_the_callers_tensors_and_stay_its_own(monkeypatch):
+    """A large result that no other output shares is handed over without a copy: the caller
+    may write it, and no later call (nor its gradient) sees that."""
+    lent = _spy_lending(monkeypatch)
+    w = torch.randn(256, 256)  # 256 KiB: above the size where lending beats a copy
+    x = torch.randn(256, 256, requires_grad=True)
+    compiled = _compile(lambda a: torch.tanh(a @ w) * 2)
+    first = compiled(x)
+    with torch.no_grad():
+        first.fill_(float("nan"))
+    second = compiled(x)
+    second.sum().backward()
+    want = torch.tanh(x.detach() @ w) * 2
+    torch.testing.assert_close(second.detach(), want, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(x.grad, ((1 - (want / 2) ** 2) * 2) @ w.T, rtol=1e-4, atol=1e-4)
+    # the forward results (twice) and the gradient were handed over
+    assert lent == ([(256, 256)] * 3 if _lends() else []), lent
+
+
+def test_a_result_also_saved_for_the_backward_graph_is_copied(monkeypatch):
+    """exp saves its own result for the backward graph: the CPU result must be a copy, or
+    writing it would change the gradient."""
+    lent = _spy_lending(monkeypatch)
+    x = torch.randn(256, 256, requires_grad=True)
+    y = _compile(torch.exp)(x)
+    with torch.no_grad():
+        y.add_(1)
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, torch.exp(x.detach()), rtol=1e-5, atol=1e-5)
+    assert lent == ([(256, 256)] if _lends() else []), lent  # the gradient alone
 
 
 def test_lazy_inputs_give_lazy_results_that_compose_with_lazy_code():
