@@ -15,11 +15,15 @@ upgrade, re-read those:
   nn.Module.to                 tied weights stay tied when a model moves to the device
   autograd._engine_run_backward        lazy backward runs on the calling thread
   Tensor._reduce_ex_internal   torch.save/pickle of lazy tensors: values go through the CPU
+  Tensor.__deepcopy__          copy.deepcopy of lazy tensors (a model's buffers): a clone
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
 not patches.
 """
+import copy
+import copyreg
+
 import torch
 
 from . import tensor
@@ -120,6 +124,36 @@ def _reduce_ex_internal(self, proto):
             (self.detach().cpu(), self.dtype, str(self.device), self.requires_grad))
 
 
+def _deepcopy(self, memo):
+    """copy.deepcopy of a lazyx tensor (a model with buffers copied for an EMA or a teacher):
+    torch's own route for a device with no host storage (the one it takes for "xla"), a clone.
+    Its storage route crashed the process: it clones the functional wrapper's storage, which
+    has no data. Otherwise as torch does it: graph leaves only, with requires_grad, .grad,
+    slots and attributes copied, and each tensor copied once per memo."""
+    if self.device.type != "lazyx" or not self.is_leaf or \
+            torch.overrides.has_torch_function_unary(self):
+        return _ORIGINAL["__deepcopy__"](self, memo)  # (torch's own errors and subclasses)
+    if id(self) in memo:
+        return memo[id(self)]
+    with torch.no_grad():
+        new = self.clone()
+        if self.requires_grad:
+            new.requires_grad_()
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        if type(self) is not torch.Tensor:  # a subclass: clone keeps its type, then its slots
+            if type(new) is not type(self):
+                raise RuntimeError(f"lazyx: copy.deepcopy of a {type(self).__name__} on the "
+                                   "lazyx device needs clone() to return the same subclass")
+            for slot in copyreg._slotnames(type(self)):
+                if hasattr(self, slot):
+                    setattr(new, slot, copy.deepcopy(getattr(self, slot), memo))
+        self._clear_non_serializable_cached_data()
+        new.__dict__ = copy.deepcopy(self.__dict__, memo)
+    memo[id(self)] = new
+    return new
+
+
 def install():
     """Install the hooks (once; device.register calls this)."""
     if _ORIGINAL:
@@ -134,6 +168,8 @@ def install():
     torch.nn.Module.to = _module_to
     _ORIGINAL["reduce_ex_internal"] = torch.Tensor._reduce_ex_internal
     torch.Tensor._reduce_ex_internal = _reduce_ex_internal
+    _ORIGINAL["__deepcopy__"] = torch.Tensor.__deepcopy__
+    torch.Tensor.__deepcopy__ = _deepcopy
     # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
     # torch.compiler patch swaps both names, so we replace both and stay in place under it
     _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward

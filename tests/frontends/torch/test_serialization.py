@@ -80,6 +80,43 @@ def test_pickle_and_deepcopy_keep_values_and_requires_grad():
     torch.testing.assert_close(pickle.loads(pickle.dumps(t)).cpu(), torch.arange(6.0) * 2)
 
 
+def test_deepcopy_of_a_model_with_buffers_copies_them_as_eager_torch_does():
+    """BatchNorm's running statistics are plain tensors, not Parameters: torch's deepcopy of a
+    plain lazyx tensor took its storage route and crashed the process (a model copied for an
+    EMA or a teacher)."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6))
+    x = torch.randn(8, 4)
+    lazy = copy.deepcopy(net).to(lt.device)
+    net(x).sum().backward()
+    lazy(x.to(lt.device)).sum().backward()  # no barrier: the running stats are still pending
+    copied, want = copy.deepcopy(lazy), copy.deepcopy(net)
+    for (name, got), value in zip(copied.state_dict().items(), want.state_dict().values()):
+        assert got.device.type == "lazyx", name
+        torch.testing.assert_close(got.cpu(), value, rtol=1e-5, atol=1e-6)
+    copied[1].running_mean.add_(1.0)  # the copy is its own: the original keeps its values
+    torch.testing.assert_close(lazy[1].running_mean.cpu(), net[1].running_mean, rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_deepcopy_of_a_lazy_tensor_keeps_grad_attributes_and_sharing_like_eager():
+    def made(device):
+        t = torch.arange(6.0).reshape(2, 3).to(device).requires_grad_()
+        (t * t).sum().backward()
+        t.note = {"scale": torch.ones(2).to(device)}
+        return t
+    for device in ("cpu", lt.device):
+        t = made(device)
+        a, b = copy.deepcopy([t, t])
+        assert a is b and a is not t  # one copy per tensor, as the memo says
+        assert a.requires_grad and a.is_leaf and a.device.type == torch.device(device).type
+        torch.testing.assert_close(a.detach().cpu(), t.detach().cpu())
+        torch.testing.assert_close(a.grad.cpu(), 2 * t.detach().cpu())
+        assert a.note["scale"] is not t.note["scale"] and a.note["scale"].device == t.device
+        with pytest.raises(RuntimeError, match="graph leaves"):  # torch's own refusal
+            copy.deepcopy(t * 2)
+
+
 def test_skip_data_refuses_lazy_tensors_as_torch_does_for_storage_less_devices():
     from torch.serialization import skip_data
     with skip_data(), pytest.raises(RuntimeError, match="skip_data"):
