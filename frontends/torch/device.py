@@ -23,7 +23,13 @@ class _BackendModule:
 
     @staticmethod
     def is_available():
-        return True
+        # What torch.accelerator.is_available() answers. True made unrelated code change once
+        # lazyx was imported (tests/frontends/torch/test_isolation.py): a DataLoader with
+        # pin_memory=True asked the lazyx device for a pinned-memory allocator (which a Python
+        # backend cannot give) and raised, and every torch.compile'd call saved the lazyx
+        # stream. Like PyTorch/XLA's device, lazyx is then not "the accelerator": lt.device
+        # works the same, and code picking a device with torch.accelerator stays on the CPU.
+        return False
 
     @staticmethod
     def device_count():

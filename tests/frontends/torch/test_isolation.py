@@ -30,6 +30,13 @@ PROGRAM = textwrap.dedent("""
     except RuntimeError as e:
         print("RuntimeError", str(e).splitlines()[0])
     print([d for d in ("cpu", "meta") if torch.empty(1, device=d).device.type == d])
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:  # pinning asks torch's accelerator
+        warnings.simplefilter("always")
+        data = torch.utils.data.TensorDataset(torch.arange(6.0).reshape(3, 2))
+        print([b[0].tolist() for b in torch.utils.data.DataLoader(data, batch_size=2,
+                                                                  pin_memory=True)])
+    print(sorted(str(w.message)[:60] for w in caught), torch.accelerator.is_available())
 """)
 
 
