@@ -37,6 +37,8 @@ PROGRAM = textwrap.dedent("""
         print([b[0].tolist() for b in torch.utils.data.DataLoader(data, batch_size=2,
                                                                   pin_memory=True)])
     print(sorted(str(w.message)[:60] for w in caught), torch.accelerator.is_available())
+    z = torch.zeros(2, 3); z.copy_(torch.ones(2, 3)); z[0] = torch.arange(3.0); z[1, 1] = 7
+    print(z.tolist())
 """)
 
 

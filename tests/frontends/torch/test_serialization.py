@@ -117,6 +117,37 @@ def test_deepcopy_of_a_lazy_tensor_keeps_grad_attributes_and_sharing_like_eager(
             copy.deepcopy(t * 2)
 
 
+def test_a_lazy_models_state_dict_loads_into_a_cpu_model():
+    """load_state_dict copies each value into the CPU model's parameters (param.copy_):
+    torch's functionalization refused to write a plain tensor from a lazy one (an internal
+    assert); the lazy values are read across, as a CUDA checkpoint loads into a CPU model."""
+    want, _ = _trained("cpu")
+    model, _ = _trained(lt.device)  # the last step still pending
+    fresh = _model()
+    fresh.load_state_dict(model.state_dict())
+    for got, value in zip(fresh.state_dict().values(), want.state_dict().values()):
+        assert got.device.type == "cpu"
+        torch.testing.assert_close(got, value)
+
+
+def test_cpu_tensors_written_from_lazy_ones_read_them_like_eager_cuda():
+    x = torch.rand(2, 3, generator=torch.Generator().manual_seed(0))
+    lazy = (x.to(lt.device) * 2)  # pending
+    into = torch.zeros(2, 3)
+    into.copy_(lazy)
+    torch.testing.assert_close(into, x * 2)
+    into = torch.zeros(2, 3)
+    into[0] = lazy[1]
+    into[:, 1:] += 1  # plain CPU writes still go their own way
+    torch.testing.assert_close(into, torch.stack([x[1] * 2 + torch.tensor([0., 1, 1]),
+                                                  torch.tensor([0., 1, 1])]))
+    w = torch.ones(3, device=lt.device, requires_grad=True)
+    into = torch.zeros(3)
+    into.copy_(w * 3)  # differentiable, as copy_ from a CUDA tensor is
+    into.sum().backward()
+    torch.testing.assert_close(w.grad.cpu(), torch.full((3,), 3.0))
+
+
 def test_skip_data_refuses_lazy_tensors_as_torch_does_for_storage_less_devices():
     from torch.serialization import skip_data
     with skip_data(), pytest.raises(RuntimeError, match="skip_data"):
