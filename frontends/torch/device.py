@@ -14,7 +14,7 @@ import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
 from ...core import compose
-from . import autocast, dtypes, hooks, recurrent, tensor
+from . import autocast, dtypes, fused_optim, hooks, recurrent, tensor
 from .aten import data_dependent, random as lazy_random
 
 
@@ -140,6 +140,7 @@ def register():
         lib.impl(name.replace(".default", ""),
                  _factory(getattr(getattr(torch.ops.aten, packet), overload)), "PrivateUse1")
     recurrent.register(lib)  # nn.LSTM / nn.GRU: ATen's route for non-CPU devices is CUDA-only
+    fused_optim.register(lib)  # Adam(fused=True) and kin: ATen has CPU and CUDA kernels only
     lib.impl("one_hot", data_dependent.one_hot, "AutogradPrivateUse1")  # its class count read
     _registered.append(autocast.register(lib))  # torch.autocast("lazyx")
     _registered.append(lib)  # the registrations live as long as the Library object
