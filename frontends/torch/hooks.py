@@ -97,13 +97,19 @@ def _module_to(self, *args, **kwargs):
     output layer). torch re-creates Parameters per module for a tensor type it cannot
     shallow-copy into; swapping (torch's announced future default) updates them in place.
     The swap is switched on for this conversion only: other code in the process keeps
-    torch's default."""
+    torch's default. A module whose parameters torch cannot swap (a TorchScript module, the
+    GraphModule of torch.export) moves the default way, as it would without lazyx."""
     device = torch._C._nn._parse_to(*args, **kwargs)[0]
     if device is None or torch.device(device).type != "lazyx":
         return _ORIGINAL["module_to"](self, *args, **kwargs)
     before = torch.__future__.get_swap_module_params_on_conversion()
     torch.__future__.set_swap_module_params_on_conversion(True)
     try:
+        return _ORIGINAL["module_to"](self, *args, **kwargs)
+    except RuntimeError as err:
+        if "Couldn't swap" not in str(err):
+            raise
+        torch.__future__.set_swap_module_params_on_conversion(before)
         return _ORIGINAL["module_to"](self, *args, **kwargs)
     finally:
         torch.__future__.set_swap_module_params_on_conversion(before)

@@ -155,6 +155,20 @@ def test_module_to_leaves_torchs_global_conversion_default_alone():
     assert model.weight.device == lt.device and model.weight.dtype == torch.float64
 
 
+@pytest.mark.parametrize("kind", ["jit.trace", "export"])
+def test_modules_torch_cannot_swap_move_to_the_device_the_default_way(kind):
+    """A TorchScript module's (and torch.export's GraphModule's) parameters cannot be swapped:
+    Module.to moved them by swapping (to keep ties) and raised "Couldn't swap"."""
+    torch.manual_seed(0)
+    linear, x = torch.nn.Linear(3, 2), torch.randn(4, 3)
+    module = torch.jit.trace(linear, x) if kind == "jit.trace" else \
+        torch.export.export(linear, (x,)).module()
+    want = module(x)
+    module.to(lt.device)
+    assert all(p.device == lt.device for p in module.parameters())
+    torch.testing.assert_close(module(x.to(lt.device)).cpu(), want)
+
+
 def test_cpu_tensor_mixed_with_lazy_raises_like_torch():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.ones(3, device=lt.device) + torch.ones(3)
