@@ -112,6 +112,32 @@ def _fill(self, value):
     self.__lazyx_handle__.set(_creation.full(self.shape, value, self.dtype)._node)
 
 
+# ndarray methods that are NumPy functions of the array: the function's route (its lowering
+# through __array_function__, or a counted eager fallback) is the method's
+def _partition(self, kth, axis=-1, kind="introselect", order=None):
+    self.__lazyx_handle__.set(np.partition(self, kth, axis, kind, order)._node)
+
+
+def _argpartition(self, kth, axis=-1, kind="introselect", order=None):
+    return np.argpartition(self, kth, axis, kind, order)
+
+
+def _searchsorted(self, v, side="left", sorter=None):
+    return np.searchsorted(self, v, side, sorter)
+
+
+def _compress(self, condition, axis=None, out=None):
+    return np.compress(condition, self, axis, out)
+
+
+def _choose(self, choices, out=None, mode="raise"):
+    return np.choose(self, choices, out, mode)
+
+
+def _put(self, indices, values, mode="raise"):
+    np.put(self, indices, values, mode)
+
+
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting=casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} "
@@ -145,6 +171,8 @@ METHODS = {
     "take": _indexing.take, "nonzero": _indexing.nonzero, "dot": _linalg.dot,
     "diagonal": _linalg.diagonal, "trace": _linalg.trace, "round": _round,
     "conj": _conj, "conjugate": _conj,
+    "partition": _partition, "argpartition": _argpartition, "searchsorted": _searchsorted,
+    "compress": _compress, "choose": _choose, "put": _put,
 }
 
 

@@ -171,6 +171,28 @@ def test_searchsorted(side):
     assert_matches(lnp.searchsorted(L(a), 2.0, side=side), np.searchsorted(a, 2.0, side=side))
 
 
+def test_ndarray_methods_that_are_numpy_functions_match_numpy():
+    """x.partition (in place), argpartition, searchsorted, compress, choose and put (in
+    place): the methods NumPy code calls on arrays, through the functions' own routes."""
+    x = np.random.default_rng(4).random((3, 5))
+    lx, nx = L(x), x.copy()
+    lx.partition(2, axis=1)
+    nx.partition(2, axis=1)
+    assert_matches(lx[:, 2], nx[:, 2])  # the kth element's place is defined, the rest is not
+    kth = np.take_along_axis(x, np.asarray(L(x).argpartition(1, axis=0)), 0)[1]
+    assert_matches(L(kth), np.partition(x, 1, axis=0)[1])
+    s = np.sort(x[0])
+    assert_matches(L(s).searchsorted(L(x[1]), side="right"), s.searchsorted(x[1], side="right"))
+    assert_matches(L(x).compress([True, False, True], axis=0), x.compress([True, False, True], 0))
+    idx = np.array([0, 2, 1, 0])
+    assert_matches(L(idx).choose([L(x[0, :4]), L(x[1, :4]), L(x[2, :4])]),
+                   idx.choose([x[0, :4], x[1, :4], x[2, :4]]))
+    lx, nx = L(x), x.copy()
+    assert lx.put([0, 7], [9.0, -1.0]) is None
+    nx.put([0, 7], [9.0, -1.0])
+    assert_matches(lx, nx)
+
+
 def test_where_three_args_weak_scalars():
     cond = A > 0
     assert_matches(np.where(L(cond), L(A), 0), np.where(cond, A, 0))
