@@ -5,14 +5,12 @@ read separately; ``install()`` runs once when the package is imported.
 """
 import numpy as np
 
-from ...core import ops
 from . import _complex, _creation, _indexing, _linalg, _manipulation, _reductions
 from ._base import LazyArray, wrap
 from ._elementwise import round as round_
 from ._entry import apply, array_ufunc, binary
 from ._functions import array_function
 from ._promote import assign
-from ._ufuncs import fill
 
 _OPERANDS = (LazyArray, np.ndarray, np.generic, int, float, complex, bool, list, tuple)
 
