@@ -109,9 +109,11 @@ def _unscale(grads, found_inf, inv_scale):
     """GradScaler.unscale_: each gradient times inv_scale, found_inf set to 1 where any
     unscaled value is not finite (the CPU kernel's semantics), all on the device: a fused
     optimizer then skips the step without the host ever reading found_inf."""
-    bad = [~torch.isfinite(g * inv_scale).all() for g in grads]
+    bad = []
     for g in grads:
-        g.mul_(inv_scale)
+        unscaled = g * inv_scale
+        bad.append(~torch.isfinite(unscaled).all())
+        g.copy_(unscaled)
     if bad:
         found_inf.copy_(torch.maximum(found_inf, torch.stack(bad).any().to(found_inf.dtype)))
 
@@ -119,15 +121,15 @@ def _unscale(grads, found_inf, inv_scale):
 def _update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
                   growth_interval):
     """GradScaler.update: back off after a step with infs, grow after growth_interval clean
-    steps (unless the grown scale would not be finite), as the CPU kernel does."""
+    steps (keeping the scale if the grown one is not finite), as the CPU kernel does; the
+    count of clean steps restarts after either."""
     found = found_inf > 0
     successful = growth_tracker + 1
     grow = (~found) & (successful == growth_interval)
     grown = scale * growth_factor
-    grow_ok = grow & torch.isfinite(grown)
-    new_scale = torch.where(found, scale * backoff_factor, torch.where(grow_ok, grown, scale))
-    new_tracker = torch.where(found | grow_ok, torch.zeros_like(successful),
-                              torch.where(grow, growth_tracker, successful))
+    new_scale = torch.where(found, scale * backoff_factor,
+                            torch.where(grow & torch.isfinite(grown), grown, scale))
+    new_tracker = torch.where(found | grow, torch.zeros_like(successful), successful)
     scale.copy_(new_scale)
     growth_tracker.copy_(new_tracker)
     return scale

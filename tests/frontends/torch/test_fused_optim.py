@@ -18,9 +18,9 @@ def _train(opt_cls, options, device, steps=4, scaler=None, inf_at=None):
     opt = opt_cls(model.parameters(), fused=True, **options)
     grad_scaler = None
     if scaler is not None:
-        init_scale, interval = scaler
+        init_scale, interval, growth = (scaler + (2.0,))[:3]
         grad_scaler = torch.amp.GradScaler(torch.device(device).type, init_scale=init_scale,
-                                           growth_interval=interval)
+                                           growth_interval=interval, growth_factor=growth)
     g = torch.Generator().manual_seed(1)
     scales = []
     for step in range(steps):
@@ -81,6 +81,12 @@ def test_grad_scaler_skips_a_step_with_infs_and_grows_its_scale_like_on_cpu(opt_
     """Step 2's loss is inf: the step is skipped and the scale backs off; every second clean
     step grows it. The found_inf flag never leaves the device (no fallback, no read)."""
     _assert_same_training(opt_cls, options, steps=6, scaler=(64.0, 2), inf_at=2)
+
+
+def test_grad_scaler_keeps_a_scale_whose_growth_would_overflow_and_restarts_its_count():
+    """growth_factor 1e30 makes the grown scale inf: the scale stays, and the count of clean
+    steps restarts as if it had grown (so it tries again growth_interval steps later)."""
+    _assert_same_training(torch.optim.AdamW, {"lr": 0.01}, steps=5, scaler=(1e10, 2, 1e30))
 
 
 @settings(max_examples=12, deadline=None)
