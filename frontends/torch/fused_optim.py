@@ -19,90 +19,67 @@ each step; as device ops, a fused optimizer with a GradScaler traces a whole AMP
 import torch
 
 
-def _store(targets, values, found_inf):
-    """Write each new value into its tensor, or keep the old one where GradScaler found an
-    inf or a NaN in this step's gradients (the fused kernels skip the whole step then)."""
-    keep = None if found_inf is None else found_inf.to(torch.bool)
-    for target, value in zip(targets, values):
-        target.copy_(value if keep is None else torch.where(keep, target, value))
-
-
-def _grad(grad, grad_scale, maximize):
-    if grad_scale is not None:
-        grad = grad / grad_scale
-    return grad, (-grad if maximize else grad)
-
-
-def _adam(decoupled):
-    def kernel(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr,
-               beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale=None,
-               found_inf=None):
+def _fused(update):
+    """The fused op around `update(param, grad, *its state tensors, **options)`, which gives
+    (tensor, new value) pairs for one parameter (a state list the op got empty, such as
+    max_exp_avg_sqs without amsgrad, gives None). What every fused kernel does besides: the
+    gradient is unscaled by grad_scale (and written back so) and negated under maximize, and
+    each new value is written into its tensor -- or the old one kept where GradScaler found an
+    inf or a NaN in this step's gradients (the kernels skip the whole step then)."""
+    def kernel(params, grads, *states, maximize, grad_scale=None, found_inf=None, **options):
+        keep = None if found_inf is None else found_inf.to(torch.bool)
         for i, param in enumerate(params):
-            unscaled, grad = _grad(grads[i], grad_scale, maximize)
-            step = state_steps[i].to(param.dtype)
-            bias_correction1 = 1 - torch.pow(beta1, step)
-            bias_correction2_sqrt = (1 - torch.pow(beta2, step)).sqrt()
-            value = param
-            if weight_decay != 0:
-                if decoupled:  # AdamW: decay the parameter
-                    value = value - lr * weight_decay * value
-                else:  # Adam: decay through the gradient
-                    grad = grad + weight_decay * value
-            exp_avg = exp_avgs[i].lerp(grad, 1 - beta1)
-            exp_avg_sq = exp_avg_sqs[i] * beta2 + (1 - beta2) * grad * grad
-            updated = [exp_avgs[i], exp_avg_sqs[i]]
-            new = [exp_avg, exp_avg_sq]
-            if amsgrad:
-                exp_avg_sq = torch.maximum(max_exp_avg_sqs[i], exp_avg_sq)
-                updated.append(max_exp_avg_sqs[i])
-                new.append(exp_avg_sq)
-            denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
-            value = value - (lr / bias_correction1) * exp_avg / denom
-            updated.append(param)
-            new.append(value)
+            unscaled = grads[i] if grad_scale is None else grads[i] / grad_scale
+            pairs = update(param, -unscaled if maximize else unscaled,
+                           *(state[i] if len(state) else None for state in states), **options)
             if grad_scale is not None:
-                updated.append(grads[i])
-                new.append(unscaled)
-            _store(updated, new, found_inf)
+                pairs.append((grads[i], unscaled))
+            for target, value in pairs:
+                target.copy_(value if keep is None else torch.where(keep, target, value))
     return kernel
 
 
-def _sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening,
-         nesterov, maximize, is_first_step, grad_scale=None, found_inf=None):
-    for i, param in enumerate(params):
-        unscaled, grad = _grad(grads[i], grad_scale, maximize)
+def _adam(decoupled):
+    def update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, state_step, *, lr, beta1,
+               beta2, weight_decay, eps, amsgrad):
+        step = state_step.to(param.dtype)
+        bias_correction1 = 1 - torch.pow(beta1, step)
+        bias_correction2_sqrt = (1 - torch.pow(beta2, step)).sqrt()
+        value = param
         if weight_decay != 0:
-            grad = grad + weight_decay * param
-        updated, new = [], []
-        if momentum != 0:
-            buf = momentum_buffer_list[i]
-            buf_new = grad if is_first_step else buf * momentum + (1 - dampening) * grad
-            grad = grad + momentum * buf_new if nesterov else buf_new
-            updated.append(buf)
-            new.append(buf_new)
-        updated.append(param)
-        new.append(param - lr * grad)
-        if grad_scale is not None:
-            updated.append(grads[i])
-            new.append(unscaled)
-        _store(updated, new, found_inf)
+            if decoupled:  # AdamW: decay the parameter
+                value = value - lr * weight_decay * value
+            else:  # Adam: decay through the gradient
+                grad = grad + weight_decay * value
+        new_avg = exp_avg.lerp(grad, 1 - beta1)
+        new_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * grad * grad
+        pairs = [(exp_avg, new_avg), (exp_avg_sq, new_avg_sq)]
+        if amsgrad:
+            new_avg_sq = torch.maximum(max_exp_avg_sq, new_avg_sq)
+            pairs.append((max_exp_avg_sq, new_avg_sq))
+        denom = new_avg_sq.sqrt() / bias_correction2_sqrt + eps
+        return pairs + [(param, value - (lr / bias_correction1) * new_avg / denom)]
+    return _fused(update)
 
 
-def _adagrad(params, grads, state_sums, state_steps, *, lr, lr_decay, weight_decay, eps,
-             maximize, grad_scale=None, found_inf=None):
-    for i, param in enumerate(params):
-        unscaled, grad = _grad(grads[i], grad_scale, maximize)
-        if weight_decay != 0:
-            grad = grad + weight_decay * param
-        step = state_steps[i].to(param.dtype)
-        clr = lr / (1 + (step - 1) * lr_decay)
-        state_sum = state_sums[i] + grad * grad
-        updated = [state_sums[i], param]
-        new = [state_sum, param - clr * grad / (state_sum.sqrt() + eps)]
-        if grad_scale is not None:
-            updated.append(grads[i])
-            new.append(unscaled)
-        _store(updated, new, found_inf)
+def _sgd_update(param, grad, buf, *, weight_decay, momentum, lr, dampening, nesterov,
+                is_first_step):
+    if weight_decay != 0:
+        grad = grad + weight_decay * param
+    pairs = []
+    if momentum != 0:
+        new_buf = grad if is_first_step else buf * momentum + (1 - dampening) * grad
+        grad = grad + momentum * new_buf if nesterov else new_buf
+        pairs.append((buf, new_buf))
+    return pairs + [(param, param - lr * grad)]
+
+
+def _adagrad_update(param, grad, state_sum, state_step, *, lr, lr_decay, weight_decay, eps):
+    if weight_decay != 0:
+        grad = grad + weight_decay * param
+    clr = lr / (1 + (state_step.to(param.dtype) - 1) * lr_decay)
+    new_sum = state_sum + grad * grad
+    return [(state_sum, new_sum), (param, param - clr * grad / (new_sum.sqrt() + eps))]
 
 
 def _unscale(grads, found_inf, inv_scale):
@@ -136,7 +113,7 @@ def _update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_facto
 
 
 KERNELS = {"_fused_adam_": _adam(decoupled=False), "_fused_adamw_": _adam(decoupled=True),
-           "_fused_sgd_": _sgd, "_fused_adagrad_": _adagrad}
+           "_fused_sgd_": _fused(_sgd_update), "_fused_adagrad_": _fused(_adagrad_update)}
 AMP_KERNELS = {"_amp_foreach_non_finite_check_and_unscale_": _unscale,
                "_amp_update_scale_": _update_scale}
 
