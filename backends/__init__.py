@@ -22,7 +22,8 @@ and optionally (XLA):
   executable.bind(fixed) -> callable    the executable with those leaves' values built in
   memory_per_device() -> {device: bytes}
   lend_to_host(buffer) -> DLPack-exportable|None  the buffer's own memory when it is host memory
-                                        its only holder may give away (torch.compile outputs)
+                                        a caller may take over (torch.compile outputs no one
+                                        else holds) or share read-only (tf.Variable stores)
 
 Leaf values are buffers for data leaves and host NumPy values for param leaves.
 """

@@ -201,6 +201,26 @@ def to_host(handle, cause="observe", source=None):
     return host
 
 
+def to_host_shared(handle, cause="observe"):
+    """The handle's buffer itself, DLPack-exportable, when the backend keeps it in host memory
+    (XLA on one CPU device), for a caller that reads it or copies before writing (a tf.Variable
+    does: it copies a buffer it does not own on write); None elsewhere: use to_host. Sharing is
+    safe from XLA's side because it never writes a buffer a program has returned (lazyx donates
+    none, and PJRT refuses to donate one with a DLPack reference)."""
+    lend = getattr(get_backend(), "lend_to_host", None)
+    if lend is None:
+        return None
+    if handle.pending:
+        sync(handle, cause=cause, source=user_line(2), sharing=True)
+    buffer = lend(handle.node.value)
+    if buffer is None:
+        return None
+    start = time.perf_counter() if LISTENERS else 0.0
+    get_backend().wait((buffer,))
+    _transferred("to_host", buffer.nbytes, start)
+    return buffer
+
+
 def _transferred(direction, nbytes, start):
     """Count a transfer; tell the listeners (the timeline, a profiler) how long it took, from
     `start` -- which callers take only when someone listens."""

@@ -98,3 +98,37 @@ def test_an_eager_read_lifted_by_a_lowering_reuses_the_mirror():
     np.testing.assert_allclose(got.numpy(), w.numpy() * NEW, rtol=1e-6)
     w.assign(NEW)
     np.testing.assert_allclose((tf.convert_to_tensor(w) * ltf.constant(NEW)).numpy(), NEW * NEW)
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_a_stored_value_and_its_variable_never_see_each_others_writes(write, tmp_path):
+    """ltf.sync() stores a result into its variable without copying it where the backend keeps
+    it in host memory (XLA on CPU): TF then holds the program's own buffer. A lazy value of the
+    same node kept by the user must not change when TF later writes the variable."""
+    w = tf.Variable(W0)
+    kept = w - ltf.constant(NEW)                # the lazy value the variable will store
+    w.assign(kept)
+    ltf.sync()
+    stored = w.numpy()
+    np.testing.assert_allclose(stored, W0 - NEW, rtol=1e-6)
+    fn = tf.function(lambda: w.assign_add(tf.constant(NEW)))
+    WRITES[write](w, fn, tmp_path)
+    assert not np.allclose(w.numpy(), stored)   # TF's write took place ...
+    np.testing.assert_array_equal(kept.numpy(), stored)  # ... and only in the variable
+    np.testing.assert_array_equal((kept * 1.0).numpy(), stored)  # also as a program's input
+
+
+def test_the_store_shares_the_result_buffer_on_xla_cpu():
+    """The store itself is not a copy: the variable's TF buffer is the program's result."""
+    from lazyx.core import runtime
+    if runtime.get_backend().name != "xla":
+        pytest.skip("the reference backend keeps results as NumPy arrays: TF copies them")
+    import jax
+    w = tf.Variable(W0)
+    w.assign(w * ltf.constant(NEW))
+    ltf.sync()
+    shared = runtime.to_host_shared(w._lazyx_mirror._handle)
+    assert shared is not None
+    got = jax.dlpack.from_dlpack(w.read_value())
+    assert got.unsafe_buffer_pointer() == shared.unsafe_buffer_pointer()
+    np.testing.assert_allclose(np.asarray(got), W0 * NEW, rtol=1e-6)
