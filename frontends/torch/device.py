@@ -15,7 +15,7 @@ from torch.utils.backend_registration import _setup_privateuseone_for_python_bac
 
 from ...core import compose
 from . import autocast, dtypes, fused_optim, hooks, recurrent, tensor
-from .aten import data_dependent, random as lazy_random
+from .aten import data_dependent, losses, random as lazy_random
 
 
 class _BackendModule:
@@ -142,6 +142,7 @@ def register():
     recurrent.register(lib)  # nn.LSTM / nn.GRU: ATen's route for non-CPU devices is CUDA-only
     fused_optim.register(lib)  # Adam(fused=True) and kin: ATen has CPU and CUDA kernels only
     lib.impl("one_hot", data_dependent.one_hot, "AutogradPrivateUse1")  # its class count read
+    lib.impl("ctc_loss.Tensor", losses.ctc_loss, "AutogradPrivateUse1")  # CPU lengths
     _registered.append(autocast.register(lib))  # torch.autocast("lazyx")
     _registered.append(lib)  # the registrations live as long as the Library object
     hooks.install()

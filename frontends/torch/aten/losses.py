@@ -7,6 +7,8 @@ the same numbers, no index arithmetic, and XLA fuses it with the reduction. An i
 (target == ignore_index) weighs 0, as in torch. Like any lazy system, lazyx cannot raise
 torch's "Target n is out of bounds" (it depends on the values): such a row picks nothing.
 """
+import torch
+
 from ....core import ops
 from .table import Unsupported, aten, compute_dtype, const, lower, node_of
 
@@ -86,3 +88,25 @@ def _nll_loss_backward(out, grad, x, target, weight, reduction, ignore_index, to
         g = ops.mul(g, _class_weights(weight, dtype, a.shape))
     hot, _ = _hot(t, a.shape, ignore_index)
     return ops.select(hot, ops.neg(g), const(0, dtype, a.shape))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=_MEAN,
+             zero_infinity=False):
+    """F.ctc_loss with lengths as CPU tensors, registered for the device's autograd key
+    (device.py). The usual call passes them so (CUDA takes them, and so does cuDNN); ATen's
+    composite kernel sees a tensor subclass among the arguments and keeps the lengths as
+    tensors, then divides the lazy loss by a CPU one, which the device check refuses. Host
+    lengths are host values: the list overload takes them, as ATen's own path does for plain
+    tensors; a CPU length beside a device one moves to the device."""
+    lengths = (input_lengths, target_lengths)
+    on_cpu = [isinstance(x, torch.Tensor) and x.device.type == "cpu" for x in lengths]
+    # (a tracer's fake tensor has no values to read: it moves to the device like a lazy one)
+    if all(type(x) is torch.Tensor and cpu for x, cpu in zip(lengths, on_cpu)) and \
+            all(not x.is_floating_point() and not x.is_complex() for x in lengths):
+        return aten.ctc_loss.IntList(log_probs, targets, input_lengths.tolist(),
+                                     target_lengths.tolist(), blank, reduction, zero_infinity)
+    if any(on_cpu):
+        input_lengths, target_lengths = (x.to(log_probs.device) if cpu else x
+                                         for x, cpu in zip(lengths, on_cpu))
+    return aten.ctc_loss.Tensor.decompose(log_probs, targets, input_lengths, target_lengths,
+                                          blank, reduction, zero_infinity)
