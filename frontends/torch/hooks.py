@@ -17,6 +17,7 @@ upgrade, re-read those:
   Tensor._reduce_ex_internal   torch.save/pickle of lazy tensors: values go through the CPU
   Tensor.__deepcopy__          copy.deepcopy of lazy tensors (a model's buffers): a clone
   Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first
+  torch._dynamo.trace_rules    Dynamo runs lazyx's own code, never compiles it (add)
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
@@ -24,6 +25,8 @@ not patches.
 """
 import copy
 import copyreg
+import sys
+import types
 
 import torch
 
@@ -185,10 +188,56 @@ def _setitem(self, index, value, _functional=torch._is_functional_tensor):
     return _ORIGINAL["__setitem__"](self, index, value)
 
 
+# lazyx's runtime, not model code: Dynamo must run it as it is, as it runs torch's own Python.
+# A compiled function runs every Python frame it reaches under Dynamo's frame hook, those of a
+# graph break's eager region included: an op there that lazyx handles in Python (a kernel
+# registered through torch.library, __torch_dispatch__) made Dynamo compile lazyx's dispatcher
+# and runtime as if they were the user's (F.ctc_loss on lt.device tensors under
+# torch.compile failed inside Dynamo's NumPy support). The test and benchmark files stay
+# traceable: only these packages are skipped.
+_RUNTIME_PACKAGES = ("lazyx.core", "lazyx.backends", "lazyx.frontends")
+
+
+def _skip_in_dynamo():
+    """Calls into lazyx from a function Dynamo traces break the graph there (trace_rules: as
+    for torch's own modules), and a lazyx frame Dynamo meets at run time runs without it, with
+    everything it calls (jax's Python included): each function's code is marked skip, for
+    itself and recursively."""
+    try:
+        from torch._dynamo import trace_rules
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+        add = trace_rules.add
+    except (ImportError, AttributeError):  # another torch: Dynamo may compile our frames
+        return
+    for package in _RUNTIME_PACKAGES:
+        add(package)
+    skip = FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP)
+    for name, module in list(sys.modules.items()):
+        if module is not None and name.startswith(_RUNTIME_PACKAGES):
+            for code in _codes(module):
+                set_code_exec_strategy(code, skip)
+
+
+def _codes(module):
+    """The code of every function and method defined in `module`."""
+    for value in list(vars(module).values()):
+        if getattr(value, "__module__", None) != module.__name__:
+            continue
+        members = vars(value).values() if isinstance(value, type) else (value,)
+        for member in members:
+            for fn in (getattr(member, "__func__", member), getattr(member, "fget", None),
+                       getattr(member, "fset", None)):
+                code = getattr(fn, "__code__", None)
+                if isinstance(code, types.CodeType):
+                    yield code
+
+
 def install():
     """Install the hooks (once; device.register calls this)."""
     if _ORIGINAL:
         return
+    _skip_in_dynamo()
     for name, patched in (("numpy", _numpy), ("__repr__", _repr), ("copy_", _copy_),
                           ("__setitem__", _setitem)):
         _ORIGINAL[name] = getattr(torch.Tensor, name)

@@ -216,6 +216,24 @@ def test_graph_breaks_are_counted_and_explained():
     assert "graph breaks: torch.compile split the code 1 time" in lazyx.analysis()
 
 
+def test_lazyx_code_reached_in_a_graph_breaks_eager_region_runs_uncompiled():
+    """torch.ctc_loss is not traceable: Dynamo runs it eagerly, and on lt.device tensors that
+    reaches lazyx's own Python (a kernel registered for the device, its dispatcher, jax).
+    Dynamo compiled those frames as if they were the user's, and failed inside them."""
+    torch.manual_seed(0)
+    logits = torch.randn(6, 2, 5)
+    targets, lengths, target_lengths = torch.tensor([[1, 2], [3, 3]]), \
+        torch.tensor([6, 4]), torch.tensor([2, 1])
+
+    def fn(x, t, n, m):
+        return torch.nn.functional.ctc_loss(x.log_softmax(-1) * 1.0, t, n, m) * 2
+
+    want = fn(logits, targets, lengths, target_lengths)
+    got = _compile(fn)(logits.to(lt.device), targets.to(lt.device), lengths, target_lengths)
+    assert lt.is_lazy(got)
+    torch.testing.assert_close(got.cpu(), want)
+
+
 def test_dynamic_shapes_run_uncompiled_and_are_counted():
     fn = torch.compile(lambda x: torch.relu(x) * 3, backend="lazyx" if _installed()
                        else lt.dynamo_backend, dynamic=True)

@@ -39,6 +39,14 @@ PROGRAM = textwrap.dedent("""
     print(sorted(str(w.message)[:60] for w in caught), torch.accelerator.is_available())
     z = torch.zeros(2, 3); z.copy_(torch.ones(2, 3)); z[0] = torch.arange(3.0); z[1, 1] = 7
     print(z.tolist())
+
+    def written(a, b):  # the copy_ and item-assignment hooks must not break a graph
+        out = torch.zeros_like(a)
+        out.copy_(a * 2)
+        out[0] = b
+        return torch.nn.functional.relu(out)
+    compiled = torch.compile(written, backend="eager", fullgraph=True)
+    print(compiled(torch.ones(2, 3), torch.arange(3.0)).tolist())
 """)
 
 
