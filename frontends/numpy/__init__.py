@@ -13,7 +13,7 @@ lazy arrays have value semantics where NumPy would return a view (see docs/numpy
 """
 import math as _math
 
-from . import _methods
+from . import _layout, _methods
 from ._base import DEVICE, LazyArray
 from ._creation import (arange, array, asarray, empty, empty_like, eye, from_dlpack, full,
                         full_like, identity, linspace, meshgrid, ones, ones_like, tril, triu,
@@ -40,6 +40,7 @@ from . import fft, linalg, random  # noqa: E402
 from . import _replay  # noqa: E402,F401  (lazyx.compile learns lazy arrays)
 
 _methods.install()
+_layout.install()  # strides, flags, view, flat, `in`
 globals().update(_ELEMENTWISE)
 
 __array_api_version__ = "2023.12"

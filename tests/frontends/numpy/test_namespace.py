@@ -193,6 +193,44 @@ def test_ndarray_methods_that_are_numpy_functions_match_numpy():
     assert_matches(lx, nx)
 
 
+@settings(max_examples=30, deadline=None)
+@given(hnp.arrays(st.sampled_from([np.float32, np.float64, np.int32, np.int64, np.uint8]),
+                  hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)))
+def test_layout_attributes_are_those_of_a_c_ordered_array(x):
+    """strides and flags are known without a sync: those of a C-ordered copy of the value."""
+    c = np.array(x, order="C")
+    assert L(x).strides == c.strides
+    for flag in ("C_CONTIGUOUS", "F_CONTIGUOUS", "WRITEABLE", "ALIGNED"):
+        assert L(x).flags[flag] == c.flags[flag], flag
+
+
+@pytest.mark.parametrize("src, to", [(np.float64, np.int64), (np.float32, np.uint32),
+                                     (np.int32, np.float32), (np.int64, np.float64),
+                                     (np.float64, np.float32), (np.uint8, np.int8)])
+def test_view_reinterprets_the_bits_like_numpy(src, to):
+    x = (RNG.normal(size=(3, 4)) * 50).astype(src)
+    assert_matches(L(x).view(to), x.view(to))
+    assert_matches(L(x).view(), x)
+    with pytest.raises(TypeError, match="subclass"):
+        L(x).view(np.matrix)
+
+
+def test_flat_reads_and_writes_the_flattened_array_and_in_tests_membership():
+    x = np.arange(12.0).reshape(3, 4)
+    lx, nx = L(x), x.copy()
+    assert_matches(lx.flat[5], nx.flat[5])
+    assert_matches(lx.flat[2:9:3], nx.flat[2:9:3])
+    assert len(lx.flat) == len(nx.flat) and list(lx.flat) == list(nx.flat)
+    lx.flat[[1, 7]] = -1.0
+    nx.flat[[1, 7]] = -1.0
+    assert_matches(lx, nx)
+    lx.flat = 3.0
+    nx.flat = 3.0
+    assert_matches(lx, nx)
+    assert (3.0 in lx) is True and (4.0 in lx) is False
+    assert (5.0 in L(x)) == (5.0 in x) and (-2 in L(x)) == (-2 in x)
+
+
 def test_where_three_args_weak_scalars():
     cond = A > 0
     assert_matches(np.where(L(cond), L(A), 0), np.where(cond, A, 0))

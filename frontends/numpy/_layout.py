@@ -1,0 +1,102 @@
+"""ndarray attributes about memory layout, for code written against numpy.ndarray.
+
+A lazy array has no host memory, so what NumPy reads from its buffer is answered from the
+layout a fresh C-ordered array of the same shape and dtype would have (`strides`, `flags`;
+never a sync), and what goes through the buffer is a value operation: `view(dtype)`
+reinterprets the bits (XLA's bitcast; a change of width, which NumPy allows by resizing the
+last axis, runs as a counted NumPy fallback), `flat` indexes and assigns the flattened value.
+Views have the frontend's value semantics (docs/numpy.md): writing `a.view(t)` does not
+change `a`; `a.flat[i] = v` writes `a`, like `a[...] = v`.
+"""
+import builtins
+
+import numpy as np
+
+from ...core import dtypes as dt, ops
+from ._base import LazyArray, wrap
+from ._fallback import run_eagerly
+from ._promote import assign
+
+
+def strides(self):
+    """A C-ordered array's strides (those of np.array(value, order="C"))."""
+    if not self.size:  # NumPy's own choice for an empty array (no memory is allocated)
+        return np.empty(self.shape, self.dtype).strides
+    step, out = self.dtype.itemsize, []
+    for n in reversed(self.shape):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
+
+
+def flags(self):
+    """The flags of a C-ordered, writeable array of this shape: those of a stand-in with this
+    shape and these strides over one element (no memory of the array's size is allocated)."""
+    return np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape,
+                                           strides(self)).flags
+
+
+def view(self, dtype=None, type=None):  # noqa: A002 - NumPy's names
+    if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray)):
+        raise TypeError("lazyx arrays have no ndarray subclass views; use np.asarray(a) "
+                        "first (a sync) for a host array of that type")
+    if dtype is None or np.dtype(dtype) == self.dtype:
+        return wrap(self._node)
+    want = np.dtype(dtype)
+    if want.itemsize == self.dtype.itemsize and want.kind in "biufc":
+        return wrap(ops.bitcast_convert(self._node, dtype=dt.from_numpy(want)))
+    return run_eagerly(lambda host: host.view(want), "ndarray.view", (self,), {})
+
+
+class FlatIter:
+    """`a.flat`: the array as one dimension, indexed and assigned like numpy.flatiter."""
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+
+    def __len__(self):
+        return self.base.size
+
+    def __getitem__(self, index):
+        return self.base.ravel()[index]
+
+    def __setitem__(self, index, value):
+        flat = self.base.ravel()
+        flat[index] = value
+        assign(self.base, flat.reshape(self.base.shape))
+
+    def __iter__(self):
+        return iter(self.base.ravel())
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.base.ravel(), dtype=dtype)
+
+    def copy(self):
+        return self.base.ravel().copy()
+
+    @property
+    def shape(self):
+        return (self.base.size,)
+
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+
+def flat(self):
+    return FlatIter(self)
+
+
+def contains(self, value):
+    """`value in a`: NumPy's (a == value).any(), read on the host."""
+    return bool((self == value).any())
+
+
+def install():
+    LazyArray.strides = property(strides)
+    LazyArray.flags = property(flags)
+    LazyArray.flat = property(flat, lambda self, value: FlatIter(self).__setitem__(
+        slice(None), value))
+    LazyArray.view = view
+    LazyArray.__contains__ = contains
