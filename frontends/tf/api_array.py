@@ -7,6 +7,7 @@ from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, operand_nodes,
                        static_ints)
+from . import indexed_slices
 from .registry import lower, raise_for_values
 from .tensor import LazyTensor, framework_request, ir_dtype, to_tf, wrap
 
@@ -234,6 +235,8 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
     perm = [a] + [i for i in range(x.ndim) if i != a]
     moved = ops.transpose(x, permutation=perm) if a else x
     rows = ops.gather(moved, ops.reshape(idx, new_sizes=idx.shape + (1,)))
+    if not a:  # TF differentiates this gather to IndexedSlices (ltf.GradientTape does too)
+        indexed_slices.mark_row_gather(rows)
     k = idx.ndim
     order = list(range(k, k + a)) + list(range(k)) + list(range(k + a, rows.ndim))
     out = ops.transpose(rows, permutation=order) if a else rows

@@ -39,6 +39,15 @@ Installed here, once:
       enter a TF graph: TF rebuilt it from its components and failed.) Calls without lazy
       arguments go to TF unchanged.
 
+  tf.convert_to_tensor gets a dispatch target for tf.IndexedSlices (indexed_slices.densify):
+      IndexedSlices with lazy values or indices (ltf.GradientTape's gradient of a gather)
+      are summed lazily; for any other it answers NotImplemented and TF converts as ever.
+
+  BaseResourceVariable.scatter_add / _sub / _update / _max / _min / _mul are wrapped: with
+      IndexedSlices holding lazy values (Keras' optimizers write a sparse gradient so), the
+      scatter is recorded as the variable's new lazy value (variables.scatter_lazily; the
+      variable becomes lazy-aware, as on a lazy assign); every other call is TF's own.
+
   registry.UNDISPATCHED: a TF function with no dispatch hook at all is replaced, in its
       public namespace, by a wrapper that lowers lazy inputs and calls the original for
       anything else: tf.linalg.slogdet (a generated op), tf.signal.rfft/irfft and their
@@ -68,7 +77,7 @@ import sys
 import tensorflow as tf
 from tensorflow.python.util import dispatch
 
-from . import registry, variables
+from . import indexed_slices, registry, variables
 from .tensor import LazyTensor
 
 _installed = []
@@ -92,6 +101,23 @@ def install():
     _wrap_keras_conv()
     _wrap_keras_cond()
     _wrap_tf_function()
+    tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
+        indexed_slices.densify)
+    _wrap_variable_scatters()
+
+
+def _wrap_variable_scatters():
+    from tensorflow.python.ops import resource_variable_ops
+    cls = resource_variable_ops.BaseResourceVariable
+    for name in variables.SCATTER_MODES:
+        original = getattr(cls, name)
+
+        def method(self, sparse_delta, *args, _original=original, _name=name, **kwargs):
+            if variables.scatter_lazily(self, _name, sparse_delta):
+                return self
+            return _original(self, sparse_delta, *args, **kwargs)
+        method.__name__, method.__wrapped__ = name, original
+        setattr(cls, name, method)
 
 
 def _wrap_tf_function():

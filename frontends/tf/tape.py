@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from ...core import autodiff, ir, ops, origins, runtime
 from ...core import dtypes as dt
-from . import variables
+from . import indexed_slices, variables
 from .tensor import TAPED_LEAVES, LazyTensor
 
 
@@ -48,11 +48,14 @@ class GradientTape(tf.GradientTape):
         if not runtime.ORIGINS and not TAPED_LEAVES:
             # the usual step: no value realized mid-step, no fallback under the tape -- one
             # walk of the graph here, instead of three with a weak-table lookup per node
-            reachable = {id(n) for n in ir.topo_order([target.node])}
+            order = ir.topo_order([target.node])
+            reachable = {id(n) for n in order}
             wanted = [n for n in nodes if n is not None and id(n) in reachable
                       and dt.is_float(n.dtype)]
-            grads = dict(zip(map(id, wanted), autodiff.vjp([target.node], [seed], wanted)))
             bridges = []
+
+            def vjp(wrt):
+                return autodiff.vjp([target.node], [seed], wrt)
         else:
             order = origins.order_through(target.node)
             reachable = {id(n) for n in order}
@@ -62,8 +65,20 @@ class GradientTape(tf.GradientTape):
             # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates
             # up to them, TF's own tape from them back to the sources
             bridges = [n for n in order if n in TAPED_LEAVES and dt.is_float(n.dtype)]
-            grads = dict(zip(map(id, wanted + bridges),
-                             origins.vjp(target.node, seed, wanted + bridges)))
+
+            def vjp(wrt):
+                return origins.vjp(target.node, seed, wrt)
+        # a source only gathered along axis 0 (an Embedding's table): TF's IndexedSlices
+        sparse = indexed_slices.sparse_sources(order, wanted)
+        dense = [n for n in wanted if id(n) not in sparse] + bridges
+        gathers = [g for n in wanted if id(n) in sparse for g in sparse[id(n)]]
+        cotangents = vjp(dense + gathers)
+        grads = dict(zip(map(id, dense), cotangents))
+        rest = iter(cotangents[len(dense):])
+        for n in wanted:
+            if id(n) in sparse:
+                grads[id(n)] = indexed_slices.sparse_gradient(
+                    n, sparse[id(n)], [next(rest) for _ in sparse[id(n)]])
         extra = self._through_tf(bridges, [grads[id(b)] for b in bridges], flat) if bridges \
             else [None] * len(flat)
         zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO
@@ -71,9 +86,13 @@ class GradientTape(tf.GradientTape):
         for s, n, more in zip(flat, nodes, extra):
             g = grads.get(id(n)) if n is not None else None
             if more is not None:
+                if isinstance(g, tf.IndexedSlices):  # a dense part too: TF's sum is dense
+                    g = tf.convert_to_tensor(g).node
                 more = _node(more, more.dtype)
                 g = more if g is None else ops.add(g, ops.convert(more, dtype=g.dtype))
-            if g is None:
+            if isinstance(g, tf.IndexedSlices):
+                out.append(g)
+            elif g is None:
                 out.append(tf.zeros_like(tf.convert_to_tensor(s)) if zeros else None)
             else:
                 out.append(LazyTensor(g))

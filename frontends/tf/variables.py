@@ -361,10 +361,48 @@ for _name, _gather in (("sparse_read", tf.gather), ("gather_nd", tf.gather_nd)):
     setattr(_LazyMethods, _name, _gathered_lazily(_name, _gather))
 
 
+# IndexedSlices scatters the IR has a mode for (scatter_sub: add of the negated rows, which is
+# exact); scatter_div would round otherwise as a product by reciprocals: stored first
+SCATTER_MODES = {"scatter_add": "add", "scatter_sub": "sub", "scatter_update": "set",
+                  "scatter_max": "max", "scatter_min": "min", "scatter_mul": "mul"}
+
+
+def scatter_lazily(var, name, sparse_delta):
+    """Record var.<name>(sparse_delta) as the variable's new lazy value: a scatter into the
+    current value (its shadow, or its TF value). False when TF itself must do it (not
+    IndexedSlices, nothing lazy, a dtype or shape TF will refuse with its own error)."""
+    mode = SCATTER_MODES.get(name)
+    if mode is None or not isinstance(sparse_delta, tf.IndexedSlices):
+        return False
+    values, indices = sparse_delta.values, sparse_delta.indices
+    if getattr(var, "_lazyx_shadow", None) is None and not isinstance(values, LazyTensor) and \
+            not isinstance(indices, LazyTensor):
+        return False
+    if values.dtype != var.dtype or not indices.dtype.is_integer or \
+            len(indices.shape) != 1 or \
+            tuple(values.shape) != tuple(indices.shape) + tuple(var.shape[1:]):
+        return False
+    _make_lazy(var)
+    current = var._lazyx_shadow
+    if current is None:
+        current = LazyTensor(_tf_leaf(var.value()))
+    rows, idx = _tensor.node_of(values, var.dtype), _tensor.node_of(indices, indices.dtype)
+    if mode == "sub":
+        mode, rows = "add", ops.neg(rows)
+    idx = ops.reshape(idx, new_sizes=idx.shape + (1,))
+    _set_shadow(var, wrap(ops.scatter(current.node, idx, rows, mode=mode)))
+    return True
+
+
 def _stored_first(name):
     """A scatter method writes into TF's buffer: on a variable holding a lazy value the buffer
-    is stale, so the value is stored first (one sync) and the scatter applies to it."""
+    is stale, so the value is stored first (one sync) and the scatter applies to it -- unless
+    it scatters IndexedSlices the IR can scatter (a lazy gradient's, from Keras' optimizers),
+    which stay lazy."""
     def method(self, *args, **kwargs):
+        delta = args[0] if args else kwargs.get("sparse_delta")
+        if scatter_lazily(self, name, delta):
+            return self
         if self._lazyx_shadow is not None:
             capture.host_read(f"tf.Variable.{name} on {self.name!r}")
             write_back([self])
