@@ -168,9 +168,14 @@ METRICS_SKIP = {}
 
 # ---------------------------------------------------------------- keras.layers: (config, inputs)
 
-RNN = "recurrent layer: a loop over time (tf.while_loop in Keras' TF backend)"
+RNN_CELL = "a cell or a cell's wrapper: takes (inputs, states); LSTM/GRU/SimpleRNN are tried"
+CONV_RNN = "convolutional recurrent layer: not tried (LSTM/GRU/SimpleRNN/Bidirectional are)"
 PREPROCESS = "preprocessing layer (random augmentation or host-side lookup tables)"
 LAYERS = {
+    "LSTM": ({"units": 4}, ("@seq",)), "GRU": ({"units": 4, "return_sequences": True},
+                                                ("@seq",)),
+    "SimpleRNN": ({"units": 4, "go_backwards": True}, ("@seq",)),
+    "Bidirectional": ({"layer": __import__("keras").layers.LSTM(3)}, ("@seq",)),
     "Dense": ({"units": 5}, ("@x",)), "EinsumDense": ({"equation": "ab,bc->ac",
                                                       "output_shape": 5}, ("@x",)),
     "Activation": ({"activation": "relu"}, ("@s",)), "Embedding": ({"input_dim": 4,
@@ -249,9 +254,9 @@ LAYERS = {
 LAYERS_SKIP = {
     "Layer": "the base class", "InputLayer": "a graph placeholder, not a computation",
     "Input": "a graph placeholder", "InputSpec": "not a layer", "Wrapper": "abstract base",
-    "RNN": RNN, "SimpleRNN": RNN, "LSTM": RNN, "GRU": RNN, "ConvLSTM1D": RNN,
-    "ConvLSTM2D": RNN, "ConvLSTM3D": RNN, "Bidirectional": RNN, "SimpleRNNCell": RNN,
-    "LSTMCell": RNN, "GRUCell": RNN, "StackedRNNCells": RNN,
+    "RNN": RNN_CELL, "ConvLSTM1D": CONV_RNN, "ConvLSTM2D": CONV_RNN, "ConvLSTM3D": CONV_RNN,
+    "SimpleRNNCell": RNN_CELL, "LSTMCell": RNN_CELL, "GRUCell": RNN_CELL,
+    "StackedRNNCells": RNN_CELL,
     "FlaxLayer": "wraps a JAX/Flax module", "JaxLayer": "wraps a JAX function",
     "TorchModuleWrapper": "wraps a torch module", "TFSMLayer": "loads a SavedModel",
     "Hashing": STRINGS, "HashedCrossing": STRINGS, "StringLookup": STRINGS,

@@ -23,6 +23,12 @@ Installed here, once:
       meets a graph tensor and nothing can be lazy; tf.nn.convolution itself takes groups.
       Any other input goes to Keras' own function unchanged.
 
+  keras.src.backend.rnn is wrapped: for a lazy input it runs Keras' own loop with
+      unroll=True. Keras' TF backend loops over time with tf.while_loop over TensorArrays,
+      which take no lazy value (LSTM, GRU, SimpleRNN, Bidirectional raised TypeError); a
+      lazy tensor's time dimension is always static, so the unrolled loop is one graph, the
+      same numbers as eager TF. Any other input goes to Keras' own function unchanged.
+
   keras.src.backend.tensorflow.core.cond is wrapped for a lazy predicate (Keras hands
       `smart_cond` only tensors or bools, so `ops.cond` on a lazy value was a TypeError).
       Called from keras.src.losses / keras.src.metrics (pure branches: Hinge and
@@ -99,6 +105,7 @@ def install():
             wrapper = staticmethod(wrapper)  # tf.data.Dataset.from_tensor_slices
         setattr(namespace, name, wrapper)
     _wrap_keras_conv()
+    _wrap_keras_rnn()
     _wrap_keras_cond()
     _wrap_tf_function()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
@@ -152,6 +159,26 @@ def _wrap_keras_conv():
             dilations=dilation_rate)
     conv.__wrapped__ = keras_conv
     keras_tf_nn.conv = conv
+
+
+def _wrap_keras_rnn():
+    try:
+        import keras.src.backend as keras_backend
+        import keras.src.backend.tensorflow as keras_tf
+    except ImportError:  # pragma: no cover - keras is optional
+        return
+    keras_rnn = keras_backend.rnn
+    parameters = inspect.signature(keras_rnn)
+
+    def rnn(*args, **kwargs):
+        bound = parameters.bind(*args, **kwargs)
+        if isinstance(bound.arguments.get("inputs"), LazyTensor):
+            bound.arguments["unroll"] = True  # a Python loop over the (static) time steps
+        return keras_rnn(*bound.args, **bound.kwargs)
+    rnn.__wrapped__ = keras_rnn
+    keras_backend.rnn = rnn
+    if getattr(keras_tf, "rnn", None) is keras_rnn:
+        keras_tf.rnn = rnn
 
 
 def _wrap_keras_cond():
