@@ -15,7 +15,7 @@ from torch.utils.backend_registration import _setup_privateuseone_for_python_bac
 
 from ...core import compose
 from . import autocast, dtypes, fused_optim, hooks, recurrent, tensor
-from .aten import data_dependent, losses, random as lazy_random
+from .aten import data_dependent, indexing, losses, random as lazy_random
 
 
 class _BackendModule:
@@ -143,6 +143,8 @@ def register():
     fused_optim.register(lib)  # Adam(fused=True) and kin: ATen has CPU and CUDA kernels only
     lib.impl("one_hot", data_dependent.one_hot, "AutogradPrivateUse1")  # its class count read
     lib.impl("ctc_loss.Tensor", losses.ctc_loss, "AutogradPrivateUse1")  # CPU lengths
+    lib.impl("embedding_backward", indexing.embedding_backward, "AutogradPrivateUse1")  # dense
+    lib.impl("_embedding_bag_backward", indexing.embedding_bag_backward, "AutogradPrivateUse1")
     _registered.append(autocast.register(lib))  # torch.autocast("lazyx")
     _registered.append(lib)  # the registrations live as long as the Library object
     hooks.install()

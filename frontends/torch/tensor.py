@@ -439,7 +439,7 @@ def eager(func, args, kwargs, cause):
 
     with _cpu_dispatch_keys():
         out = func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
-    return _lazify(out)
+    return _lazify(out, func)
 
 
 _VIEW_BIT_KEYS = (torch._C.DispatchKey.Conjugate, torch._C.DispatchKey.Negative,
@@ -456,11 +456,17 @@ def _cpu_dispatch_keys():
     return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude)
 
 
-def _lazify(out):
+def _lazify(out, func=None):
     if isinstance(out, torch.Tensor):
+        if out.layout != torch.strided:
+            # a lazy value is a dense array: a sparse result cannot come back to the device
+            raise RuntimeError(
+                f"lazyx: {func} makes a {out.layout} tensor, and lazyx tensors are dense "
+                f"(strided) only: keep sparse tensors on CPU, or call .to_dense() before "
+                f".to(lt.device)")
         return from_cpu(out) if dtypes.supported(out.dtype) else out
     if isinstance(out, (list, tuple)):
-        return type(out)(_lazify(o) for o in out)
+        return type(out)(_lazify(o, func) for o in out)
     return out
 
 

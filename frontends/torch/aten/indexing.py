@@ -1,5 +1,9 @@
 """Gathers and scatters: torch's dim-wise and advanced indexing mapped onto the IR's one
 canonical form (indices (*B, k) address the first k axes of the operand)."""
+import warnings
+
+import torch
+
 from ....core import ops
 from .table import Unsupported, aten, bcast, const, dim_of, lower, node_of
 
@@ -291,6 +295,41 @@ def _embedding(out, weight, indices, padding_idx=-1, scale_grad_by_freq=False, s
     return ops.reshape(rows, new_sizes=tuple(out.shape))
 
 
+
+
+_SPARSE_WARNED = []
+
+
+def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
+    """nn.Embedding(sparse=True)'s gradient on lt.device, registered for the device's autograd
+    key (device.py): a lazy value is a dense array, and the sparse COO gradient ATen builds
+    aborted the process inside autograd (an exception there ends in std::terminate). The
+    gradient is the dense one instead, with a warning: plain SGD and Adagrad compute the same
+    update from it; SparseAdam refuses it with its own error."""
+    if sparse:
+        _warn_dense("nn.Embedding")
+    return aten.embedding_dense_backward(grad, indices, num_weights, padding_idx,
+                                         scale_grad_by_freq)
+
+
+def embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+                           num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights,
+                           padding_idx=-1):
+    """nn.EmbeddingBag(sparse=True)'s gradient: dense, as embedding_backward's above."""
+    if sparse:
+        _warn_dense("nn.EmbeddingBag")
+    with torch._C._AutoDispatchBelowAutograd():  # the op itself, dense, below this kernel
+        return aten._embedding_bag_backward(
+            grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+            scale_grad_by_freq, mode, False, per_sample_weights, padding_idx)
+
+
+def _warn_dense(module):
+    if not _SPARSE_WARNED:
+        _SPARSE_WARNED.append(True)
+        warnings.warn(f"lazyx: {module}(sparse=True) gets a dense gradient on the lazyx "
+                      f"device (lazy tensors are dense); pass sparse=False to silence this",
+                      RuntimeWarning, stacklevel=3)
 
 
 @lower(aten.embedding_renorm.default)
