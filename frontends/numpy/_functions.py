@@ -4,7 +4,7 @@ import numpy as np
 
 from ...core.tables import Table
 from . import (_creation, _elementwise, _indexing, _linalg, _manipulation, _numpy_linalg,
-               _reductions)
+               _reductions, _statistics)
 from . import fft as _fft
 from . import linalg as _linalg_api
 from ._base import LazyArray
@@ -73,14 +73,6 @@ def _array_equal(a1, a2, equal_nan=False):
     return bool(_reductions.all(eq))
 
 
-def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
-    if weights is None and not returned:
-        return _reductions.mean(a, axis, keepdims=keepdims)
-    return run_eagerly(np.average, "numpy.average", (a,),
-                       {"axis": axis, "weights": weights, "returned": returned,
-                        "keepdims": keepdims})
-
-
 def _amax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     return _reductions.max(a, axis, out, keepdims, initial, where)
 
@@ -119,7 +111,7 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     np.any: _reductions.any, np.cumsum: _reductions.cumsum, np.cumprod: _reductions.cumprod,
     np.argmax: _reductions.argmax, np.argmin: _reductions.argmin, np.sort: _reductions.sort,
     np.argsort: _reductions.argsort, np.searchsorted: _reductions.searchsorted,
-    np.average: _average, np.count_nonzero: _indexing.count_nonzero,
+    np.count_nonzero: _indexing.count_nonzero,
     np.nansum: _nan_reduce(_reductions.sum, 0), np.nanprod: _nan_reduce(_reductions.prod, 1),
     # manipulation
     np.reshape: _manipulation.reshape, np.ravel: _manipulation.ravel,
@@ -174,6 +166,7 @@ if hasattr(np.linalg, "tensordot"):
 if hasattr(np.linalg, "matrix_transpose"):
     FUNCTIONS[np.linalg.matrix_transpose] = _manipulation.matrix_transpose
 FUNCTIONS.update(_numpy_linalg.FUNCTIONS)  # NumPy's signatures: svd, qr, eigh, ...
+FUNCTIONS.update(_statistics.FUNCTIONS)  # median, quantile, nanmean, cov, ...
 
 
 # numpy.linalg and numpy.fft functions whose NumPy signature the lazy one takes as is.
