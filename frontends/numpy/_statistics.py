@@ -40,13 +40,7 @@ def _quantile(a, q, axis, keepdims):
         q = np.asarray(q, dtype=x.dtype)
     else:
         q = np.asarray(q)
-    if axis is None:
-        work, axes = x.reshape(-1), tuple(range(x.ndim))
-    else:
-        axes = tuple(sorted(d % x.ndim for d in np.atleast_1d(axis).tolist()))
-        rest = [d for d in range(x.ndim) if d not in axes]
-        work = np.transpose(x, rest + list(axes))
-        work = work.reshape(work.shape[:len(rest)] + (-1,))
+    work, axes = _slices_last(x, axis)
     n = work.shape[-1]
     if n == 0:
         raise TypeError  # NumPy's own warning and NaN
@@ -60,13 +54,7 @@ def _quantile(a, q, axis, keepdims):
                 gamma)
     if ordered.dtype.kind == "f":  # a NaN in the slice
         out = np.where(np.isnan(ordered[..., -1:]), np.nan, out)
-    out = out.reshape(out.shape[:-1] + q.shape)
-    if q.ndim:  # q's axes first
-        out = np.moveaxis(out, list(range(out.ndim - q.ndim, out.ndim)), list(range(q.ndim)))
-    if keepdims:
-        for d in axes:
-            out = np.expand_dims(out, q.ndim + d)
-    return out
+    return _quantile_layout(out, q, axes, keepdims)
 
 
 def _given(**kwargs):
@@ -75,6 +63,73 @@ def _given(**kwargs):
     defaults = {"out": None, "overwrite_input": False, "method": "linear", "keepdims": False,
                 "weights": None, "interpolation": None, "axis": None}
     return {k: v for k, v in kwargs.items() if k not in defaults or v is not defaults[k]}
+
+
+def _nan_quantile(a, q, axis, keepdims):
+    """_quantile of each slice's non-NaN values (NumPy's nanquantile): the interpolation
+    index is per slice, q * (count - 1), gathered from the sorted slice (NaN last); a slice
+    of NaNs only gives NaN."""
+    x = as_lazy(a)
+    if x.dtype.kind != "f":
+        return _quantile(a, q, axis, keepdims)
+    q = np.asarray(q, dtype=x.dtype) if isinstance(q, (int, float)) else np.asarray(q)
+    work, axes = _slices_last(x, axis)
+    ordered = np.sort(work, axis=-1)
+    valid = np.sum(~np.isnan(work), axis=-1, keepdims=True)
+    last = valid - 1
+    index = last.astype(q.dtype) * q.ravel()
+    below = np.floor(index)
+    lo = np.maximum(below.astype(np.intp), 0)
+    hi = np.maximum(np.minimum(lo + 1, last), 0)
+    out = _lerp(np.take_along_axis(ordered, lo, axis=-1),
+                np.take_along_axis(ordered, hi, axis=-1), index - below)
+    out = np.where(valid == 0, np.nan, out)
+    return _quantile_layout(out, q, axes, keepdims)
+
+
+def _slices_last(x, axis):
+    """(x with the reduced axes flattened into one last axis, the reduced axes)."""
+    if axis is None:
+        return x.reshape(-1), tuple(range(x.ndim))
+    axes = tuple(sorted(d % x.ndim for d in np.atleast_1d(axis).tolist()))
+    rest = [d for d in range(x.ndim) if d not in axes]
+    work = np.transpose(x, rest + list(axes))
+    return work.reshape(work.shape[:len(rest)] + (-1,)), axes
+
+
+def _quantile_layout(out, q, axes, keepdims):
+    """(..., q.size) results in NumPy's layout: q's axes first, reduced axes kept if asked."""
+    out = out.reshape(out.shape[:-1] + q.shape)
+    if q.ndim:
+        out = np.moveaxis(out, list(range(out.ndim - q.ndim, out.ndim)), list(range(q.ndim)))
+    if keepdims:
+        for d in axes:
+            out = np.expand_dims(out, q.ndim + d)
+    return out
+
+
+def _nan_variant(plain, lowering, name):
+    def fn(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+           keepdims=False, **more):
+        given = _given(axis=axis, out=out, overwrite_input=overwrite_input, method=method,
+                       keepdims=keepdims, **more)
+        scale = 100 if name == "nanpercentile" else 1
+        if set(given) - {"axis", "keepdims", "overwrite_input"} or \
+                isinstance(q, LazyArray) or not as_lazy(a).size or \
+                not np.all((np.asarray(q) >= 0) & (np.asarray(q) <= scale)):
+            return _fallback(plain, name, (a, q), given)
+        if scale != 1:
+            q = q / scale if isinstance(q, (int, float)) else np.true_divide(np.asarray(q),
+                                                                             scale)
+        return lowering(a, q, axis, keepdims)
+    return fn
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    if out is not None or not as_lazy(a).size:
+        return _fallback(np.nanmedian, "nanmedian", (a,), dict(axis=axis, out=out,
+                                                               keepdims=keepdims))
+    return _nan_quantile(a, 0.5, axis, keepdims)
 
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
@@ -304,8 +359,43 @@ def rot90(m, k=1, axes=(0, 1)):
     return np.flip(np.transpose(x, order), axes[1])
 
 
+# ---------------------------------------------------------------- membership and bins
+
+def digitize(x, bins, right=False):
+    """NumPy's digitize (searchsorted into monotonic bins); bins must be known on the host
+    (NumPy checks their monotonicity first)."""
+    values = as_lazy(x)
+    if isinstance(bins, LazyArray) or values.dtype.kind == "c":
+        return _fallback(np.digitize, "digitize", (x, bins), dict(right=right))
+    bins = np.asarray(bins)
+    increasing, decreasing = np.all(bins[1:] >= bins[:-1]), np.all(bins[1:] <= bins[:-1])
+    if not (increasing or decreasing) or bins.ndim != 1:
+        return _fallback(np.digitize, "digitize", (x, bins), dict(right=right))  # its error
+    side = "left" if right else "right"
+    if not increasing:  # decreasing
+        return len(bins) - np.searchsorted(bins[::-1], values, side=side)
+    return np.searchsorted(bins, values, side=side)
+
+
+_ISIN_MAX = 1 << 24  # elements of the comparison table (element x test values)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """element == any test value (NumPy's result, whichever `kind` it would pick)."""
+    values = as_lazy(element)
+    tests = as_lazy(test_elements).reshape(-1)
+    if values.size * tests.size > _ISIN_MAX or values.dtype.kind == "c":
+        return _fallback(np.isin, "isin", (element, test_elements), dict(
+            assume_unique=assume_unique, invert=invert, kind=kind))
+    found = np.any(values[..., None] == tests, axis=-1)
+    return ~found if invert else found
+
+
 FUNCTIONS = {
     np.quantile: quantile, np.percentile: percentile, np.median: median,
+    np.nanquantile: _nan_variant(np.nanquantile, _nan_quantile, "nanquantile"),
+    np.nanpercentile: _nan_variant(np.nanpercentile, _nan_quantile, "nanpercentile"),
+    np.nanmedian: nanmedian, np.digitize: digitize, np.isin: isin,
     np.nanmax: _nan_extreme(np.max, "nanmax"), np.nanmin: _nan_extreme(np.min, "nanmin"),
     np.nanmean: nanmean, np.nanvar: nanvar, np.nanstd: nanstd,
     np.average: average, np.ptp: ptp, np.cov: cov, np.corrcoef: corrcoef,
