@@ -11,3 +11,24 @@ def assert_matches(lazy, eager, rtol=1e-5, atol=1e-6):
     assert lazy.dtype == eager.dtype, (lazy.dtype, eager.dtype)
     assert lazy.shape == eager.shape, (lazy.shape, eager.shape)
     np.testing.assert_allclose(lazy.numpy(), eager.numpy(), rtol=rtol, atol=atol)
+
+
+def train_keras(model, optimizer, x, y, lazy, steps, loss_fn=None):
+    """`steps` training steps of a Keras classifier on (x, y), eagerly or lazily (an
+    ltf.GradientTape, ltf.sync() per step): (losses, trained weights, each first gradient's
+    type)."""
+    import keras
+    loss_fn = loss_fn or keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    make = ltf.constant if lazy else tf.constant
+    xs, ys = make(x), make(y)
+    losses, kinds = [], None
+    for _ in range(steps):
+        with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
+            loss = loss_fn(ys, model(xs, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        kinds = kinds or [type(g) for g in grads]
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        if lazy:
+            ltf.sync()
+        losses.append(float(loss))
+    return losses, [v.numpy() for v in model.trainable_variables], kinds

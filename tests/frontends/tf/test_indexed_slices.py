@@ -9,6 +9,7 @@ import tensorflow as tf
 import keras
 import lazyx
 import lazyx.frontends.tf as ltf
+from .conftest import train_keras
 
 TOKENS = np.array([[1, 4, 4, 0, 7, 4, 2, 9, 1], [3, 3, 5, 8, 0, 1, 1, 6, 2],
                    [9, 9, 9, 2, 4, 0, 5, 5, 3], [7, 1, 0, 0, 6, 2, 8, 4, 4]], np.int32)
@@ -27,21 +28,9 @@ def _train(optimizer, lazy, steps=4):
     model = keras.Sequential([keras.Input((9,), dtype="int32"), keras.layers.Embedding(10, 6),
                               keras.layers.Conv1D(5, 3), keras.layers.GlobalMaxPooling1D(),
                               keras.layers.Dense(3)])
-    opt = OPTIMIZERS[optimizer]()
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    make = ltf.constant if lazy else tf.constant
-    x, y = make(TOKENS), make(LABELS)
-    losses, kinds = [], None
-    for _ in range(steps):
-        with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        kinds = kinds or [type(g) is tf.IndexedSlices for g in grads]
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        if lazy:
-            ltf.sync()
-        losses.append(float(loss))
-    return losses, [v.numpy() for v in model.trainable_variables], kinds
+    losses, weights, kinds = train_keras(model, OPTIMIZERS[optimizer](), TOKENS, LABELS,
+                                         lazy, steps)
+    return losses, weights, [k is tf.IndexedSlices for k in kinds]
 
 
 @pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))

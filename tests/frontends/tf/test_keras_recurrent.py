@@ -4,11 +4,10 @@ value: LSTM, GRU, SimpleRNN and Bidirectional raised TypeError until hooks.py ha
 the loop for a lazy input."""
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import keras
 import lazyx
-import lazyx.frontends.tf as ltf
+from .conftest import train_keras
 
 LAYERS = {
     "lstm": lambda: [keras.layers.LSTM(8)],
@@ -30,20 +29,8 @@ def _train(layers, lazy, inputs, head, steps=3):
     else:
         x = rng.normal(size=(4, 7, 5)).astype(np.float32)
     y = rng.integers(0, 3, size=(4,))
-    opt = keras.optimizers.Adam(0.01)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    make = ltf.constant if lazy else tf.constant
-    xs, ys = make(x), make(y)
-    losses = []
-    for _ in range(steps):
-        with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
-            loss = loss_fn(ys, model(xs, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        if lazy:
-            ltf.sync()
-        losses.append(float(loss))
-    return losses, [v.numpy() for v in model.trainable_variables]
+    losses, weights, _ = train_keras(model, keras.optimizers.Adam(0.01), x, y, lazy, steps)
+    return losses, weights
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["dense", "masked-embedding"])
