@@ -2,7 +2,7 @@
 
     python scripts/hf_model_sweep.py [--mode lazy|dynamo|replay] [--fused] [llama bart ...]
 
-Each model (30 architectures: decoders, encoders, encoder-decoders, vision, speech, state
+Each model (31 architectures: decoders, encoders, encoder-decoders, vision, speech, state
 space) is built from a tiny config, copied, and trained for a few AdamW steps twice on the
 same batches: the reference run and the run under test. Modes:
 
@@ -66,6 +66,10 @@ MODELS = {
                      num_mel_bins=16, max_source_positions=16, max_target_positions=16,
                      pad_token_id=0, decoder_start_token_id=1, bos_token_id=1, eos_token_id=2),
                 ()),
+    "wav2vec2": ("Wav2Vec2Config", "Wav2Vec2ForCTC",
+                 dict(conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+                      num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                      pad_token_id=0, mask_time_prob=0.0), ("max_position_embeddings",)),
     "clip_text": ("CLIPTextConfig", "CLIPTextModel", {}, ()),
     "vit": ("ViTConfig", "ViTForImageClassification",
             dict(image_size=16, patch_size=4, num_channels=3), ()),
@@ -85,6 +89,9 @@ def _batch(name, device, step):
     if name in VISION:
         batch = dict(pixel_values=torch.randn(2, 3, 16, 16, generator=g),
                      labels=torch.tensor([0, 1]))
+    elif name == "wav2vec2":  # raw audio, CTC labels (F.ctc_loss with computed lengths)
+        batch = dict(input_values=torch.randn(2, 400, generator=g),
+                     labels=torch.randint(1, 64, (2, 6), generator=g))
     elif name == "whisper":
         batch = dict(input_features=torch.randn(2, 16, 32, generator=g),
                      decoder_input_ids=torch.randint(0, 64, (2, 5), generator=g),

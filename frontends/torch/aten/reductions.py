@@ -315,3 +315,22 @@ def _topk(out, x, k, dim=-1, largest=True, sorted=True):
     limit[axis] = k
     take = dict(start_indices=(0,) * a.ndim, limit_indices=tuple(limit))
     return ops.slice_(values, **take), ops.slice_(indices, **take)
+
+
+@lower(aten._weight_norm_interface_backward.default)
+def _weight_norm_backward(out, grad_w, saved_v, saved_g, saved_norms, dim):
+    """torch.nn.utils.weight_norm's fused backward (w = g * v / ||v||, the norm over every axis
+    but `dim`), as torch's CPU kernel computes it: s = sum(grad_w * v) per slice, then
+    grad_v = (g / norm) * grad_w - (g / norm) * s / norm^2 * v and grad_g = s / norm."""
+    dtype = compute_dtype(out[0].dtype)
+    gw, v = node_of(grad_w, dtype), node_of(saved_v, dtype)
+    g, norm = node_of(saved_g, dtype), node_of(saved_norms, dtype)
+    dim = dim % v.ndim
+    if g.shape != norm.shape or g.size != v.shape[dim]:
+        raise Unsupported("weight_norm backward with unexpected saved shapes")
+    axes = tuple(i for i in range(v.ndim) if i != dim)
+    per_slice = ops.reshape(ops.reduce_sum(ops.mul(gw, v), axes=axes), new_sizes=g.shape)
+    a = ops.div(g, norm)
+    b = ops.div(ops.mul(a, per_slice), ops.mul(norm, norm))
+    grad_v = ops.sub(ops.mul(bcast(a, v.shape), gw), ops.mul(bcast(b, v.shape), v))
+    return grad_v, ops.div(per_slice, norm)

@@ -249,3 +249,18 @@ def test_is_all_true_and_is_any_true(values, dtype):
             with pytest.raises(RuntimeError) as lazy:
                 fn(_lazy(x))
             assert str(lazy.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("dim", [0, 2, -1], ids=lambda d: f"dim{d}")  # (CPU: first or last)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_weight_norm_interface_backward(dim, dtype):
+    """The fused weight_norm backward (wav2vec2's positional convolution) was a fallback."""
+    torch.manual_seed(dim + 3)
+    v, grad_w = torch.randn(5, 3, 4, dtype=dtype), torch.randn(5, 3, 4, dtype=dtype)
+    keep = [1] * 3
+    keep[dim] = v.shape[dim]
+    g = torch.rand(keep, dtype=dtype) + 0.5
+    norms = torch.linalg.vector_norm(v, dim=[d for d in range(3) if d != dim % 3],
+                                     keepdim=True)
+    _same(lambda *t: torch.ops.aten._weight_norm_interface_backward(*t, dim % 3),
+          grad_w, v, g, norms)
