@@ -364,7 +364,7 @@ for _name, _gather in (("sparse_read", tf.gather), ("gather_nd", tf.gather_nd)):
 # IndexedSlices scatters the IR has a mode for (scatter_sub: add of the negated rows, which is
 # exact); scatter_div would round otherwise as a product by reciprocals: stored first
 SCATTER_MODES = {"scatter_add": "add", "scatter_sub": "sub", "scatter_update": "set",
-                  "scatter_max": "max", "scatter_min": "min", "scatter_mul": "mul"}
+                 "scatter_max": "max", "scatter_min": "min", "scatter_mul": "mul"}
 
 
 def scatter_lazily(var, name, sparse_delta):
@@ -382,6 +382,9 @@ def scatter_lazily(var, name, sparse_delta):
             len(indices.shape) != 1 or \
             tuple(values.shape) != tuple(indices.shape) + tuple(var.shape[1:]):
         return False
+    if not isinstance(indices, LazyTensor) and np.any(
+            (indices.numpy() < 0) | (indices.numpy() >= var.shape[0])):
+        return False  # TF's own out-of-range error (a lazy index cannot be checked: dropped)
     _make_lazy(var)
     current = var._lazyx_shadow
     if current is None:

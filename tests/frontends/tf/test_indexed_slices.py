@@ -119,3 +119,10 @@ def test_scatter_add_sums_repeated_rows_like_tf():
     got.scatter_add(tf.IndexedSlices(ltf.constant(rows), ltf.constant(idx)))
     ltf.sync()
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_scatter_of_lazy_rows_at_known_indices_out_of_range_raises_tfs_error():
+    var = tf.Variable(np.zeros((3, 2), np.float32))
+    rows = ltf.constant(np.ones((2, 2), np.float32))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="is not in"):  # TF's own
+        var.scatter_add(tf.IndexedSlices(rows, tf.constant([0, 7])))
