@@ -4,7 +4,7 @@ import numpy as np
 
 from ...core.tables import Table
 from . import (_creation, _elementwise, _indexing, _linalg, _manipulation, _numpy_linalg,
-               _reductions, _statistics)
+               _products, _reductions, _statistics)
 from . import fft as _fft
 from . import linalg as _linalg_api
 from ._base import LazyArray
@@ -167,6 +167,7 @@ if hasattr(np.linalg, "matrix_transpose"):
     FUNCTIONS[np.linalg.matrix_transpose] = _manipulation.matrix_transpose
 FUNCTIONS.update(_numpy_linalg.FUNCTIONS)  # NumPy's signatures: svd, qr, eigh, ...
 FUNCTIONS.update(_statistics.FUNCTIONS)  # median, quantile, nanmean, cov, ...
+FUNCTIONS.update(_products.FUNCTIONS)  # cross, kron
 
 
 # numpy.linalg and numpy.fft functions whose NumPy signature the lazy one takes as is.

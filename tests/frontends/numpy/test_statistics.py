@@ -148,3 +148,20 @@ def test_digitize_and_isin(x, bins, right, decreasing):
     _check(np.isin, x, tests)
     _check(np.isin, x, tests, invert=True)
     _check(np.isin, x, tests, lazy=(0, 1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data(), st.sampled_from([np.float64, np.float32, np.int64]))
+def test_cross_and_kron(data, dtype):
+    elements = st.integers(-20, 20) if dtype == np.int64 else st.floats(-50, 50, width=32)
+    batch = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+    a = data.draw(hnp.arrays(dtype, batch + (3,), elements=elements))
+    b = data.draw(hnp.arrays(dtype, batch + (3,), elements=elements))
+    _check(np.cross, a, b, lazy=(0, 1), rtol=1e-5, atol=1e-4)
+    _check(np.cross, a, b, lazy=(0,), axisc=0, rtol=1e-5, atol=1e-4)
+    x = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, max_side=3),
+                             elements=elements))
+    y = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=3, max_side=3),
+                             elements=elements))
+    _check(np.kron, x, y, lazy=(0, 1))
+    _check(np.kron, x, y, lazy=(1,))

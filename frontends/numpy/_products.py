@@ -1,0 +1,56 @@
+"""np.cross and np.kron, lowered: NumPy's own versions are Python that starts with
+`asarray(a)`, a host read of a lazy operand (a counted fallback and a mid-step sync). These
+follow NumPy's steps with NumPy calls on lazy arrays, which dispatch back to lazyx."""
+import numpy as np
+
+from ._fallback import run_eagerly
+from ._promote import as_lazy
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    x, y = as_lazy(a), as_lazy(b)
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    if x.ndim < 1 or y.ndim < 1 or x.dtype.kind == "c" or y.dtype.kind == "c":
+        return run_eagerly(np.cross, "numpy.cross", (a, b), dict(
+            axisa=axisa, axisb=axisb, axisc=axisc))  # NumPy's errors, complex vectors
+    x, y = np.moveaxis(x, axisa, -1), np.moveaxis(y, axisb, -1)
+    if x.shape[-1] != 3 or y.shape[-1] != 3:  # 2-vectors: deprecated in NumPy 2; its path
+        return run_eagerly(np.cross, "numpy.cross", (a, b), dict(
+            axisa=axisa, axisb=axisb, axisc=axisc))
+    dtype = np.promote_types(x.dtype, y.dtype)
+    x, y = x.astype(dtype), y.astype(dtype)
+    a0, a1, a2 = x[..., 0], x[..., 1], x[..., 2]
+    b0, b1, b2 = y[..., 0], y[..., 1], y[..., 2]
+    product = np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return np.moveaxis(product, -1, axisc)
+
+
+def kron(a, b):
+    y = as_lazy(b)
+    x = as_lazy(a)
+    while x.ndim < y.ndim:  # NumPy's array(a, ndmin=b.ndim)
+        x = x[None]
+    nda, ndb = x.ndim, y.ndim
+    if nda == 0 or ndb == 0:
+        return np.multiply(x, y)
+    nd = max(nda, ndb)
+    x_shape = (1,) * max(0, ndb - nda) + x.shape
+    y_shape = (1,) * max(0, nda - ndb) + y.shape
+    x = np.expand_dims(x, tuple(range(ndb - nda)))
+    y = np.expand_dims(y, tuple(range(nda - ndb)))
+    x = np.expand_dims(x, tuple(range(1, nd * 2, 2)))
+    y = np.expand_dims(y, tuple(range(0, nd * 2, 2)))
+    return np.multiply(x, y).reshape(tuple(p * q for p, q in zip(x_shape, y_shape)))
+
+
+def _lazy_operands(fn):
+    """fn for calls with a lazy operand; NumPy's own for matrices (np.matrix results)."""
+    def call(a, b, *args, **kwargs):
+        if isinstance(a, np.matrix) or isinstance(b, np.matrix):
+            return run_eagerly(getattr(np, fn.__name__), f"numpy.{fn.__name__}", (a, b), kwargs)
+        return fn(a, b, *args, **kwargs)
+    return call
+
+
+FUNCTIONS = {np.cross: _lazy_operands(cross), np.kron: _lazy_operands(kron)}
