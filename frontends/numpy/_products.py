@@ -1,4 +1,4 @@
-"""np.cross and np.kron, lowered: NumPy's own versions are Python that starts with
+"""np.cross, np.kron and np.gradient, lowered: NumPy's own versions are Python that starts with
 `asarray(a)`, a host read of a lazy operand (a counted fallback and a mid-step sync). These
 follow NumPy's steps with NumPy calls on lazy arrays, which dispatch back to lazyx."""
 import numpy as np
@@ -53,4 +53,38 @@ def _lazy_operands(fn):
     return call
 
 
-FUNCTIONS = {np.cross: _lazy_operands(cross), np.kron: _lazy_operands(kron)}
+
+
+
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """np.gradient with scalar spacings (NumPy's formulas: central differences inside,
+    one-sided ones of `edge_order` at the ends); coordinate arrays fall back."""
+    x = as_lazy(f)
+    axes = tuple(range(x.ndim)) if axis is None else \
+        tuple(a % x.ndim for a in np.atleast_1d(axis).tolist())
+    spacing = list(varargs) if len(varargs) > 1 else list(varargs) * len(axes) if varargs \
+        else [1.0] * len(axes)
+    if len(spacing) != len(axes) or any(np.ndim(h) for h in spacing) or \
+            edge_order not in (1, 2) or x.dtype.kind not in "biuf" or \
+            any(x.shape[a] < edge_order + 1 for a in axes):
+        return run_eagerly(np.gradient, "numpy.gradient", (f, *varargs),
+                           dict(axis=axis, edge_order=edge_order))  # NumPy's own (or error)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
+    outs = []
+    for a, h in zip(axes, spacing):
+        def at(start, stop=None):
+            return x[(slice(None),) * a + (slice(start, stop),)]
+        inner = (at(2) - at(None, -2)) / (2. * h)
+        if edge_order == 1:
+            first = (at(1, 2) - at(0, 1)) / h
+            last = (at(-1) - at(-2, -1)) / h
+        else:
+            first = -1.5 / h * at(0, 1) + 2. / h * at(1, 2) + -0.5 / h * at(2, 3)
+            last = 0.5 / h * at(-3, -2) + -2. / h * at(-2, -1) + 1.5 / h * at(-1)
+        outs.append(np.concatenate([first, inner, last], axis=a).astype(x.dtype))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+FUNCTIONS = {np.cross: _lazy_operands(cross), np.kron: _lazy_operands(kron),
+             np.gradient: gradient}
