@@ -50,12 +50,11 @@ def sparse_sources(order, wanted):
 def sparse_gradient(source, gathers, cotangents):
     """The IndexedSlices TF's gather gradient gives (several gathers: their slices
     concatenated, as TF aggregates them); None when no gather has a cotangent."""
-    rows = source.shape[1:]
     pairs = [(c, g.inputs[1]) for g, c in zip(gathers, cotangents) if c is not None]
     if not pairs:
         return None
-    values = [ops.reshape(c, new_sizes=(c.size // max(_size(rows), 1),) + rows)
-              for c, _ in pairs]
+    # one row per index (a gather's index operand is (*indices, 1))
+    values = [ops.reshape(c, new_sizes=(i.size,) + source.shape[1:]) for c, i in pairs]
     indices = [ops.reshape(i, new_sizes=(i.size,)) for _, i in pairs]
     if len({i.dtype for i in indices}) > 1:  # TF aggregates mixed index types as int64
         indices = [ops.convert(i, dtype="int64") for i in indices]
@@ -64,13 +63,6 @@ def sparse_gradient(source, gathers, cotangents):
         indices = [ops.concatenate(*indices, dimension=0)]
     return tf.IndexedSlices(wrap(values[0]), wrap(indices[0]),
                             tf.constant(source.shape, dtype=tf.int32))
-
-
-def _size(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def is_lazy(slices):

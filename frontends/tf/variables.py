@@ -382,8 +382,8 @@ def scatter_lazily(var, name, sparse_delta):
             len(indices.shape) != 1 or \
             tuple(values.shape) != tuple(indices.shape) + tuple(var.shape[1:]):
         return False
-    if not isinstance(indices, LazyTensor) and np.any(
-            (indices.numpy() < 0) | (indices.numpy() >= var.shape[0])):
+    known = None if isinstance(indices, LazyTensor) else indices.numpy()
+    if known is not None and np.any((known < 0) | (known >= var.shape[0])):
         return False  # TF's own out-of-range error (a lazy index cannot be checked: dropped)
     _make_lazy(var)
     current = var._lazyx_shadow
