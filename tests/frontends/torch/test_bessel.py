@@ -39,7 +39,11 @@ def _match(fn, x, **tol):
     before = lazyx.metrics()["fallbacks"]
     got = fn(x.to(lt.device)).cpu()
     assert lazyx.metrics()["fallbacks"] == before, lazyx.metrics()["fallback_ops"]
-    torch.testing.assert_close(got, expected, equal_nan=True, **(tol or TOL[x.dtype]))
+    tol = dict(tol or TOL[x.dtype])
+    if x.is_floating_point():
+        # ... and its results too: log_ndtr(13) is -6.1e-39 in float32, a subnormal, and 0 there
+        tol["atol"] = max(tol.get("atol", 0), torch.finfo(x.dtype).tiny)
+    torch.testing.assert_close(got, expected, equal_nan=True, **tol)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
