@@ -26,6 +26,7 @@ from jax.experimental.serialize_executable import deserialize_and_load, serializ
 from jax.extend.random import threefry_2x32
 
 from . import disk_cache, preload
+from .xla_transfers import ScalarPacks
 from ..core import config, metrics
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
@@ -503,6 +504,18 @@ def pack(dtype, idx, leaf_values):
 MERGE_EQUAL_SCALARS = None
 
 
+# Whether executables keep scalar packs that repeat on the device (xla_transfers.py). Only off
+# a CPU: on a CPU a pack is passed as it lies (a call with a NumPy pack 4.8 us, with a device
+# array 3.7), and putting one there costs 18 us. None: decide by the platform; tests set it.
+KEEP_PACKS = None
+
+
+def keeps_packs(device):
+    if KEEP_PACKS is not None:
+        return KEEP_PACKS
+    return device.platform != "cpu"
+
+
 def merges_equal_scalars():
     """Whether bound packs read equal fixed scalars once (see merge_fixed) in this process."""
     if MERGE_EQUAL_SCALARS is not None:
@@ -592,6 +605,14 @@ class _Executable:
         # jit, does not move its inputs. Across processes they go through the host.
         self.place = signature.to_place()
         self.runs = 0
+        # packs whose values repeat stay on the device (xla_transfers.py), where a pack
+        # passed from the host is a copy
+        self.scalar_packs = None
+        if backend is not None and signature.packs and not self.place and \
+                keeps_packs(backend.device):
+            first = len(signature.data)
+            self.scalar_packs = ScalarPacks(range(first, first + len(signature.packs)),
+                                            lambda array: put(array, backend.device))
 
     def count_run(self):
         """(Only for the first two runs.) A program run again: the process is steady."""
@@ -600,7 +621,10 @@ class _Executable:
             preload.settle()
 
     def __call__(self, leaf_values):
-        return self.run(self.signature.arguments(leaf_values), self.signature.general)
+        args = self.signature.arguments(leaf_values)
+        if self.scalar_packs is not None:
+            self.scalar_packs.substitute(args)
+        return self.run(args, self.signature.general)
 
     def run(self, args, patterns):
         """Run on the executable's arguments (leaf values already packed, the packs laid out
@@ -658,7 +682,7 @@ _MAX_VARIANTS = 2
 
 class _Bound:
     """An executable with some leaves' values fixed (see _Executable.bind)."""
-    __slots__ = ("exe", "steps", "patterns")
+    __slots__ = ("exe", "steps", "patterns", "scalar_packs")
 
     def __init__(self, exe, fixed):
         sig = exe.signature
@@ -683,6 +707,12 @@ class _Bound:
             patterns.append(inv)
         self.steps = steps
         self.patterns = tuple(patterns)
+        # packs built at each call keep repeated values on the device, as the lazy path's do
+        # (in the general layout only: a merged one may be expanded on the host, _variant)
+        built = [k for k, step in enumerate(steps) if step[0] == "pack"]
+        self.scalar_packs = None
+        if built and exe.scalar_packs is not None and self.patterns == sig.general:
+            self.scalar_packs = ScalarPacks(built, exe.scalar_packs.put)
 
     def __call__(self, leaf_values):
         args = []
@@ -695,6 +725,8 @@ class _Bound:
             else:
                 _, np_dtype, values, dynamic = step
                 args.append(np.array(values + [leaf_values[i] for i in dynamic], dtype=np_dtype))
+        if self.scalar_packs is not None:
+            self.scalar_packs.substitute(args)
         return self.exe.run(args, self.patterns)
 
 
