@@ -37,7 +37,7 @@ print("devices", jax.devices())
 EOF
   inc=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-  gcc -O2 -shared -fPIC -Werror=implicit-function-declaration -I"$inc" core/_native.c \
+  gcc -O2 -shared -fPIC -Werror=implicit-function-declaration -I"$inc" core/_native.c core/_native_live.c \
       -o "core/_native$suffix" && echo "built core/_native$suffix" || echo "no C core: pure-Python path"
   python3 -c 'import lazyx, lazyx.core.config as c, jax
 print("lazyx", lazyx.__file__, "native", c.native() is not None, "device", jax.local_devices()[0])'
