@@ -1,10 +1,12 @@
 """NEP 18: plain NumPy functions called on lazy arrays. One table {numpy function: impl};
 anything else falls back (runs eagerly on NumPy, counted and warned once)."""
+import functools
+
 import numpy as np
 
 from ...core.tables import Table
-from . import (_creation, _elementwise, _indexing, _linalg, _manipulation, _numpy_linalg,
-               _products, _reductions, _statistics)
+from . import (_assembly, _creation, _elementwise, _elementwise_routines, _indexing, _linalg,
+               _manipulation, _numpy_linalg, _polynomials, _products, _reductions, _statistics)
 from . import fft as _fft
 from . import linalg as _linalg_api
 from ._base import LazyArray
@@ -153,8 +155,35 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
 for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
     if hasattr(np, _name):
         FUNCTIONS[getattr(np, _name)] = getattr(_indexing, _name)
-if hasattr(np, "cumulative_sum"):
-    FUNCTIONS[np.cumulative_sum] = _reductions.cumulative_sum
+def _cumulative(fn, numpy_fn):
+    """NumPy's cumulative_sum / cumulative_prod signature (out= runs NumPy's) onto the Array
+    API's."""
+    def call(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        if out is not None:
+            return run_eagerly(numpy_fn, f"numpy.{numpy_fn.__name__}", (x,), dict(
+                axis=axis, dtype=dtype, out=out, include_initial=include_initial))
+        return fn(x, axis=axis, dtype=dtype, include_initial=include_initial)
+    return call
+
+
+def _nan_scan(scan, fill_value, numpy_fn):
+    """np.nancumsum / np.nancumprod: NaNs count as `fill_value` (out= runs NumPy's)."""
+    def call(a, axis=None, dtype=None, out=None):
+        if out is not None:
+            return run_eagerly(numpy_fn, f"numpy.{numpy_fn.__name__}", (a,), dict(
+                axis=axis, dtype=dtype, out=out))
+        x = as_lazy(a)
+        if x.dtype.kind in "fc":
+            x = _manipulation.where(apply(np.isnan, (x,)), fill_value, x)
+        return scan(x, axis, dtype)
+    return call
+
+
+FUNCTIONS[np.nancumsum] = _nan_scan(_reductions.cumsum, 0, np.nancumsum)
+FUNCTIONS[np.nancumprod] = _nan_scan(_reductions.cumprod, 1, np.nancumprod)
+for _name in ("cumulative_sum", "cumulative_prod"):
+    if hasattr(np, _name):
+        FUNCTIONS[getattr(np, _name)] = _cumulative(getattr(_reductions, _name), getattr(np, _name))
 if hasattr(np, "unstack"):
     FUNCTIONS[np.unstack] = _manipulation.unstack
 if hasattr(np.linalg, "vecdot"):
@@ -167,12 +196,15 @@ if hasattr(np.linalg, "matrix_transpose"):
     FUNCTIONS[np.linalg.matrix_transpose] = _manipulation.matrix_transpose
 FUNCTIONS.update(_numpy_linalg.FUNCTIONS)  # NumPy's signatures: svd, qr, eigh, ...
 FUNCTIONS.update(_statistics.FUNCTIONS)  # median, quantile, nanmean, cov, ...
-FUNCTIONS.update(_products.FUNCTIONS)  # cross, kron
+FUNCTIONS.update(_products.FUNCTIONS)  # cross, kron, gradient, vdot, correlate
+FUNCTIONS.update(_elementwise_routines.FUNCTIONS)  # nan_to_num, sinc, fix, unwrap, ...
+FUNCTIONS.update(_assembly.FUNCTIONS)  # delete, block, resize, hsplit, ...
+FUNCTIONS.update(_polynomials.FUNCTIONS)  # polyval, vander, interp
 
 
 # numpy.linalg and numpy.fft functions whose NumPy signature the lazy one takes as is.
 for _name in ("det", "slogdet", "inv", "solve", "cholesky", "matrix_power", "cross", "outer",
-              "matrix_norm", "vector_norm"):
+              "matrix_norm", "vector_norm", "trace", "diagonal"):
     if hasattr(np.linalg, _name):
         FUNCTIONS[getattr(np.linalg, _name)] = getattr(_linalg_api, _name)
 
@@ -201,6 +233,10 @@ for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
 for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
     FUNCTIONS[getattr(np.fft, _name)] = _positional(
         _numpy_norm(getattr(_fft, _name), getattr(np.fft, _name)), ("s", "axes", "norm"))
+for _name in ("fft2", "ifft2", "rfft2", "irfft2"):  # the n-d transforms over the last two axes
+    FUNCTIONS[getattr(np.fft, _name)] = _positional(
+        _numpy_norm(functools.partial(getattr(_fft, _name[:-1] + "n"), axes=(-2, -1)),
+                    getattr(np.fft, _name)), ("s", "axes", "norm"))
 FUNCTIONS[np.fft.fftshift] = _positional(_fft.fftshift, ("axes",))
 FUNCTIONS[np.fft.ifftshift] = _positional(_fft.ifftshift, ("axes",))
 FUNCTIONS[np.angle] = _elementwise.angle

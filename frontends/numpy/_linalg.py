@@ -13,7 +13,7 @@ from ...core import compose, ir, ops, runtime
 from ._base import LazyArray, wrap
 from ._fallback import run_eagerly
 from ._entry import GUFUNCS, apply, register, traced
-from ._manipulation import ravel
+from ._manipulation import expand_dims, ravel
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, nodes_result_dtype, result_ir_dtype)
 from ._reductions import sum as sum_
@@ -392,6 +392,12 @@ def convolve(a, v, mode="full"):
         raise ValueError("a cannot be empty")
     if w.shape[0] == 0:
         raise ValueError("v cannot be empty")
+    if dt.is_complex(dtype):  # (a + ib) * (c + id): four real convolutions (XLA's are real)
+        re, im = ops.real(x), ops.imag(x)
+        wre, wim = ops.real(w), ops.imag(w)
+        parts = [convolve(wrap(p), wrap(q), mode)._node
+                 for p, q in ((re, wre), (im, wim), (re, wim), (im, wre))]
+        return wrap(ops.complex_(ops.sub(parts[0], parts[1]), ops.add(parts[2], parts[3])))
     if w.shape[0] > x.shape[0]:
         x, w = w, x  # NumPy convolves the longer with the shorter
     n, k = x.shape[0], w.shape[0]
@@ -417,6 +423,24 @@ def _vecdot_gufunc(a, b, dtype=None, where=True, casting="same_kind"):
     return vecdot(a, b) if dtype is None else vecdot(a, b).astype(dtype)
 
 
+def _matvec_gufunc(a, b, dtype=None, where=True, casting="same_kind"):
+    """(..., m, n) x (..., n) -> (..., m), no conjugate (NumPy 2.2's np.matvec)."""
+    out = matmul(a, expand_dims(b, -1))[..., 0]
+    return out if dtype is None else out.astype(dtype)
+
+
+def _vecmat_gufunc(a, b, dtype=None, where=True, casting="same_kind"):
+    """(..., n) x (..., n, m) -> (..., m), with the vector conjugated (NumPy 2.2's np.vecmat)."""
+    x = as_lazy(a)
+    if x.dtype.kind == "c":
+        x = apply(np.conjugate, (x,))
+    out = matmul(expand_dims(x, -2), b)[..., 0, :]
+    return out if dtype is None else out.astype(dtype)
+
+
 register(GUFUNCS, np.matmul, _matmul_gufunc)
+for _name, _fn in (("matvec", _matvec_gufunc), ("vecmat", _vecmat_gufunc)):
+    if hasattr(np, _name):
+        register(GUFUNCS, getattr(np, _name), _fn)
 if hasattr(np, "vecdot"):
     register(GUFUNCS, np.vecdot, _vecdot_gufunc)

@@ -1,5 +1,6 @@
 """np.linalg's factorizations with NumPy's signatures (the Array API's are _factorizations.py),
-on the IR's multi-result primitives (core/ir.py): svd, svdvals, qr, eigh, eigvalsh. All
+on the IR's multi-result primitives (core/ir.py): svd, svdvals, qr, eigh, eigvalsh (and pinv,
+matrix_rank onto the Array API's). All
 factors of one call come from one node, computed once. NumPy's
 LinAlgError for a bad shape is raised at the call; what lazyx does not lower (complex or
 half-precision input, empty matrices, hermitian svd, qr's 'raw' mode) runs on NumPy, counted."""
@@ -89,8 +90,39 @@ def eigvalsh(a, UPLO="L"):
     return wrap(ops.eigh(node, lower=lower)[0])
 
 
+_UNSET = object()  # NumPy's _NoValue: "not passed", apart from None
+
+
+def pinv(a, rcond=None, hermitian=False, *, rtol=_UNSET):
+    """NumPy's cut-off rules (rcond defaults to 1e-15, rtol=None to max(m, n) * eps) on the
+    Array API's pinv; `hermitian` only picks NumPy's algorithm, not the result."""
+    from . import linalg
+    if rcond is not None and rtol is not _UNSET:
+        raise ValueError("`rtol` and `rcond` can't be both set.")
+    cutoff = rcond if rcond is not None else 1e-15 if rtol is _UNSET else rtol
+    if cutoff is not None and (isinstance(cutoff, LazyArray) or np.ndim(cutoff)):
+        kwargs = {"rcond": rcond, "hermitian": hermitian}
+        if rtol is not _UNSET:
+            kwargs["rtol"] = rtol
+        return run_eagerly(np.linalg.pinv, "numpy.linalg.pinv", (a,), kwargs)
+    return linalg.pinv(a, rtol=cutoff)
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """NumPy's default tolerance is the Array API's; an absolute `tol`, array tolerances and
+    vectors (whose rank NumPy answers as a Python int, a read) run on NumPy."""
+    from . import linalg
+    if tol is not None and rtol is not None:
+        raise ValueError("`tol` and `rtol` can't be both set.")
+    if tol is not None or np.ndim(A) < 2 or isinstance(rtol, LazyArray) or np.ndim(rtol):
+        return run_eagerly(np.linalg.matrix_rank, "numpy.linalg.matrix_rank", (A,),
+                           dict(tol=tol, hermitian=hermitian, rtol=rtol))
+    return linalg.matrix_rank(A, rtol=rtol)
+
+
 FUNCTIONS = {np.linalg.svd: svd, np.linalg.qr: qr, np.linalg.eigh: eigh,
-             np.linalg.eigvalsh: eigvalsh}
+             np.linalg.eigvalsh: eigvalsh, np.linalg.pinv: pinv,
+             np.linalg.matrix_rank: matrix_rank}
 if hasattr(np.linalg, "svdvals"):
     FUNCTIONS[np.linalg.svdvals] = svdvals
 

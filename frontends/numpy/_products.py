@@ -1,4 +1,4 @@
-"""np.cross, np.kron and np.gradient, lowered: NumPy's own versions are Python that starts with
+"""np.cross, np.kron, np.gradient, np.vdot and np.correlate, lowered: NumPy's own versions are Python that starts with
 `asarray(a)`, a host read of a lazy operand (a counted fallback and a mid-step sync). These
 follow NumPy's steps with NumPy calls on lazy arrays, which dispatch back to lazyx."""
 import numpy as np
@@ -44,6 +44,31 @@ def kron(a, b):
     return np.multiply(x, y).reshape(tuple(p * q for p, q in zip(x_shape, y_shape)))
 
 
+def vdot(a, b, /):
+    x, y = as_lazy(a).reshape(-1), as_lazy(b).reshape(-1)
+    if x.shape[0] != y.shape[0]:
+        raise ValueError("vectors have different lengths")
+    return np.dot(np.conjugate(x) if x.dtype.kind == "c" else x, y)
+
+
+def correlate(a, v, mode="valid"):
+    """NumPy's correlate: convolve with v reversed and conjugated; for a v longer than a, NumPy
+    correlates the other way round and reverses (and conjugates) the result, which moves the
+    'same' window (checked against NumPy for all length pairs up to 6)."""
+    x, w = as_lazy(a), as_lazy(v)
+    if w.ndim != 1 or x.ndim != 1:
+        return run_eagerly(np.correlate, "numpy.correlate", (a, v), dict(mode=mode))
+    swapped = w.shape[0] > x.shape[0]
+    if swapped:
+        x, w = w, x
+    w = w[::-1]
+    out = np.convolve(x, np.conjugate(w) if w.dtype.kind == "c" else w, mode)
+    if swapped:
+        out = out[::-1]
+        out = np.conjugate(out) if out.dtype.kind == "c" else out
+    return out
+
+
 def _lazy_operands(fn):
     """fn for calls with a lazy operand; NumPy's own for matrices (np.matrix results)."""
     def call(a, b, *args, **kwargs):
@@ -51,9 +76,6 @@ def _lazy_operands(fn):
             return run_eagerly(getattr(np, fn.__name__), f"numpy.{fn.__name__}", (a, b), kwargs)
         return fn(a, b, *args, **kwargs)
     return call
-
-
-
 
 
 def gradient(f, *varargs, axis=None, edge_order=1):
@@ -87,4 +109,4 @@ def gradient(f, *varargs, axis=None, edge_order=1):
 
 
 FUNCTIONS = {np.cross: _lazy_operands(cross), np.kron: _lazy_operands(kron),
-             np.gradient: gradient}
+             np.gradient: gradient, np.vdot: vdot, np.correlate: correlate}

@@ -221,8 +221,16 @@ def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
 
 @traced("x")
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    axis = 0 if axis is None else axis
-    return _scan("prod", x, axis, dtype)
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError("cumulative_prod: axis must be given for arrays of rank > 1")
+        axis = 0
+    axis = axis_index(axis, x.ndim)
+    result = _scan("prod", x, axis, dtype)
+    if include_initial:
+        config = tuple((1, 0, 0) if i == axis else (0, 0, 0) for i in range(result.ndim))
+        result = ops.pad(result, fill(1, result.dtype, ()), padding_config=config)
+    return result
 
 
 _UFUNC_REDUCE = {np.add: sum, np.multiply: prod, np.maximum: max, np.minimum: min,

@@ -78,6 +78,14 @@ def trunc(x):
     return ops.select(ops.lt(x, const(0, x)), ops.ceil(x), ops.floor(x))
 
 
+def modf(x):
+    """(fractional part, integral part), both with x's sign (modf(-0.0) is (-0.0, -0.0)); an
+    infinity's fractional part is a zero, as in C's modf."""
+    whole = trunc(x)
+    fraction = ops.select(ops.eq(ops.abs_(x), const(math.inf, x)), const(0, x), ops.sub(x, whole))
+    return copysign(fraction, x), whole
+
+
 def _rounding(op):
     return lambda x: op(x) if _is_float(x) else x
 
@@ -279,7 +287,7 @@ UFUNCS = Table("lazyx.frontends.numpy UFUNCS (the ufunc table)", {
     np.maximum: ops.max_, np.minimum: ops.min_, np.fmax: _fminmax(ops.max_),
     np.fmin: _fminmax(ops.min_),
     np.floor: _rounding(ops.floor), np.ceil: _rounding(ops.ceil), np.trunc: trunc,
-    np.rint: _rounding(ops.round),
+    np.rint: _rounding(ops.round), np.modf: modf,
     np.isnan: _isnan, np.isinf: _isinf, np.isfinite: _isfinite, np.signbit: signbit,
     np.copysign: copysign, np.nextafter: ops.nextafter, np.heaviside: heaviside,
     np.ldexp: ldexp,

@@ -50,5 +50,5 @@ def test_add_at_with_repeated_indices_matches_numpy(indices, values):
 def test_a_fallback_that_only_reads_leaves_its_arguments_alone():
     lazy = lnp.asarray(np.arange(6.0))
     node = lazy.__lazyx_handle__.node
-    np.unwrap(lazy)  # a fallback that reads only
+    np.trim_zeros(lazy)  # a fallback that reads only
     assert lazy.__lazyx_handle__.node is node
