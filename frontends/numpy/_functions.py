@@ -5,8 +5,9 @@ import functools
 import numpy as np
 
 from ...core.tables import Table
-from . import (_assembly, _creation, _elementwise, _elementwise_routines, _indexing, _linalg,
-               _manipulation, _numpy_linalg, _polynomials, _products, _reductions, _statistics)
+from . import (_assembly, _creation, _elementwise, _elementwise_routines, _histograms,
+               _indexing, _linalg, _manipulation, _numpy_linalg, _polynomials, _products,
+               _reductions, _sorting, _statistics)
 from . import fft as _fft
 from . import linalg as _linalg_api
 from ._base import LazyArray
@@ -200,6 +201,8 @@ FUNCTIONS.update(_products.FUNCTIONS)  # cross, kron, gradient, vdot, correlate
 FUNCTIONS.update(_elementwise_routines.FUNCTIONS)  # nan_to_num, sinc, fix, unwrap, ...
 FUNCTIONS.update(_assembly.FUNCTIONS)  # delete, block, resize, hsplit, ...
 FUNCTIONS.update(_polynomials.FUNCTIONS)  # polyval, vander, interp
+FUNCTIONS.update(_histograms.FUNCTIONS)  # histogram, histogram_bin_edges (a given range)
+FUNCTIONS.update(_sorting.FUNCTIONS)  # partition, argpartition, lexsort
 
 
 # numpy.linalg and numpy.fft functions whose NumPy signature the lazy one takes as is.
