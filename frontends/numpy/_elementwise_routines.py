@@ -1,4 +1,4 @@
-"""NumPy's element-wise routines that are Python functions, not ufuncs -- nan_to_num, sinc,
+"""NumPy's element-wise routines that are Python functions, not ufuncs -- nan_to_num, i0, sinc,
 fix, isposinf, isneginf, unwrap -- lowered. NumPy's own versions start with `asanyarray(x)`,
 a host read of a lazy operand (a counted fallback and a mid-step sync); these follow NumPy's
 steps with NumPy calls on lazy arrays, which dispatch back to lazyx. Arguments NumPy would
@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ...core import ops
+from ...core import cephes, ops
 from ._base import LazyArray, wrap
 from ._fallback import run_eagerly
 from ._promote import as_lazy, assign
@@ -37,6 +37,16 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         assign(x, result)
         return x
     return result
+
+
+def i0(x):
+    """NumPy's Cephes Chebyshev series (core/cephes.py), in x's precision; integers in float64."""
+    a = as_lazy(x)
+    if a.dtype.kind == "c":  # NumPy's TypeError
+        return run_eagerly(np.i0, "numpy.i0", (x,), {})
+    if a.dtype.kind != "f":
+        a = a.astype(np.float64)
+    return wrap(cephes.i0(a._node))
 
 
 def sinc(x):
@@ -95,5 +105,5 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
     return np.concatenate([a[first].astype(dtype), rest], axis=axis)
 
 
-FUNCTIONS = {np.nan_to_num: nan_to_num, np.sinc: sinc, np.fix: fix, np.isposinf: isposinf,
+FUNCTIONS = {np.nan_to_num: nan_to_num, np.i0: i0, np.sinc: sinc, np.fix: fix, np.isposinf: isposinf,
              np.isneginf: isneginf, np.unwrap: unwrap}

@@ -5,7 +5,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import compose, host_values, ops
+from ...core import cephes, compose, host_values, ops
 from .lowering import (Reject, axes_of, binary_operands, broadcast_to, const, operand_nodes,
                        scalar)
 from .registry import lower, lower_varargs, raise_for_values
@@ -175,6 +175,35 @@ def _register_unary(api, fn):
 
 for _name, _fn in UNARY.items():
     _register_unary(getattr(tf.math, _name), _fn)
+
+
+def _half_in_float32(fn):
+    """A Cephes series in (b)float16 would lose most digits: evaluate in float32, round once."""
+    def apply(x):
+        if x.dtype in ("float16", "bfloat16"):
+            return ops.convert(fn(ops.convert(x, dtype="float32")), dtype=x.dtype)
+        return fn(x)
+    return apply
+
+
+# tf.math.special's modified Bessel functions (tf.math.bessel_i0 & co. are the same
+# functions): the Cephes compositions every frontend shares (core/cephes.py), equal to TF's
+# to float rounding. J0/J1/Y0/Y1 stay TF's own: those compositions follow torch's kernels,
+# which are 1e-6 relative off the true values in float64 near x = 5 and 8.6 (TF, mpmath agree).
+def _tf_k_domain(fn):
+    """TF's K_n is +inf for every x <= 0 (torch's, and so the composition's, is NaN below 0)."""
+    def apply(x):
+        return ops.select(ops.lt(x, const(0, x)), const(math.inf, x), fn(x))
+    return apply
+
+
+for _name, _fn in (("bessel_i0", cephes.i0), ("bessel_i0e", cephes.i0e),
+                   ("bessel_i1", cephes.i1), ("bessel_i1e", cephes.i1e),
+                   ("bessel_k0", _tf_k_domain(cephes.k0)),
+                   ("bessel_k0e", _tf_k_domain(cephes.k0e)),
+                   ("bessel_k1", _tf_k_domain(cephes.k1)),
+                   ("bessel_k1e", _tf_k_domain(cephes.k1e))):
+    _register_unary(getattr(tf.math.special, _name), _float_only(_half_in_float32(_fn)))
 
 
 @lower(tf.cast, "x")

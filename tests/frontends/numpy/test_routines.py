@@ -392,3 +392,10 @@ def test_partition_argpartition_lexsort(data, dtype):
 def test_partition_checks_kth_as_numpy_does():
     _errors_alike(np.partition, np.arange(4.0), 4)
     _errors_alike(np.argpartition, np.arange(4.0), -5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data(), st.sampled_from([np.float64, np.float32, np.int64]))
+def test_i0(data, dtype):
+    x = _array(data, dtype, specials=dtype != np.int64) * (4 if dtype != np.int64 else 1)
+    _check(np.i0, x, rtol=1e-12 if dtype != np.float32 else 2e-6, zeros=False)
