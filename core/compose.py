@@ -217,6 +217,16 @@ def batch_matmul(a, b):
 def convolve_valid(x, w):
     """1-d true convolution, NumPy's mode 'valid' (the kernel reversed, then correlated)."""
     n, k = x.shape[0], w.shape[0]
+    if dt.is_int(x.dtype):
+        # XLA:GPU hands convolutions to cuDNN, which has none for int32/int64 (UNIMPLEMENTED,
+        # seen on an H100): each output's window of x (a gather), dotted with the kernel --
+        # integer arithmetic, wrapping as NumPy's does
+        m = n - k + 1
+        iota = ops.iota(dtype="int64", shape=(m, k), dimension=0)
+        starts = ops.add(iota, ops.iota(dtype="int64", shape=(m, k), dimension=1))
+        windows = ops.gather(x, ops.reshape(starts, new_sizes=(m, k, 1)))
+        return ops.dot_general(windows, ops.rev(w, dimensions=(0,)),
+                               contracting_dimensions=((1,), (0,)))
     out = ops.conv(ops.reshape(x, new_sizes=(1, 1, n)),
                    ops.reshape(ops.rev(w, dimensions=(0,)), new_sizes=(1, 1, k)),
                    window_strides=(1,), padding=((0, 0),))

@@ -47,7 +47,7 @@ def _lazy(params):
     return {k: lnp.asarray(v) for k, v in params.items()}
 
 
-def test_hand_written_backprop_equals_uncompiled_and_numpy():
+def test_hand_written_backprop_equals_uncompiled_and_numpy(runs_bitwise):
     data, lrs = _data(6), [0.1 / (i + 1) for i in range(6)]
     eager = _mlp()
     eager_step = _step_fn(eager, np)
@@ -59,10 +59,15 @@ def test_hand_written_backprop_equals_uncompiled_and_numpy():
         a = plain_step(lnp.asarray(x), lnp.asarray(y), lr)
         lazyx.sync()
         b = comp_step(lnp.asarray(x), lnp.asarray(y), lr)  # a new learning rate every call
-        assert float(b) == float(a)
+        if runs_bitwise:
+            assert float(b) == float(a)
+        np.testing.assert_allclose(float(b), float(a), rtol=1e-5)
         np.testing.assert_allclose(float(b), want, rtol=1e-5)
     for k in eager:
-        np.testing.assert_array_equal(np.asarray(comp[k]), np.asarray(plain[k]))
+        if runs_bitwise:
+            np.testing.assert_array_equal(np.asarray(comp[k]), np.asarray(plain[k]))
+        np.testing.assert_allclose(np.asarray(comp[k]), np.asarray(plain[k]), rtol=1e-4,
+                                   atol=1e-8)
         np.testing.assert_allclose(np.asarray(comp[k]), eager[k], rtol=1e-5, atol=1e-6)
     m = lazyx.metrics()
     assert m["replays"] == 5 and m["replay_misses"] == 0

@@ -209,7 +209,7 @@ def test_cpu_tensors_are_refused():
         step(torch.ones(2))
 
 
-def test_gpt2_adamw_replays_like_the_uncompiled_run():
+def test_gpt2_adamw_replays_like_the_uncompiled_run(runs_bitwise):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = transformers.GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=2,
@@ -243,7 +243,9 @@ def test_gpt2_adamw_replays_like_the_uncompiled_run():
         if compiled:
             assert lazyx.metrics()["replays"] == 2
             assert model.lm_head.weight is model.transformer.wte.weight
-    assert losses[0] == losses[1]
+    if runs_bitwise:
+        assert losses[0] == losses[1]
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
 
 
 def _train_step(m, o, a, b):
