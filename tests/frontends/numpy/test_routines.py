@@ -399,3 +399,16 @@ def test_partition_checks_kth_as_numpy_does():
 def test_i0(data, dtype):
     x = _array(data, dtype, specials=dtype != np.int64) * (4 if dtype != np.int64 else 1)
     _check(np.i0, x, rtol=1e-12 if dtype != np.float32 else 2e-6, zeros=False)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data(), st.sampled_from([np.int64, np.int32, np.uint8]),
+       st.sampled_from(["valid", "same", "full"]))
+def test_integer_convolve_is_exact_and_wraps_as_numpy(data, dtype, mode):
+    """Integer convolutions are window gathers and integer dots (XLA:GPU has no integer conv):
+    exact beyond float64's 2**53, wrapping on overflow as NumPy's integer arithmetic does."""
+    big = st.integers(np.iinfo(dtype).min, np.iinfo(dtype).max)
+    a = data.draw(hnp.arrays(dtype, st.integers(1, 6), elements=big))
+    v = data.draw(hnp.arrays(dtype, st.integers(1, 6), elements=big))
+    _check(np.convolve, a, v, mode, lazy=(0, 1))
+    _check(np.correlate, a, v, mode, lazy=(0,))
