@@ -205,32 +205,29 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _scan("prod", a, axis, dtype)
 
 
-@traced("x")
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+def _cumulative(kind, identity, x, axis, dtype, include_initial):
+    """The Array API's cumulative_sum / cumulative_prod: axis required past rank 1, and with
+    include_initial the identity first."""
     if axis is None:
         if x.ndim > 1:
-            raise ValueError("cumulative_sum: axis must be given for arrays of rank > 1")
+            raise ValueError(f"cumulative_{kind}: axis must be given for arrays of rank > 1")
         axis = 0
     axis = axis_index(axis, x.ndim)
-    result = _scan("sum", x, axis, dtype)
+    result = _scan(kind, x, axis, dtype)
     if include_initial:
         config = tuple((1, 0, 0) if i == axis else (0, 0, 0) for i in range(result.ndim))
-        result = ops.pad(result, fill(0, result.dtype, ()), padding_config=config)
+        result = ops.pad(result, fill(identity, result.dtype, ()), padding_config=config)
     return result
+
+
+@traced("x")
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative("sum", 0, x, axis, dtype, include_initial)
 
 
 @traced("x")
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    if axis is None:
-        if x.ndim > 1:
-            raise ValueError("cumulative_prod: axis must be given for arrays of rank > 1")
-        axis = 0
-    axis = axis_index(axis, x.ndim)
-    result = _scan("prod", x, axis, dtype)
-    if include_initial:
-        config = tuple((1, 0, 0) if i == axis else (0, 0, 0) for i in range(result.ndim))
-        result = ops.pad(result, fill(1, result.dtype, ()), padding_config=config)
-    return result
+    return _cumulative("prod", 1, x, axis, dtype, include_initial)
 
 
 _UFUNC_REDUCE = {np.add: sum, np.multiply: prod, np.maximum: max, np.minimum: min,
