@@ -105,5 +105,5 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * math.pi):
     return np.concatenate([a[first].astype(dtype), rest], axis=axis)
 
 
-FUNCTIONS = {np.nan_to_num: nan_to_num, np.i0: i0, np.sinc: sinc, np.fix: fix, np.isposinf: isposinf,
-             np.isneginf: isneginf, np.unwrap: unwrap}
+FUNCTIONS = {np.nan_to_num: nan_to_num, np.i0: i0, np.sinc: sinc, np.fix: fix,
+             np.isposinf: isposinf, np.isneginf: isneginf, np.unwrap: unwrap}

@@ -156,6 +156,8 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
 for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
     if hasattr(np, _name):
         FUNCTIONS[getattr(np, _name)] = getattr(_indexing, _name)
+
+
 def _cumulative(fn, numpy_fn):
     """NumPy's cumulative_sum / cumulative_prod signature (out= runs NumPy's) onto the Array
     API's."""

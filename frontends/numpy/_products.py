@@ -1,6 +1,7 @@
-"""np.cross, np.kron, np.gradient, np.vdot and np.correlate, lowered: NumPy's own versions are Python that starts with
-`asarray(a)`, a host read of a lazy operand (a counted fallback and a mid-step sync). These
-follow NumPy's steps with NumPy calls on lazy arrays, which dispatch back to lazyx."""
+"""np.cross, np.kron, np.gradient, np.vdot and np.correlate, lowered: NumPy's own versions
+are Python that starts with `asarray(a)`, a host read of a lazy operand (a counted fallback
+and a mid-step sync). These follow NumPy's steps with NumPy calls on lazy arrays, which
+dispatch back to lazyx."""
 import numpy as np
 
 from ._fallback import run_eagerly
