@@ -100,6 +100,14 @@ def squeeze(input, axis=None):  # noqa: A002
                 input)
 
 
+@lower(tf.compat.v1.squeeze, "input")
+def squeeze_v1(input, axis=None, squeeze_dims=None):  # noqa: A002
+    """The v1 spelling, which TF's own Python calls (tf.linalg.matvec squeezes with it)."""
+    if axis is not None and squeeze_dims is not None:
+        raise Reject()  # TF's error for both
+    return squeeze(input, axis if squeeze_dims is None else squeeze_dims)
+
+
 @lower(tf.concat, lists=("values",))
 def concat(values, axis):
     nodes = operand_nodes(*values)

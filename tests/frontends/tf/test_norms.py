@@ -1,0 +1,109 @@
+"""tf.norm, tf.linalg.global_norm, tf.clip_by_norm and tf.clip_by_global_norm on lazy tensors
+(frontends/tf/api_norms.py) against eager TF: values, shapes and dtypes, no fallback, and a
+training step that clips its gradients by their global norm, step for step."""
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import lazyx
+import lazyx.frontends.tf as ltf
+
+FLOATS = st.floats(-5, 5, width=32, allow_subnormal=False)
+
+
+def _same(fn, *arrays, rtol=1e-5):
+    want = tf.nest.flatten(fn(*[tf.constant(a) for a in arrays]))
+    lazyx.reset_metrics()
+    got = tf.nest.flatten(fn(*[ltf.constant(a) for a in arrays]))
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if w is None:  # (clip_by_global_norm keeps a list's None entries)
+            assert g is None
+            continue
+        assert isinstance(g, ltf.Tensor)
+        g = np.asarray(g)
+        assert g.shape == tuple(w.shape) and g.dtype == w.dtype.as_numpy_dtype
+        np.testing.assert_allclose(g, w.numpy(), rtol=rtol, atol=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data(), st.sampled_from(["euclidean", 1, 2, np.inf, 3, 0.5]), st.booleans())
+def test_vector_norms(data, ord, keepdims):
+    x = data.draw(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+                             elements=FLOATS))
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    _same(lambda t: tf.norm(t, ord=ord, axis=axis, keepdims=keepdims), x, rtol=2e-5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data(), st.sampled_from(["euclidean", "fro", 1, np.inf]), st.booleans())
+def test_matrix_norms(data, ord, keepdims):
+    x = data.draw(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=3, max_side=4),
+                             elements=FLOATS))
+    axis = data.draw(st.sampled_from([(0, 1), (-2, -1), (-1, -2)]))
+    _same(lambda t: tf.linalg.norm(t, ord=ord, axis=axis, keepdims=keepdims), x)
+
+
+def test_what_is_not_lowered_is_tfs_own():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    lazyx.reset_metrics()
+    two = tf.norm(ltf.constant(x), ord=2, axis=[0, 1])  # TF's SVD path
+    assert lazyx.metrics()["fallback_ops"] == {"tf.norm": 1}
+    np.testing.assert_allclose(np.asarray(two), tf.norm(x, ord=2, axis=[0, 1]).numpy(), rtol=1e-6)
+    with pytest.raises(ValueError):
+        tf.norm(ltf.constant(x[0]), ord="fro")  # TF's own error for a vector's 'fro'
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data(), st.sampled_from([0.1, 1.0, 100.0]))
+def test_clipping(data, clip):
+    shapes = data.draw(st.lists(hnp.array_shapes(max_dims=2, max_side=4), min_size=1, max_size=3))
+    arrays = [data.draw(hnp.arrays(np.float32, s, elements=FLOATS)) for s in shapes]
+    _same(lambda *ts: tf.linalg.global_norm(list(ts)), *arrays)
+    _same(lambda *ts: tf.clip_by_global_norm(list(ts), clip), *arrays)
+    _same(lambda t: tf.clip_by_norm(t, clip), arrays[0])
+    if arrays[0].ndim:
+        _same(lambda t: tf.clip_by_norm(t, clip, axes=[0]), arrays[0])
+
+
+def test_all_zero_gradients_and_a_given_norm():
+    zeros = np.zeros((2, 2), np.float32)
+    _same(lambda t: tf.clip_by_norm(t, 1.0), zeros)
+    _same(lambda t, n: tf.clip_by_global_norm([t, None], 1.0, use_norm=n),
+          np.ones((2, 2), np.float32), np.float32(3.0))
+
+
+def _train(tape_type, constant, steps=4):
+    rng = np.random.default_rng(0)
+    w = tf.Variable(rng.standard_normal((4, 3)).astype(np.float32))
+    b = tf.Variable(np.zeros(3, np.float32))
+    x = rng.standard_normal((8, 4)).astype(np.float32) * 3
+    y = rng.standard_normal((8, 3)).astype(np.float32)
+    losses = []
+    for _ in range(steps):
+        with tape_type() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(constant(x), w) + b - constant(y)))
+        grads, norm = tf.clip_by_global_norm(tape.gradient(loss, [w, b]), 1.0)
+        for v, g in zip((w, b), grads):
+            v.assign_sub(0.1 * g)
+        losses.append((float(loss), float(norm)))
+    return losses, w.numpy(), b.numpy()
+
+
+def test_a_step_clipping_by_global_norm_trains_like_eager_tf():
+    want = _train(tf.GradientTape, tf.constant)
+    lazyx.reset_metrics()
+    got = _train(ltf.GradientTape, ltf.constant)
+    assert lazyx.metrics()["fallback_ops"] == {}
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-5, atol=1e-6)
+
+
+def test_matvec_squeezes_lazily():
+    a, v = np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32)
+    _same(tf.linalg.matvec, a, v)
+    _same(lambda t: tf.compat.v1.squeeze(t, squeeze_dims=[0]), a[None])
