@@ -87,6 +87,9 @@ def _train(tape_type, constant, steps=4):
         with tape_type() as tape:
             loss = tf.reduce_mean(tf.square(tf.matmul(constant(x), w) + b - constant(y)))
         grads, norm = tf.clip_by_global_norm(tape.gradient(loss, [w, b]), 1.0)
+        # the lazy run's clipped gradients and norm stay lazy (no read mid-step)
+        assert all(isinstance(t, ltf.Tensor) == (constant is ltf.constant)
+                   for t in grads + [norm])
         for v, g in zip((w, b), grads):
             v.assign_sub(0.1 * g)
         losses.append((float(loss), float(norm)))
