@@ -251,6 +251,39 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
     return wrap(out, params)
 
 
+@lower(tf.gather_nd, "params", "indices")
+def gather_nd(params, indices, batch_dims=0, bad_indices_policy=""):
+    (x,) = operand_nodes(params)
+    idx = _index_node(indices)
+    if batch_dims != 0 or bad_indices_policy not in ("", "DEFAULT") or idx.ndim < 1 or \
+            not 0 < idx.shape[-1] <= x.ndim:
+        raise Reject()
+    known = host_values.known(idx)
+    if known is not None and any(host_values.out_of_range(known[..., j], 0, x.shape[j])
+                                 for j in range(idx.shape[-1])):
+        # TF (on CPU) refuses an index outside the tensor: so do we, where it is known (a
+        # computed index cannot be checked without a sync; it is clamped into range)
+        raise_for_values(tf.gather_nd, dict(params=params, indices=indices),
+                         {"indices": known})
+    return wrap(ops.gather(x, idx), params)
+
+
+@lower(tf.sequence_mask, "lengths")
+def sequence_mask(lengths, maxlen=None, dtype=tf.bool):
+    (n,) = operand_nodes(lengths)
+    if maxlen is None or not dt.is_int(n.dtype):
+        raise Reject()  # without maxlen the mask's width is max(lengths): a value
+    width = static_ints(maxlen)
+    if not isinstance(width, int) or width < 0:
+        raise Reject()
+    shape = n.shape + (width,)
+    positions = ops.iota(dtype=n.dtype, shape=shape, dimension=n.ndim)
+    mask = ops.lt(positions, ops.broadcast_in_dim(n, shape=shape,
+                                                  broadcast_dimensions=tuple(range(n.ndim))))
+    target = ir_dtype(tf.as_dtype(dtype))
+    return wrap(mask if target == dt.BOOL else ops.convert(mask, dtype=target), lengths)
+
+
 @lower(tf.where, "condition", "x", "y")
 def where(condition, x=None, y=None):
     if x is None and y is None:

@@ -1,9 +1,9 @@
-"""Norms and gradient clipping, lowered: tf.norm (tf.linalg.norm), tf.linalg.global_norm,
-tf.clip_by_norm and tf.clip_by_global_norm. A TF training loop that clips its gradients
-calls them at every step, and each converted its lazy input to a TF tensor (a sync) and ran
-eagerly. TF's type-based dispatch never reaches them (they convert their input first), so
-they are replaced in their namespaces (registry.lower_undispatched). They
-follow TF's own formulas (math_ops / clip_ops), written with TF calls on lazy tensors, which
+"""Norms and gradient clipping, lowered: tf.norm (tf.linalg.norm), tf.linalg.normalize,
+tf.linalg.global_norm, tf.clip_by_norm and tf.clip_by_global_norm. A TF training loop that
+clips its gradients calls them at every step, and each converted its lazy input to a TF
+tensor (a sync) and ran eagerly. TF's type-based dispatch never reaches them (they convert
+their input first), so they are replaced in their namespaces (registry.lower_undispatched).
+They follow TF's own formulas (math_ops / clip_ops), written with TF calls on lazy tensors, which
 dispatch back to lazyx; what they do not cover (a matrix 2-norm, IndexedSlices, an ord TF
 refuses) runs TF's own, so its errors are the ones raised."""
 import numbers
@@ -120,6 +120,14 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None):
     clipped = [None if t is None else tf.cast(scale, t.dtype) * _tensor(t)
                for t in t_list]
     return clipped, norm_
+
+
+@lower_undispatched(tf.linalg, "normalize")
+def normalize(tensor, ord="euclidean", axis=None):  # noqa: A002 - TF's name
+    """TF's: the norm (keepdims), cast to the tensor's dtype, and the tensor divided by it."""
+    x = _tensor(tensor)
+    n = tf.cast(norm(x, ord=ord, axis=axis, keepdims=True), x.dtype)
+    return x / n, n
 
 
 # tf.norm is tf.linalg.norm under a second name: replaced in both namespaces

@@ -110,3 +110,53 @@ def test_matvec_squeezes_lazily():
     a, v = np.ones((2, 3), np.float32), np.arange(3, dtype=np.float32)
     _same(tf.linalg.matvec, a, v)
     _same(lambda t: tf.compat.v1.squeeze(t, squeeze_dims=[0]), a[None])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.data(), st.sampled_from(["euclidean", 1, np.inf]))
+def test_normalize(data, ord):
+    x = data.draw(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+                             elements=st.floats(0.5, 5, width=32)))
+    axis = data.draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    _same(lambda t: tf.linalg.normalize(t, ord=ord, axis=axis), x)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_gather_nd(data):
+    x = data.draw(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1,
+                                                          max_side=4), elements=FLOATS))
+    k = data.draw(st.integers(1, x.ndim))
+    batch = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+    idx = np.stack([data.draw(hnp.arrays(np.int32, batch, elements=st.integers(0, x.shape[j] - 1)))
+                    for j in range(k)], axis=-1)
+    _same(lambda p, i: tf.gather_nd(p, i), x, idx)
+
+
+def test_gather_nd_refuses_known_out_of_range_indices_as_tf_does():
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.gather_nd(tf.constant(x), tf.constant([[1, 3]]))
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.gather_nd(ltf.constant(x), ltf.constant(np.array([[1, 3]], np.int32)))
+
+
+def test_gather_nd_gradient_matches_tf():
+    x = tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+    idx = np.array([[0, 1], [1, 2], [0, 1]], np.int32)
+    with tf.GradientTape() as tape:
+        want = tape.gradient(tf.reduce_sum(tf.gather_nd(x, idx) ** 2), x)
+    with ltf.GradientTape() as tape:
+        got = tape.gradient(tf.reduce_sum(tf.gather_nd(x, ltf.constant(idx)) ** 2), x)
+    np.testing.assert_allclose(np.asarray(tf.convert_to_tensor(got)),
+                               np.asarray(tf.convert_to_tensor(want)), rtol=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data(), st.sampled_from([tf.bool, tf.float32, tf.int32]))
+def test_sequence_mask(data, dtype):
+    lengths = data.draw(hnp.arrays(np.int32, hnp.array_shapes(min_dims=0, max_dims=2, max_side=4),
+                                   elements=st.integers(0, 6)))
+    maxlen = data.draw(st.integers(0, 7))
+    _same(lambda n: tf.sequence_mask(n, maxlen, dtype=dtype), lengths)
+    _same(lambda n: tf.sequence_mask(n, tf.constant(maxlen), dtype=dtype), lengths)
