@@ -78,19 +78,16 @@ def _equal_bins(x, w, edges, n, ends, ntype):
 
 
 def _given_edges(x, w, edges, ntype):
-    """NumPy's path for given edges: counts at or below each edge in a sorted copy."""
+    """NumPy's path for given edges: counts (or weights) at or below each edge in a sorted
+    copy, differenced."""
+    order = None if w is None else np.argsort(x)
+    sa = np.sort(x) if w is None else x[order]
+    at = np.concatenate((np.searchsorted(sa, edges[:-1], "left"),
+                         np.searchsorted(sa, edges[-1:], "right")))
     if w is None:
-        sa = np.sort(x)
-        cum = np.concatenate((np.searchsorted(sa, edges[:-1], "left"),
-                              np.searchsorted(sa, edges[-1:], "right")))
-    else:
-        order = np.argsort(x)
-        sa, sw = x[order], w[order]
-        cw = np.concatenate((as_lazy(np.zeros(1, ntype)), np.cumsum(sw)))
-        at = np.concatenate((np.searchsorted(sa, edges[:-1], "left"),
-                             np.searchsorted(sa, edges[-1:], "right")))
-        cum = cw[at]
-    return np.diff(cum)
+        return np.diff(at)
+    cw = np.concatenate((as_lazy(np.zeros(1, ntype)), np.cumsum(w[order])))
+    return np.diff(cw[at])
 
 
 def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002 (NumPy's)
@@ -113,7 +110,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):  # noqa: A002
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002 (NumPy's)
-    found = None if as_lazy(a).dtype.kind == "c" else _edges(as_lazy(a), bins, range)
+    x = as_lazy(a)
+    found = None if x.dtype.kind == "c" else _edges(x, bins, range)
     if found is None:
         return run_eagerly(np.histogram_bin_edges, "numpy.histogram_bin_edges", (a,), dict(
             bins=bins, range=range, weights=weights))

@@ -15,9 +15,7 @@ def _kth_checked(x, kth, axis):
     """The axis (None: the flattened array) after NumPy's checks of kth."""
     if axis is None:
         x, axis = x.reshape(-1), 0
-    n = x.shape[np.lib.array_utils.normalize_axis_index(axis, x.ndim)] if x.ndim else 0
-    if x.ndim == 0:
-        raise np.exceptions.AxisError(axis, 0)
+    n = x.shape[np.lib.array_utils.normalize_axis_index(axis, x.ndim)]  # (0-d: AxisError)
     for k in np.atleast_1d(kth).tolist():
         k = operator.index(k)
         if not -n <= k < n:
@@ -44,9 +42,11 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
 def lexsort(keys, axis=-1):
     """Indices sorting by the last key, ties by the one before, ...: stable sorts by each key
     from the first (least significant) to the last."""
-    lazy = as_lazy(keys) if not isinstance(keys, (list, tuple)) else None
-    keys = [lazy[i] for i in range(lazy.shape[0])] if lazy is not None and lazy.ndim else \
-        list(keys) if lazy is None else []
+    if isinstance(keys, (list, tuple)):
+        keys = list(keys)
+    else:  # an array: its rows are the keys
+        stacked = as_lazy(keys)
+        keys = [stacked[i] for i in range(stacked.shape[0])] if stacked.ndim else []
     if not keys:
         return run_eagerly(np.lexsort, "numpy.lexsort", (keys,), dict(axis=axis))
     keys = np.broadcast_arrays(*[as_lazy(k) for k in keys])
