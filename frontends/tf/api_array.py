@@ -251,23 +251,6 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
     return wrap(out, params)
 
 
-@lower(tf.gather_nd, "params", "indices")
-def gather_nd(params, indices, batch_dims=0, bad_indices_policy=""):
-    (x,) = operand_nodes(params)
-    idx = _index_node(indices)
-    if batch_dims != 0 or bad_indices_policy not in ("", "DEFAULT") or idx.ndim < 1 or \
-            not 0 < idx.shape[-1] <= x.ndim:
-        raise Reject()
-    known = host_values.known(idx)
-    if known is not None and any(host_values.out_of_range(known[..., j], 0, x.shape[j])
-                                 for j in range(idx.shape[-1])):
-        # TF (on CPU) refuses an index outside the tensor: so do we, where it is known (a
-        # computed index cannot be checked without a sync; it is clamped into range)
-        raise_for_values(tf.gather_nd, dict(params=params, indices=indices),
-                         {"indices": known})
-    return wrap(ops.gather(x, idx), params)
-
-
 @lower(tf.sequence_mask, "lengths")
 def sequence_mask(lengths, maxlen=None, dtype=tf.bool):
     (n,) = operand_nodes(lengths)

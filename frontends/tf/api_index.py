@@ -311,17 +311,34 @@ _block_api(tf.nn.space_to_depth, True)
 
 
 
+def _refuse_known_out_of_range(indices, shape, api, arguments):
+    """TF (on CPU) refuses an nd index outside the tensor: so do we, where it is known (a
+    computed index cannot be checked without a sync: the IR's gather clamps it, its scatter
+    drops it)."""
+    known = host_values.known(indices)
+    if known is not None and any(host_values.out_of_range(known[..., j], 0, shape[j])
+                                 for j in range(indices.shape[-1])):
+        raise_for_values(api, arguments, {"indices": known})
+
+
 def _scatter_nd(base, indices, updates, mode, api=None, arguments=None):
     if not dt.is_int(indices.dtype) or indices.ndim < 1 or indices.shape[-1] > base.ndim or \
             updates.shape != indices.shape[:-1] + base.shape[indices.shape[-1]:]:
         raise Reject()
-    known = host_values.known(indices)
-    if known is not None and api is not None and any(
-            host_values.out_of_range(known[..., j], 0, base.shape[j])
-            for j in range(indices.shape[-1])):
-        # TF (on CPU) refuses an index outside the tensor: so do we, where it is known
-        raise_for_values(api, arguments, {"indices": known})
+    if api is not None:
+        _refuse_known_out_of_range(indices, base.shape, api, arguments)
     return ops.scatter(base, indices, updates, mode=mode)
+
+
+@lower(tf.gather_nd, "params", "indices")
+def gather_nd(params, indices, batch_dims=0, bad_indices_policy=""):
+    (x,), (idx,) = operand_nodes(params), operand_nodes(indices)
+    if batch_dims != 0 or bad_indices_policy not in ("", "DEFAULT") or \
+            not dt.is_int(idx.dtype) or idx.ndim < 1 or not 0 < idx.shape[-1] <= x.ndim:
+        raise Reject()
+    _refuse_known_out_of_range(idx, x.shape, tf.gather_nd,
+                               dict(params=params, indices=indices))
+    return wrap(ops.gather(x, idx), params)
 
 
 @lower(tf.scatter_nd, "indices", "updates")

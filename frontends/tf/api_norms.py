@@ -67,20 +67,19 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None):  # noqa: A002 - TF'
     return result
 
 
-def _dense(values):
-    """The list's tensors (None entries dropped), or Reject for IndexedSlices and the like."""
-    out = []
-    for v in values:
-        if v is None:
-            continue
-        if isinstance(v, (tf.IndexedSlices, tf.SparseTensor)):
-            raise Reject()
-        out.append(_tensor(v))
-    return out
+def _tensors(values):
+    """The list's tensors, None entries kept in place; Reject for IndexedSlices and the like
+    (TF's own takes their values)."""
+    if not isinstance(values, (list, tuple)):
+        raise Reject()
+    if any(isinstance(v, (tf.IndexedSlices, tf.SparseTensor)) for v in values):
+        raise Reject()
+    return [None if v is None else _tensor(v) for v in values]
 
 
 def _global_norm(tensors):
     """TF's: sqrt(2 * sum(l2_loss(t))), each t's half squared norm in its own dtype."""
+    tensors = [t for t in tensors if t is not None]
     if not tensors:
         raise Reject()
     half = tf.reduce_sum(tf.stack([tf.nn.l2_loss(t) for t in tensors]))
@@ -89,9 +88,7 @@ def _global_norm(tensors):
 
 @lower_undispatched(tf.linalg, "global_norm")
 def global_norm(t_list):
-    if not isinstance(t_list, (list, tuple)):
-        raise Reject()
-    return _global_norm(_dense(t_list))
+    return _global_norm(_tensors(t_list))
 
 
 @lower_undispatched(tf, "clip_by_norm")
@@ -109,16 +106,13 @@ def clip_by_norm(t, clip_norm, axes=None):
 
 @lower_undispatched(tf, "clip_by_global_norm")
 def clip_by_global_norm(t_list, clip_norm, use_norm=None):
-    if not isinstance(t_list, (list, tuple)):
-        raise Reject()
-    dense = _dense(t_list)
-    norm_ = _global_norm(dense) if use_norm is None else _tensor(use_norm)
+    tensors = _tensors(t_list)
+    norm_ = _global_norm(tensors) if use_norm is None else _tensor(use_norm)
     clip = tf.cast(clip_norm, norm_.dtype)
     # TF's scale: finite norms scale by min(1, clip / norm); a NaN or inf norm makes NaNs
     scale = clip * tf.minimum(1.0 / norm_, tf.constant(1.0, norm_.dtype) / clip)
     scale = scale + (norm_ - norm_)
-    clipped = [None if t is None else tf.cast(scale, t.dtype) * _tensor(t)
-               for t in t_list]
+    clipped = [None if t is None else tf.cast(scale, t.dtype) * t for t in tensors]
     return clipped, norm_
 
 
