@@ -20,6 +20,8 @@ and optionally (XLA):
   compile(program, fixed)               may also take the leaves (index -> value) its caller
                                         will never change and bind: XLA reads equal ones once
   executable.bind(fixed) -> callable    the executable with those leaves' values built in
+  bound.inline() -> callable|None       the binding run on the calling thread, for a caller
+                                        that passes host data only and waits at once
   memory_per_device() -> {device: bytes}
   lend_to_host(buffer) -> DLPack-exportable|None  the buffer's own memory when it is host memory
                                         a caller may take over (torch.compile outputs no one

@@ -16,6 +16,7 @@ import platform
 import struct
 import sys
 import time
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +26,7 @@ from jax import lax
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 from jax.extend.random import threefry_2x32
 
-from . import disk_cache, preload
+from . import disk_cache, preload, xla_inline
 from .xla_transfers import ScalarPacks
 from ..core import config, metrics
 from ..core import dtypes as dt
@@ -682,7 +683,7 @@ _MAX_VARIANTS = 2
 
 class _Bound:
     """An executable with some leaves' values fixed (see _Executable.bind)."""
-    __slots__ = ("exe", "steps", "patterns", "scalar_packs")
+    __slots__ = ("exe", "steps", "patterns", "scalar_packs", "_inline")
 
     def __init__(self, exe, fixed):
         sig = exe.signature
@@ -713,21 +714,71 @@ class _Bound:
         self.scalar_packs = None
         if built and exe.scalar_packs is not None and self.patterns == sig.general:
             self.scalar_packs = ScalarPacks(built, exe.scalar_packs.put)
+        self._inline = None  # made at the first inline() that can decide
 
     def __call__(self, leaf_values):
-        args = []
-        for step in self.steps:
-            kind = step[0]
-            if kind == "leaf":
-                args.append(leaf_values[step[1]])
-            elif kind == "ready":
-                args.append(step[1])
-            else:
-                _, np_dtype, values, dynamic = step
-                args.append(np.array(values + [leaf_values[i] for i in dynamic], dtype=np_dtype))
+        args = _arguments(self.steps, leaf_values)
         if self.scalar_packs is not None:
             self.scalar_packs.substitute(args)
         return self.exe.run(args, self.patterns)
+
+    @property
+    def program(self):
+        return self.exe.program
+
+    def inline(self):
+        """This binding run on the calling thread (xla_inline.py), for a caller that waits for
+        every result at once and passes only host data; the binding itself where it cannot
+        be (off a CPU, a mesh program, an executable XLA cannot serialize)."""
+        if self._inline is None:
+            exe = self.exe
+            compiled = exe.variants.get(self.patterns)
+            if compiled is None:  # compiled at this binding's first run: decide then
+                return self
+            device = xla_inline.device_for(exe.backend.device) \
+                if exe.backend is not None and not exe.place else None
+            loaded = None
+            if device is not None:
+                stored = _FROM_DISK.get(compiled)
+                payload = stored[0].get(stored[1]) if stored is not None else None
+                loaded = xla_inline.load(compiled, device) if stored is None else \
+                    xla_inline.load_payload(_deserialize, payload, device)
+            self._inline = self
+            if loaded is not None:
+                steps = [("ready", put(np.asarray(step[1]), device)) if step[0] == "ready"
+                         else step for step in self.steps]
+                self._inline = _Inline(loaded, steps, exe.x64)
+        return self._inline
+
+
+class _Inline:
+    """A binding's executable loaded on the synchronous CPU client (see _Bound.inline)."""
+    __slots__ = ("compiled", "steps", "x64")
+
+    def __init__(self, compiled, steps, x64):
+        self.compiled, self.steps, self.x64 = compiled, steps, x64
+
+    def __call__(self, leaf_values):
+        args = _arguments(self.steps, leaf_values)
+        if self.x64:
+            with jax.enable_x64(True):
+                return self.compiled(*args)
+        return self.compiled(*args)
+
+
+def _arguments(steps, leaf_values):
+    """A binding's executable arguments: its steps (see _Bound) applied to a call's leaves."""
+    args = []
+    for step in steps:
+        kind = step[0]
+        if kind == "leaf":
+            args.append(leaf_values[step[1]])
+        elif kind == "ready":
+            args.append(step[1])
+        else:
+            _, np_dtype, values, dynamic = step
+            args.append(np.array(values + [leaf_values[i] for i in dynamic], dtype=np_dtype))
+    return args
 
 
 def put(array, device=None):
@@ -761,6 +812,11 @@ def await_ready(buffers):
 
 _MAX_ARGS = 1 << 20
 
+# jax's Compiled objects loaded from the disk cache -> (the cache, their key there). Such an
+# executable serialized again loses its code (XLA:CPU: "Function ... not found" when the copy
+# runs), so a copy of it is loaded from the stored payload instead (_Bound.inline).
+_FROM_DISK = weakref.WeakKeyDictionary()
+
 
 def _deserialize(payload, device):
     """(jax Compiled, its input avals) from a stored payload: the argument and result counts,
@@ -774,7 +830,8 @@ def _deserialize(payload, device):
         _initialize_lapack()
     # on `device` alone: jax's default is every device of the process, and the executable
     # then wants one shard per device (8 under --xla_force_host_platform_device_count=8)
-    compiled = deserialize_and_load(payload[8:], in_tree, out_tree, execution_devices=[device])
+    compiled = deserialize_and_load(payload[8:], in_tree, out_tree, backend=device.client,
+                                    execution_devices=[device])
     return compiled, jax.tree_util.tree_leaves(compiled.in_avals)
 
 
@@ -906,6 +963,7 @@ class XlaBackend:
                 cache.discard(key, f"jax could not load it ({type(err).__name__}: {err})")
                 return None
         metrics.record_time("disk_load", time.perf_counter() - start)
+        _FROM_DISK[compiled] = (cache, key)
         return compiled
 
     @staticmethod

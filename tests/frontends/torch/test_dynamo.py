@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 import lazyx
 import lazyx.frontends.torch as lt
@@ -151,6 +152,62 @@ def test_a_result_also_saved_for_the_backward_graph_is_copied(monkeypatch):
     y.sum().backward()
     torch.testing.assert_close(x.grad, torch.exp(x.detach()), rtol=1e-5, atol=1e-5)
     assert lent == ([(256, 256)] if _lends() else []), lent  # the gradient alone
+
+
+def _spy_inline(monkeypatch):
+    """How many programs ran on the calling thread (backends/xla_inline.py; XLA:CPU only)."""
+    calls = [0]
+    xla = pytest.importorskip("lazyx.backends.xla")
+    run = xla._Inline.__call__
+
+    def spy(self, leaf_values):
+        calls[0] += 1
+        return run(self, leaf_values)
+    monkeypatch.setattr(xla._Inline, "__call__", spy)
+    return calls
+
+
+@settings(max_examples=12, deadline=None)
+@given(dtype=st.sampled_from([torch.float32, torch.float64, torch.int32, torch.int64]),
+       shape=st.lists(st.integers(1, 5), min_size=0, max_size=3), seed=st.integers(0, 2**16))
+def test_cpu_only_calls_run_on_the_calling_thread_and_match_eager(dtype, shape, seed):
+    """A graph called with CPU tensors whose results all go back to the CPU runs its program
+    inline (no worker thread to wake); 64-bit dtypes keep their width there."""
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        x = torch.randn(shape, generator=gen, dtype=dtype)
+    else:
+        x = torch.randint(-2**20, 2**20, shape, generator=gen, dtype=dtype) * 4099
+
+    def fn(t):
+        return (t * 3 + 7) // 2 - t.abs(), (t - 1).sum()
+    compiled = _compile(fn)
+    with pytest.MonkeyPatch.context() as mp:
+        calls = _spy_inline(mp)
+        for k in range(3):  # (a new program's first call runs the shared executable)
+            got, want = compiled(x + k), fn(x + k)
+            for g, w in zip(got, want):
+                assert g.device.type == "cpu" and g.dtype == w.dtype
+                torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+    assert calls[0] >= 2 if _lends() else calls[0] == 0
+
+
+def test_a_forward_that_saves_for_backward_keeps_the_shared_executable(monkeypatch):
+    """Saved activations stay lazy tensors for the backward graph, and the synchronous
+    client's buffers must not reach the lazy path: training graphs run on the shared client
+    (the inference form of the same model runs inline)."""
+    calls = _spy_inline(monkeypatch)
+    model = _mlp()
+    compiled = _compile(copy.deepcopy(model))
+    x = torch.randn(8, 6)
+    for _ in range(3):
+        compiled(x).sum().backward()
+    assert calls[0] == 0
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-6)
+    assert calls[0] >= 2 if _lends() else calls[0] == 0
 
 
 def test_lazy_inputs_give_lazy_results_that_compose_with_lazy_code():
