@@ -8,7 +8,7 @@ from ...core import dtypes as dt
 from ...core import cephes, compose, host_values, ops
 from .lowering import (Reject, axes_of, binary_operands, broadcast_to, const, operand_nodes,
                        scalar)
-from .registry import lower, lower_varargs, raise_for_values
+from .registry import lower, lower_varargs, raise_for_values, require_dtype
 from .tensor import LazyTensor, ir_dtype, wrap
 
 # ---------------------------------------------------------------- element-wise, binary
@@ -77,6 +77,7 @@ def _register_binary(api, fn):
         if compares and not (_tensorish(x) and _tensorish(y)) and not _number_like(x, y):
             return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
         nodes = binary_operands(x, y)
+        require_dtype(api, nodes[0].dtype, 2)
         if api in _INTEGER_DIVISIONS and dt.is_int(nodes[1].dtype):
             divisor = host_values.known(operand_nodes(y)[0])
             if divisor is not None and not np.all(divisor):
@@ -165,12 +166,15 @@ UNARY.update({
 def _register_unary(api, fn):
     x_name = list(__import__("inspect").signature(api).parameters)[0]
 
-    def lowering(**a):
-        x = a[x_name]
+    def unary(x):
         (node,) = operand_nodes(x)
+        require_dtype(api, node.dtype, 1)
         return wrap(fn(node), x)
+
+    def lowering(**a):
+        return unary(a[x_name])
     lowering.__name__ = api.__name__
-    lower(api, x_name)(lowering)
+    lower(api, x_name, direct=unary)(lowering)
 
 
 for _name, _fn in UNARY.items():

@@ -194,3 +194,100 @@ def test_activations_times_weights_is_one_matrix_product(lead, transpose_b, seed
     np.testing.assert_allclose(float(got), float(want), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got_grad.numpy(), want_grad.numpy(), rtol=1e-4, atol=1e-4)
     ltf.sync()
+
+
+# ---------------------------------------------------------------- public names, called directly
+
+def _direct_names():
+    """(public path, original API, operand count) for every name hooks.install redirected."""
+    from lazyx.frontends.tf import hooks
+    out = []
+    for api, (_, arity) in sorted(registry.DIRECT.items(), key=lambda kv: registry.api_name(kv[0])):
+        for path in tf.__internal__.decorator.unwrap(api)[1]._tf_api_names:
+            out.append((path, api, arity))
+    assert out and len({p for p, _, _ in out}) == len(out)
+    return out
+
+
+DIRECT_NAMES = _direct_names()
+
+
+def _public(path):
+    obj = tf
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _operands(rng, dtype, shape):
+    if dtype == "bool":
+        return np.asarray(rng.random(shape) < 0.5)
+    if dtype.startswith("int"):
+        return np.asarray(rng.integers(1, 9, shape), dtype)
+    return np.asarray(rng.standard_normal(shape) * 0.9, dtype)  # (acos, atanh: in domain)
+
+
+@settings(max_examples=150, deadline=None)
+@given(entry=st.sampled_from(DIRECT_NAMES),
+       dtype=st.sampled_from(["float16", "float32", "float64", "int8", "int32", "uint8", "bool"]),
+       shape=st.sampled_from([(), (3,), (2, 3)]), scalar=st.booleans(), seed=st.integers(0, 99))
+def test_public_names_called_on_lazy_tensors_match_eager_tf(entry, dtype, shape, scalar, seed):
+    """Every public name of an element-wise API (tf.tanh, tf.math.add, tf.nn.sigmoid, ...) is
+    lazyx's wrapper, which takes a lazy operand straight to the lowering: same value, dtype,
+    shape and error as TF's own call, with a tensor or a Python number as the other operand.
+    (TF refuses some dtypes the IR would compute: bool for tf.math.greater, unsigned ints for
+    tf.math.abs, float16 for erfinv on a CPU; registry.require_dtype.)"""
+    path, api, arity = entry
+    public = _public(path)
+    assert public is not api and public.__wrapped__ is api
+    rng = np.random.default_rng(seed)
+    x = _operands(rng, dtype, shape)
+    other = (float(rng.integers(1, 3)) if dtype.startswith("float") else int(rng.integers(1, 3))) \
+        if scalar and dtype != "bool" else _operands(rng, dtype, shape)
+    if isinstance(other, np.ndarray):
+        other = tf.constant(other)
+    lazy_args = (ltf.constant(x),) if arity == 1 else (ltf.constant(x), other)
+    try:
+        want = api(tf.constant(x), *lazy_args[1:])
+    except Exception as err:  # noqa: BLE001 -- TF refuses the dtype: the same error lazily
+        with pytest.raises(type(err)):
+            public(*lazy_args)
+        return
+    tol = 2e-3 if dtype == "float16" else 2e-6
+    with np.errstate(all="ignore"):
+        got = public(*lazy_args)
+        assert isinstance(got, ltf.Tensor), (path, type(got))
+        assert got.dtype == want.dtype and got.shape == want.shape, path
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol,
+                                   equal_nan=True, err_msg=path)
+
+
+def test_public_names_keep_tfs_behaviour_for_everything_else():
+    """Eager tensors, keyword calls, tf.function, a user's own dispatch_for_api and
+    documentation are TF's own under the wrapper."""
+    x = tf.constant([0.5, -1.0])
+    assert type(tf.tanh(x)) is type(tf.math.tanh.__wrapped__(x))  # an EagerTensor
+    assert str(inspect.signature(tf.math.add)) == str(inspect.signature(tf.math.add.__wrapped__))
+    assert tf.tanh is tf.math.tanh is tf.nn.tanh and tf.add.__doc__ == tf.add.__wrapped__.__doc__
+    lazy = ltf.constant(np.array([0.5, -1.0], "float32"))
+    assert_matches(tf.tanh(x=lazy, name="t"), tf.tanh(x))  # through TF's dispatch
+    assert_matches(tf.add(lazy, 1.0, name="a"), tf.add(x, 1.0))
+
+    @tf.function
+    def traced(t):
+        return tf.tanh(t) + tf.add(t, 1.0) * tf.math.sigmoid(t)
+    np.testing.assert_allclose(traced(x).numpy(),
+                               (tf.tanh(x) + tf.add(x, 1.0) * tf.math.sigmoid(x)).numpy())
+
+    class Boxed(tf.experimental.ExtensionType):
+        v: tf.Tensor
+
+    @tf.experimental.dispatch_for_api(tf.math.tanh)  # the public name: lazyx's wrapper
+    def boxed_tanh(x: Boxed, name=None):
+        return Boxed(tf.math.tanh(x.v) * 2)
+    try:
+        np.testing.assert_allclose(tf.tanh(Boxed(x)).v.numpy(), (tf.tanh(x) * 2).numpy())
+    finally:
+        tf.experimental.unregister_dispatch_for(boxed_tanh)
+    with pytest.raises(ValueError):
+        tf.tanh(Boxed(x))
