@@ -200,9 +200,9 @@ def test_activations_times_weights_is_one_matrix_product(lead, transpose_b, seed
 
 def _direct_names():
     """(public path, original API, operand count) for every name hooks.install redirected."""
-    from lazyx.frontends.tf import hooks
     out = []
-    for api, (_, arity) in sorted(registry.DIRECT.items(), key=lambda kv: registry.api_name(kv[0])):
+    by_name = sorted(registry.DIRECT.items(), key=lambda kv: registry.api_name(kv[0]))
+    for api, (_, arity) in by_name:
         for path in tf.__internal__.decorator.unwrap(api)[1]._tf_api_names:
             out.append((path, api, arity))
     assert out and len({p for p, _, _ in out}) == len(out)
