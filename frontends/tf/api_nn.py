@@ -26,8 +26,11 @@ def _activation(api, fn, param_names=()):
     def lowering(**a):
         x = _float_input(a[x_name])
         return wrap(fn(x, *[a[p] for p in param_names]), a[x_name])
+
+    def direct(x):  # tf.nn.relu(x): the public name's wrapper calls it (registry.DIRECT)
+        return wrap(fn(_float_input(x)), x)
     lowering.__name__ = api.__name__
-    lower(api, x_name)(lowering)
+    lower(api, x_name, direct=None if param_names else direct)(lowering)
 
 
 def _relu(x):

@@ -190,3 +190,21 @@ def test_conv_layer_gradients_under_the_lazy_tape_match_eager(make):
     assert lazyx.metrics()["fallbacks"] == 0, lazyx.metrics()["fallback_ops"]
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_gradient_nodes_carry_the_line_that_asked_for_them():
+    """core.autodiff.vjp finds the user's line once for every node it makes: the line of the
+    tape.gradient call (each node used to walk the frames itself, to the same answer)."""
+    import inspect
+    from lazyx.core import ir
+    x = ltf.constant(RNG_X)
+    with ltf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(tf.tanh(x) * x + tf.nn.relu(x))
+    (grad,) = tape.gradient(y, [x]); line = inspect.currentframe().f_lineno  # noqa: E702
+    forward = {id(n) for n in ir.topo_order([y.node])}
+    made = [n for n in ir.topo_order([grad.node]) if id(n) not in forward and not n.is_leaf]
+    assert made and {n.source for n in made} == {(__file__, line)}
+    want = 1 - np.tanh(RNG_X) ** 2
+    np.testing.assert_allclose(grad.numpy(), np.tanh(RNG_X) + RNG_X * want + (RNG_X > 0),
+                               rtol=1e-5, atol=1e-6)
