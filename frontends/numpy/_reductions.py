@@ -343,8 +343,11 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
 
 @traced("a")
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None, descending=False):
-    """Always stable (NumPy's default quicksort may order ties differently)."""
+    """Always stable (NumPy's default quicksort may order ties differently). A 0-d array is
+    sorted as the 1-d array of its element, as NumPy does (array([0]); np.sort refuses it)."""
     if order is not None:
         raise ValueError("Cannot specify order when the array has no fields.")
+    if a.ndim == 0:
+        a = ops.reshape(a, new_sizes=(1,))
     node, ax = _sort_axis(a, axis)
     return (ops.argsort(node, axis=ax, descending=bool(descending), index_dtype="int64"))

@@ -35,7 +35,10 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         return run_eagerly(np.argpartition, "numpy.argpartition", (a, kth), dict(
             axis=axis, kind=kind, order=order))
-    x, axis = _kth_checked(as_lazy(a), kth, axis)
+    x = as_lazy(a)
+    if x.ndim == 0:  # NumPy partitions a 0-d array as the 1-d array of its element
+        x = x.reshape(1)
+    x, axis = _kth_checked(x, kth, axis)
     return np.argsort(x, axis=axis, kind="stable")
 
 

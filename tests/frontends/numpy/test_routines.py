@@ -395,6 +395,20 @@ def test_partition_checks_kth_as_numpy_does():
     _errors_alike(np.argpartition, np.arange(4.0), -5)
 
 
+@pytest.mark.parametrize("axis", [-1, 0, None])
+def test_argsort_and_argpartition_of_a_0d_array_are_numpys(axis):
+    """NumPy sorts a 0-d array's indices as a 1-d array of one element: array([0]) (np.sort
+    and np.partition refuse it: AxisError)."""
+    x = np.array(2.5)
+    _check(np.argsort, x, axis=axis)
+    _check(np.argpartition, x, 0, axis=axis)
+    _check(np.argpartition, x, -1, axis=axis)
+    _errors_alike(np.argpartition, x, 1, axis=axis)
+    _errors_alike(np.argsort, x, axis=1)
+    _errors_alike(np.sort, x)
+    _errors_alike(np.partition, x, 0)
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.data(), st.sampled_from([np.float64, np.float32, np.int64]))
 def test_i0(data, dtype):
