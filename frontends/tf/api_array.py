@@ -8,7 +8,7 @@ from ...core import compose, host_values, ir, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, operand_nodes,
                        static_ints)
 from . import indexed_slices
-from .registry import lower, raise_for_values
+from .registry import lower, lower_undispatched, raise_for_values
 from .tensor import LazyTensor, framework_request, ir_dtype, to_tf, wrap
 
 
@@ -351,3 +351,24 @@ def _expand_ellipsis(spec, ndim):
     i = spec.index(Ellipsis)
     used = sum(1 for s in spec if s is not None and s is not Ellipsis)
     return spec[:i] + (slice(None),) * max(ndim - used, 0) + spec[i + 1:]
+
+
+@lower_undispatched(tf, "meshgrid")
+def meshgrid(*args, **kwargs):
+    """tf.meshgrid (replaced in its namespace: TF's own body would run first, its tf.stack and
+    size falling back on the lazy inputs): each input flattened and broadcast along its own
+    output axis, the first two axes swapped for indexing='xy' (TF's
+    default), as TF's reshape-and-multiply formulation gives."""
+    indexing = kwargs.pop("indexing", "xy")
+    if kwargs or indexing not in ("xy", "ij") or not args:
+        raise Reject()  # TF's own error (an unknown argument or indexing) or its empty list
+    nodes = operand_nodes(*args)  # one dtype, as TF's product of them requires
+    flat = [ops.reshape(n, new_sizes=(n.size,)) if n.ndim != 1 else n for n in nodes]
+    axes = list(range(len(flat)))
+    if indexing == "xy" and len(flat) > 1:
+        axes[0], axes[1] = 1, 0
+    shape = [0] * len(flat)
+    for n, axis in zip(flat, axes):
+        shape[axis] = n.shape[0]
+    return [wrap(ops.broadcast_in_dim(n, shape=tuple(shape), broadcast_dimensions=(axis,)), x)
+            for n, axis, x in zip(flat, axes, args)]

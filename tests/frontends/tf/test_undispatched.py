@@ -1,5 +1,5 @@
 """TF functions with no dispatch hook (tf.linalg.slogdet, tf.signal.rfft/irfft and their 2-D/3-D
-forms, tf.raw_ops.Bucketize), lowered through hooks.py's wrappers; compared with eager TF on the same inputs."""
+forms, tf.raw_ops.Bucketize, tf.meshgrid), lowered through hooks.py's wrappers; compared with eager TF on the same inputs."""
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -8,6 +8,7 @@ tf = pytest.importorskip("tensorflow")
 
 import lazyx  # noqa: E402
 import lazyx.frontends.tf as ltf  # noqa: E402
+from .conftest import assert_matches  # noqa: E402
 
 
 @settings(max_examples=15, deadline=None)
@@ -117,3 +118,42 @@ def test_keras_discretization_stays_lazy():
 def test_unsorted_boundaries_raise_tf_own_error():
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf.raw_ops.Bucketize(input=ltf.constant(np.ones(3, np.float32)), boundaries=[2.0, 1.0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(lengths=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+       indexing=st.sampled_from(["xy", "ij"]), dtype=st.sampled_from(["float32", "int32"]),
+       matrix_first=st.booleans(), seed=st.integers(0, 99))
+def test_meshgrid_matches_eager_and_stays_lazy(lengths, indexing, dtype, matrix_first, seed):
+    """tf.meshgrid is replaced in its namespace (TF's body would fall back on tf.stack and size
+    first): each input flattened (a 2-D one too, as TF's reshape does) and broadcast."""
+    rng = np.random.default_rng(seed)
+    arrays = [rng.integers(-9, 9, n).astype(dtype) for n in lengths]
+    if matrix_first and lengths[0] % 2 == 0:
+        arrays[0] = arrays[0].reshape(2, -1)
+    want = tf.meshgrid(*[tf.constant(a) for a in arrays], indexing=indexing)
+    lazyx.reset_metrics()
+    got = tf.meshgrid(*[ltf.constant(a) for a in arrays], indexing=indexing)
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_matches(g, w)
+
+
+def test_meshgrid_errors_and_keras_are_tfs():
+    x, n = ltf.constant([1.0, 2.0]), ltf.constant([1, 2, 3])
+    with pytest.raises(tf.errors.InvalidArgumentError):  # TF multiplies mixed dtypes
+        tf.meshgrid(x, n)
+    with pytest.raises(ValueError):
+        tf.meshgrid(x, indexing="yx")
+    keras = pytest.importorskip("keras")
+    lazyx.reset_metrics()
+    a, b = keras.ops.meshgrid(x, ltf.constant([3.0, 4.0, 5.0]))
+    assert isinstance(a, ltf.Tensor) and lazyx.metrics()["fallback_ops"] == {}
+    np.testing.assert_array_equal(b.numpy(), [[3, 3], [4, 4], [5, 5]])
+    with tf.GradientTape() as tape:  # the broadcast's gradient sums back onto each input
+        v = tf.Variable([1.0, 2.0])
+        tape.watch(v)
+        gx, _ = tf.meshgrid(v * 1.0, ltf.constant([0.0, 1.0, 2.0]))
+        loss = tf.reduce_sum(gx * gx)
+    np.testing.assert_allclose(tape.gradient(loss, v).numpy(), [6.0, 12.0])
