@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import compose
-from .tensor import LazyTensor, node_of
+from .tensor import LazyTensor, node_of, scalar_splat
 
 TENSORS = (LazyTensor, tf.Tensor, tf.Variable)
 
@@ -62,12 +62,16 @@ def binary_operands(x, y):
     a rank-0 param that broadcasting then folds (the same graph either way)."""
     if type(x) is LazyTensor and type(y) in (float, int):
         a = x.node
-        b = _splat_or_none(y, x.dtype, a)
+        b = scalar_splat(y, a)
+        if b is None:
+            b = _splat_or_none(y, x.dtype, a)
         if b is not None:
             return [a, b]
     elif type(y) is LazyTensor and type(x) in (float, int):
         b = y.node
-        a = _splat_or_none(x, y.dtype, b)
+        a = scalar_splat(x, b)
+        if a is None:
+            a = _splat_or_none(x, y.dtype, b)
         if a is not None:
             return [a, b]
     return broadcast_all(*operand_nodes(x, y))

@@ -400,6 +400,18 @@ def _scalar_ranges():
 
 
 _SCALAR_RANGE = _scalar_ranges()
+_SCALAR_RANGE_IR = {_IR_DTYPES[d]: bounds for d, bounds in _SCALAR_RANGE.items()}
+
+
+def scalar_splat(value, like):
+    """`value` (a Python float or int) as the run-time splat param of `like`'s shape and dtype,
+    when TF converts it to that dtype exactly as NumPy does (node_of's table, keyed by the IR
+    dtype: no TF dtype object is built or hashed); None otherwise (node_of decides)."""
+    bounds = _SCALAR_RANGE_IR.get(like.dtype)
+    if bounds is not None and bounds[0] <= value <= bounds[1] and \
+            (type(value) is int or bounds[2]):
+        return ir.param(value, like.dtype, like.shape)
+    return None
 
 
 def wrap(node, *inputs):

@@ -70,6 +70,23 @@ OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": opera
              ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 
 
+@SETTINGS
+@given(value=NUMBERS, dtype=st.sampled_from(DTYPES))
+def test_a_scalar_splat_is_node_of_its_number(value, dtype):
+    """tensor.scalar_splat (the operators' shortcut, keyed by the IR dtype) makes exactly the
+    param node_of makes for the same number, dtype and shape, or leaves the number to it."""
+    like = ir.data(None, (2, 3), tensor.ir_dtype(dtype))
+    with np.errstate(all="ignore"):
+        splat = tensor.scalar_splat(value, like) if type(value) in (float, int) else None
+        if splat is None:
+            return
+        want = tensor.node_of(value, dtype, (2, 3))
+    assert (splat.op, splat.shape, splat.dtype, splat.attrs) == \
+        (want.op, want.shape, want.dtype, want.attrs)
+    assert splat.value.dtype == want.value.dtype
+    np.testing.assert_array_equal(splat.value, want.value)
+
+
 def _broadcastable(shape, rng):
     """`shape` with some leading axes dropped and some sizes set to 1."""
     out = list(shape[rng.integers(0, len(shape) + 1):])
