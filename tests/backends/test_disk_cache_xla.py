@@ -18,15 +18,6 @@ jax = pytest.importorskip("jax")
 from lazyx.backends import xla  # noqa: E402
 
 
-
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("LAZYX_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("LAZYX_TIERED", raising=False)
-    lazyx.reset_metrics()
-    return tmp_path
-
-
 def _run(backend, program, x, scale=0.5):
     exe = backend.compile(program)
     disk_cache.flush()  # entries are written on a background thread

@@ -16,14 +16,6 @@ pytestmark = pytest.mark.skipif(jax.devices()[0].platform != "cpu",
                                 reason="the synchronous client is XLA:CPU's")
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("LAZYX_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("LAZYX_TIERED", raising=False)
-    lazyx.reset_metrics()
-    return tmp_path
-
-
 def _bound(backend, program, scale):
     exe = backend.compile(program)
     disk_cache.flush()  # (entries are written on a background thread)
