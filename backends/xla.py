@@ -740,9 +740,11 @@ class _Bound:
             loaded = None
             if device is not None:
                 stored = _FROM_DISK.get(compiled)
-                payload = stored[0].get(stored[1]) if stored is not None else None
-                loaded = xla_inline.load(compiled, device) if stored is None else \
-                    xla_inline.load_payload(_deserialize, payload, device)
+                if stored is None:
+                    loaded = xla_inline.load(compiled, device)
+                else:  # (serialized again, a disk-loaded executable would lose its code)
+                    cache, key = stored
+                    loaded = xla_inline.load_payload(_deserialize, cache.get(key), device)
             self._inline = self
             if loaded is not None:
                 steps = [("ready", put(np.asarray(step[1]), device)) if step[0] == "ready"
