@@ -413,10 +413,7 @@ def undispatched_wrapper(original, lowering):
             raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
         except (Reject, TypeError, ValueError):
             return run_eagerly(original, args, kwargs)
-    call.__wrapped__ = original
-    call.__name__ = getattr(original, "__name__", "call")
-    call.__doc__ = getattr(original, "__doc__", None)
-    return call
+    return _as_api(call, original)
 
 
 class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
