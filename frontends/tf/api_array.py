@@ -372,3 +372,16 @@ def meshgrid(*args, **kwargs):
         shape[axis] = n.shape[0]
     return [wrap(ops.broadcast_in_dim(n, shape=tuple(shape), broadcast_dimensions=(axis,)), x)
             for n, axis, x in zip(flat, axes, args)]
+
+
+@lower(tf.fill, "dims", "value")
+def fill(dims, value, layout=None):
+    """A lazy scalar broadcast to known dims (lazy dims would need their values: TF runs it,
+    a counted fallback, as for any shape read from a lazy value)."""
+    shape = static_ints(dims)
+    if layout is not None or isinstance(shape, int) or any(d < 0 for d in shape):
+        raise Reject()  # (a DTensor layout, a scalar or negative dims: TF's own call)
+    (node,) = operand_nodes(value)
+    if node.ndim:
+        raise Reject()  # TF's error: value must be a scalar
+    return wrap(ops.broadcast_in_dim(node, shape=tuple(shape), broadcast_dimensions=()), value)

@@ -220,3 +220,24 @@ def test_image_resize_bilinear(size):
     x = np.random.default_rng(7).uniform(size=(2, 7, 9, 3)).astype(np.float32)
     check(lambda t: tf.image.resize(t, size), x)
     check(lambda t: tf.image.resize(t, size), x[0])
+
+
+@pytest.mark.parametrize("dims", [[2, 3], (4,), [], [0, 2], "tensor"])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
+def test_fill_with_a_lazy_value_matches_eager(dims, dtype):
+    dims = tf.constant([2, 2]) if isinstance(dims, str) else dims
+    value = np.asarray(1, dtype) if dtype != "float32" else np.float32(2.5)
+    lazyx.reset_metrics()
+    assert_matches(tf.fill(dims, ltf.constant(value)), tf.fill(dims, tf.constant(value)))
+    assert lazyx.metrics()["fallback_ops"] == {}
+
+
+def test_fill_errors_and_lazy_dims_are_tfs():
+    for dims, value in (([2], [1.0, 2.0]), ([-1], 1.0)):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.fill(dims, tf.constant(value))
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.fill(dims, ltf.constant(value))
+    lazyx.reset_metrics()  # dims held lazily: the shape needs their values, TF runs it
+    np.testing.assert_array_equal(tf.fill(ltf.constant([3]), ltf.constant(1.0)).numpy(), [1, 1, 1])
+    assert lazyx.metrics()["fallback_ops"] == {"tf.fill": 1}
