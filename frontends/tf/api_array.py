@@ -357,8 +357,8 @@ def _expand_ellipsis(spec, ndim):
 def meshgrid(*args, **kwargs):
     """tf.meshgrid (replaced in its namespace: TF's own body would run first, its tf.stack and
     size falling back on the lazy inputs): each input flattened and broadcast along its own
-    output axis, the first two axes swapped for indexing='xy' (TF's
-    default), as TF's reshape-and-multiply formulation gives."""
+    output axis, the first two axes swapped for indexing='xy' (TF's default), as TF's
+    reshape-and-multiply formulation gives."""
     indexing = kwargs.pop("indexing", "xy")
     if kwargs or indexing not in ("xy", "ij") or not args:
         raise Reject()  # TF's own error (an unknown argument or indexing) or its empty list

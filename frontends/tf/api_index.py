@@ -310,7 +310,6 @@ _block_api(tf.nn.depth_to_space, False)
 _block_api(tf.nn.space_to_depth, True)
 
 
-
 def _refuse_known_out_of_range(indices, shape, api, arguments):
     """TF (on CPU) refuses an nd index outside the tensor: so do we, where it is known (a
     computed index cannot be checked without a sync: the IR's gather clamps it, its scatter

@@ -438,7 +438,6 @@ class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
         return run_eagerly(op, args, kwargs)
 
 
-
 def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):
     """TF converts unknown objects through __array__, which would run every API we do not
     lower silently and uncounted. Refusing sends those calls to _Fallback (counted, wrapped)

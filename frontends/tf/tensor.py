@@ -356,8 +356,7 @@ def node_of(value, dtype=None, shape=()):
         # (tests/frontends/tf/test_fast_paths.py holds this table to tf.convert_to_tensor);
         # tested first, since the isinstance checks below are ABC checks (slow)
         bounds = _SCALAR_RANGE.get(dtype)
-        if bounds is not None and bounds[0] <= value <= bounds[1] and \
-                (kind is int or bounds[2]):
+        if bounds is not None and _exact(value, bounds):
             return ir.param(value, _IR_DTYPES[dtype], shape)
         if dtype == tf.uint64 and kind is int and value < 0:
             return ir.param(_negative_to_uint64(value), "uint64", shape)
@@ -408,10 +407,15 @@ def scalar_splat(value, like):
     when TF converts it to that dtype exactly as NumPy does (node_of's table, keyed by the IR
     dtype: no TF dtype object is built or hashed); None otherwise (node_of decides)."""
     bounds = _SCALAR_RANGE_IR.get(like.dtype)
-    if bounds is not None and bounds[0] <= value <= bounds[1] and \
-            (type(value) is int or bounds[2]):
+    if bounds is not None and _exact(value, bounds):
         return ir.param(value, like.dtype, like.shape)
     return None
+
+
+def _exact(value, bounds):
+    """Whether a Python int or float converts as NumPy converts it, within `bounds`
+    (_scalar_ranges: low, high, floats allowed)."""
+    return bounds[0] <= value <= bounds[1] and (type(value) is int or bounds[2])
 
 
 def wrap(node, *inputs):
