@@ -27,7 +27,9 @@ and optionally (XLA):
                                         a caller may take over (torch.compile outputs no one
                                         else holds) or share read-only (tf.Variable stores)
 
-Leaf values are buffers for data leaves and host NumPy values for param leaves.
+Leaf values are buffers for data leaves and host NumPy values for param leaves. A buffer may
+also be a read-only NumPy array (the reference backend's, and XLA's results of tiny programs run
+on the calling thread: backends/xla_inline.py); every backend method takes those too.
 """
 from ..core.config import BACKENDS
 

@@ -606,6 +606,12 @@ class _Executable:
         # jit, does not move its inputs. Across processes they go through the host.
         self.place = signature.to_place()
         self.runs = 0
+        # per variant (jax's Compiled): its copy on the synchronous CPU client or None where
+        # there is none (local_copy), and the copy a run takes, None for the shared client
+        # (decided once the program has run xla_inline.RUNS_BEFORE times: only tiny ones)
+        self._copies = {}
+        self._runs_local = {}
+        self._pace = xla_inline.Pace()
         # packs whose values repeat stay on the device (xla_transfers.py), where a pack
         # passed from the host is a copy
         self.scalar_packs = None
@@ -616,7 +622,8 @@ class _Executable:
                                             lambda array: put(array, backend.device))
 
     def count_run(self):
-        """(Only for the first two runs.) A program run again: the process is steady."""
+        """(Only for the first xla_inline.RUNS_BEFORE runs.) At the second, the process is
+        steady (preload.settle)."""
         self.runs += 1
         if self.runs == 2:
             preload.settle()
@@ -630,15 +637,66 @@ class _Executable:
     def run(self, args, patterns):
         """Run on the executable's arguments (leaf values already packed, the packs laid out
         by `patterns`)."""
-        if self.runs < 2:
+        if self.runs < xla_inline.RUNS_BEFORE:
             self.count_run()
         compiled = self.variants.get(patterns)
         if compiled is None:
             compiled, args = self._variant(args, patterns)
+        if self.runs >= xla_inline.RUNS_BEFORE:
+            local = self._runs_local.get(compiled, _UNDECIDED)
+            if local is _UNDECIDED:
+                local = self._decide(compiled)
+            if local is not None:  # a tiny program: where it runs depends on its caller
+                return self._paced(local, compiled, args)
         if self.x64:
             with jax.enable_x64(True):  # (placing int64 scalars must not narrow them)
                 return compiled(*self._placed(args))
         return compiled(*self._placed(args))
+
+    def _paced(self, local, compiled, args):
+        """Run a tiny program on the calling thread (`local`, its synchronous-client copy) or
+        on the shared client (`compiled`), as its caller's pace decides (xla_inline.Pace)."""
+        if self._pace.begin():
+            if self.x64:  # (NumPy int64 arguments must not narrow)
+                with jax.enable_x64(True):
+                    return xla_inline.run_local(local, args)
+            return xla_inline.run_local(local, args)
+        if self.x64:
+            with jax.enable_x64(True):
+                return compiled(*args)
+        return compiled(*args)
+
+    def _decide(self, compiled):
+        """The copy of `compiled` its runs take from now on: its synchronous-client copy when
+        the program is tiny (xla_inline.py), else None (the shared client)."""
+        local = None
+        if not self.place and self.program is not None:
+            leaves = self.program.leaves
+            arg_bytes = sum(int(np.prod(leaves[i][1], dtype=np.int64)) * dt.ITEMSIZE[leaves[i][2]]
+                            for i in self.signature.data)
+            if xla_inline.is_tiny(compiled, arg_bytes):
+                local = self.local_copy(compiled)
+        self._runs_local[compiled] = local
+        return local
+
+    def local_copy(self, compiled):
+        """`compiled` (one of this program's variants) loaded on the synchronous CPU client
+        (xla_inline.py), or None where it cannot be: off a CPU, a mesh program, an executable
+        XLA cannot serialize."""
+        if compiled in self._copies:
+            return self._copies[compiled]
+        device = xla_inline.device_for(self.backend.device) \
+            if self.backend is not None and not self.place else None
+        loaded = None
+        if device is not None:
+            stored = _FROM_DISK.get(compiled)
+            if stored is None:
+                loaded = xla_inline.load(compiled, device)
+            else:  # (serialized again, a disk-loaded executable would lose its code)
+                cache, key = stored
+                loaded = xla_inline.load_payload(_deserialize, cache.get(key), device)
+        self._copies[compiled] = loaded
+        return loaded
 
     def _variant(self, args, patterns):
         """(the variant for `patterns`, compiled now if need be, and its arguments)."""
@@ -679,6 +737,7 @@ class _Executable:
 
 # Merged layouts compiled for one program; bindings past them share the general program.
 _MAX_VARIANTS = 2
+_UNDECIDED = object()
 
 
 class _Bound:
@@ -735,18 +794,10 @@ class _Bound:
             compiled = exe.variants.get(self.patterns)
             if compiled is None:  # compiled at this binding's first run: decide then
                 return self
-            device = xla_inline.device_for(exe.backend.device) \
-                if exe.backend is not None and not exe.place else None
-            loaded = None
-            if device is not None:
-                stored = _FROM_DISK.get(compiled)
-                if stored is None:
-                    loaded = xla_inline.load(compiled, device)
-                else:  # (serialized again, a disk-loaded executable would lose its code)
-                    cache, key = stored
-                    loaded = xla_inline.load_payload(_deserialize, cache.get(key), device)
+            loaded = exe.local_copy(compiled)
             self._inline = self
             if loaded is not None:
+                device = xla_inline.device_for(exe.backend.device)
                 steps = [("ready", put(np.asarray(step[1]), device)) if step[0] == "ready"
                          else step for step in self.steps]
                 self._inline = _Inline(loaded, steps, exe.x64)
@@ -803,6 +854,8 @@ def await_ready(buffers):
     """Return once every buffer holds its value (polling briefly, then blocking)."""
     deadline = None
     for buffer in buffers:
+        if type(buffer) is np.ndarray:  # a tiny program's result (xla_inline.run_local)
+            continue
         while not buffer.is_ready():
             now = time.perf_counter()
             if deadline is None:
@@ -868,6 +921,8 @@ class XlaBackend:
     def to_host(self, buffer):
         # spread over several processes: gather it (asked only then: the property costs
         # 0.3 us, a fifth of reading a scalar)
+        if type(buffer) is np.ndarray:  # a tiny program's result (xla_inline.run_local)
+            return buffer
         if jax.process_count() > 1 and not buffer.is_fully_addressable:
             from jax.experimental import multihost_utils
             return np.asarray(multihost_utils.process_allgather(buffer, tiled=True))
@@ -877,8 +932,9 @@ class XlaBackend:
     def lend_to_host(self, buffer):
         """`buffer` itself when its memory is host memory that a caller holding its only
         reference may take over, through DLPack, without a copy: a result on this process's
-        CPU device. None otherwise (a GPU buffer, a sharded one): the caller copies."""
-        if self.device.platform != "cpu" or \
+        CPU device. None otherwise (a GPU buffer, a sharded one, a tiny program's NumPy
+        result): the caller copies."""
+        if self.device.platform != "cpu" or type(buffer) is np.ndarray or \
                 not isinstance(buffer.sharding, jax.sharding.SingleDeviceSharding):
             return None
         return buffer

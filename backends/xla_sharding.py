@@ -69,7 +69,8 @@ def shard_buffer(buffer, sharding):
     target = named(sharding)
     wide = buffer.dtype.itemsize == 8 and buffer.dtype.kind in "iufc"
     with jax.enable_x64(True) if wide else contextlib.nullcontext():
-        if target.is_fully_addressable or not buffer.is_fully_addressable:
+        if target.is_fully_addressable or isinstance(buffer, np.ndarray) or \
+                not buffer.is_fully_addressable:
             return jax.device_put(buffer, target)
         host = np.asarray(buffer)
         return jax.make_array_from_callback(host.shape, target, lambda index: host[index])
