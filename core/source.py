@@ -131,8 +131,14 @@ def requester(frameworks, skip=(), depth=2):
         frame = sys._getframe(depth)
     except ValueError:
         return None
+    kinds = _file_kinds.get((frameworks, skip))
+    if kinds is None:
+        kinds = _file_kinds[(frameworks, skip)] = {}
     while frame is not None:
-        verdict = _file_kind(frame.f_code.co_filename, frameworks, skip)
+        filename = frame.f_code.co_filename
+        verdict = kinds.get(filename)
+        if verdict is None:
+            verdict = kinds[filename] = _file_kind(filename, frameworks, skip)
         if verdict is not _PASSED:
             if verdict is _USER:
                 return None
@@ -143,24 +149,19 @@ def requester(frameworks, skip=(), depth=2):
 
 
 # What a file is to `requester`: passed over (lazyx, dispatch plumbing), the user's, or a
-# framework's. Memoized per (file, frameworks, skip): every .item() of every step asks.
+# framework's. Memoized per (frameworks, skip), then per file: every .item() of every step
+# asks, for each frame up to the user's (one tuple hashed per question, not one per frame).
 _PASSED, _USER, _FRAMEWORK = range(3)
-_file_kinds = {}
+_file_kinds = {}  # (frameworks, skip) -> {co_filename: kind}
 
 
 def _file_kind(co_filename, frameworks, skip):
-    key = (co_filename, frameworks, skip)
-    kind = _file_kinds.get(key)
-    if kind is None:
-        filename = os.path.abspath(co_filename)
-        lazyx_own = filename.startswith(_LAZYX_DIR) and \
-            os.sep + "tests" + os.sep not in filename[len(_LAZYX_DIR) - 1:]
-        if lazyx_own or any(part in filename for part in skip):
-            kind = _PASSED
-        else:
-            kind = _FRAMEWORK if filename.startswith(_package_roots(frameworks)) else _USER
-        _file_kinds[key] = kind
-    return kind
+    filename = os.path.abspath(co_filename)
+    lazyx_own = filename.startswith(_LAZYX_DIR) and \
+        os.sep + "tests" + os.sep not in filename[len(_LAZYX_DIR) - 1:]
+    if lazyx_own or any(part in filename for part in skip):
+        return _PASSED
+    return _FRAMEWORK if filename.startswith(_package_roots(frameworks)) else _USER
 
 
 _roots_by_names = {}
