@@ -183,13 +183,16 @@ def test_cpu_only_calls_run_on_the_calling_thread_and_match_eager(dtype, shape, 
     def fn(t):
         return (t * 3 + 7) // 2 - t.abs(), (t - 1).sum()
     compiled = _compile(fn)
+    # (float32: the sum of up to 125 elements adds in XLA's order, not torch's: 2.4e-6
+    # relative apart at seed 8937)
+    tol = 1e-5 if dtype == torch.float32 else 1e-6
     with pytest.MonkeyPatch.context() as mp:
         calls = _spy_inline(mp)
         for k in range(3):  # (a new program's first call runs the shared executable)
             got, want = compiled(x + k), fn(x + k)
             for g, w in zip(got, want):
                 assert g.device.type == "cpu" and g.dtype == w.dtype
-                torch.testing.assert_close(g, w, rtol=1e-6, atol=1e-6)
+                torch.testing.assert_close(g, w, rtol=tol, atol=tol)
     assert calls[0] >= 2 if _lends() else calls[0] == 0
 
 
