@@ -343,6 +343,39 @@ def getitem(tensor, slice_spec, var=None):
     return wrap(ops.reshape(out, new_sizes=final), tensor)
 
 
+@lower(tf.strided_slice, "input_")
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0, var=None):
+    """tf.strided_slice as the subscript it encodes (TF builds `x[1:, ..., None, 0]` into one
+    the same way): per position, the ellipsis, a new axis, an index (shrink: begin's value), or
+    a slice whose masked ends are open. Known bounds only; TF's own errors (a zero stride, an
+    index out of range, two ellipses) come from running TF's op."""
+    if var is not None:
+        raise Reject()
+    begin, end = static_ints(begin), static_ints(end)
+    strides = [1] * len(begin) if strides is None else static_ints(strides)
+    # (an empty list is a float tensor to TF, which it refuses; TF refuses a shrunk axis with
+    # a negative stride)
+    if not (isinstance(begin, list) and isinstance(end, list) and isinstance(strides, list)) or \
+            not 0 < len(begin) == len(end) == len(strides) or 0 in strides or \
+            any(shrink_axis_mask >> i & 1 and step < 0 and not (ellipsis_mask | new_axis_mask)
+                >> i & 1 for i, step in enumerate(strides)):
+        raise Reject()
+    spec = []
+    for i, (b, e, step) in enumerate(zip(begin, end, strides)):
+        bit = 1 << i
+        if ellipsis_mask & bit:
+            spec.append(Ellipsis)
+        elif new_axis_mask & bit:
+            spec.append(None)
+        elif shrink_axis_mask & bit:
+            spec.append(b)
+        else:
+            spec.append(slice(None if begin_mask & bit else b, None if end_mask & bit else e,
+                              step))
+    return getitem(input_, tuple(spec))
+
+
 def _expand_ellipsis(spec, ndim):
     if sum(s is Ellipsis for s in spec) > 1:
         raise Reject()

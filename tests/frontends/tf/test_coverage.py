@@ -34,7 +34,8 @@ MUST_BE_LAZY = {
     "tf.linalg": ["adjoint", "band_part", "det", "inv", "solve", "cholesky_solve", "qr",
                   "svd", "eigh", "eigvalsh", "lu", "set_diag", "tensor_diag", "diag", "cross",
                   "logdet", "pinv", "matrix_rank"],
-    "tf (array functions)": ["sort", "argsort", "roll", "slice", "repeat", "searchsorted",
+    "tf (array functions)": ["sort", "argsort", "roll", "slice", "strided_slice", "repeat",
+                             "searchsorted",
                              "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add"],
 }
 # Known silent eager turns through tf.convert_to_tensor inside Keras (issue 15 item 1, being
