@@ -5,8 +5,8 @@ import tensorflow as tf
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops
-from .lowering import (Reject, axes_of, broadcast_all, broadcast_to, operand_nodes,
-                       static_ints)
+from .lowering import (Reject, axes_of, broadcast_all, broadcast_shapes, broadcast_to,
+                       operand_nodes, static_ints)
 from . import indexed_slices
 from .registry import lower, lower_undispatched, raise_for_values
 from .tensor import LazyTensor, framework_request, ir_dtype, to_tf, wrap
@@ -384,6 +384,44 @@ def _expand_ellipsis(spec, ndim):
     i = spec.index(Ellipsis)
     used = sum(1 for s in spec if s is not None and s is not Ellipsis)
     return spec[:i] + (slice(None),) * max(ndim - used, 0) + spec[i + 1:]
+
+
+@lower(tf.linspace, "start", "stop")
+def linspace(start, stop, num, axis=0):
+    """tf.linspace of lazy endpoints (a known count), in TF's own steps (math_ops.linspace_nd)
+    so the values are its bits: delta = (stop - start) / max(num - 1, 1), the inner points
+    start + delta * k for k = 1 .. num - 2, the endpoints themselves at both ends, all along
+    `axis` of the broadcast endpoints. Integer endpoints, a lazy or negative count and a
+    Python-number start (TF converts the stop to its dtype) are left to TF's own function."""
+    num = static_ints(num)
+    if not isinstance(start, (LazyTensor, tf.Tensor)) or not isinstance(num, int) or num < 0:
+        raise Reject()
+    a, b = operand_nodes(start, stop)
+    if not dt.is_float(a.dtype):
+        raise Reject()
+    shape = broadcast_shapes(a.shape, b.shape)
+    rank = len(shape) + 1
+    if not -rank <= axis < rank:
+        raise Reject()
+    axis %= rank
+    expanded = shape[:axis] + (1,) + shape[axis:]
+    kept = tuple(d for d in range(rank) if d != axis)
+    first, last = (ops.broadcast_in_dim(n, shape=expanded, broadcast_dimensions=kept[
+        len(shape) - n.ndim:]) for n in (a, b))
+    inner = max(num - 2, 0)
+    # (the step count a run-time scalar, as TF divides by a tensor: no reciprocal folded in)
+    delta = ops.div(ops.sub(last, first), compose.scalar(max(num - 1, 1), a.dtype, expanded))
+    wide = shape[:axis] + (inner,) + shape[axis:]
+    ks = ops.convert(ops.iota(dtype="int64", shape=wide, dimension=axis), dtype=a.dtype)
+    ks = ops.add(ks, compose.const(1, a.dtype, wide))
+    every = tuple(range(rank))
+    points = ops.add(ops.broadcast_in_dim(first, shape=wide, broadcast_dimensions=every),
+                     ops.mul(ops.broadcast_in_dim(delta, shape=wide, broadcast_dimensions=every),
+                             ks))
+    joined = ops.concatenate(first, points, last, dimension=axis)
+    limits = list(joined.shape)
+    limits[axis] = num
+    return wrap(ops.slice_(joined, start_indices=[0] * rank, limit_indices=limits), start, stop)
 
 
 @lower_undispatched(tf, "meshgrid")

@@ -34,7 +34,8 @@ MUST_BE_LAZY = {
     "tf.linalg": ["adjoint", "band_part", "det", "inv", "solve", "cholesky_solve", "qr",
                   "svd", "eigh", "eigvalsh", "lu", "set_diag", "tensor_diag", "diag", "cross",
                   "logdet", "pinv", "matrix_rank"],
-    "tf (array functions)": ["sort", "argsort", "roll", "slice", "strided_slice", "repeat",
+    "tf (array functions)": ["sort", "argsort", "roll", "slice", "strided_slice", "linspace",
+                             "repeat",
                              "searchsorted",
                              "scatter_nd", "tensor_scatter_nd_update", "tensor_scatter_nd_add"],
 }
