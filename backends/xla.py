@@ -670,7 +670,8 @@ class _Executable:
         """The copy of `compiled` its runs take from now on: its synchronous-client copy when
         the program is tiny (xla_inline.py), else None (the shared client)."""
         local = None
-        if not self.place and self.program is not None:
+        if not self.place and self.program is not None and self.backend is not None and \
+                xla_inline.device_for(self.backend.device) is not None:  # (on a CPU only)
             leaves = self.program.leaves
             arg_bytes = sum(int(np.prod(leaves[i][1], dtype=np.int64)) * dt.ITEMSIZE[leaves[i][2]]
                             for i in self.signature.data)
