@@ -8,7 +8,6 @@ import numpy as np
 
 from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
-from ._fallback import run_eagerly
 from ._manipulation import broadcast_to
 from ._promote import as_lazy, as_node, ir_dtype
 from ._ufuncs import fill
@@ -111,14 +110,49 @@ def arange(start, /, stop=None, step=None, *, dtype=None, device=None, like=None
 def linspace(start, stop, /, num=50, *, endpoint=True, retstep=False, dtype=None, axis=0,
              device=None):
     if isinstance(start, LazyArray) or isinstance(stop, LazyArray):
-        return run_eagerly(np.linspace, "numpy.linspace", (start, stop, num),
-                           {"endpoint": endpoint, "retstep": retstep, "dtype": dtype,
-                            "axis": axis})
+        return _lazy_linspace(start, stop, num, endpoint, retstep, dtype, axis)
     result = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
                          axis=axis)
     if retstep:
         return wrap(runtime.from_host(result[0])), result[1]
     return wrap(runtime.from_host(result))
+
+
+def _lazy_linspace(start, stop, num, endpoint, retstep, dtype, axis):
+    """np.linspace with a lazy endpoint: NumPy's own steps (numpy/_core/function_base.py) on
+    lazy arrays, so its dtypes, broadcasting, errors and roundings. NumPy picks the step's
+    formula by a value (any step == 0: a subnormal or zero span); here both are computed and
+    the condition selects, which gives the chosen formula's numbers."""
+    from .. import numpy as lnp
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    div = (num - 1) if endpoint else num
+    proxies = [np.empty(0, np.dtype(ir_dtype(x))) if isinstance(x, LazyArray) else x
+               for x in (start, stop)]
+    dt = np.result_type(*proxies)
+    if dt.kind not in "fc":  # (NumPy: ensure_inexact)
+        dt = np.result_type(dt, 0.0)
+    integer_dtype = dtype is not None and np.issubdtype(dtype, np.integer)
+    dtype = dt if dtype is None else dtype
+    start, stop = lnp.asarray(start, dtype=dt), lnp.asarray(stop, dtype=dt)
+    delta = lnp.subtract(stop, start)
+    y = lnp.arange(0, num, dtype=dt).reshape((-1,) + (1,) * delta.ndim)
+    if div > 0:
+        step = delta / div
+        y = lnp.where(lnp.any(step == 0), y / div * delta, y * step)
+    else:
+        step = np.nan
+        y = y * delta
+    y = y + start
+    if endpoint and num > 1:
+        y[-1, ...] = stop
+    if axis != 0:
+        y = lnp.moveaxis(y, 0, axis)
+    if integer_dtype:
+        y = lnp.floor(y)
+    y = y.astype(dtype, copy=False)
+    return (y, step) if retstep else y
 
 
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):

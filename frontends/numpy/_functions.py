@@ -247,6 +247,16 @@ FUNCTIONS[np.fft.ifftshift] = _positional(_fft.ifftshift, ("axes",))
 FUNCTIONS[np.angle] = _elementwise.angle
 
 
+def _numpy_linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+                    device=None):
+    """np.linspace's signature (its flags may come by position) onto the lazy one."""
+    return _creation.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
+                              axis=axis, device=device)
+
+
+FUNCTIONS[np.linspace] = _numpy_linspace
+
+
 # Functions whose job is to hand the values to the host -- a file, a string: observations
 # (the user asked for the values), not fallbacks
 HOST_OUTPUTS = {np.save, np.savez, np.savez_compressed, np.savetxt, np.array2string,

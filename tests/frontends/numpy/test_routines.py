@@ -427,3 +427,41 @@ def test_integer_convolve_is_exact_and_wraps_as_numpy(data, dtype, mode):
     v = data.draw(hnp.arrays(dtype, st.integers(1, 6), elements=big))
     _check(np.convolve, a, v, mode, lazy=(0, 1))
     _check(np.correlate, a, v, mode, lazy=(0,))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from([np.float64, np.float32, np.int64]), st.integers(0, 7),
+       st.booleans(), st.sampled_from([None, np.float32, np.int32]), st.sampled_from([0, 1]))
+def test_linspace_of_lazy_endpoints(data, dtype, num, endpoint, out_dtype, lazy):
+    """np.linspace with a lazy start or stop: NumPy's steps on lazy arrays (its dtypes,
+    broadcasting along any axis, an integer dtype floored, retstep's step)."""
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3))
+    start = _array(data, dtype, shape=shapes.input_shapes[0])
+    stop = _array(data, dtype, shape=shapes.input_shapes[1])
+    axis = data.draw(st.integers(-len(shapes.result_shape) - 1, len(shapes.result_shape)))
+    step_of = lambda s, e: np.linspace(s, e, num, endpoint, True, out_dtype, axis)[1]  # noqa: E731
+    # (XLA may fuse a point's multiply-add, one rounding where NumPy has two: an ulp of the
+    # endpoints' magnitude, which is all of a point near zero between large endpoints)
+    eps = np.finfo(np.float32 if np.float32 in (dtype, out_dtype) else np.float64).eps
+    scale = max(np.abs(start).max(initial=0), np.abs(stop).max(initial=0))
+    points = lambda s, e: np.linspace(s, e, num, endpoint, False, out_dtype, axis)  # noqa: E731
+    if out_dtype is np.int32:  # (floored: a point an ulp from an integer may floor one lower)
+        got = points(*[lnp.asarray(a) if k == lazy else a for k, a in enumerate((start, stop))])
+        assert isinstance(got, lnp.LazyArray)
+        want = points(start, stop)
+        assert np.asarray(got).dtype == want.dtype and np.asarray(got).shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1)
+    else:
+        _check(points, start, stop, lazy=(lazy,), rtol=4 * eps, atol=4 * eps * scale,
+               zeros=False)
+    if num > 1 or not endpoint:  # (a step exists: a lazy array here, NumPy's value)
+        want = step_of(start, stop)
+        got = step_of(*[lnp.asarray(a) if k == lazy else a for k, a in enumerate((start, stop))])
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_linspace_of_lazy_endpoints_errors_are_numpys():
+    with pytest.raises(ValueError, match="must be non-negative"):
+        np.linspace(lnp.asarray(0.0), 1.0, -1)
+    with pytest.raises(np.exceptions.AxisError):
+        np.linspace(lnp.asarray([0.0, 1.0]), 2.0, 3, axis=3)
