@@ -81,6 +81,8 @@ def transpose(a, perm=None, conjugate=False):
 def expand_dims(input, axis):  # noqa: A002
     (x,) = operand_nodes(input)
     axis = static_ints(axis)
+    if isinstance(axis, list) and len(axis) == 1:  # (TF takes any one-element axis: [-1])
+        axis = axis[0]
     if not isinstance(axis, int) or not -x.ndim - 1 <= axis <= x.ndim:
         raise Reject()
     axis %= x.ndim + 1

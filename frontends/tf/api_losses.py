@@ -4,9 +4,9 @@ import tensorflow as tf
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ops
-from .lowering import Reject, axes_of, const, operand_nodes
+from .lowering import Reject, axes_of, const, operand_nodes, static_ints
 from .registry import lower, raise_for_values
-from .tensor import node_of, wrap
+from .tensor import LazyTensor, node_of, wrap
 
 
 def _floats(*values):
@@ -63,3 +63,29 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None):
     picked = ops.select(hot, compose.log_softmax(x, last), const(0, x))
     return wrap(ops.neg(ops.reduce_sum(picked, axes=(last,))), labels, logits)
 
+
+@lower(tf.nn.compute_average_loss, "per_example_loss")
+def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None):
+    """A custom training loop's loss scaling (nn_impl_distribute.compute_average_loss), with TF
+    calls on lazy tensors: weighted in float32 with the weights' rank matched to the losses'
+    (losses_util), summed, divided (no NaN) by the global batch size -- by default the batch
+    times the replicas. Under a distribution strategy, and for a lazy or bad batch size, TF's
+    own function runs (its checks and errors)."""
+    from tensorflow.python.distribute import distribute_lib
+    loss = per_example_loss if isinstance(per_example_loss, LazyTensor) else \
+        tf.convert_to_tensor(per_example_loss)
+    dtype, rank = loss.dtype, loss.shape.rank
+    if rank == 0 or not dtype.is_floating or distribute_lib.has_strategy():
+        raise Reject()
+    if sample_weight is not None:
+        weights = tf.cast(sample_weight, tf.float32)
+        loss = tf.cast(loss, tf.float32)
+        if weights.shape.rank == rank + 1:
+            weights = tf.squeeze(weights, [-1])
+        elif weights.shape.rank == rank - 1 and weights.shape.rank:
+            weights = tf.expand_dims(weights, [-1])
+        loss = tf.cast(tf.multiply(loss, weights), dtype)
+    batch = loss.shape[0] if global_batch_size is None else static_ints(global_batch_size)
+    if not isinstance(batch, int) or batch < 0:
+        raise Reject()
+    return tf.math.divide_no_nan(tf.reduce_sum(loss), tf.cast(batch, dtype))

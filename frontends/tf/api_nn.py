@@ -114,6 +114,62 @@ def moments(x, axes, shift=None, keepdims=False):
     return wrap(mean, x), wrap(var, x)
 
 
+def _tensor(value):
+    """A lazy tensor as it is (tf.convert_to_tensor would read it); anything else converted."""
+    return value if isinstance(value, LazyTensor) else tf.convert_to_tensor(value)
+
+
+def _axis_list(axes, rank):
+    """A moments function's axes as a list of ints within `rank`, or Reject (TF's error)."""
+    axes = static_ints(axes)
+    axes = axes if isinstance(axes, list) else [axes]
+    if any(not -rank <= a < rank for a in axes):
+        raise Reject()
+    return axes
+
+
+@lower(tf.nn.weighted_moments, "x", "frequency_weights")
+def weighted_moments(x, axes, frequency_weights, keepdims=False):
+    """TF's two-pass formula (nn_impl.weighted_moments) written with TF calls on lazy tensors,
+    which dispatch back to lazyx: float16 computed in float32, the weights cast to x's dtype,
+    div_no_nan by the summed (broadcast) weights."""
+    x, weights = _tensor(x), _tensor(frequency_weights)
+    if x.dtype not in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
+        raise Reject()
+    axes = _axis_list(axes, x.shape.rank)
+    narrow = x.dtype == tf.float16
+    if narrow:
+        x = tf.cast(x, tf.float32)
+    if weights.dtype != x.dtype:
+        weights = tf.cast(weights, x.dtype)
+    total = tf.reduce_sum(weights * x, axes, keepdims=True)
+    sum_of_weights = tf.reduce_sum(weights + tf.zeros_like(x), axes, keepdims=True)
+    mean = tf.math.divide_no_nan(total, sum_of_weights)
+    distsq = tf.reduce_sum(weights * tf.math.squared_difference(x, mean), axes, keepdims=True)
+    variance = tf.math.divide_no_nan(distsq, sum_of_weights)
+    if not keepdims:
+        mean, variance = tf.squeeze(mean, axis=axes), tf.squeeze(variance, axis=axes)
+    if narrow:
+        mean, variance = tf.cast(mean, tf.float16), tf.cast(variance, tf.float16)
+    return mean, variance
+
+
+@lower(tf.nn.sufficient_statistics, "x")
+def sufficient_statistics(x, axes, shift=None, keepdims=False):
+    """(count, the (shifted) sum, the (shifted) sum of squares, the shift), as TF's
+    nn_impl.sufficient_statistics: the count a constant of x's dtype from the static shape."""
+    x = _tensor(x)
+    axes = list(set(_axis_list(axes, x.shape.rank)))
+    counts = tf.constant(math.prod(x.shape[a] for a in axes), dtype=x.dtype)
+    if shift is not None:
+        shift = _tensor(shift)
+        m_ss, v_ss = tf.subtract(x, shift), tf.math.squared_difference(x, shift)
+    else:
+        m_ss, v_ss = x, tf.square(x)
+    return (counts, tf.reduce_sum(m_ss, axes, keepdims=keepdims),
+            tf.reduce_sum(v_ss, axes, keepdims=keepdims), shift)
+
+
 @lower(tf.nn.bias_add, "value", "bias")
 def bias_add(value, bias, data_format=None):
     x, b = operand_nodes(value, bias)

@@ -34,6 +34,7 @@ MUST_BE_LAZY = {
     "tf.linalg": ["adjoint", "band_part", "det", "inv", "solve", "cholesky_solve", "qr",
                   "svd", "eigh", "eigvalsh", "lu", "set_diag", "tensor_diag", "diag", "cross",
                   "logdet", "pinv", "matrix_rank"],
+    "tf.nn": ["compute_average_loss", "weighted_moments", "sufficient_statistics"],
     "tf (array functions)": ["sort", "argsort", "roll", "slice", "strided_slice", "linspace",
                              "repeat",
                              "searchsorted",

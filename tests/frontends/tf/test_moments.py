@@ -1,0 +1,100 @@
+"""tf.nn.weighted_moments, tf.nn.sufficient_statistics and tf.nn.compute_average_loss on lazy
+tensors (frontends/tf/api_nn.py, api_losses.py) against eager TF: values, shapes and dtypes with
+no fallback, TF's own errors for what it refuses, and a loss gradient through the scaling."""
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
+
+import lazyx
+import lazyx.frontends.tf as ltf
+
+FLOATS = st.floats(-5, 5, width=32, allow_subnormal=False)
+
+
+def _same(fn, *arrays, rtol=2e-5):
+    want = tf.nest.flatten(fn(*[tf.constant(a) for a in arrays]))
+    lazyx.reset_metrics()
+    got = tf.nest.flatten(fn(*[ltf.constant(a) for a in arrays]))
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if w is None:
+            assert g is None
+            continue
+        g = np.asarray(g)
+        assert g.shape == tuple(w.shape) and g.dtype == w.dtype.as_numpy_dtype
+        np.testing.assert_allclose(g, w.numpy(), rtol=rtol, atol=1e-5)
+
+
+def _axes(data, rank):
+    return data.draw(st.lists(st.integers(-rank, rank - 1), min_size=1, max_size=rank,
+                              unique_by=lambda a: a % rank))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data(), st.sampled_from([np.float32, np.float64]), st.booleans())
+def test_weighted_moments(data, dtype, keepdims):
+    x = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+                             elements=FLOATS))
+    # weights of x's shape, or with some axes 1 (broadcast), possibly all zero (div_no_nan)
+    shape = tuple(d if data.draw(st.booleans()) else 1 for d in x.shape)
+    w = data.draw(hnp.arrays(dtype, shape, elements=st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])))
+    axes = _axes(data, x.ndim)
+    _same(lambda t, v: tf.nn.weighted_moments(t, axes, v, keepdims=keepdims), x, w)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data(), st.sampled_from([None, 0.5, "tensor"]), st.booleans())
+def test_sufficient_statistics(data, shift, keepdims):
+    x = data.draw(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+                             elements=FLOATS))
+    axes = _axes(data, x.ndim)
+    if shift == "tensor":
+        _same(lambda t, s: tf.nn.sufficient_statistics(t, axes, s, keepdims), x,
+              np.float32(0.25))
+    else:
+        _same(lambda t: tf.nn.sufficient_statistics(t, axes, shift, keepdims), x)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data(), st.sampled_from(["none", "scalar", "same", "trailing 1", "rank less"]),
+       st.sampled_from([None, 8, 0]))
+def test_compute_average_loss(data, weighting, batch):
+    losses = data.draw(hnp.arrays(np.float32, hnp.array_shapes(min_dims=1, max_dims=2,
+                                                               max_side=4), elements=FLOATS))
+    weight_shape = {"scalar": (), "same": losses.shape, "trailing 1": losses.shape + (1,),
+                    "rank less": losses.shape[:-1]}.get(weighting)
+    if weighting == "rank less" and not weight_shape:
+        weight_shape = ()
+    arrays = [losses]
+    if weight_shape is not None:
+        arrays.append(data.draw(hnp.arrays(np.float32, weight_shape, elements=FLOATS)))
+
+    def fn(loss, weights=None):
+        return tf.nn.compute_average_loss(loss, sample_weight=weights, global_batch_size=batch)
+    _same(fn, *arrays)
+
+
+def test_compute_average_loss_errors_are_tfs():
+    with pytest.raises(ValueError):  # a scalar is not a per-example loss
+        tf.nn.compute_average_loss(ltf.constant(1.0))
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        np.asarray(tf.nn.compute_average_loss(ltf.constant([1.0, 2.0]), global_batch_size=-1))
+
+
+def test_a_scaled_loss_gradient_is_tfs():
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(6, 2)
+    w0 = np.array([[0.5], [-1.5]], np.float32)
+
+    def grad(make, tape_cls, variable):
+        w = variable(w0)
+        with tape_cls() as tape:
+            per_example = tf.reduce_sum(tf.square(tf.matmul(make(x), w)), axis=1)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=12)
+        return loss, tape.gradient(loss, w)
+    want = grad(tf.constant, tf.GradientTape, tf.Variable)
+    got = grad(ltf.constant, ltf.GradientTape, tf.Variable)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-6)
