@@ -4,12 +4,13 @@ import math
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import gen_nn_ops as _gen_nn_ops  # the Conv2D op (raw_conv2d)
 from tensorflow.python.ops import nn_ops as _tf_nn_ops  # tf.nn.pool's argument helper
 
 from ...core import dtypes as dt
 from ...core import autodiff, compose, ir, ops
 from .lowering import Reject, axes_of, broadcast_to, const, operand_nodes, static_ints
-from .registry import lower
+from .registry import lower, lower_varargs
 from .tensor import LazyTensor, wrap
 
 
@@ -211,12 +212,14 @@ def _channels_last(data_format):
     return data_format is None or not data_format.startswith("NC")
 
 
-def _spatial(value, n, name_default=1):
+def _spatial(value, n, last=True, name_default=1):
+    """Strides, dilations or a window per spatial axis: one int for all, one per spatial axis,
+    or one per axis of the input's layout (channels last: N, *spatial, C; else N, C, *spatial)."""
     value = static_ints(value) if value is not None else name_default
     if isinstance(value, int):
         return [value] * n
     if len(value) == n + 2:
-        return list(value[1:-1])
+        return list(value[1:-1] if last else value[2:])
     if len(value) != n:
         raise Reject()
     return list(value)
@@ -250,8 +253,8 @@ def _conv(value, kernel, strides, padding, dilations, data_format):
     nsp = x.ndim - 2
     if nsp < 1 or w.ndim != x.ndim or not dt.is_float(x.dtype):
         raise Reject()
-    strides, dilations = _spatial(strides, nsp), _spatial(dilations, nsp)
     last = _channels_last(data_format)
+    strides, dilations = _spatial(strides, nsp, last), _spatial(dilations, nsp, last)
     x = _to_channels_first(x, last)
     w = ops.transpose(w, permutation=(w.ndim - 1, w.ndim - 2, *range(w.ndim - 2)))
     if x.shape[1] % w.shape[1]:
@@ -268,6 +271,18 @@ def convolution(input, filters, strides=None, padding="VALID", data_format=None,
     return _conv(input, filters, strides, padding, dilations, data_format)
 
 
+@lower(tf.compat.v1.nn.convolution, "input")
+def convolution_v1(input, filter=None, padding=None, strides=None,  # noqa: A002
+                   dilation_rate=None, data_format=None, filters=None, dilations=None):
+    """TF1's signature (filter or filters, dilation_rate or dilations), which TF's own Python
+    still calls (atrous_conv2d at rate 1)."""
+    if (filter is None) == (filters is None) or (dilation_rate is not None and
+                                                 dilations is not None):
+        raise Reject()  # TF's own error for both or neither
+    return _conv(input, filter if filters is None else filters, strides, padding,
+                 dilation_rate if dilations is None else dilations, data_format)
+
+
 @lower(tf.nn.conv1d, "input", "filters")
 def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None):  # noqa: A002
     return _conv(input, filters, stride, padding, dilations, data_format)
@@ -276,6 +291,14 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None): 
 @lower(tf.nn.conv2d, "input", "filters")
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None):  # noqa: A002
     return _conv(input, filters, strides, padding, dilations, data_format)
+
+
+@lower_varargs(_gen_nn_ops.conv2d)
+def raw_conv2d(input, filter, strides, padding, use_cudnn_on_gpu=True,  # noqa: A002
+               explicit_paddings=(), data_format="NHWC", dilations=(1, 1, 1, 1)):
+    """The Conv2D op itself, which TF's own Python reaches past tf.nn.conv2d (atrous_conv2d,
+    tf.nn.with_space_to_batch): the same lowering; its EXPLICIT padding is TF's own, eagerly."""
+    return _conv(input, filter, strides, padding, dilations, data_format)
 
 
 @lower(tf.nn.conv3d, "input", "filters")
@@ -306,7 +329,8 @@ def depthwise_conv2d(input, filter, strides, padding, data_format=None,  # noqa:
         raise Reject()
     last = _channels_last(data_format)
     xs = _to_channels_first(x, last)
-    out = _depthwise_nodes(xs, w, _spatial(strides, 2), padding, _spatial(dilations, 2))
+    out = _depthwise_nodes(xs, w, _spatial(strides, 2, last), padding,
+                           _spatial(dilations, 2, last))
     return wrap(_to_channels_last(out, last), input, filter)
 
 
@@ -317,8 +341,8 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding
     if x.ndim != 4 or pw.ndim != 4 or pw.shape[:2] != (1, 1) or not dt.is_float(x.dtype):
         raise Reject()
     last = _channels_last(data_format)
-    h = _depthwise_nodes(_to_channels_first(x, last), dw, _spatial(strides, 2), padding,
-                         _spatial(dilations, 2))
+    h = _depthwise_nodes(_to_channels_first(x, last), dw, _spatial(strides, 2, last), padding,
+                         _spatial(dilations, 2, last))
     if pw.shape[2] != h.shape[1]:
         raise Reject()
     point = ops.transpose(pw, permutation=(3, 2, 0, 1))  # (1, 1, I, O) -> (O, I, 1, 1)
@@ -338,7 +362,7 @@ def _conv_transpose(value, kernel, output_shape, strides, padding, data_format, 
     last = _channels_last(data_format)
     xs = _to_channels_first(x, last)
     z_shape = (out_shape[0], out_shape[-1], *out_shape[1:-1]) if last else tuple(out_shape)
-    strides, dilations = _spatial(strides, nsp), _spatial(dilations, nsp)
+    strides, dilations = _spatial(strides, nsp, last), _spatial(dilations, nsp, last)
     forward_kernel = ops.transpose(w, permutation=(nsp + 1, nsp, *range(nsp)))  # (*K, O, I)
     if forward_kernel.shape[1] != z_shape[1]:
         raise Reject()
