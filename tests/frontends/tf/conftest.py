@@ -13,6 +13,27 @@ def assert_matches(lazy, eager, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(lazy.numpy(), eager.numpy(), rtol=rtol, atol=atol)
 
 
+def same_as_eager(fn, *arrays, rtol=1e-5, atol=1e-6, constants=()):
+    """fn on eager TF constants and on lazy ones of the same arrays: every (nested) result lazy,
+    with eager TF's values, shape and dtype (None where TF's is None), and no fallback.
+    `constants`: positions in the flattened result that TF itself makes as constants (a
+    count from the static shape), which stay eager tensors."""
+    import lazyx
+    want = tf.nest.flatten(fn(*[tf.constant(a) for a in arrays]))
+    lazyx.reset_metrics()
+    got = tf.nest.flatten(fn(*[ltf.constant(a) for a in arrays]))
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        if w is None:  # (clip_by_global_norm keeps a list's None entries)
+            assert g is None
+            continue
+        assert k in constants or isinstance(g, ltf.Tensor), type(g)
+        g = np.asarray(g)
+        assert g.shape == tuple(w.shape) and g.dtype == w.dtype.as_numpy_dtype
+        np.testing.assert_allclose(g, w.numpy(), rtol=rtol, atol=atol)
+
+
 def train_keras(model, optimizer, x, y, lazy, steps, loss_fn=None):
     """`steps` training steps of a Keras classifier on (x, y), eagerly or lazily (an
     ltf.GradientTape, ltf.sync() per step): (losses, trained weights, each first gradient's

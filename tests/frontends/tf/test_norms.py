@@ -10,23 +10,13 @@ from hypothesis.extra import numpy as hnp
 import lazyx
 import lazyx.frontends.tf as ltf
 
+from .conftest import same_as_eager
+
 FLOATS = st.floats(-5, 5, width=32, allow_subnormal=False)
 
 
 def _same(fn, *arrays, rtol=1e-5):
-    want = tf.nest.flatten(fn(*[tf.constant(a) for a in arrays]))
-    lazyx.reset_metrics()
-    got = tf.nest.flatten(fn(*[ltf.constant(a) for a in arrays]))
-    assert lazyx.metrics()["fallback_ops"] == {}
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        if w is None:  # (clip_by_global_norm keeps a list's None entries)
-            assert g is None
-            continue
-        assert isinstance(g, ltf.Tensor)
-        g = np.asarray(g)
-        assert g.shape == tuple(w.shape) and g.dtype == w.dtype.as_numpy_dtype
-        np.testing.assert_allclose(g, w.numpy(), rtol=rtol, atol=1e-6)
+    same_as_eager(fn, *arrays, rtol=rtol)
 
 
 @settings(max_examples=25, deadline=None)
