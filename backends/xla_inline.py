@@ -8,11 +8,10 @@ next call 20-40 us on the 2-core bench machine (a 4x4 200-op program, its call a
 itself runs a program inline only below 1,000 flops). Two kinds of callers gain nothing from
 the worker and pay the wake-up at every call:
 
-- a program so small that there is little to overlap (`is_tiny`), where its caller's loop
-  runs faster so (`Pace` measures both ways): once it has run
-  a few times (`RUNS_BEFORE`, so that the many programs run once or twice pay nothing), its
-  executable runs it on the calling thread (xla._Executable.run). Both copies run the same
-  code, so which one ran never changes a number;
+- a program so small that there is little to overlap (`is_tiny`), once it has run a few
+  times (`RUNS_BEFORE`: the many programs run once or twice pay nothing), wherever its
+  caller's loop runs faster (`Pace` measures both ways; xla._Executable.run). Both copies
+  run the same code, so which one ran never changes a number;
 - a torch.compile graph called with CPU tensors, which waits for its results right away and
   has Dynamo's and AOTAutograd's Python between its calls (xla._Bound.inline), at any size.
 

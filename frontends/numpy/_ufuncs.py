@@ -229,6 +229,52 @@ def ldexp(x, e):
     return ops.mul(x, ops.exp2(ops.convert(e, dtype=x.dtype)))
 
 
+# Per float dtype: (its bits' integer dtype, exponent bits, mantissa bits, exponent bias)
+_LAYOUTS = {"float16": ("int16", 5, 10, 15), "float32": ("int32", 8, 23, 127),
+            "float64": ("int64", 11, 52, 1023)}
+
+
+def frexp(x):
+    """(mantissa in [0.5, 1) with x's sign, exponent as int32): x == mantissa * 2**exponent,
+    read off x's bits; zeros, infinities and NaNs come back with exponent 0, as in C. A
+    subnormal's fraction bits, an integer, are exact as a normal float and read the same way
+    (XLA:CPU treats subnormals as zero in arithmetic, not in integer ops)."""
+    if x.dtype not in _LAYOUTS:
+        raise TypeError(f"lazyx.frontends.numpy: frexp of {x.dtype}")
+    int_dtype, exp_bits, man_bits, bias = _LAYOUTS[x.dtype]
+    all_ones = (1 << exp_bits) - 1
+
+    def field_of(b):  # the biased exponent
+        return ops.and_(ops.shift_right_logical(b, _int(man_bits, b)), _int(all_ones, b))
+
+    def split(b):  # a normal float's bits -> (its sign and fraction at 0.5's exponent, exponent)
+        half = ops.or_(ops.and_(b, ops.not_(_int(all_ones << man_bits, b))),
+                       _int((bias - 1) << man_bits, b))
+        return ops.bitcast_convert(half, dtype=x.dtype), ops.sub(field_of(b), _int(bias - 1, b))
+
+    bits = ops.bitcast_convert(x, dtype=int_dtype)
+    field = field_of(bits)
+    fraction = ops.and_(bits, _int((1 << man_bits) - 1, bits))
+    mantissa, exponent = split(bits)
+    # a subnormal is its fraction times 2**(1 - bias - man_bits)
+    sub_mantissa, sub_exponent = split(ops.bitcast_convert(ops.convert(fraction, dtype=x.dtype),
+                                                           dtype=int_dtype))
+    subnormal = ops.eq(field, _int(0, bits))
+    mantissa = ops.select(subnormal, copysign(sub_mantissa, x), mantissa)
+    exponent = ops.select(subnormal, ops.add(sub_exponent, _int(1 - bias - man_bits, bits)),
+                          exponent)
+    # a zero by its fields: `(bits & ~sign) == 0` came out true for a subnormal on XLA:CPU in
+    # this program (not in a jit of that comparison alone; the cause was not found)
+    zero = ops.and_(subnormal, ops.eq(fraction, _int(0, bits)))
+    special = ops.or_(zero, ops.eq(field, _int(all_ones, bits)))
+    return (ops.select(special, x, mantissa),
+            ops.convert(ops.select(special, _int(0, bits), exponent), dtype="int32"))
+
+
+def _int(value, like):
+    return compose.const(value, like.dtype, like.shape)
+
+
 def _logical(op):
     return lambda a, b: op(_to_bool(a), _to_bool(b))
 
@@ -287,7 +333,7 @@ UFUNCS = Table("lazyx.frontends.numpy UFUNCS (the ufunc table)", {
     np.maximum: ops.max_, np.minimum: ops.min_, np.fmax: _fminmax(ops.max_),
     np.fmin: _fminmax(ops.min_),
     np.floor: _rounding(ops.floor), np.ceil: _rounding(ops.ceil), np.trunc: trunc,
-    np.rint: _rounding(ops.round), np.modf: modf,
+    np.rint: _rounding(ops.round), np.modf: modf, np.frexp: frexp,
     np.isnan: _isnan, np.isinf: _isinf, np.isfinite: _isfinite, np.signbit: signbit,
     np.copysign: copysign, np.nextafter: ops.nextafter, np.heaviside: heaviside,
     np.ldexp: ldexp,

@@ -465,3 +465,33 @@ def test_linspace_of_lazy_endpoints_errors_are_numpys():
         np.linspace(lnp.asarray(0.0), 1.0, -1)
     with pytest.raises(np.exceptions.AxisError):
         np.linspace(lnp.asarray([0.0, 1.0]), 2.0, 3, axis=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from([np.float16, np.float32, np.float64]))
+def test_frexp_of_any_bit_pattern(data, dtype):
+    """np.frexp read off the bits: every finite value (subnormals too, which XLA:CPU treats as
+    zero in arithmetic), signed zeros, infinities and NaNs give NumPy's mantissa and int32
+    exponent."""
+    ints = {np.float16: np.uint16, np.float32: np.uint32, np.float64: np.uint64}[dtype]
+    bits = data.draw(hnp.arrays(ints, data.draw(hnp.array_shapes(max_dims=2, max_side=6))))
+    finfo = np.finfo(dtype)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, finfo.tiny, finfo.max,
+                         finfo.smallest_subnormal, -finfo.smallest_subnormal * 3], dtype)
+    for x in (bits.view(dtype), specials):
+        lazyx.reset_metrics()
+        mantissa, exponent = np.frexp(lnp.asarray(x))
+        assert lazyx.metrics()["fallback_ops"] == {}
+        want_m, want_e = np.frexp(x)
+        got_m, got_e = np.asarray(mantissa), np.asarray(exponent)
+        assert got_m.dtype == want_m.dtype and got_e.dtype == want_e.dtype
+        finite = np.isfinite(want_m)
+        assert np.array_equal(got_m[finite].view(ints), want_m[finite].view(ints))
+        assert np.array_equal(np.isnan(got_m), np.isnan(want_m))
+        assert np.array_equal(got_m[~np.isnan(want_m)], want_m[~np.isnan(want_m)])
+        np.testing.assert_array_equal(got_e, want_e)
+
+
+@pytest.mark.parametrize("values", [np.arange(-3, 6), np.array([True, False])])
+def test_frexp_of_integers_and_bools_takes_numpys_float(values):
+    _check(np.frexp, values)
