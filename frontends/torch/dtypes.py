@@ -29,6 +29,11 @@ def to_torch(ir_dtype):
 
 
 def to_numpy_array(tensor):
+    # the common case, a plain contiguous tensor, without the four new tensor objects below
+    # (1.3 against 2.3 us: every CPU input of a torch.compile'd call comes through here)
+    if not tensor.requires_grad and tensor.dtype is not torch.bfloat16 and \
+            tensor.is_contiguous() and not tensor.is_conj() and not tensor.is_neg():
+        return tensor.numpy()
     tensor = tensor.detach().resolve_conj().resolve_neg().contiguous()
     if tensor.dtype == torch.bfloat16:  # NumPy has no bfloat16: move the bits
         return tensor.view(torch.int16).numpy().view(dt.to_numpy("bfloat16"))

@@ -193,3 +193,19 @@ def test_gradients_read_one_by_one_run_one_program():
     assert lazyx.metrics()["executions"] - before["executions"] == 1
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.arange(12.0).reshape(3, 4),                       # plain
+    lambda: torch.arange(12.0).reshape(3, 4).t(),                   # not contiguous
+    lambda: torch.arange(12.0).reshape(3, 4).requires_grad_(),      # needs grad
+    lambda: torch.complex(torch.arange(4.0), torch.ones(4)).conj(),  # a lazy conjugate bit
+    lambda: torch.arange(4.0)._neg_view(),                          # a lazy negation bit
+    lambda: torch.arange(4.0).to(torch.bfloat16),                   # no NumPy dtype
+])
+def test_cpu_tensors_reach_the_device_with_their_values(make):
+    """Every kind of CPU tensor (the plain one takes a shortcut) arrives with its values."""
+    cpu = make()
+    lazy = cpu.to(lt.device)
+    assert torch.equal(lazy.cpu(), cpu.detach().resolve_conj().resolve_neg())
+    assert lazy.dtype == cpu.dtype
