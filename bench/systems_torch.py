@@ -184,14 +184,15 @@ def lazyx_torch_compile(workload):
 
 def torch_compile_lazyx(workload):
     """torch.compile with lazyx as the Dynamo backend: CPU tensors in and out, each captured
-    graph (forward, backward) compiled once by XLA through lazyx."""
+    graph (forward, backward) compiled once by XLA through lazyx. torch.compile's defaults, as
+    the Inductor row uses them (dynamic=False would patch Dynamo's config at every call)."""
     try:
         import lazyx.frontends.torch as lt
     except ImportError as err:
         raise NotAvailable(f"lazyx torch frontend not importable: {err}")
     torch._dynamo.reset()
-    return _build(workload, "cpu", _nothing, compile_fn=lambda fn: torch.compile(
-        fn, backend=lt.dynamo_backend, dynamic=False))
+    return _build(workload, "cpu", _nothing,
+                  compile_fn=lambda fn: torch.compile(fn, backend=lt.dynamo_backend))
 
 
 SYSTEMS = {"torch-eager": torch_eager, "torch.compile": torch_compile,

@@ -575,15 +575,67 @@ def _symbolic(example_inputs):
         not isinstance(d, int) for d in x.shape)) for x in example_inputs)
 
 
-def _uncompiled(gm):
-    """A graph with symbolic shapes (Dynamo made a dimension dynamic after a second shape):
-    lazyx programs have static shapes, so it runs as torch runs it (lt.device inputs through
-    the lazy frontend, CPU ones eagerly), counted as a fallback each call."""
-    name = "torch.compile graph with dynamic shapes (pass dynamic=False)"
+def _per_shape(gm):
+    """A graph with symbolic shapes (Dynamo made a dimension dynamic after a second shape, or
+    torch.compile(dynamic=True)): lazyx programs have static shapes, so each call's concrete
+    shapes and integer arguments get their own static compile of the same graph (AOTAutograd
+    traces it again with those), kept for later calls with the same ones. A graph that cannot
+    be specialized runs as torch runs it (lt.device inputs through the lazy frontend, CPU ones
+    eagerly), counted as a fallback each call."""
+    compiled = {}
+
+    def run(*args):
+        key = tuple((tuple(a.shape), a.dtype, a.device, a.requires_grad)
+                    if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
+        fn = compiled.get(key)
+        if fn is None:
+            fn = compiled[key] = _static_compile(gm, args)
+        return fn(*args)
+    return run
+
+
+def _static_compile(gm, args):
+    """gm compiled for these concrete arguments (see _per_shape): its integer arguments (the
+    sizes Dynamo passes for dynamic dimensions) baked into a copy of the graph, its tensors'
+    shapes static. A callable taking the same arguments; gm's uncompiled runner on failure."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    try:
+        baked = _bake_integers(gm, args)
+        fake_mode = FakeTensorMode()
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        inputs = [_unwrap(a, fake_mode) if torch._is_functional_tensor(a)  # (lt.device)
+                  else fake_mode.from_tensor(a, static_shapes=True) for a in tensors]
+        with torch._guards.tracing(torch._guards.TracingContext(fake_mode)):
+            fn = _compile_static(baked, inputs, fake_mode)
+    except Exception as err:  # noqa: BLE001 -- never an error the user cannot act on
+        return _uncompiled(gm, err)
+    if len(tensors) == len(args):
+        return fn
+    return lambda *call: fn(*[a for a in call if isinstance(a, torch.Tensor)])
+
+
+def _bake_integers(gm, args):
+    """A copy of gm's graph (sharing its parameters) whose non-tensor placeholders are the
+    call's values, used where they were used."""
+    from torch import fx
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(args):
+        raise ValueError(f"{len(placeholders)} graph inputs for {len(args)} arguments")
+    values = {p: a for p, a in zip(placeholders, args) if not isinstance(a, torch.Tensor)}
+    graph, env = fx.Graph(), {}
+    for node in gm.graph.nodes:
+        env[node] = values[node] if node in values else \
+            graph.node_copy(node, lambda n: env[n])
+    return fx.GraphModule(gm, graph)
+
+
+def _uncompiled(gm, err):
+    name = (f"torch.compile graph with dynamic shapes lazyx could not specialize "
+            f"({type(err).__name__})")
     if config.debug():
         import sys
-        print(f"lazyx: {name}: not compiled by lazyx; torch.compile(..., dynamic=False) "
-              "compiles one graph per input shape instead", file=sys.stderr, flush=True)
+        print(f"lazyx: {name}: {err}; it runs uncompiled (torch.compile(..., dynamic=False) "
+              "compiles one graph per input shape from the start)", file=sys.stderr, flush=True)
 
     def run(*args):
         runtime.fallback(name, "torch")
@@ -593,15 +645,19 @@ def _uncompiled(gm):
 
 def backend(gm, example_inputs, **kwargs):
     """The `lazyx` TorchDynamo backend: `torch.compile(model, backend="lazyx")`."""
-    from torch._dynamo.backends.common import aot_autograd
     _note_graph_break(gm)
     if _symbolic(example_inputs):
-        return _uncompiled(gm)
+        return _per_shape(gm)
+    from torch._guards import detect_fake_mode
+    return _compile_static(gm, example_inputs, detect_fake_mode(example_inputs))
+
+
+def _compile_static(gm, example_inputs, fake_mode):
+    """AOTAutograd's forward/backward (or inference) graphs of gm, lowered by lazyx."""
+    from torch._dynamo.backends.common import aot_autograd
     aot = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
                        inference_compiler=_compiler("inference"),
                        decompositions=_decompositions())
-    from torch._guards import detect_fake_mode
-    fake_mode = detect_fake_mode(example_inputs)
     inputs = [_unwrap(x, fake_mode) for x in example_inputs]
     # Attention as plain math ops (as the lazy path's _fused_sdp_choice picks): on CPU torch
     # would trace its flash kernel, whose backward has no decomposition (a CPU fallback)
