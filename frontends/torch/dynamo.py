@@ -589,9 +589,15 @@ def _per_shape(gm):
                     if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
         fn = compiled.get(key)
         if fn is None:
+            if len(compiled) >= _SHAPES_KEPT:  # the oldest goes (its programs stay cached)
+                del compiled[next(iter(compiled))]
             fn = compiled[key] = _static_compile(gm, args)
         return fn(*args)
     return run
+
+
+# Specializations kept per dynamic graph: a loop over many lengths keeps its latest ones
+_SHAPES_KEPT = 64
 
 
 def _static_compile(gm, args):

@@ -326,6 +326,19 @@ def test_dynamic_shapes_compile_once_per_shape_and_train_like_eager(dynamic, mon
     assert lazyx.metrics()["fallback_ops"] == {}
 
 
+def test_specializations_kept_per_dynamic_graph_are_bounded(monkeypatch):
+    monkeypatch.setattr(dynamo, "_SHAPES_KEPT", 2)
+    made = []
+    static_compile = dynamo._static_compile
+    monkeypatch.setattr(dynamo, "_static_compile",
+                        lambda gm, args: made.append(args[-1].shape[0]) or
+                        static_compile(gm, args))
+    fn = torch.compile(lambda x: x * 2, backend=lt.dynamo_backend, dynamic=True)
+    for n in (2, 3, 4, 2, 4):
+        torch.testing.assert_close(fn(torch.ones(n)), torch.full((n,), 2.0))
+    assert made == [2, 3, 4, 2]  # 2 was dropped for 4, so it comes back; 4 was still kept
+
+
 def test_a_dynamic_graph_that_cannot_be_specialized_runs_uncompiled_counted(monkeypatch):
     from lazyx.frontends.torch import dynamo
 
