@@ -326,6 +326,17 @@ def test_dynamic_shapes_compile_once_per_shape_and_train_like_eager(dynamic, mon
     assert lazyx.metrics()["fallback_ops"] == {}
 
 
+def test_a_dynamic_graph_of_lazy_inputs_gives_lazy_results_per_shape():
+    fn = torch.compile(lambda x: torch.tanh(x) * 2 + x.sum(0), backend=lt.dynamo_backend,
+                       dynamic=True)
+    for n in (3, 5, 3):
+        x = torch.randn(n, 4)
+        y = fn(x.to(lt.device))
+        assert y.device.type == "lazyx"
+        torch.testing.assert_close(y.cpu(), torch.tanh(x) * 2 + x.sum(0))
+    assert lazyx.metrics()["fallback_ops"] == {}
+
+
 def test_specializations_kept_per_dynamic_graph_are_bounded(monkeypatch):
     monkeypatch.setattr(dynamo, "_SHAPES_KEPT", 2)
     made = []
