@@ -670,8 +670,7 @@ class _Executable:
         """The copy of `compiled` its runs take from now on: its synchronous-client copy when
         the program is tiny (xla_inline.py), else None (the shared client)."""
         local = None
-        if not self.place and self.program is not None and self.backend is not None and \
-                xla_inline.device_for(self.backend.device) is not None:  # (on a CPU only)
+        if self.program is not None and self.local_device() is not None:  # (on a CPU only)
             leaves = self.program.leaves
             arg_bytes = sum(int(np.prod(leaves[i][1], dtype=np.int64)) * dt.ITEMSIZE[leaves[i][2]]
                             for i in self.signature.data)
@@ -680,14 +679,20 @@ class _Executable:
         self._runs_local[compiled] = local
         return local
 
+    def local_device(self):
+        """The synchronous CPU client's device this executable's copies load on, or None
+        (off a CPU, a mesh program, no backend)."""
+        if self.backend is None or self.place:
+            return None
+        return xla_inline.device_for(self.backend.device)
+
     def local_copy(self, compiled):
         """`compiled` (one of this program's variants) loaded on the synchronous CPU client
         (xla_inline.py), or None where it cannot be: off a CPU, a mesh program, an executable
         XLA cannot serialize."""
         if compiled in self._copies:
             return self._copies[compiled]
-        device = xla_inline.device_for(self.backend.device) \
-            if self.backend is not None and not self.place else None
+        device = self.local_device()
         loaded = None
         if device is not None:
             stored = _FROM_DISK.get(compiled)
@@ -798,8 +803,7 @@ class _Bound:
             loaded = exe.local_copy(compiled)
             self._inline = self
             if loaded is not None:
-                device = xla_inline.device_for(exe.backend.device)
-                steps = [("ready", put(np.asarray(step[1]), device)) if step[0] == "ready"
+                steps = [("ready", put(np.asarray(step[1]), exe.local_device())) if step[0] == "ready"
                          else step for step in self.steps]
                 self._inline = _Inline(loaded, steps, exe.x64)
         return self._inline

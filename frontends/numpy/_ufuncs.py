@@ -245,34 +245,30 @@ def frexp(x):
     all_ones = (1 << exp_bits) - 1
 
     def field_of(b):  # the biased exponent
-        return ops.and_(ops.shift_right_logical(b, _int(man_bits, b)), _int(all_ones, b))
+        return ops.and_(ops.shift_right_logical(b, const(man_bits, b)), const(all_ones, b))
 
     def split(b):  # a normal float's bits -> (its sign and fraction at 0.5's exponent, exponent)
-        half = ops.or_(ops.and_(b, ops.not_(_int(all_ones << man_bits, b))),
-                       _int((bias - 1) << man_bits, b))
-        return ops.bitcast_convert(half, dtype=x.dtype), ops.sub(field_of(b), _int(bias - 1, b))
+        half = ops.or_(ops.and_(b, ops.not_(const(all_ones << man_bits, b))),
+                       const((bias - 1) << man_bits, b))
+        return ops.bitcast_convert(half, dtype=x.dtype), ops.sub(field_of(b), const(bias - 1, b))
 
     bits = ops.bitcast_convert(x, dtype=int_dtype)
     field = field_of(bits)
-    fraction = ops.and_(bits, _int((1 << man_bits) - 1, bits))
+    fraction = ops.and_(bits, const((1 << man_bits) - 1, bits))
     mantissa, exponent = split(bits)
     # a subnormal is its fraction times 2**(1 - bias - man_bits)
     sub_mantissa, sub_exponent = split(ops.bitcast_convert(ops.convert(fraction, dtype=x.dtype),
                                                            dtype=int_dtype))
-    subnormal = ops.eq(field, _int(0, bits))
+    subnormal = ops.eq(field, const(0, bits))
     mantissa = ops.select(subnormal, copysign(sub_mantissa, x), mantissa)
-    exponent = ops.select(subnormal, ops.add(sub_exponent, _int(1 - bias - man_bits, bits)),
+    exponent = ops.select(subnormal, ops.add(sub_exponent, const(1 - bias - man_bits, bits)),
                           exponent)
     # a zero by its fields: `(bits & ~sign) == 0` came out true for a subnormal on XLA:CPU in
     # this program (not in a jit of that comparison alone; the cause was not found)
-    zero = ops.and_(subnormal, ops.eq(fraction, _int(0, bits)))
-    special = ops.or_(zero, ops.eq(field, _int(all_ones, bits)))
+    zero = ops.and_(subnormal, ops.eq(fraction, const(0, bits)))
+    special = ops.or_(zero, ops.eq(field, const(all_ones, bits)))
     return (ops.select(special, x, mantissa),
-            ops.convert(ops.select(special, _int(0, bits), exponent), dtype="int32"))
-
-
-def _int(value, like):
-    return compose.const(value, like.dtype, like.shape)
+            ops.convert(ops.select(special, const(0, bits), exponent), dtype="int32"))
 
 
 def _logical(op):

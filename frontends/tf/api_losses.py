@@ -4,9 +4,9 @@ import tensorflow as tf
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ops
-from .lowering import Reject, axes_of, const, operand_nodes, static_ints
+from .lowering import Reject, as_tensor, axes_of, const, operand_nodes, static_ints
 from .registry import lower, raise_for_values
-from .tensor import LazyTensor, node_of, wrap
+from .tensor import node_of, wrap
 
 
 def _floats(*values):
@@ -72,8 +72,7 @@ def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size
     times the replicas. Under a distribution strategy, and for a lazy or bad batch size, TF's
     own function runs (its checks and errors)."""
     from tensorflow.python.distribute import distribute_lib
-    loss = per_example_loss if isinstance(per_example_loss, LazyTensor) else \
-        tf.convert_to_tensor(per_example_loss)
+    loss = as_tensor(per_example_loss)
     dtype, rank = loss.dtype, loss.shape.rank
     if rank == 0 or not dtype.is_floating or distribute_lib.has_strategy():
         raise Reject()

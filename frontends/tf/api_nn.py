@@ -9,7 +9,8 @@ from tensorflow.python.ops import nn_ops as _tf_nn_ops  # tf.nn.pool's argument 
 
 from ...core import dtypes as dt
 from ...core import autodiff, compose, ir, ops
-from .lowering import Reject, axes_of, broadcast_to, const, operand_nodes, static_ints
+from .lowering import (Reject, as_tensor, axes_of, broadcast_to, const, operand_nodes,
+                       static_ints)
 from .registry import lower, lower_varargs
 from .tensor import LazyTensor, wrap
 
@@ -115,11 +116,6 @@ def moments(x, axes, shift=None, keepdims=False):
     return wrap(mean, x), wrap(var, x)
 
 
-def _tensor(value):
-    """A lazy tensor as it is (tf.convert_to_tensor would read it); anything else converted."""
-    return value if isinstance(value, LazyTensor) else tf.convert_to_tensor(value)
-
-
 def _axis_list(axes, rank):
     """A moments function's axes as a list of ints within `rank`, or Reject (TF's error)."""
     axes = static_ints(axes)
@@ -134,7 +130,7 @@ def weighted_moments(x, axes, frequency_weights, keepdims=False):
     """TF's two-pass formula (nn_impl.weighted_moments) written with TF calls on lazy tensors,
     which dispatch back to lazyx: float16 computed in float32, the weights cast to x's dtype,
     div_no_nan by the summed (broadcast) weights."""
-    x, weights = _tensor(x), _tensor(frequency_weights)
+    x, weights = as_tensor(x), as_tensor(frequency_weights)
     if x.dtype not in (tf.float16, tf.bfloat16, tf.float32, tf.float64):
         raise Reject()
     axes = _axis_list(axes, x.shape.rank)
@@ -159,11 +155,11 @@ def weighted_moments(x, axes, frequency_weights, keepdims=False):
 def sufficient_statistics(x, axes, shift=None, keepdims=False):
     """(count, the (shifted) sum, the (shifted) sum of squares, the shift), as TF's
     nn_impl.sufficient_statistics: the count a constant of x's dtype from the static shape."""
-    x = _tensor(x)
+    x = as_tensor(x)
     axes = list(set(_axis_list(axes, x.shape.rank)))
     counts = tf.constant(math.prod(x.shape[a] for a in axes), dtype=x.dtype)
     if shift is not None:
-        shift = _tensor(shift)
+        shift = as_tensor(shift)
         m_ss, v_ss = tf.subtract(x, shift), tf.math.squared_difference(x, shift)
     else:
         m_ss, v_ss = x, tf.square(x)

@@ -11,14 +11,9 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
-from .lowering import Reject
+from .lowering import Reject, as_tensor
 from .registry import UNDISPATCHED, lower_undispatched
 from .tensor import LazyTensor
-
-
-def _tensor(value):
-    """A lazy tensor as it is (tf.convert_to_tensor would read it); anything else converted."""
-    return value if isinstance(value, LazyTensor) else tf.convert_to_tensor(value)
 
 
 def _axes(axis):
@@ -44,7 +39,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None):  # noqa: A002 - TF'
     elif ord == "fro" or not (ord == "euclidean" or ord == np.inf or (
             isinstance(ord, numbers.Real) and not isinstance(ord, bool) and ord > 0)):
         raise Reject()
-    x = _tensor(tensor)
+    x = as_tensor(tensor)
     if not x.dtype.is_floating and not x.dtype.is_complex:
         raise Reject()
     if ord in ("fro", "euclidean", 2, 2.0):
@@ -74,7 +69,7 @@ def _tensors(values):
         raise Reject()
     if any(isinstance(v, (tf.IndexedSlices, tf.SparseTensor)) for v in values):
         raise Reject()
-    return [None if v is None else _tensor(v) for v in values]
+    return [None if v is None else as_tensor(v) for v in values]
 
 
 def _global_norm(tensors):
@@ -95,7 +90,7 @@ def global_norm(t_list):
 def clip_by_norm(t, clip_norm, axes=None):
     if isinstance(t, (tf.IndexedSlices, tf.SparseTensor)):
         raise Reject()
-    x = _tensor(t)
+    x = as_tensor(t)
     l2sum = tf.reduce_sum(x * x, _axes(axes), keepdims=True)
     positive = l2sum > 0
     safe = tf.where(positive, l2sum, tf.ones_like(l2sum))
@@ -107,7 +102,7 @@ def clip_by_norm(t, clip_norm, axes=None):
 @lower_undispatched(tf, "clip_by_global_norm")
 def clip_by_global_norm(t_list, clip_norm, use_norm=None):
     tensors = _tensors(t_list)
-    norm_ = _global_norm(tensors) if use_norm is None else _tensor(use_norm)
+    norm_ = _global_norm(tensors) if use_norm is None else as_tensor(use_norm)
     clip = tf.cast(clip_norm, norm_.dtype)
     # TF's scale: finite norms scale by min(1, clip / norm); a NaN or inf norm makes NaNs
     scale = clip * tf.minimum(1.0 / norm_, tf.constant(1.0, norm_.dtype) / clip)
@@ -119,7 +114,7 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None):
 @lower_undispatched(tf.linalg, "normalize")
 def normalize(tensor, ord="euclidean", axis=None):  # noqa: A002 - TF's name
     """TF's: the norm (keepdims), cast to the tensor's dtype, and the tensor divided by it."""
-    x = _tensor(tensor)
+    x = as_tensor(tensor)
     n = tf.cast(norm(x, ord=ord, axis=axis, keepdims=True), x.dtype)
     return x / n, n
 

@@ -13,6 +13,12 @@ class Reject(Exception):
     """A lowering found the call invalid: the registry replays it on real TF for TF's error."""
 
 
+def as_tensor(value):
+    """A lazy tensor as it is (tf.convert_to_tensor would read it); anything else converted:
+    for lowerings written with TF calls on lazy tensors, which dispatch back to lazyx."""
+    return value if isinstance(value, LazyTensor) else tf.convert_to_tensor(value)
+
+
 def operand_nodes(*values):
     """IR nodes of one dtype for TF's element-wise operands, or Reject (mixed dtypes)."""
     dtype = None

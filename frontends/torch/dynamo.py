@@ -636,6 +636,7 @@ def _bake_integers(gm, args):
 
 
 def _uncompiled(gm, err):
+    """gm run as torch runs it, a counted fallback each call (see _per_shape)."""
     name = (f"torch.compile graph with dynamic shapes lazyx could not specialize "
             f"({type(err).__name__})")
     if config.debug():
