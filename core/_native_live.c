@@ -248,6 +248,11 @@ static int Handle_traverse(HandleObject *self, visitproc visit, void *arg) {
 }
 
 static int Handle_clear(HandleObject *self) {
+    /* A handle the garbage collector clears has no node left, so it is pending no more: it
+       leaves its live set here, not only at dealloc. (An object that survives its tp_clear --
+       torch keeps a tensor's Python object alive while its C++ tensor lives -- would otherwise
+       stay registered, and the next sync would read a handle without a node.) */
+    unregister(self);
     Py_CLEAR(self->node);
     return 0;
 }
