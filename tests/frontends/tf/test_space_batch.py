@@ -28,8 +28,8 @@ def test_space_to_batch_and_back(data):
     pads = [data.draw(st.tuples(st.integers(0, 3), st.integers(0, 3))) for _ in range(m)]
     # a spatial size that the block divides once padded
     spatial = [b * data.draw(st.integers(1, 3)) - lo - hi for b, (lo, hi) in zip(block, pads)]
-    if any(s < 1 for s in spatial):
-        spatial = [s + b * 3 for s, b in zip(spatial, block)]
+    # grown by whole blocks until positive (padding up to 6 can exceed 3 blocks of 1)
+    spatial = [s + b * max(0, -(-(1 - s) // b)) for s, b in zip(spatial, block)]
     shape = [data.draw(st.integers(1, 2))] + spatial + [data.draw(st.integers(1, 2))]
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     _same(lambda t: tf.space_to_batch_nd(t, block, pads), x)
