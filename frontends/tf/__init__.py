@@ -43,11 +43,13 @@ def convert(value):
 
 
 def sync():
-    """The barrier: compile (or fetch from the cache) and run everything pending -- one
-    program -- then store the new values of variables assigned lazily into their
-    tf.Variables, so eager code and checkpoints see them."""
+    """The barrier: compile (or fetch from the cache) and start everything pending -- one
+    program -- and return while it runs. Variables assigned lazily keep their new values on
+    the device for the next step; TF gets them when it reads the variable (eager code, a
+    checkpoint, a tf.function), or at once for a variable a traced graph function captured
+    (see frontends/tf/variables.py)."""
     runtime.sync(cause="explicit")
-    variables.write_back(cause="explicit")
+    variables.after_barrier(cause="explicit")
 
 
 def _seed_pair(seed):

@@ -478,10 +478,10 @@ def _shadowed_sources(node):
     if not variables._lazy_tapes[0] or not record.could_possibly_record():
         return ()
     shadows = {}  # every name of each shadow's node (origins.aliases) -> its variable
-    for v in variables._SHADOWED.values():
+    for v in list(variables._SHADOWED.values()):
         if v._lazyx_shadow is not None and v.trainable:
             for name in origins.aliases(v._lazyx_shadow.node):
                 shadows[id(name)] = v
     found = {id(shadows[id(n)]): shadows[id(n)] for n in origins.order_through(node)
              if id(n) in shadows}
-    return tuple((v.handle, v._lazyx_shadow.node) for v in found.values())
+    return tuple((v.__dict__["_handle"], v._lazyx_shadow.node) for v in found.values())

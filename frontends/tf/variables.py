@@ -5,17 +5,21 @@ for TF. A variable that receives a lazy value (`assign`, `assign_add`, `assign_s
 3 optimizers and BatchNormalization call them) gets a *shadow*: a LazyTensor holding its new
 value. Nothing runs. Reads of the variable by lowered TF APIs use the shadow, so the next
 update (Adam's `m`, then the weight) builds on it inside the same graph. The barrier runs the
-whole step as one program; `ltf.sync()` then writes every shadow back into its tf.Variable.
-Eager code that reads a shadowed variable (`.numpy()`, `value()`, an API with no lowering,
-a checkpoint) writes it back first, so TF never sees a stale value.
+whole step as one program, and the shadows stay where the program left them: the next step
+reads them with no copy either way, and `ltf.sync()` returns while XLA still computes (no
+store waits for the numbers: storing every weight into TF cost W1 0.6 ms a step, plus the
+wait). TF sees a shadow's value the moment it reads the variable itself: eager code that
+reads it (`.numpy()`, `value()`, an API with no lowering, a checkpoint, a tf.function being
+traced, anything through `handle`) stores it first, so TF never sees a stale value. The one
+reader with no Python on its way is a graph function that captured the variable's handle
+earlier: `ltf.sync()` stores at once every variable whose handle something besides the
+variable holds (sys.getrefcount), as it stores all of them when asked (`write_back()`).
 
-After `ltf.sync()` has stored a shadow into its tf.Variable, the variable keeps the stored
-value's device buffer as its *mirror*: the next step's lowered reads use it instead of copying
-the variable from TF to the device again. Every way TF can change the variable's buffer goes
-through its `handle` (assign ops, raw ops, checkpoint restore, a tf.function being traced), so
-reading `handle` drops the mirror, and the mirror is used only while nothing but the variable
-holds its handle tensor: a graph function that captured it (and may write the buffer later,
-with no Python running) or a handle kept by user code holds a reference (sys.getrefcount).
+After a store the variable keeps the stored value's device buffer as its *mirror*: the next
+step's lowered reads use it instead of copying the variable from TF to the device again. Every
+way TF can change the variable's buffer goes through its `handle` (assign ops, raw ops,
+checkpoint restore, a tf.function being traced), so reading `handle` drops the mirror, and the
+mirror is used only while nothing but the variable holds its handle tensor (as above).
 
 How the calls reach lazyx, without patching a TF function:
 * the first lazy assign of a plain tf.Variable arrives through TF's tensor conversion
@@ -25,6 +29,7 @@ How the calls reach lazyx, without patching a TF function:
   only lazy operand is a shadowed variable (Adam's `m * alpha`) dispatches to the lowering.
 """
 import sys
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -40,9 +45,13 @@ try:
 except ImportError:  # pragma: no cover - keras is optional
     _KerasTFVariable = None
 
-_SHADOWED = {}  # id(tf.Variable) -> tf.Variable, for every variable holding a lazy shadow
+# id(tf.Variable) -> tf.Variable, for every variable holding a lazy shadow (weakly: a shadow
+# of a variable nobody can read any more is dropped with it)
+_SHADOWED = weakref.WeakValueDictionary()
 _CLASSES = {}   # original variable class -> its lazy subclass
 _lazy_tapes = [0]  # > 0 while an ltf.GradientTape records: variable reads become shadows
+_telling_tapes = [0]  # > 0 while lazyx tells TF's tapes of a read (it reads `handle`)
+_KEY_READERS = {"_var_key"}  # functions that read `handle` as a key, not the buffer
 
 
 class LazyVariable:
@@ -86,6 +95,7 @@ def _make_lazy(var):
     var.__class__ = cls
     var._lazyx_shadow = None
     var._lazyx_mirror = None   # a LazyTensor holding what the TF buffer holds (see module doc)
+    var._lazyx_left = None     # the shadow the last barrier left on the device
     return var
 
 
@@ -101,7 +111,7 @@ _FREE_REFS = _free_refs()
 def mirror_of(var):
     """The device copy of what `var`'s TF buffer holds, if still known to be current."""
     mirror = getattr(var, "_lazyx_mirror", None)
-    if mirror is not None and sys.getrefcount(var._handle) > _FREE_REFS:
+    if mirror is not None and held_elsewhere(var):
         var._lazyx_mirror = mirror = None
     return mirror
 
@@ -136,7 +146,11 @@ def read(value):
         # it from then on; a shadow (kept from an earlier step, or a mirror) is read without
         # TF, so tell them here -- or an op TF runs eagerly under this tape (a fallback)
         # records nothing, and its part of the gradient is silently lost from step 2 on
-        tf_tape.variable_accessed(var)
+        _telling_tapes[0] += 1
+        try:
+            tf_tape.variable_accessed(var)  # (reads `handle`: no store for that)
+        finally:
+            _telling_tapes[0] -= 1
     return shadow
 
 
@@ -217,6 +231,25 @@ def write_back(variables=None, cause="convert"):
         _write_back(variables, cause)
 
 
+def held_elsewhere(var):
+    """Whether something besides `var` holds its handle tensor: a graph function that captured
+    it (and reads the buffer with no Python running), or user code."""
+    return sys.getrefcount(var.__dict__["_handle"]) > _FREE_REFS
+
+
+def after_barrier(cause="explicit"):
+    """What the barrier (`ltf.sync`) does for variables once the step's program is on its
+    way: store each shadow a captured handle could read unseen; the others stay lazy."""
+    held = []
+    for var in list(_SHADOWED.values()):
+        if var._lazyx_shadow is not None:
+            var._lazyx_left = var._lazyx_shadow
+            if held_elsewhere(var):
+                held.append(var)
+    if held:
+        write_back(held, cause=cause)
+
+
 def _write_back(variables, cause):
     targets = list(_SHADOWED.values()) if variables is None else variables
     if any(v._lazyx_shadow is not None and v._lazyx_shadow._handle.pending for v in targets):
@@ -226,7 +259,7 @@ def _write_back(variables, cause):
         shadow = var._lazyx_shadow
         if shadow is None:
             continue
-        var._lazyx_shadow = None
+        var._lazyx_shadow = var._lazyx_left = None
         _SHADOWED.pop(id(var), None)
         if shadow is var._lazyx_mirror:  # read in the step, never assigned: TF holds it
             continue
@@ -255,6 +288,8 @@ class _LazyMethods:
     """Shadow-aware assign and read methods, placed before the variable's own class."""
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
+        if self._lazyx_shadow is not None and not tf.executing_eagerly():
+            write_back([self])  # a tf.function being traced: stored first, as a read is
         if self._lazyx_shadow is not None and isinstance(value, tf.Tensor) and \
                 not isinstance(value, LazyTensor) and value.shape.rank == 0:
             value = value.numpy()[()]  # Keras casts numbers to eager tensors before assigning
@@ -267,13 +302,15 @@ class _LazyMethods:
         if isinstance(value, LazyTensor) and record_assign(self, "assign", value):
             return self if read_value else None
         if self._lazyx_shadow is not None:  # an eager value replaces the lazy one
-            self._lazyx_shadow = None
+            self._lazyx_shadow = self._lazyx_left = None
             _SHADOWED.pop(id(self), None)
         if isinstance(value, LazyTensor):  # a mismatch: TF's own assign raises its error
             value = to_tf(value)
         return super().assign(value, use_locking, name, read_value)
 
     def _assign_delta(self, kind, delta, use_locking, name, read_value):
+        if self._lazyx_shadow is not None and not tf.executing_eagerly():
+            write_back([self])  # a tf.function being traced: stored first, as a read is
         if isinstance(delta, LazyTensor) or self._lazyx_shadow is not None:
             lazy = delta if isinstance(delta, LazyTensor) else \
                 LazyTensor(_tf_leaf(tf.convert_to_tensor(delta, self.dtype)))
@@ -337,9 +374,18 @@ class _LazyMethods:
 
     @property
     def handle(self):
-        """Every TF op on the variable's buffer starts here: the mirror may go stale."""
+        """Every TF op on the variable's buffer starts here: it must see a value a barrier
+        left on the device (stored first), and may change the buffer (the mirror may go
+        stale). Not stored: a shadow of the step under way (TF's own assign reads `handle`
+        right after registry._assign_conversion recorded the assigned value as the shadow),
+        and reads that only want the handle's identity (a Keras optimizer's _var_key, every
+        step; lazyx telling TF's tapes of a read)."""
+        shadow = self.__dict__.get("_lazyx_shadow")
+        if shadow is not None and shadow is self.__dict__.get("_lazyx_left") and \
+                not _telling_tapes[0] and sys._getframe(1).f_code.co_name not in _KEY_READERS:
+            write_back([self])
         self._lazyx_mirror = None
-        return self._handle
+        return self.__dict__["_handle"]
 
 
 

@@ -1,7 +1,9 @@
-"""After ltf.sync() a variable keeps a device copy of what it stored (its mirror), so the next
-lazy step reads it without copying it from TF again -- and never reads a stale copy, whatever
-changed the variable in between: an eager assign, a raw op on its handle, a tf.function (traced
-before or after the variable went lazy), a checkpoint restore."""
+"""A lazily updated variable keeps its value on the device after ltf.sync() (its shadow), and
+once stored into TF a device copy of what it stored (its mirror), so the next lazy step reads
+it without copying it from TF again -- and neither TF nor lazyx ever reads a stale value,
+whatever changed or read the variable in between: an eager assign or read, a raw op on its
+handle, a tf.function (traced before or after the variable went lazy), a checkpoint save or
+restore."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -92,6 +94,7 @@ def test_an_eager_read_lifted_by_a_lowering_reuses_the_mirror():
     read needs no copy while the mirror is current, and sees a later eager write."""
     w = tf.Variable(W0)
     _step(w, lazy=True)
+    w.numpy()  # the step's value stays on the device until TF reads it: store it now
     before = lazyx.metrics()["transfers_to_device"]
     got = tf.convert_to_tensor(w) * ltf.constant(NEW)
     assert lazyx.metrics()["transfers_to_device"] == before + 1  # NEW only
@@ -127,6 +130,7 @@ def test_the_store_shares_the_result_buffer_on_xla_cpu():
     w = tf.Variable(W0)
     w.assign(w * ltf.constant(NEW))
     ltf.sync()
+    w.read_value()  # TF reads it: the store
     shared = runtime.to_host_shared(w._lazyx_mirror._handle)
     assert shared is not None
     got = jax.dlpack.from_dlpack(w.read_value())

@@ -1,0 +1,111 @@
+"""ltf.sync() leaves lazily updated variables on the device: no store into TF, no wait for the
+program. Whatever reads a variable afterwards -- eager code, a raw op on its handle, a graph
+function traced before or after, a checkpoint -- sees the step's value, as after eager TF."""
+import gc
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx
+import lazyx.frontends.tf as ltf
+from lazyx.frontends.tf import variables
+
+X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
+W0 = np.array([0.3, -0.2, 0.9], np.float32)
+
+
+def _step(w, lazy):
+    x = (ltf.constant if lazy else tf.constant)(X)
+    with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
+        loss = tf.reduce_sum(tf.tanh(x * w) * w)
+    w.assign_sub(0.1 * tape.gradient(loss, w))
+    if lazy:
+        ltf.sync()
+    return loss
+
+
+def test_a_training_loop_never_copies_its_variables_to_the_host():
+    w = tf.Variable(W0)
+    before = lazyx.metrics()["transfers_to_host"]
+    for _ in range(4):
+        _step(w, lazy=True)
+    assert lazyx.metrics()["transfers_to_host"] == before
+    assert variables.has_shadow(w)
+    v = tf.Variable(W0)
+    for _ in range(4):
+        _step(v, lazy=False)
+    np.testing.assert_allclose(w.numpy(), v.numpy(), rtol=1e-6)  # the read stores it
+    assert not variables.has_shadow(w)
+
+
+def _saved_and_restored(w, folder):
+    path = tf.train.Checkpoint(w=w).write(str(folder / "ckpt"))
+    fresh = tf.Variable(np.zeros_like(W0))
+    tf.train.Checkpoint(w=fresh).read(path).assert_consumed()
+    return fresh.numpy()
+
+
+READS = {
+    "numpy": lambda w, early, folder: w.numpy(),
+    "np.asarray": lambda w, early, folder: np.asarray(w),
+    "tf.identity": lambda w, early, folder: tf.identity(w).numpy(),
+    "read_value": lambda w, early, folder: w.read_value().numpy(),
+    "raw-op": lambda w, early, folder: tf.raw_ops.ReadVariableOp(
+        resource=w.handle, dtype=tf.float32).numpy(),
+    "fn-traced-early": lambda w, early, folder: early().numpy(),
+    "fn-traced-late": lambda w, early, folder: tf.function(lambda: w * 1.0)().numpy(),
+    "checkpoint": lambda w, early, folder: _saved_and_restored(w, folder),
+}
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_every_read_after_the_barrier_sees_the_steps_value(read, tmp_path):
+    def run(lazy):
+        w = tf.Variable(W0)
+        early = None
+        if read == "fn-traced-early":
+            # a graph function holding the variable's handle before any lazy step (the
+            # others must not: a held handle makes every barrier store the variable)
+            early = tf.function(lambda: w * 1.0)
+            early()
+        seen = []
+        for _ in range(3):
+            _step(w, lazy)
+            seen.append(np.array(READS[read](w, early, tmp_path)))
+        return seen
+
+    want, got = run(lazy=False), run(lazy=True)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+
+
+def test_a_tf_function_assigning_a_variable_left_on_the_device_builds_on_its_value():
+    w, v = tf.Variable(W0), tf.Variable(W0)
+    _step(w, lazy=True)
+    _step(v, lazy=False)
+    bump = tf.function(lambda var: var.assign_add(tf.ones(3)))  # traced on the lazy one
+    bump(w), bump(v)
+    np.testing.assert_allclose(w.numpy(), v.numpy(), rtol=1e-6)
+
+
+def test_a_captured_handle_makes_the_barrier_store_at_once():
+    w = tf.Variable(W0)
+    held = w.handle  # user code may hand it to raw ops at any time: no Python in between
+    _step(w, lazy=True)
+    assert not variables.has_shadow(w)
+    v = tf.Variable(W0)
+    _step(v, lazy=False)
+    np.testing.assert_allclose(
+        tf.raw_ops.ReadVariableOp(resource=held, dtype=tf.float32).numpy(), v.numpy(),
+        rtol=1e-6)
+
+
+def test_a_variable_dropped_with_its_value_on_the_device_is_released():
+    w = tf.Variable(W0)
+    _step(w, lazy=True)
+    key = id(w)
+    assert key in variables._SHADOWED
+    del w
+    gc.collect()
+    assert key not in variables._SHADOWED
