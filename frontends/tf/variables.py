@@ -75,12 +75,14 @@ def keras_autocast(variable, value):
 
 def is_lazy(value):
     """A lazy tensor, a variable holding a shadow, or any variable while an ltf.GradientTape
-    records (its read becomes a shadow, see read)."""
+    records (its read becomes a shadow, see read) -- but not in a tf.function being traced,
+    which reads the variable as TF does (its shadow stored first: _read_variable_op)."""
     if isinstance(value, LazyTensor):
         return True
     var = tf_variable(value)
     return var is not None and (_lazy_tapes[0] > 0 or
-                                getattr(var, "_lazyx_shadow", None) is not None)
+                                getattr(var, "_lazyx_shadow", None) is not None) and \
+        tf.executing_eagerly()
 
 
 def _make_lazy(var):

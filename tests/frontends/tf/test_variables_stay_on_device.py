@@ -109,3 +109,35 @@ def test_a_variable_dropped_with_its_value_on_the_device_is_released():
     del w
     gc.collect()
     assert key not in variables._SHADOWED
+
+
+def test_keras_predict_fit_and_lazy_steps_in_turn_match_eager():
+    """Keras' predict and fit trace tf.functions over the variables left on the device (they
+    read them as TF does: stored first); lazy steps after them build on what fit left."""
+    keras = pytest.importorskip("keras")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 4)).astype(np.float32)
+    y = rng.standard_normal((16, 3)).astype(np.float32)
+
+    def run(lazy):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.BatchNormalization(), keras.layers.Dense(3)])
+        opt = keras.optimizers.Adam(0.01)
+        model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+        make = ltf.constant if lazy else tf.constant
+        seen = []
+        for _ in range(2):
+            for _ in range(2):
+                with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
+                    loss = tf.reduce_mean(tf.square(model(make(x), training=True) - make(y)))
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                if lazy:
+                    ltf.sync()
+            seen.append(model.predict(x, verbose=0))
+            model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+        return seen + [v.numpy() for v in model.variables]
+
+    for got, want in zip(run(lazy=True), run(lazy=False)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
