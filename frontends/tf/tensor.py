@@ -288,6 +288,8 @@ LazyTensor.__invert__ = _unary(tf.math.logical_not)
 # ---------------------------------------------------------------- lifting operands
 
 _lift_cache = {}  # id(tf tensor) -> (tensor, data node): one leaf per tensor per step
+_PARAM_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "bfloat16", "float16", "float32", "float64"}
 
 
 # Leaves lifted from real tensors that a recording tape tracks (a fallback's result, say):
@@ -295,13 +297,21 @@ _lift_cache = {}  # id(tf tensor) -> (tensor, data node): one leaf per tensor pe
 TAPED_LEAVES = weakref.WeakKeyDictionary()  # leaf node -> the real tensor it holds
 
 
-def _tf_leaf(tensor):
+def _tf_leaf(tensor, operand=False):
+    """The IR leaf holding an eager TF tensor's value (one per tensor while it lives). An
+    `operand` of rank 0 is a run-time scalar, packed with the step's Python numbers, as TF's
+    own scalars are (Keras' Adam casts its learning rate and betas to tensors every step: 25
+    device transfers of one number each per step became one pack)."""
     hit = _lift_cache.get(id(tensor))
     if hit is not None and hit[0] is tensor:
         return hit[1]
     if len(_lift_cache) > 512:
         _lift_cache.clear()
-    node = runtime.from_host(tensor.numpy(), ir_dtype(tensor.dtype))
+    dtype = ir_dtype(tensor.dtype)
+    if operand and tensor.shape.rank == 0 and dtype in _PARAM_DTYPES:
+        node = ir.param(tensor.numpy(), dtype)
+    else:
+        node = runtime.from_host(tensor.numpy(), dtype)
     _lift_cache[id(tensor)] = (tensor, node)
     return node
 
@@ -329,7 +339,7 @@ def sources_of(*values):
                 pairs = ((v._token, v.node),)
         elif isinstance(v, tf.Tensor) and record.could_possibly_record() \
                 and record.should_record_backprop([v]):
-            pairs = ((v, _tf_leaf(v)),)
+            pairs = ((v, _tf_leaf(v, operand=True)),)
             TAPED_LEAVES[pairs[0][1]] = v
         else:
             continue
@@ -365,7 +375,7 @@ def node_of(value, dtype=None, shape=()):
     if isinstance(value, tf.Variable):
         value = value.value()
     if isinstance(value, tf.Tensor):
-        return _tf_leaf(value)
+        return _tf_leaf(value, operand=True)
     if isinstance(value, (bool, int, float, np.generic)) and dtype is not None:
         converted = tf.convert_to_tensor(value, dtype=dtype)  # TF's range/type errors
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))

@@ -141,3 +141,22 @@ def test_keras_predict_fit_and_lazy_steps_in_turn_match_eager():
 
     for got, want in zip(run(lazy=True), run(lazy=False)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_eager_scalar_operands_are_run_time_numbers():
+    """An eager rank-0 tensor operand (Keras casts its learning rate and betas every step) is
+    a run-time scalar like a Python number: no transfer of its own, a new value never
+    recompiles, and the numbers are eager TF's."""
+    x = np.linspace(-1.0, 1.0, 6).astype(np.float32)
+    lazy = ltf.constant(x)
+    results, transfers = [], []
+    lazyx.reset_metrics()
+    for k, scale in enumerate([0.5, 2.0, -3.0]):
+        before = lazyx.metrics()["transfers_to_device"]
+        got = lazy * tf.constant(scale) + tf.cast(tf.constant(k), tf.float32)
+        transfers.append(lazyx.metrics()["transfers_to_device"] - before)
+        results.append((np.asarray(got), (tf.constant(x) * scale + k).numpy()))
+    assert transfers == [0, 0, 0]
+    assert lazyx.metrics()["compiles"] == 1
+    for got, want in results:
+        np.testing.assert_array_equal(got, want)
