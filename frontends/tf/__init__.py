@@ -52,6 +52,14 @@ def sync():
     variables.after_barrier(cause="explicit")
 
 
+def store_variables():
+    """Store every lazily updated variable's value into its tf.Variable now (running what is
+    pending, and waiting for it): TF's buffers are current and lazyx holds no second copy of
+    them. Any TF read of a variable stores it by itself; this stores all of them at once, for
+    a caller about to leave lazy code for a long while (it frees the device values)."""
+    variables.write_back(cause="explicit")
+
+
 def _seed_pair(seed):
     return (0, 0) if seed is None else seed if np.ndim(seed) else (0, int(seed))
 
@@ -97,5 +105,5 @@ def pad_to_bucket(x, axis=-1, buckets=None, value=0):
     return padded, (constant(mask) if isinstance(x, LazyTensor) else tf.constant(mask))
 
 
-__all__ = ["Tensor", "GradientTape", "constant", "convert", "sync", "random", "to_tf", "LOWERED",
-           "pad_to_bucket"]
+__all__ = ["Tensor", "GradientTape", "constant", "convert", "sync", "store_variables", "random",
+           "to_tf", "LOWERED", "pad_to_bucket"]

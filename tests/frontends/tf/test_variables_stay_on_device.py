@@ -160,3 +160,15 @@ def test_eager_scalar_operands_are_run_time_numbers():
     assert lazyx.metrics()["compiles"] == 1
     for got, want in results:
         np.testing.assert_array_equal(got, want)
+
+
+def test_store_variables_leaves_nothing_on_the_device():
+    w, u, v = tf.Variable(W0), tf.Variable(W0 * 2), tf.Variable(W0)
+    _step(w, lazy=True)
+    u.assign(w * ltf.constant(X[0]))  # pending: store_variables runs it too
+    _step(v, lazy=False)
+    ltf.store_variables()
+    assert not variables.has_shadow(w) and not variables.has_shadow(u)
+    assert not any(var is w or var is u for var in variables._SHADOWED.values())
+    np.testing.assert_allclose(w.numpy(), v.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(u.numpy(), v.numpy() * X[0], rtol=1e-6)
