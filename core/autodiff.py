@@ -496,21 +496,25 @@ def _collect(acc, projection, g):
     slots[i] = g if slots[i] is None else ops.add(slots[i], g)
 
 
-def vjp(outputs, cotangents, wrt):
+def vjp(outputs, cotangents, wrt, order=None):
     """Cotangents of `wrt` nodes given cotangents of `outputs` (lists of IR nodes).
 
     Returns one node per wrt entry: the gradient, or zeros where no path leads from it to an
     output. Raises NotImplementedError naming the op when a needed rule is missing.
     Every node it makes has the user's line that asked for the gradient (tape.gradient,
     lnp.grad), found once: each node used to walk the same frames again (W1 through TF: 53
-    walks a step).
+    walks a step). A gradient of a structure seen before is stamped from its recipe
+    (core/autodiff_memo.py) instead of running the rules again. `order`: the outputs'
+    ir.topo_order, where the caller has it already.
     """
+    if order is None:
+        order = ir.topo_order(list(outputs))
     with source.OP_LINE:
-        return _vjp(outputs, cotangents, wrt)
+        return autodiff_memo.vjp(outputs, cotangents, wrt, order,
+                                 lambda order: _vjp(outputs, cotangents, wrt, order))
 
 
-def _vjp(outputs, cotangents, wrt):
-    order = ir.topo_order(list(outputs))
+def _vjp(outputs, cotangents, wrt, order):
     needs = _needs_gradient(order, {id(w) for w in wrt})
     acc = {}
     for out, g in zip(outputs, cotangents):
@@ -540,3 +544,4 @@ def _vjp(outputs, cotangents, wrt):
 
 
 from . import autodiff_linalg  # noqa: E402,F401  (registers the factorizations' rules)
+from . import autodiff_memo  # noqa: E402

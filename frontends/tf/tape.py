@@ -55,7 +55,7 @@ class GradientTape(tf.GradientTape):
             bridges = []
 
             def vjp(wrt):
-                return autodiff.vjp([target.node], [seed], wrt)
+                return autodiff.vjp([target.node], [seed], wrt, order)
         else:
             order = origins.order_through(target.node)
             reachable = {id(n) for n in order}
