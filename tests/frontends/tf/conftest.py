@@ -53,3 +53,19 @@ def train_keras(model, optimizer, x, y, lazy, steps, loss_fn=None):
             ltf.sync()
         losses.append(float(loss))
     return losses, [v.numpy() for v in model.trainable_variables], kinds
+
+
+# One variable's training step, eager or lazy (ltf.sync() at its end): tests/frontends/tf's
+# variable tests run it on a variable between the writes and reads they check.
+STEP_X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
+STEP_W0 = np.array([0.3, -0.2, 0.9], np.float32)
+
+
+def variable_step(w, lazy):
+    x = (ltf.constant if lazy else tf.constant)(STEP_X)
+    with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
+        loss = tf.reduce_sum(tf.tanh(x * w) * w)
+    w.assign_sub(0.1 * tape.gradient(loss, w))
+    if lazy:
+        ltf.sync()
+    return loss

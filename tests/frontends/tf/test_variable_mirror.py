@@ -11,19 +11,13 @@ import tensorflow as tf
 import lazyx
 import lazyx.frontends.tf as ltf
 
-X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
-W0 = np.array([0.3, -0.2, 0.9], np.float32)
+from .conftest import STEP_W0 as W0, variable_step
+
 NEW = np.array([2.0, -3.0, 0.5], np.float32)
 
 
 def _step(w, lazy):
-    x = (ltf.constant if lazy else tf.constant)(X)
-    with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
-        loss = tf.reduce_sum(tf.tanh(x * w) * w)
-    w.assign_sub(0.1 * tape.gradient(loss, w))
-    if lazy:
-        ltf.sync()
-    return float(loss)
+    return float(variable_step(w, lazy))
 
 
 def test_repeated_step_reads_variables_without_copying_them():

@@ -11,18 +11,7 @@ import lazyx
 import lazyx.frontends.tf as ltf
 from lazyx.frontends.tf import variables
 
-X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)
-W0 = np.array([0.3, -0.2, 0.9], np.float32)
-
-
-def _step(w, lazy):
-    x = (ltf.constant if lazy else tf.constant)(X)
-    with (ltf.GradientTape if lazy else tf.GradientTape)() as tape:
-        loss = tf.reduce_sum(tf.tanh(x * w) * w)
-    w.assign_sub(0.1 * tape.gradient(loss, w))
-    if lazy:
-        ltf.sync()
-    return loss
+from .conftest import STEP_W0 as W0, STEP_X as X, variable_step as _step
 
 
 def test_a_training_loop_never_copies_its_variables_to_the_host():
