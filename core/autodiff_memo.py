@@ -103,9 +103,8 @@ def record(order, cotangents, wrt, results, first_serial):
             where = named[id(node)] = (_KEPT, len(kept) - 1)
         return where
 
-    values = {id(n.value): (kind, k) for n, (kind, k) in
-              ((n, named[id(n)]) for n in (*order, *cotangents, *wrt) if n is not None)
-              if n.op == "param"}
+    values = {id(n.value): named[id(n)] for n in (*order, *cotangents, *wrt)
+              if n is not None and n.op == "param"}
     for node in new:
         if node.op == "param" and not node.inputs:
             source = values.get(id(node.value))

@@ -288,8 +288,6 @@ LazyTensor.__invert__ = _unary(tf.math.logical_not)
 # ---------------------------------------------------------------- lifting operands
 
 _lift_cache = {}  # id(tf tensor) -> (tensor, data node): one leaf per tensor per step
-_PARAM_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "bfloat16", "float16", "float32", "float64"}
 
 
 # Leaves lifted from real tensors that a recording tape tracks (a fallback's result, say):
@@ -308,7 +306,7 @@ def _tf_leaf(tensor, operand=False):
     if len(_lift_cache) > 512:
         _lift_cache.clear()
     dtype = ir_dtype(tensor.dtype)
-    if operand and tensor.shape.rank == 0 and dtype in _PARAM_DTYPES:
+    if operand and tensor.shape.rank == 0 and dtype in dt.REAL:  # (not complex)
         node = ir.param(tensor.numpy(), dtype)
     else:
         node = runtime.from_host(tensor.numpy(), dtype)
