@@ -314,12 +314,35 @@ class Derived(Node):
 def param(value, dtype, shape=()):
     """A leaf whose value (host NumPy) is supplied at execution: changing it never recompiles.
     With a `shape`, a scalar `value` is a splat of that shape (see splat)."""
+    if type(value) in _PY_NUMBERS and value:  # (0 and -0.0 are equal keys: not memoized)
+        host = _HOSTS.get((value, dtype))
+        if host is None:
+            host = _host_number(value, dtype)
+        return new_node("param", (), _SPLAT if shape else _NO_ATTRS, tuple(shape), dtype, host)
     host = np.asarray(value, dtype=to_numpy(dtype))
     if shape and not host.ndim:
         return new_node("param", (), _SPLAT, tuple(shape), dtype, host)
     if shape and tuple(shape) != host.shape:
         raise ValueError(f"param: a value of shape {host.shape} given for shape {tuple(shape)}")
     return new_node("param", (), _NO_ATTRS, host.shape, dtype, host)
+
+
+# A Python number's host value per (number, IR dtype), shared by every param made of it: a
+# scalar operand is the commonest leaf there is (`x * 0.5`), and np.asarray cost a third of
+# its node. Read-only, since nodes share it. Equal keys give equal arrays: True, 1 and 1.0
+# convert alike to any one dtype, and only zero (0.0 == -0.0) is never memoized.
+_PY_NUMBERS = (float, int, bool)
+_HOSTS = {}
+_HOSTS_LIMIT = 4096
+
+
+def _host_number(value, dtype):
+    host = np.asarray(value, dtype=to_numpy(dtype))  # (its OverflowError for an int too big)
+    host.flags.writeable = False
+    if len(_HOSTS) >= _HOSTS_LIMIT:
+        _HOSTS.clear()
+    _HOSTS[(value, dtype)] = host
+    return host
 
 
 # A splat param: one host scalar standing for a whole array of it. The executable receives

@@ -120,3 +120,31 @@ def test_compiled_step_replays_a_new_learning_rate(fresh_runtime):
     # and is fed to the replayed program (not a guard miss that traces the step again)
     assert compiles[0] == compiles[-1] <= 2
     assert lazyx.metrics()["replays"] == 2 and lazyx.metrics()["replay_misses"] == 0
+
+
+_NUMBERS = st.one_of(st.booleans(), st.integers(-2**31, 2**31 - 1),
+                     st.floats(allow_nan=True, allow_infinity=True, width=64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(first=_NUMBERS, second=_NUMBERS,
+       dtype=st.sampled_from(["float32", "float64", "int32", "int64", "bool"]),
+       shape=st.sampled_from([(), (3,), (2, 4)]))
+def test_number_params_share_host_values_only_when_they_convert_alike(first, second, dtype,
+                                                                       shape):
+    # ir.param memoizes a Python number's host scalar per (number, dtype): every param's
+    # value must still be exactly NumPy's conversion of its own number (0.0 and -0.0, 1 and
+    # True, nan included), and a shared value must be read-only.
+    if "int" in dtype and isinstance(first, float) or isinstance(second, float) and \
+            "int" in dtype:
+        return  # (a float never reaches an integer param: lowerings convert first)
+    with np.errstate(all="ignore"):
+        a, b = ir.param(first, dtype, shape), ir.param(second, dtype, shape)
+        want_a = np.asarray(first, dtype=ir.to_numpy(dtype))
+        want_b = np.asarray(second, dtype=ir.to_numpy(dtype))
+    for node, want in ((a, want_a), (b, want_b)):
+        assert node.shape == shape and node.dtype == dtype and node.value.shape == ()
+        assert node.value.tobytes() == want.tobytes()  # bit for bit: -0.0 stays -0.0
+        assert ir.is_splat(node) == bool(shape)
+    if a.value is b.value:
+        assert want_a.tobytes() == want_b.tobytes() and not a.value.flags.writeable
