@@ -4,7 +4,8 @@
    expression id, stable hash, commutative order) and numbering its leaves -- most of what
    tracing one user op cost through the NumPy frontend, and a large share through torch's
    and TF's.
-2. Finding the user's line as a frontend op begins (core/source.py's op_line).
+2. Finding the user's line as a frontend op begins (core/source.py's op_line and CURRENT):
+   core/_native_lines.c.
 3. The handle each op's result gets, and the live registry it joins: core/_native_live.c.
 
 core/ir.py and core/source.py stay the reference: this file computes the same values with the
@@ -17,7 +18,6 @@ functions and source.py's user_line and _is_internal, as on the pure-Python path
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <frameobject.h>   /* PyFrame_GetBack: not in Python.h before 3.11 */
 #include <structmember.h>
 
 /* Every object field of a node, once (ir._PyNodeBase's slots): the struct, the GC's
@@ -39,11 +39,11 @@ static PyObject *leaf_tag;      /* "leaf" */
 static PyObject *two, *one;     /* user_line's frame depth from a C __init__; CREATED's step */
 static PyObject *long_zero;     /* new_node's extra_hash from a Builder */
 
-static PyObject *s_depth, *s_line, *s_serial, *s_leaf_eids, *s_leaf_positions, *s_leaves;
+static PyObject *s_serial, *s_leaf_eids, *s_leaf_positions, *s_leaves;
 static PyObject *s_ir_globals, *s_node, *s_created, *s_op_current, *s_source, *s_user_line,
     *s_leaf_ops, *s_eids, *s_intern_eid, *s_locals, *s_intern_local, *s_trace;
 
-/* NAME in the globals G of core/ir.py (or core/source.py, for OpLine), borrowed */
+/* NAME in the globals G of core/ir.py, borrowed */
 static PyObject *global(PyObject *G, PyObject *name) {
     PyObject *v = PyDict_GetItemWithError(G, name);
     if (v == NULL && !PyErr_Occurred())
@@ -52,6 +52,9 @@ static PyObject *global(PyObject *G, PyObject *name) {
 }
 
 static PyTypeObject NodeType;
+
+/* this thread's op depth and (new reference) line in source.CURRENT: core/_native_lines.c */
+int lazyx_current_line(PyObject *current, long *depth, PyObject **line);
 
 #define SET(field, v) \
     do { PyObject *_old = self->field; self->field = (v); Py_XDECREF(_old); } while (0)
@@ -180,17 +183,13 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
        the node's maker; True: the same, for a maker written in C (a Builder), which has no
        frame of its own, so the search starts one frame nearer */
     if (source == Py_False || source == Py_True) {
-        PyObject *op_current = global(G, s_op_current), *depth;
-        if (op_current == NULL) return -1;
-        depth = PyObject_GetAttr(op_current, s_depth);
-        int nested;
-        if (depth == NULL) return -1;
-        nested = PyObject_IsTrue(depth);
-        Py_DECREF(depth);
-        if (nested < 0) return -1;
-        if (nested) {
-            source = PyObject_GetAttr(op_current, s_line);
+        PyObject *op_current = global(G, s_op_current), *line;
+        long depth;
+        if (op_current == NULL || lazyx_current_line(op_current, &depth, &line) < 0) return -1;
+        if (depth) {
+            source = line;
         } else {
+            Py_DECREF(line);
             PyObject *module = global(G, s_source), *find;
             if (module == NULL) return -1;
             find = PyObject_GetAttr(module, s_user_line);
@@ -602,130 +601,6 @@ static PyTypeObject BuilderType = {
 };
 
 /* configure(G): ir.new_node for the ir module whose globals are G. */
-/* ---------------------------------------------------------------- source.op_line, in C
-
-`with source.OP_LINE:` runs around every frontend op: the user's line is found once, as the op
-begins (the first frame outward that is neither lazyx's nor a framework's), and every node and
-sync the op makes reads it from source.CURRENT. Same rules as source.op_line and user_line,
-with source.py's own verdict cache, per-thread state and ENABLED switch (read through its
-globals, like G above). */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *G;  /* core/source.py's globals */
-} OpLineObject;
-
-static PyObject *s_current, *s_verdicts, *s_is_internal, *s_enabled;
-
-/* user_line() for the frame that is running `with`: (filename, lineno), or None. */
-static PyObject *users_line(PyObject *G) {
-    PyObject *enabled = global(G, s_enabled), *verdicts, *is_internal;
-    if (enabled == NULL) return NULL;
-    int on = PyObject_IsTrue(enabled);
-    if (on <= 0) return on < 0 ? NULL : Py_NewRef(Py_None);
-    if ((verdicts = global(G, s_verdicts)) == NULL || (is_internal = global(G, s_is_internal))
-            == NULL)
-        return NULL;
-    PyFrameObject *frame = PyEval_GetFrame();  /* borrowed: the caller's (C has no frame) */
-    Py_XINCREF(frame);
-    while (frame != NULL) {
-        PyCodeObject *code = PyFrame_GetCode(frame);
-        PyObject *filename = code->co_filename, *verdict;
-        int internal;
-        verdict = PyDict_Check(verdicts) ? PyDict_GetItemWithError(verdicts, filename) : NULL;
-        if (verdict != NULL) {
-            internal = PyObject_IsTrue(verdict);
-        } else if (PyErr_Occurred()) {
-            internal = -1;
-        } else {
-            verdict = PyObject_CallOneArg(is_internal, filename);
-            internal = verdict == NULL ? -1 : PyObject_IsTrue(verdict);
-            Py_XDECREF(verdict);
-        }
-        if (internal <= 0) {
-            PyObject *line = internal < 0 ? NULL :
-                Py_BuildValue("(Oi)", filename, PyFrame_GetLineNumber(frame));
-            Py_DECREF(code);
-            Py_DECREF(frame);
-            return line;
-        }
-        Py_DECREF(code);
-        PyFrameObject *back = PyFrame_GetBack(frame);
-        Py_DECREF(frame);
-        frame = back;
-    }
-    Py_RETURN_NONE;
-}
-
-static int get_depth(PyObject *current, long *depth) {
-    PyObject *value = PyObject_GetAttr(current, s_depth);
-    if (value == NULL) return -1;
-    *depth = PyLong_AsLong(value);
-    Py_DECREF(value);
-    return *depth == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
-static int set_depth(PyObject *current, long depth) {
-    PyObject *value = PyLong_FromLong(depth);
-    if (value == NULL) return -1;
-    int status = PyObject_SetAttr(current, s_depth, value);
-    Py_DECREF(value);
-    return status;
-}
-
-static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused) {
-    PyObject *current = global(self->G, s_current);
-    long depth;
-    if (current == NULL || get_depth(current, &depth) < 0) return NULL;
-    if (!depth) {  /* an op the user called: find its line (nested ops keep the outermost) */
-        PyObject *line = users_line(self->G);
-        if (line == NULL) return NULL;
-        int status = PyObject_SetAttr(current, s_line, line);
-        Py_DECREF(line);
-        if (status < 0) return NULL;
-    }
-    if (set_depth(current, depth + 1) < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *current = global(self->G, s_current);
-    long depth;
-    if (current == NULL || get_depth(current, &depth) < 0 || set_depth(current, depth - 1) < 0)
-        return NULL;
-    Py_RETURN_NONE;  /* (an exception inside the op goes on) */
-}
-
-static PyObject *OpLine_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *G;
-    if (!PyArg_ParseTuple(args, "O!:OpLine", &PyDict_Type, &G)) return NULL;
-    OpLineObject *self = (OpLineObject *)type->tp_alloc(type, 0);
-    if (self != NULL) self->G = Py_NewRef(G);
-    return (PyObject *)self;
-}
-
-static void OpLine_dealloc(OpLineObject *self) {
-    Py_XDECREF(self->G);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyMethodDef OpLine_methods[] = {
-    {"__enter__", (PyCFunction)OpLine_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)(void (*)(void))OpLine_exit, METH_FASTCALL, NULL},
-    {NULL}
-};
-
-static PyTypeObject OpLineType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "lazyx.core._native.OpLine",
-    .tp_doc = "OpLine(source.py's globals): source.op_line in C.",
-    .tp_basicsize = sizeof(OpLineObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = OpLine_new,
-    .tp_dealloc = (destructor)OpLine_dealloc,
-    .tp_methods = OpLine_methods,
-};
-
 static PyObject *configure(PyObject *module, PyObject *G) {
     if (!PyDict_Check(G)) {
         PyErr_SetString(PyExc_TypeError, "configure: an ir module's globals() expected");
@@ -746,21 +621,20 @@ static struct PyModuleDef module_def = {
 };
 
 int lazyx_live_init(PyObject *m);  /* core/_native_live.c */
+int lazyx_lines_init(PyObject *m);  /* core/_native_lines.c */
 
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m;
-    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&OpLineType) < 0 ||
-            PyType_Ready(&BuilderType) < 0)
+    if (PyType_Ready(&NodeType) < 0 || PyType_Ready(&BuilderType) < 0)
         return NULL;
     struct { PyObject **slot; const char *text; } names[] = {
-        {&s_depth, "depth"}, {&s_line, "line"}, {&s_serial, "serial"},
+        {&s_serial, "serial"},
         {&s_leaf_eids, "leaf_eids"}, {&s_leaf_positions, "leaf_positions"},
         {&s_leaves, "leaves"}, {&leaf_tag, "leaf"}, {&s_ir_globals, "_IR_GLOBALS"},
         {&s_node, "Node"}, {&s_created, "CREATED"}, {&s_op_current, "_OP_CURRENT"},
         {&s_source, "_source"}, {&s_user_line, "user_line"}, {&s_leaf_ops, "LEAF_OPS"},
         {&s_eids, "_EIDS"}, {&s_intern_eid, "_intern_eid"}, {&s_locals, "_LOCALS"},
-        {&s_intern_local, "_intern_local"}, {&s_trace, "TRACE"}, {&s_current, "CURRENT"},
-        {&s_verdicts, "_verdicts"}, {&s_is_internal, "_is_internal"}, {&s_enabled, "ENABLED"}};
+        {&s_intern_local, "_intern_local"}, {&s_trace, "TRACE"}};
     for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
         if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return NULL;
     }
@@ -770,9 +644,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     m = PyModule_Create(&module_def);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "NodeBase", (PyObject *)&NodeType) < 0 ||
-            PyModule_AddObjectRef(m, "OpLine", (PyObject *)&OpLineType) < 0 ||
             PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
-            lazyx_live_init(m) < 0) {
+            lazyx_live_init(m) < 0 || lazyx_lines_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

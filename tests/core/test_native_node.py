@@ -226,3 +226,50 @@ def test_the_c_op_line_honours_lazyx_source_lines_off(monkeypatch):
     monkeypatch.setattr(source, "ENABLED", False)
     with source.OP_LINE:
         assert source.CURRENT.line is None
+
+
+@native
+def test_each_thread_has_its_own_op_line():
+    # source.CURRENT is per thread (C fields found through the thread's id): an op running in
+    # one thread neither sees nor changes another thread's depth or line, including a thread
+    # started after the first one ended (whose thread state may take the same address).
+    op = _FRONTEND["op"]
+    inside, seen = threading.Event(), {}
+
+    def probe():
+        inside.set()
+        release.wait(5)
+        return source.CURRENT.line
+
+    def worker(name):
+        seen[name] = op(source.OP_LINE, probe)
+        seen[name + " after"] = (source.CURRENT.depth, source.CURRENT.line)
+
+    for name in ("first", "second"):
+        release = threading.Event()
+        inside.clear()
+        thread = threading.Thread(target=worker, args=(name,))
+        thread.start()
+        assert inside.wait(5)
+        assert source.CURRENT.depth == 0  # the worker is inside its op; this thread is not
+        with source.OP_LINE:
+            mine = source.CURRENT.line
+        release.set()
+        thread.join(5)
+        assert mine[0] == __file__ and seen[name][0] == __file__ and seen[name] != mine
+        assert seen[name + " after"][0] == 0
+
+
+@native
+def test_the_c_op_line_works_with_a_python_current(monkeypatch):
+    # a threading.local in place of the C state (as the pure-Python path has it): the C
+    # `with` and the C node builder read and write it through its attributes
+    monkeypatch.setattr(source, "CURRENT", source._OpLine())
+    monkeypatch.setattr(ir, "_OP_CURRENT", source.CURRENT)
+    op = _FRONTEND["op"]
+
+    def probe():
+        assert source.CURRENT.depth == 2
+        return source.CURRENT.line, ir.param(1.5, "float32").source
+    line, node_line = op(source.OP_LINE, probe)
+    assert line == node_line and line[0] == __file__ and source.CURRENT.depth == 0

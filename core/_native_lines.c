@@ -1,0 +1,323 @@
+/* lazyx.core._native, part 3: the user's line of the frontend op now running (source.py's
+op_line and CURRENT, in C).
+
+`with source.OP_LINE:` runs around every frontend op: the user's line is found once, as the op
+begins (the first frame outward that is neither lazyx's nor a framework's), and every node and
+sync the op makes reads it from source.CURRENT. Same rules as source.op_line and user_line,
+with source.py's own verdict cache and ENABLED switch (read through its globals).
+
+CURRENT is per thread. source.py's pure-Python path uses a threading.local, whose attribute
+reads and writes cost 0.25 us of every op (five of them per op, two more per node). Here
+CURRENT is a `ThreadLines`: each thread's depth and line sit in a C struct, kept in the thread
+state's dict and found again through the thread's unique id, so a read is a compare and a
+field. Python still reads and writes `CURRENT.depth` and `CURRENT.line` as attributes.
+*/
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>   /* PyFrame_GetBack: not in Python.h before 3.11 */
+
+/* One thread's state: the depth of nested frontend ops, and the outermost one's line. */
+typedef struct {
+    PyObject_HEAD
+    long depth;
+    PyObject *line;
+} LinesObject;
+
+static void Lines_dealloc(LinesObject *self) {
+    Py_XDECREF(self->line);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject LinesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native._Lines",
+    .tp_basicsize = sizeof(LinesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Lines_dealloc,
+};
+
+/* source.CURRENT: the calling thread's LinesObject, found through the thread state's dict
+   under `key`; the last thread's is kept with its id (ids are never reused, addresses are). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *key;
+    uint64_t last_thread;
+    LinesObject *last;
+} ThreadLinesObject;
+
+static PyTypeObject ThreadLinesType;
+
+static LinesObject *lines_of(ThreadLinesObject *self) {  /* borrowed */
+    PyThreadState *tstate = PyThreadState_Get();
+    uint64_t thread = PyThreadState_GetID(tstate);
+    if (self->last != NULL && self->last_thread == thread) return self->last;
+    PyObject *dict = PyThreadState_GetDict();
+    if (dict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "lazyx: no thread-state dict");
+        return NULL;
+    }
+    LinesObject *lines = (LinesObject *)PyDict_GetItemWithError(dict, self->key);
+    if (lines == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        lines = PyObject_New(LinesObject, &LinesType);
+        if (lines == NULL) return NULL;
+        lines->depth = 0;
+        lines->line = Py_NewRef(Py_None);
+        int status = PyDict_SetItem(dict, self->key, (PyObject *)lines);
+        Py_DECREF(lines);  /* the thread's dict holds it */
+        if (status < 0) return NULL;
+    }
+    Py_XSETREF(self->last, (LinesObject *)Py_NewRef(lines));
+    self->last_thread = thread;
+    return lines;
+}
+
+/* For core/_native.c's node builder: this thread's depth and (new reference) line in
+   `current`, source.CURRENT, whichever kind it is (a test may swap in a threading.local). */
+int lazyx_current_line(PyObject *current, long *depth, PyObject **line) {
+    if (Py_IS_TYPE(current, &ThreadLinesType)) {
+        LinesObject *lines = lines_of((ThreadLinesObject *)current);
+        if (lines == NULL) return -1;
+        *depth = lines->depth;
+        *line = Py_NewRef(lines->line);
+        return 0;
+    }
+    static PyObject *s_depth, *s_line;
+    if (s_depth == NULL && ((s_depth = PyUnicode_InternFromString("depth")) == NULL ||
+                            (s_line = PyUnicode_InternFromString("line")) == NULL))
+        return -1;
+    PyObject *value = PyObject_GetAttr(current, s_depth);
+    if (value == NULL) return -1;
+    *depth = PyLong_AsLong(value);
+    Py_DECREF(value);
+    if (*depth == -1 && PyErr_Occurred()) return -1;
+    *line = PyObject_GetAttr(current, s_line);
+    return *line == NULL ? -1 : 0;
+}
+
+static PyObject *ThreadLines_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (!PyArg_ParseTuple(args, ":ThreadLines")) return NULL;
+    ThreadLinesObject *self = (ThreadLinesObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    /* a key of this object's own: two ThreadLines (two imports of lazyx) never share state */
+    self->key = PyUnicode_FromFormat("lazyx.ThreadLines.%p", (void *)self);
+    if (self->key == NULL) { Py_DECREF(self); return NULL; }
+    return (PyObject *)self;
+}
+
+static void ThreadLines_dealloc(ThreadLinesObject *self) {
+    Py_XDECREF(self->key);
+    Py_XDECREF(self->last);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *get_depth(ThreadLinesObject *self, void *unused) {
+    LinesObject *lines = lines_of(self);
+    return lines == NULL ? NULL : PyLong_FromLong(lines->depth);
+}
+
+static int set_depth(ThreadLinesObject *self, PyObject *value, void *unused) {
+    LinesObject *lines = lines_of(self);
+    if (lines == NULL) return -1;
+    if (value == NULL) { PyErr_SetString(PyExc_AttributeError, "depth cannot be deleted"); return -1; }
+    long depth = PyLong_AsLong(value);
+    if (depth == -1 && PyErr_Occurred()) return -1;
+    lines->depth = depth;
+    return 0;
+}
+
+static PyObject *get_line(ThreadLinesObject *self, void *unused) {
+    LinesObject *lines = lines_of(self);
+    return lines == NULL ? NULL : Py_NewRef(lines->line);
+}
+
+static int set_line(ThreadLinesObject *self, PyObject *value, void *unused) {
+    LinesObject *lines = lines_of(self);
+    if (lines == NULL) return -1;
+    Py_XSETREF(lines->line, Py_NewRef(value == NULL ? Py_None : value));
+    return 0;
+}
+
+static PyGetSetDef ThreadLines_getset[] = {
+    {"depth", (getter)get_depth, (setter)set_depth,
+     "nested frontend ops running in this thread (0: none)", NULL},
+    {"line", (getter)get_line, (setter)set_line,
+     "(filename, lineno) of the user's call that began the outermost one, or None", NULL},
+    {NULL}
+};
+
+static PyTypeObject ThreadLinesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.ThreadLines",
+    .tp_doc = "ThreadLines(): source.CURRENT in C, each thread's op depth and user line.",
+    .tp_basicsize = sizeof(ThreadLinesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = ThreadLines_new,
+    .tp_dealloc = (destructor)ThreadLines_dealloc,
+    .tp_getset = ThreadLines_getset,
+};
+
+/* ---------------------------------------------------------------- OP_LINE */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *G;  /* core/source.py's globals */
+} OpLineObject;
+
+static PyObject *s_current, *s_verdicts, *s_is_internal, *s_enabled;
+
+/* NAME in the globals G of core/source.py, borrowed */
+static PyObject *source_global(PyObject *G, PyObject *name) {
+    PyObject *v = PyDict_GetItemWithError(G, name);
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_RuntimeError, "lazyx._native: source.py has no %U", name);
+    return v;
+}
+
+/* user_line() for the frame that is running `with`: (filename, lineno), or None. */
+static PyObject *users_line(PyObject *G) {
+    PyObject *enabled = source_global(G, s_enabled), *verdicts, *is_internal;
+    if (enabled == NULL) return NULL;
+    int on = PyObject_IsTrue(enabled);
+    if (on <= 0) return on < 0 ? NULL : Py_NewRef(Py_None);
+    if ((verdicts = source_global(G, s_verdicts)) == NULL ||
+            (is_internal = source_global(G, s_is_internal)) == NULL)
+        return NULL;
+    PyFrameObject *frame = PyEval_GetFrame();  /* borrowed: the caller's (C has no frame) */
+    Py_XINCREF(frame);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        PyObject *filename = code->co_filename, *verdict;
+        int internal;
+        verdict = PyDict_Check(verdicts) ? PyDict_GetItemWithError(verdicts, filename) : NULL;
+        if (verdict != NULL) {
+            internal = PyObject_IsTrue(verdict);
+        } else if (PyErr_Occurred()) {
+            internal = -1;
+        } else {
+            verdict = PyObject_CallOneArg(is_internal, filename);
+            internal = verdict == NULL ? -1 : PyObject_IsTrue(verdict);
+            Py_XDECREF(verdict);
+        }
+        if (internal <= 0) {
+            PyObject *line = internal < 0 ? NULL :
+                Py_BuildValue("(Oi)", filename, PyFrame_GetLineNumber(frame));
+            Py_DECREF(code);
+            Py_DECREF(frame);
+            return line;
+        }
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The running thread's lines in CURRENT, or NULL with `*other` set to CURRENT when it is
+   not a ThreadLines (a test swapped in the pure-Python threading.local). */
+static LinesObject *current_lines(OpLineObject *self, PyObject **other) {
+    PyObject *current = source_global(self->G, s_current);
+    *other = NULL;
+    if (current == NULL) return NULL;
+    if (Py_IS_TYPE(current, &ThreadLinesType)) return lines_of((ThreadLinesObject *)current);
+    *other = current;
+    return NULL;
+}
+
+static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused) {
+    PyObject *other;
+    LinesObject *lines = current_lines(self, &other);
+    if (lines != NULL) {
+        if (!lines->depth) {  /* an op the user called: find its line (nested ops keep theirs) */
+            PyObject *line = users_line(self->G);
+            if (line == NULL) return NULL;
+            Py_XSETREF(lines->line, line);
+        }
+        lines->depth++;
+        Py_RETURN_NONE;
+    }
+    if (other == NULL) return NULL;
+    /* the same, through attributes */
+    long depth;
+    PyObject *line;
+    if (lazyx_current_line(other, &depth, &line) < 0) return NULL;
+    Py_DECREF(line);
+    if (!depth) {
+        if ((line = users_line(self->G)) == NULL) return NULL;
+        int status = PyObject_SetAttrString(other, "line", line);
+        Py_DECREF(line);
+        if (status < 0) return NULL;
+    }
+    PyObject *value = PyLong_FromLong(depth + 1);
+    if (value == NULL) return NULL;
+    int status = PyObject_SetAttrString(other, "depth", value);
+    Py_DECREF(value);
+    if (status < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *other;
+    LinesObject *lines = current_lines(self, &other);
+    if (lines != NULL) {
+        lines->depth--;
+        Py_RETURN_NONE;  /* (an exception inside the op goes on) */
+    }
+    if (other == NULL) return NULL;
+    long depth;
+    PyObject *line;
+    if (lazyx_current_line(other, &depth, &line) < 0) return NULL;
+    Py_DECREF(line);
+    PyObject *value = PyLong_FromLong(depth - 1);
+    if (value == NULL) return NULL;
+    int status = PyObject_SetAttrString(other, "depth", value);
+    Py_DECREF(value);
+    if (status < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *OpLine_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *G;
+    if (!PyArg_ParseTuple(args, "O!:OpLine", &PyDict_Type, &G)) return NULL;
+    OpLineObject *self = (OpLineObject *)type->tp_alloc(type, 0);
+    if (self != NULL) self->G = Py_NewRef(G);
+    return (PyObject *)self;
+}
+
+static void OpLine_dealloc(OpLineObject *self) {
+    Py_XDECREF(self->G);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef OpLine_methods[] = {
+    {"__enter__", (PyCFunction)OpLine_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))OpLine_exit, METH_FASTCALL, NULL},
+    {NULL}
+};
+
+static PyTypeObject OpLineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.OpLine",
+    .tp_doc = "OpLine(source.py's globals): source.op_line in C.",
+    .tp_basicsize = sizeof(OpLineObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = OpLine_new,
+    .tp_dealloc = (destructor)OpLine_dealloc,
+    .tp_methods = OpLine_methods,
+};
+
+int lazyx_lines_init(PyObject *m) {
+    if (PyType_Ready(&LinesType) < 0 || PyType_Ready(&ThreadLinesType) < 0 ||
+            PyType_Ready(&OpLineType) < 0)
+        return -1;
+    if ((s_current = PyUnicode_InternFromString("CURRENT")) == NULL ||
+            (s_verdicts = PyUnicode_InternFromString("_verdicts")) == NULL ||
+            (s_is_internal = PyUnicode_InternFromString("_is_internal")) == NULL ||
+            (s_enabled = PyUnicode_InternFromString("ENABLED")) == NULL)
+        return -1;
+    if (PyModule_AddObjectRef(m, "ThreadLines", (PyObject *)&ThreadLinesType) < 0 ||
+            PyModule_AddObjectRef(m, "OpLine", (PyObject *)&OpLineType) < 0)
+        return -1;
+    return 0;
+}
