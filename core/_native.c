@@ -7,6 +7,8 @@
 2. Finding the user's line as a frontend op begins (core/source.py's op_line and CURRENT):
    core/_native_lines.c.
 3. The handle each op's result gets, and the live registry it joins: core/_native_live.c.
+4. The torch frontend's dispatcher for plain float arithmetic:
+   frontends/torch/_native_dispatch.c.
 
 core/ir.py and core/source.py stay the reference: this file computes the same values with the
 same Python objects (their interning tables, per-thread trace and op-line state, verdict
@@ -622,6 +624,7 @@ static struct PyModuleDef module_def = {
 
 int lazyx_live_init(PyObject *m);  /* core/_native_live.c */
 int lazyx_lines_init(PyObject *m);  /* core/_native_lines.c */
+int lazyx_dispatch_init(PyObject *m);  /* frontends/torch/_native_dispatch.c */
 
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m;
@@ -645,7 +648,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "NodeBase", (PyObject *)&NodeType) < 0 ||
             PyModule_AddObjectRef(m, "Builder", (PyObject *)&BuilderType) < 0 ||
-            lazyx_live_init(m) < 0 || lazyx_lines_init(m) < 0) {
+            lazyx_live_init(m) < 0 || lazyx_lines_init(m) < 0 ||
+            lazyx_dispatch_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -225,6 +225,29 @@ static LinesObject *current_lines(OpLineObject *self, PyObject **other) {
     return NULL;
 }
 
+static PyTypeObject OpLineType;
+static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused);
+static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* `with op_line:` for C callers (frontends/torch/_native_dispatch.c): 0, or -1 on error. */
+int lazyx_op_line_enter(PyObject *op_line) {
+    PyObject *r = Py_IS_TYPE(op_line, &OpLineType) ?
+        OpLine_enter((OpLineObject *)op_line, NULL) :
+        PyObject_CallMethod(op_line, "__enter__", NULL);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+int lazyx_op_line_exit(PyObject *op_line) {
+    PyObject *r = Py_IS_TYPE(op_line, &OpLineType) ?
+        OpLine_exit((OpLineObject *)op_line, NULL, 0) :
+        PyObject_CallMethod(op_line, "__exit__", "OOO", Py_None, Py_None, Py_None);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused) {
     PyObject *other;
     LinesObject *lines = current_lines(self, &other);

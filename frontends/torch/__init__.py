@@ -19,10 +19,12 @@ from . import device as _device
 from .dynamo import backend as dynamo_backend
 from .sharding import mark_sharding, shard_parameters
 from . import replay as _replay  # noqa: F401  (lazyx.compile learns torch's types)
+from . import tensor as _tensor
 from .tensor import LazyTensor
 
 _device.register()
 device = torch.device("lazyx", 0)
+_tensor.use_fast_dispatch()  # (after every table above is filled: it checks them)
 
 
 def mark_step():

@@ -17,7 +17,7 @@ import threading
 import torch
 from torch._decomp import decomposition_table
 
-from ...core import ir, runtime, source
+from ...core import config, ir, runtime, source
 from ...core.tables import Table
 from . import dtypes
 
@@ -68,6 +68,13 @@ def inside_dispatch():
     return _state.depth > 0
 
 
+# op -> (arity, builder, lowering): ops whose lowering, for float operands of one shape (or a
+# Python number), is builder(operand nodes); the C dispatcher (_native_dispatch.c) builds those
+# calls directly. aten/elementwise.py registers them beside the lowerings.
+FAST_ROUTES = Table("lazyx.frontends.torch FAST_ROUTES (the C dispatcher's ops)")
+_NATIVE = config.native()
+
+
 class LazyTensor(torch.Tensor):
     """Shape and dtype come from the IR node; the storage is the LazyHandle.
 
@@ -89,6 +96,35 @@ class LazyTensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return dispatch(func, args, kwargs or {})
+
+
+_PY_DISPATCH = LazyTensor.__dict__["__torch_dispatch__"]
+
+
+def _fast_routes():
+    """FAST_ROUTES' ops that still lower as registered, with no value check or special handler
+    (made again by the C dispatcher whenever those tables change size)."""
+    return {op: (arity, builder) for op, (arity, builder, lowering) in FAST_ROUTES.items()
+            if LOWERINGS.get(op) is lowering and op not in VALUE_CHECKS and op not in SPECIAL}
+
+
+def use_fast_dispatch(on=True):
+    """With the C core built, LazyTensor.__torch_dispatch__ is the C dispatcher: the routes
+    whose op still lowers as registered, with no value check or special handler, are built in
+    C, and every other call goes to `dispatch` below. `on=False`: Python only (tests compare
+    the two). Returns whether the C dispatcher is now in place."""
+    if not on or _NATIVE is None:
+        LazyTensor.__torch_dispatch__ = _PY_DISPATCH
+        return False
+    floats = {name: dtypes.to_torch(name) for name in ("float32", "float64")}
+    LazyTensor.__torch_dispatch__ = classmethod(_NATIVE.FastDispatch(
+        slow=dispatch, tables=(VALUE_CHECKS, SPECIAL, LOWERINGS), refresh=_fast_routes,
+        state=_state, op_line=_OP_LINE,
+        maybe_cut=runtime.maybe_cut, lazy_type=LazyTensor, handle_type=runtime.LazyHandle,
+        torch_dtypes=floats, param=ir.param, hosts=ir._HOSTS, new_node=ir.new_node,
+        splat=ir._SPLAT, make_wrapper=torch.Tensor._make_wrapper_subclass,
+        globals=globals()))
+    return True
 
 
 def from_node(node, torch_dtype=None):

@@ -6,6 +6,7 @@ import math
 import torch
 
 from ....core import compose, ops
+from ..tensor import FAST_ROUTES, LOWERINGS
 from .table import (aten, bcast, compute_dtype, const, is_complex, is_float, lower,
                     node_of, operands, scalar)
 
@@ -29,7 +30,10 @@ def _unary(fn):
 
 
 for _name, _fn in _UNARY.items():
-    lower(getattr(aten, _name).default)(_unary(_fn))
+    _op = getattr(aten, _name).default
+    lower(_op)(_unary(_fn))
+    # a float operand is its own compute dtype: the lowering is _fn(node) (_native_dispatch.c)
+    FAST_ROUTES[_op] = (1, _fn, LOWERINGS[_op])
 
 
 def _log_base(base):
@@ -152,6 +156,10 @@ def _add(out, x, y, *, alpha=1):
     return ops.add(a, _scaled(b, alpha, a.dtype))
 
 
+# float operands of one shape, or a Python number, no alpha: ops.add(a, b) (_native_dispatch.c)
+FAST_ROUTES[aten.add.Tensor] = (2, ops.add, _add)
+
+
 def _is_bool(x):
     return isinstance(x, bool) or isinstance(x, torch.Tensor) and x.dtype == torch.bool
 
@@ -175,6 +183,10 @@ def _sub(out, x, y, *, alpha=1):
     return ops.sub(a, _scaled(b, alpha, a.dtype))
 
 
+# float operands of one shape, or a Python number, no alpha: ops.sub(a, b) (_native_dispatch.c)
+FAST_ROUTES[aten.sub.Tensor] = (2, ops.sub, _sub)
+
+
 @lower(aten.rsub.Tensor, aten.rsub.Scalar)
 def _rsub(out, x, y, *, alpha=1):
     _sub_check(x, y)
@@ -186,6 +198,10 @@ def _rsub(out, x, y, *, alpha=1):
 def _mul(out, x, y):
     a, b = operands(out, x, y)
     return ops.and_(a, b) if a.dtype == "bool" else ops.mul(a, b)
+
+
+# float operands of one shape, or a Python number, no alpha: ops.mul(a, b) (_native_dispatch.c)
+FAST_ROUTES[aten.mul.Tensor] = (2, ops.mul, _mul)
 
 
 def _floor_div(a, b):
@@ -211,6 +227,10 @@ def _floor_div(a, b):
 def _div(out, x, y):
     a, b = operands(out, x, y)
     return ops.div(a, b)
+
+
+# float operands of one shape, or a Python number, no alpha: ops.div(a, b) (_native_dispatch.c)
+FAST_ROUTES[aten.div.Tensor] = (2, ops.div, _div)
 
 
 @lower(aten.div.Tensor_mode, aten.div.Scalar_mode)

@@ -1,0 +1,194 @@
+"""The C dispatcher (frontends/torch/_native_dispatch.c) builds plain float arithmetic --
+`x + 1.0`, `x * y`, `torch.tanh(x)` on float32/float64 operands of one shape -- without the
+Python dispatcher, which stays the reference: the same program traced both ways must give
+the same graph (hash), the same source lines, the same values, and eager torch's values.
+Every call outside those routes (broadcasting, alpha=, bools, other dtypes, huge ints) takes
+the Python path, checked here against eager torch too."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lazyx
+import lazyx.frontends.torch as lt
+from lazyx.core import ir, source
+from lazyx.frontends.torch import tensor as lazy_tensor
+
+native = pytest.mark.skipif(ir.NATIVE_BASE is None, reason="the C core is not built here")
+
+BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}
+UNARY = {"tanh": torch.tanh, "exp": torch.exp, "neg": torch.neg, "sigmoid": torch.sigmoid,
+         "sin": torch.sin, "abs_then_sqrt": lambda t: torch.sqrt(t * t + 1.0)}
+NUMBERS = st.one_of(st.floats(-4, 4, allow_nan=False, width=32).filter(lambda v: v != 0),
+                    st.integers(-5, 5).filter(lambda v: v != 0), st.just(float("inf")),
+                    st.just(0.5))
+
+
+@pytest.fixture
+def python_dispatch():
+    """Run the test's body with the Python dispatcher, and put the C one back after."""
+    lazy_tensor.use_fast_dispatch(False)
+    yield
+    lazy_tensor.use_fast_dispatch(True)
+
+
+def _program(steps, x, y):
+    """A chain of routed ops: (kind, name, number or None) per step."""
+    out = x
+    for kind, name, number in steps:
+        if kind == "unary":
+            out = UNARY[name](out)
+        elif number is None:
+            out = BINARY[name](out, y)
+        else:
+            out = BINARY[name](out, number)
+    return out
+
+
+def _traced(steps, x, y, fast):
+    lazy_tensor.use_fast_dispatch(fast)
+    try:
+        lx, ly = x.to(lt.device), y.to(lt.device)
+        out = _program(steps, lx, ly)
+        handle = torch._from_functional_tensor(out)._lazyx_handle
+        nodes = ir.topo_order([handle.node])
+        sources = [n.source for n in nodes if n.op != "data"]
+        return lazyx.graph_hash(out), sources, out.cpu()
+    finally:
+        lazy_tensor.use_fast_dispatch(True)
+
+
+STEPS = st.lists(st.one_of(
+    st.tuples(st.just("unary"), st.sampled_from(sorted(UNARY)), st.none()),
+    st.tuples(st.just("binary"), st.sampled_from(sorted(BINARY)), st.one_of(st.none(), NUMBERS))),
+    min_size=1, max_size=8)
+
+
+@native
+@settings(max_examples=60, deadline=None)
+@given(steps=STEPS, shape=st.sampled_from([(), (3,), (2, 5), (2, 1, 4)]),
+       dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2 ** 16))
+def test_the_c_path_traces_what_the_python_path_traces(steps, shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = torch.from_numpy(rng.uniform(0.5, 2.0, shape)).to(dtype)
+    y = torch.from_numpy(rng.uniform(0.5, 2.0, shape)).to(dtype)
+    fast = _traced(steps, x, y, True)
+    slow = _traced(steps, x, y, False)
+    assert fast[0] == slow[0]  # one graph: same ops, operand order, params and dtypes
+    assert fast[1] == slow[1] and all(s is not None and s[0] == __file__ for s in fast[1])
+    torch.testing.assert_close(fast[2], slow[2], rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(fast[2], _program(steps, x, y), equal_nan=True,
+                               rtol=1e-5 if dtype == torch.float32 else 1e-12, atol=1e-6)
+
+
+@native
+def test_the_c_path_is_in_place_and_takes_the_routed_calls(monkeypatch):
+    dispatcher = lazy_tensor.LazyTensor.__dict__["__torch_dispatch__"].__func__
+    assert type(dispatcher).__name__ == "FastDispatch"
+    calls = []
+    slow = lazy_tensor.dispatch
+
+    def counting(func, args, kwargs):
+        calls.append(str(func))
+        return slow(func, args, kwargs)
+    monkeypatch.setattr(lazy_tensor, "dispatch", counting)
+    lazy_tensor.use_fast_dispatch(True)  # (re-made: it binds `dispatch` when installed)
+    try:
+        x = torch.ones(4, 4).to(lt.device)
+        calls.clear()
+        y = torch.tanh(x * 0.5 + x) - 2
+        assert calls == []  # every one of these four went the C way
+        z = y + torch.ones(4).to(lt.device)  # broadcasting: the Python path
+        assert any("add" in c for c in calls)
+        torch.testing.assert_close(z.cpu(), torch.tanh(torch.ones(4, 4) * 1.5) - 1)
+    finally:
+        monkeypatch.undo()
+        lazy_tensor.use_fast_dispatch(True)
+
+
+CPU_CASES = [
+    ("broadcast", lambda a, b: a + b[0]),
+    ("alpha", lambda a, b: torch.add(a, b, alpha=2)),
+    ("bool number", lambda a, b: a * True),
+    ("huge int", lambda a, b: a + 2 ** 60),
+    ("int tensor", lambda a, b: a.to(torch.int32) * 3),
+    ("int tensor true division", lambda a, b: a.to(torch.int64) / 2),
+    ("float16", lambda a, b: a.half() * 0.5),
+    ("mixed dtypes", lambda a, b: a + b.double()),
+    ("rank 0 with a matrix", lambda a, b: a.sum() * b),
+    ("division by zero", lambda a, b: a / 0),
+    ("nan", lambda a, b: a - float("nan")),
+    ("tanh of an int", lambda a, b: torch.tanh(a.to(torch.int32))),
+]
+
+
+@pytest.mark.parametrize("name,fn", CPU_CASES, ids=[c[0] for c in CPU_CASES])
+def test_calls_outside_the_routes_follow_eager_torch(name, fn):
+    a = torch.arange(6, dtype=torch.float32).reshape(2, 3) - 2.5
+    b = torch.linspace(-1, 1, 6).reshape(2, 3)
+    want = fn(a, b)
+    got = fn(a.to(lt.device), b.to(lt.device))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want, equal_nan=True)
+
+
+def test_the_node_cap_still_cuts_on_the_c_path(monkeypatch):
+    monkeypatch.setenv("LAZYX_NODE_CAP", "40")
+    lazyx.sync()  # (the cap is read at each cut)
+    before = lazyx.metrics()["sync_causes"].get("node_cap", 0)
+    x = torch.full((3,), 0.5).to(lt.device)
+    want = torch.full((3,), 0.5)
+    for _ in range(100):
+        x = torch.tanh(x) * 1.5
+        want = torch.tanh(want) * 1.5
+    assert lazyx.metrics()["sync_causes"].get("node_cap", 0) >= before + 3
+    torch.testing.assert_close(x.cpu(), want)
+
+
+@native
+def test_an_error_on_the_c_path_is_raised_at_the_call_and_leaves_no_state(monkeypatch):
+    tanh = torch.ops.aten.tanh.default
+
+    def refusing(node):
+        raise ValueError("lazyx: refused")
+    routes = dict(lazy_tensor.FAST_ROUTES)
+    routes[tanh] = (1, refusing, lazy_tensor.LOWERINGS[tanh])
+    monkeypatch.setattr(lazy_tensor, "FAST_ROUTES", routes)
+    lazy_tensor.use_fast_dispatch(True)
+    try:
+        x = torch.ones(2, 2).to(lt.device)
+        with pytest.raises(ValueError, match="lazyx: refused"):
+            torch.tanh(x)
+        assert source.CURRENT.depth == 0 and lazy_tensor._state.depth == 0
+        torch.testing.assert_close((x * 2.0).cpu(), torch.full((2, 2), 2.0))
+    finally:
+        monkeypatch.undo()
+        lazy_tensor.use_fast_dispatch(True)
+
+
+def test_python_dispatch_alone_still_works(python_dispatch):
+    assert type(lazy_tensor.LazyTensor.__dict__["__torch_dispatch__"].__func__).__name__ \
+        == "function"
+    x = torch.linspace(0, 1, 5).to(lt.device)
+    torch.testing.assert_close((torch.exp(x) / 2 - x).cpu(),
+                               torch.exp(torch.linspace(0, 1, 5)) / 2 - torch.linspace(0, 1, 5))
+
+
+def test_threads_trace_their_own_lines_on_the_c_path():
+    import threading
+    results = {}
+
+    def work(name):
+        x = torch.ones(3).to(lt.device)
+        y = x * 2.0  # the line recorded for the node
+        results[name] = (torch._from_functional_tensor(y)._lazyx_handle.node.source, y.cpu())
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    for name in "ab":
+        line, value = results[name]
+        assert line[0] == __file__ and value.tolist() == [2.0, 2.0, 2.0]
