@@ -255,7 +255,9 @@ static PyObject *fast_call(FastObject *self, PyObject *const *argv, size_t nargs
             goto general;
         }
     }
+    Py_INCREF(route);  /* (a cut inside may run code that remakes the routes) */
     build(self, PyTuple_GET_ITEM(route, 1), xn, y, yn, shape, dtype, torch_dtype, &result);
+    Py_DECREF(route);
     goto done;
 general:
     result = slow(self, func, args, kwargs);
