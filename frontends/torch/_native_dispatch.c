@@ -1,21 +1,23 @@
 /* lazyx.core._native, part 4: the torch frontend's dispatcher for plain float arithmetic.
 
-`x + 1.0`, `x * y`, `torch.tanh(x)` on float32/float64 lazy tensors are most of what a model's
-elementwise code dispatches, and each went through frontends/torch/tensor.py's general
-dispatcher: about 6.5 us of Python above torch's own 4.5 us per op. For exactly these calls
-the general path's result is known in advance -- torch's meta kernel gives the operand's shape
-and dtype (same shape, same float dtype, a Python number never promotes a float tensor), and
-the lowering is one op builder applied to the operands' nodes (a number becoming a splat
-param) -- so this C path builds the same node and the same LazyTensor directly.
+`x + 1.0`, `x * y`, `torch.tanh(x)`, `w.t()`, `g.detach()` on float32/float64 lazy tensors
+are most of what a model's elementwise and training code dispatches, and each went through
+frontends/torch/tensor.py's general dispatcher: about 6.5 us of Python above torch's own
+4.5 us per op. For exactly these calls the general path's result is known in advance --
+torch's meta kernel gives the operand's dtype (a Python number never promotes a float
+tensor), and the lowering is one builder applied to the operands' nodes (a number becoming a
+splat param) -- so this C path builds the same node and the same LazyTensor directly.
 
 `FastDispatch` is LazyTensor.__torch_dispatch__ (a classmethod). It takes the fast path only
-for an op in its routes (registered by aten/elementwise.py next to each lowering, and only
-where no value check or special handler exists), outside any lowering (depth 0) and outside
+for an op in its routes (`FAST_ROUTES`, registered beside each lowering, and only where no
+value check or special handler exists), outside any lowering (depth 0) and outside
 torch.compile's capture, with no keyword arguments, a LazyTensor first operand of a float
 dtype, and a second operand (binary ops) that is a LazyTensor of the same shape and dtype, a
-float, or an int of at most 2**53 in magnitude. Everything else goes to the Python dispatcher,
-which stays the reference: tests/frontends/torch/test_fast_dispatch.py checks both give the
-same graphs, values and source lines.
+float, or an int of at most 2**53 in magnitude. A route's builder keeps the operand's dtype;
+it may give None to decline operands it does not cover (`t` of a 3-d tensor, which torch
+refuses). Everything else goes to the Python dispatcher, which stays the reference:
+tests/frontends/torch/test_fast_dispatch.py checks both give the same graphs, values and
+source lines.
 */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -112,10 +114,11 @@ static PyObject *splat_param(FastObject *self, PyObject *y, PyObject *dtype, PyO
     return PyObject_Vectorcall(self->new_node, node_args, 6, NULL);
 }
 
-/* The fast path proper, once the call qualified: 0 with *out set, or -1 with an error. */
+/* The fast path proper, once the call qualified: 0 with *out set, 1 when the route declined
+   the operands (its builder gave None: nothing was made), or -1 with an error. */
 static int build(FastObject *self, PyObject *builder, PyObject *xn, PyObject *y, PyObject *yn,
                  PyObject *shape, PyObject *dtype, PyObject *torch_dtype, PyObject **out) {
-    PyObject *b = NULL, *node = NULL, *handle = NULL, *tensor = NULL, *cut;
+    PyObject *b = NULL, *node = NULL, *node_shape = NULL, *handle = NULL, *tensor = NULL, *cut;
     int status = -1;
     *out = NULL;
     if (lazyx_op_line_enter(self->op_line) < 0) return -1;
@@ -134,20 +137,22 @@ static int build(FastObject *self, PyObject *builder, PyObject *xn, PyObject *y,
         node = PyObject_Vectorcall(builder, operands, 2, NULL);
     }
     if (node == NULL) goto done;
-    /* (the general path's _wrap checks the same) */
-    PyObject *got_shape = PyObject_GetAttr(node, s_shape), *got_dtype;
-    if (got_shape == NULL) goto done;
-    got_dtype = PyObject_GetAttr(node, s_dtype);
-    int same = got_dtype == NULL ? -1 : PyObject_RichCompareBool(got_shape, shape, Py_EQ);
-    if (same == 1) same = PyObject_RichCompareBool(got_dtype, dtype, Py_EQ);
-    Py_DECREF(got_shape);
-    Py_XDECREF(got_dtype);
+    if (node == Py_None) {  /* the route declines these operands: the general path takes them */
+        status = 1;
+        goto done;
+    }
+    /* a route keeps its operand's dtype; its shape is the node's (a transpose's is not x's) */
+    PyObject *got_dtype = PyObject_GetAttr(node, s_dtype);
+    if (got_dtype == NULL) goto done;
+    int same = PyObject_RichCompareBool(got_dtype, dtype, Py_EQ);
+    Py_DECREF(got_dtype);
     if (same < 0) goto done;
     if (!same) {
         PyErr_Format(PyExc_AssertionError, "lazyx: the fast route of %R made a node of another "
-                     "shape or dtype than its operand's", builder);
+                     "dtype than its operand's", builder);
         goto done;
     }
+    if ((node_shape = PyObject_GetAttr(node, s_shape)) == NULL) goto done;
     if ((handle = PyObject_CallOneArg(self->handle_type, node)) == NULL) goto done;
     PyObject *device = PyDict_GetItemWithError(self->globals, s_device);
     if (device == NULL) {
@@ -155,17 +160,18 @@ static int build(FastObject *self, PyObject *builder, PyObject *xn, PyObject *y,
         goto done;
     }
     Py_INCREF(device);
-    PyObject *wrapper_args[4] = {self->lazy_type, shape, torch_dtype, device};
+    PyObject *wrapper_args[4] = {self->lazy_type, node_shape, torch_dtype, device};
     tensor = PyObject_Vectorcall(self->make_wrapper, wrapper_args, 2, wrapper_kwnames);
     Py_DECREF(device);
     if (tensor == NULL || PyObject_SetAttr(tensor, s_handle, handle) < 0) goto done;
     *out = Py_NewRef(tensor);
     status = 0;
 done:
-    Py_XDECREF(b); Py_XDECREF(node); Py_XDECREF(handle); Py_XDECREF(tensor);
+    Py_XDECREF(b); Py_XDECREF(node); Py_XDECREF(node_shape); Py_XDECREF(handle);
+    Py_XDECREF(tensor);
     PyObject *type, *value, *traceback;
     PyErr_Fetch(&type, &value, &traceback);  /* (the op's error, kept across the exit) */
-    if (lazyx_op_line_exit(self->op_line) < 0 && status == 0) {
+    if (lazyx_op_line_exit(self->op_line) < 0 && status >= 0) {
         Py_CLEAR(*out);
         status = -1;
     }
@@ -256,9 +262,10 @@ static PyObject *fast_call(FastObject *self, PyObject *const *argv, size_t nargs
         }
     }
     Py_INCREF(route);  /* (a cut inside may run code that remakes the routes) */
-    build(self, PyTuple_GET_ITEM(route, 1), xn, y, yn, shape, dtype, torch_dtype, &result);
+    int built = build(self, PyTuple_GET_ITEM(route, 1), xn, y, yn, shape, dtype, torch_dtype,
+                      &result);
     Py_DECREF(route);
-    goto done;
+    if (built != 1) goto done;
 general:
     result = slow(self, func, args, kwargs);
 done:

@@ -64,6 +64,9 @@ def _relu(out, x):
     return compose.relu(a)
 
 
+FAST_ROUTES[aten.relu.default] = (1, compose.relu, _relu)  # a float operand: its own node
+
+
 def _rounding(fn):
     def lowering(out, x):
         (a,) = operands(out, x)

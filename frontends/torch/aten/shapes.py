@@ -3,6 +3,7 @@ joins, padding, and the functional scatters that functionalization writes views 
 import torch
 
 from ....core import compose, ops
+from ..tensor import FAST_ROUTES
 from .table import (Unsupported, aten, bcast, const, dim_of, ir_dtype, lower, node_of,
                     scalar)
 
@@ -28,6 +29,16 @@ lower(*_both("view"), *_both("_unsafe_view"), *_both("alias"), *_both("detach"),
       *_both("unsqueeze"), *_both("_reshape_alias"),
       aten.clone.default, aten.lift_fresh_copy.default, aten.reshape.default,
       aten.contiguous.default)(_reshape_to_out)
+
+
+def _same_node(a):
+    return a
+
+
+# one-operand calls whose result is the operand's node (_native_dispatch.c): a training step
+# detaches every gradient it accumulates
+for _op in (*_both("alias"), *_both("detach"), aten.clone.default, aten.lift_fresh_copy.default):
+    FAST_ROUTES[_op] = (1, _same_node, _reshape_to_out)
 
 
 @lower(*_both("view", "dtype"))
@@ -60,6 +71,17 @@ def _transpose(out, x, dim0, dim1):
 def _t(out, x):
     a = node_of(x)
     return ops.transpose(a, permutation=(1, 0)) if a.ndim == 2 else a
+
+
+def _t_route(a):
+    """_t's node, for the C dispatcher; None (torch's error, from the general path) past 2-d."""
+    if a.ndim > 2:
+        return None
+    return ops.transpose(a, permutation=(1, 0)) if a.ndim == 2 else a
+
+
+for _op in _both("t"):  # every Linear layer's weight, forward and backward
+    FAST_ROUTES[_op] = (1, _t_route, _t)
 
 
 @lower(aten.numpy_T.default, *_both("permute"))
