@@ -45,8 +45,8 @@ static PyObject *s_serial, *s_leaf_eids, *s_leaf_positions, *s_leaves;
 static PyObject *s_ir_globals, *s_node, *s_created, *s_op_current, *s_source, *s_user_line,
     *s_leaf_ops, *s_eids, *s_intern_eid, *s_locals, *s_intern_local, *s_trace;
 
-/* NAME in the globals G of core/ir.py, borrowed */
-static PyObject *global(PyObject *G, PyObject *name) {
+/* NAME in the globals G of core/ir.py (or core/source.py, for _native_lines.c), borrowed */
+PyObject *lazyx_global(PyObject *G, PyObject *name) {
     PyObject *v = PyDict_GetItemWithError(G, name);
     if (v == NULL && !PyErr_Occurred())
         PyErr_Format(PyExc_RuntimeError, "lazyx._native: the module has no %U", name);
@@ -80,7 +80,7 @@ static PyObject *local_entry(PyObject *G, PyObject *op, PyObject *attrs, PyObjec
     signature = PyTuple_Pack(5, op, items, shape, dtype, extra_hash);
     Py_DECREF(items);
     if (signature == NULL) return NULL;
-    PyObject *table = global(G, s_locals), *intern = global(G, s_intern_local);
+    PyObject *table = lazyx_global(G, s_locals), *intern = lazyx_global(G, s_intern_local);
     entry = table == NULL || intern == NULL ? NULL :
         PyDict_Check(table) ? PyDict_GetItemWithError(table, signature) : NULL;  /* borrowed */
     if (entry != NULL) {
@@ -94,7 +94,7 @@ static PyObject *local_entry(PyObject *G, PyObject *op, PyObject *attrs, PyObjec
 
 /* The interned id of an expression key (a new reference). */
 static PyObject *eid_of(PyObject *G, PyObject *key) {
-    PyObject *table = global(G, s_eids), *intern = global(G, s_intern_eid), *eid;
+    PyObject *table = lazyx_global(G, s_eids), *intern = lazyx_global(G, s_intern_eid), *eid;
     if (table == NULL || intern == NULL) return NULL;
     eid = PyDict_Check(table) ? PyDict_GetItemWithError(table, key) : NULL;
     if (eid != NULL) return Py_NewRef(eid);
@@ -185,14 +185,14 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
        the node's maker; True: the same, for a maker written in C (a Builder), which has no
        frame of its own, so the search starts one frame nearer */
     if (source == Py_False || source == Py_True) {
-        PyObject *op_current = global(G, s_op_current), *line;
+        PyObject *op_current = lazyx_global(G, s_op_current), *line;
         long depth;
         if (op_current == NULL || lazyx_current_line(op_current, &depth, &line) < 0) return -1;
         if (depth) {
             source = line;
         } else {
             Py_DECREF(line);
-            PyObject *module = global(G, s_source), *find;
+            PyObject *module = lazyx_global(G, s_source), *find;
             if (module == NULL) return -1;
             find = PyObject_GetAttr(module, s_user_line);
             if (find == NULL) return -1;
@@ -205,7 +205,7 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
         SET(source, Py_NewRef(source));
     }
     /* CREATED[0] += 1; serial = CREATED[0] */
-    PyObject *created = global(G, s_created);
+    PyObject *created = lazyx_global(G, s_created);
     if (created == NULL) return -1;
     count = PyList_Check(created) && PyList_GET_SIZE(created) ?
         PyNumber_Add(PyList_GET_ITEM(created, 0), one) : NULL;
@@ -236,7 +236,7 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
         SET(hash, Py_NewRef(stable));
         SET(order, Py_NewRef(op_key));
         Py_XDECREF(owned_entry);
-        PyObject *leaf_ops = global(G, s_leaf_ops);
+        PyObject *leaf_ops = lazyx_global(G, s_leaf_ops);
         if (leaf_ops == NULL) return -1;
         is_leaf_op = PySequence_Contains(leaf_ops, op);
         if (is_leaf_op < 0) return -1;
@@ -263,7 +263,7 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
     if (h == NULL) return -1;
     SET(order, h);
 
-    PyObject *trace = global(G, s_trace);
+    PyObject *trace = lazyx_global(G, s_trace);
     if (trace == NULL) return -1;
     PyObject *serial_obj = PyObject_GetAttr(trace, s_serial);
     if (serial_obj == NULL) return -1;
@@ -346,7 +346,7 @@ static PyObject *node_new(PyObject *G, PyObject *const *args, Py_ssize_t nargs) 
         PyErr_SetString(PyExc_TypeError, "lazyx: new_node takes 5 to 9 arguments");
         return NULL;
     }
-    if ((cls = global(G, s_node)) == NULL) return NULL;
+    if ((cls = lazyx_global(G, s_node)) == NULL) return NULL;
     if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &NodeType)) {
         PyErr_SetString(PyExc_TypeError, "lazyx: ir.Node is not a NodeBase");
         return NULL;

@@ -166,22 +166,16 @@ typedef struct {
 
 static PyObject *s_current, *s_verdicts, *s_is_internal, *s_enabled;
 
-/* NAME in the globals G of core/source.py, borrowed */
-static PyObject *source_global(PyObject *G, PyObject *name) {
-    PyObject *v = PyDict_GetItemWithError(G, name);
-    if (v == NULL && !PyErr_Occurred())
-        PyErr_Format(PyExc_RuntimeError, "lazyx._native: source.py has no %U", name);
-    return v;
-}
+PyObject *lazyx_global(PyObject *G, PyObject *name);  /* core/_native.c: a module global */
 
 /* user_line() for the frame that is running `with`: (filename, lineno), or None. */
 static PyObject *users_line(PyObject *G) {
-    PyObject *enabled = source_global(G, s_enabled), *verdicts, *is_internal;
+    PyObject *enabled = lazyx_global(G, s_enabled), *verdicts, *is_internal;
     if (enabled == NULL) return NULL;
     int on = PyObject_IsTrue(enabled);
     if (on <= 0) return on < 0 ? NULL : Py_NewRef(Py_None);
-    if ((verdicts = source_global(G, s_verdicts)) == NULL ||
-            (is_internal = source_global(G, s_is_internal)) == NULL)
+    if ((verdicts = lazyx_global(G, s_verdicts)) == NULL ||
+            (is_internal = lazyx_global(G, s_is_internal)) == NULL)
         return NULL;
     PyFrameObject *frame = PyEval_GetFrame();  /* borrowed: the caller's (C has no frame) */
     Py_XINCREF(frame);
@@ -214,25 +208,52 @@ static PyObject *users_line(PyObject *G) {
     Py_RETURN_NONE;
 }
 
-/* The running thread's lines in CURRENT, or NULL with `*other` set to CURRENT when it is
-   not a ThreadLines (a test swapped in the pure-Python threading.local). */
-static LinesObject *current_lines(OpLineObject *self, PyObject **other) {
-    PyObject *current = source_global(self->G, s_current);
-    *other = NULL;
+/* `with OP_LINE:` entered (delta 1) or left (delta -1): this thread's depth moves by delta,
+   and an op the user called (depth 0 as it begins) gets its line first; nested ops keep the
+   outermost line, and an exception inside the op goes on. CURRENT is a ThreadLines, or
+   anything with `depth` and `line` attributes (a test's swap for the threading.local). */
+static PyObject *step(OpLineObject *self, long delta) {
+    PyObject *current = lazyx_global(self->G, s_current), *line;
     if (current == NULL) return NULL;
-    if (Py_IS_TYPE(current, &ThreadLinesType)) return lines_of((ThreadLinesObject *)current);
-    *other = current;
-    return NULL;
+    if (Py_IS_TYPE(current, &ThreadLinesType)) {
+        LinesObject *lines = lines_of((ThreadLinesObject *)current);
+        if (lines == NULL) return NULL;
+        if (delta > 0 && !lines->depth) {
+            if ((line = users_line(self->G)) == NULL) return NULL;
+            Py_XSETREF(lines->line, line);
+        }
+        lines->depth += delta;
+        Py_RETURN_NONE;
+    }
+    long depth;
+    if (lazyx_current_line(current, &depth, &line) < 0) return NULL;
+    Py_DECREF(line);
+    if (delta > 0 && !depth) {
+        if ((line = users_line(self->G)) == NULL) return NULL;
+        int status = PyObject_SetAttrString(current, "line", line);
+        Py_DECREF(line);
+        if (status < 0) return NULL;
+    }
+    PyObject *value = PyLong_FromLong(depth + delta);
+    if (value == NULL) return NULL;
+    int status = PyObject_SetAttrString(current, "depth", value);
+    Py_DECREF(value);
+    return status < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused) {
+    return step(self, 1);
+}
+
+static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    return step(self, -1);
 }
 
 static PyTypeObject OpLineType;
-static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused);
-static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* `with op_line:` for C callers (frontends/torch/_native_dispatch.c): 0, or -1 on error. */
 int lazyx_op_line_enter(PyObject *op_line) {
-    PyObject *r = Py_IS_TYPE(op_line, &OpLineType) ?
-        OpLine_enter((OpLineObject *)op_line, NULL) :
+    PyObject *r = Py_IS_TYPE(op_line, &OpLineType) ? step((OpLineObject *)op_line, 1) :
         PyObject_CallMethod(op_line, "__enter__", NULL);
     if (r == NULL) return -1;
     Py_DECREF(r);
@@ -240,64 +261,11 @@ int lazyx_op_line_enter(PyObject *op_line) {
 }
 
 int lazyx_op_line_exit(PyObject *op_line) {
-    PyObject *r = Py_IS_TYPE(op_line, &OpLineType) ?
-        OpLine_exit((OpLineObject *)op_line, NULL, 0) :
+    PyObject *r = Py_IS_TYPE(op_line, &OpLineType) ? step((OpLineObject *)op_line, -1) :
         PyObject_CallMethod(op_line, "__exit__", "OOO", Py_None, Py_None, Py_None);
     if (r == NULL) return -1;
     Py_DECREF(r);
     return 0;
-}
-
-static PyObject *OpLine_enter(OpLineObject *self, PyObject *unused) {
-    PyObject *other;
-    LinesObject *lines = current_lines(self, &other);
-    if (lines != NULL) {
-        if (!lines->depth) {  /* an op the user called: find its line (nested ops keep theirs) */
-            PyObject *line = users_line(self->G);
-            if (line == NULL) return NULL;
-            Py_XSETREF(lines->line, line);
-        }
-        lines->depth++;
-        Py_RETURN_NONE;
-    }
-    if (other == NULL) return NULL;
-    /* the same, through attributes */
-    long depth;
-    PyObject *line;
-    if (lazyx_current_line(other, &depth, &line) < 0) return NULL;
-    Py_DECREF(line);
-    if (!depth) {
-        if ((line = users_line(self->G)) == NULL) return NULL;
-        int status = PyObject_SetAttrString(other, "line", line);
-        Py_DECREF(line);
-        if (status < 0) return NULL;
-    }
-    PyObject *value = PyLong_FromLong(depth + 1);
-    if (value == NULL) return NULL;
-    int status = PyObject_SetAttrString(other, "depth", value);
-    Py_DECREF(value);
-    if (status < 0) return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *OpLine_exit(OpLineObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    PyObject *other;
-    LinesObject *lines = current_lines(self, &other);
-    if (lines != NULL) {
-        lines->depth--;
-        Py_RETURN_NONE;  /* (an exception inside the op goes on) */
-    }
-    if (other == NULL) return NULL;
-    long depth;
-    PyObject *line;
-    if (lazyx_current_line(other, &depth, &line) < 0) return NULL;
-    Py_DECREF(line);
-    PyObject *value = PyLong_FromLong(depth - 1);
-    if (value == NULL) return NULL;
-    int status = PyObject_SetAttrString(other, "depth", value);
-    Py_DECREF(value);
-    if (status < 0) return NULL;
-    Py_RETURN_NONE;
 }
 
 static PyObject *OpLine_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {

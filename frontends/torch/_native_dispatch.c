@@ -26,26 +26,34 @@ source lines.
 int lazyx_op_line_enter(PyObject *op_line);  /* core/_native_lines.c */
 int lazyx_op_line_exit(PyObject *op_line);
 
+/* The objects a FastDispatch is given, in its constructor's order (tensor.use_fast_dispatch):
+   slow          tensor.dispatch(func, args, kwargs): the general path
+   tables        (VALUE_CHECKS, SPECIAL, LOWERINGS): they decide the routes
+   refresh       () -> routes, made again when the tables' sizes change
+   state         tensor._state: depth, capturing
+   op_line       source.OP_LINE
+   maybe_cut     runtime.maybe_cut
+   lazy_type     LazyTensor
+   handle_type   runtime.LazyHandle
+   torch_dtypes  IR dtype -> torch dtype: the dtypes taken here
+   param         ir.param(value, dtype, shape)
+   hosts         ir._HOSTS: (number, dtype) -> its shared host scalar
+   new_node      ir.new_node
+   splat         ir._SPLAT: a splat param's attributes
+   make_wrapper  torch.Tensor._make_wrapper_subclass
+   globals       tensor.py's globals, for DEVICE (set once torch knows it)
+   The struct, the GC's traversal and clearing and the constructor are made from this list. */
+#define GIVEN_FIELDS(X) X(slow) X(tables) X(refresh) X(state) X(op_line) X(maybe_cut) \
+    X(lazy_type) X(handle_type) X(torch_dtypes) X(param) X(hosts) X(new_node) X(splat) \
+    X(make_wrapper) X(globals)
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *slow;          /* tensor.dispatch(func, args, kwargs): the general path */
+#define DECLARE_FIELD(name) PyObject *name;
+    GIVEN_FIELDS(DECLARE_FIELD)
     PyObject *routes;        /* OpOverload -> (arity, builder) */
-    PyObject *tables;        /* (VALUE_CHECKS, SPECIAL, LOWERINGS): they decide the routes */
-    PyObject *refresh;       /* () -> routes, made again when the tables' sizes change */
     Py_ssize_t size;         /* the tables' total size when the routes were made */
-    PyObject *state;         /* tensor._state: depth, capturing */
-    PyObject *op_line;       /* source.OP_LINE */
-    PyObject *maybe_cut;     /* runtime.maybe_cut */
-    PyObject *lazy_type;     /* LazyTensor */
-    PyObject *handle_type;   /* runtime.LazyHandle */
-    PyObject *torch_dtypes;  /* IR dtype -> torch dtype: the dtypes taken here */
-    PyObject *param;         /* ir.param(value, dtype, shape) */
-    PyObject *hosts;         /* ir._HOSTS: (number, dtype) -> its shared host scalar */
-    PyObject *new_node;      /* ir.new_node */
-    PyObject *splat;         /* ir._SPLAT: a splat param's attributes */
-    PyObject *make_wrapper;  /* torch.Tensor._make_wrapper_subclass */
-    PyObject *globals;       /* tensor.py's globals, for DEVICE (set once torch knows it) */
 } FastObject;
 
 static PyObject *s_depth, *s_capturing, *s_handle, *s_node, *s_dtype, *s_shape, *s_device,
@@ -275,10 +283,10 @@ done:
 }
 
 static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *names[] = {"slow", "tables", "refresh", "state", "op_line", "maybe_cut", "lazy_type",
-                            "handle_type", "torch_dtypes", "param", "hosts", "new_node", "splat",
-                            "make_wrapper", "globals", NULL};
-    PyObject *v[15];
+#define NAME_OF(name) #name,
+    static char *names[] = {GIVEN_FIELDS(NAME_OF) NULL};
+#define ONE(name) + 1
+    PyObject *v[0 GIVEN_FIELDS(ONE)];
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOO!OO!OO!OOOO!:FastDispatch", names,
             &v[0], &PyTuple_Type, &v[1], &v[2], &v[3], &v[4], &v[5], &PyType_Type, &v[6],
             &v[7], &PyDict_Type, &v[8], &v[9], &PyDict_Type, &v[10], &v[11], &v[12], &v[13],
@@ -293,11 +301,9 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     FastObject *self = (FastObject *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->vectorcall = (vectorcallfunc)fast_call;
-    PyObject **fields[] = {&self->slow, &self->tables, &self->refresh, &self->state,
-                           &self->op_line, &self->maybe_cut, &self->lazy_type,
-                           &self->handle_type, &self->torch_dtypes, &self->param, &self->hosts,
-                           &self->new_node, &self->splat, &self->make_wrapper, &self->globals};
-    for (int j = 0; j < 15; j++) *fields[j] = Py_NewRef(v[j]);
+    int j = 0;
+#define TAKE_FIELD(name) self->name = Py_NewRef(v[j++]);
+    GIVEN_FIELDS(TAKE_FIELD)
     self->routes = PyDict_New();  /* made at the first call: size -1 never matches */
     self->size = -1;
     if (self->routes == NULL) { Py_DECREF(self); return NULL; }
@@ -305,22 +311,16 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
 }
 
 static int Fast_traverse(FastObject *self, visitproc visit, void *arg) {
-    Py_VISIT(self->slow); Py_VISIT(self->routes); Py_VISIT(self->state);
-    Py_VISIT(self->tables); Py_VISIT(self->refresh);
-    Py_VISIT(self->op_line); Py_VISIT(self->maybe_cut); Py_VISIT(self->lazy_type);
-    Py_VISIT(self->handle_type); Py_VISIT(self->torch_dtypes); Py_VISIT(self->param);
-    Py_VISIT(self->hosts); Py_VISIT(self->new_node); Py_VISIT(self->splat);
-    Py_VISIT(self->make_wrapper); Py_VISIT(self->globals);
+#define VISIT_FIELD(name) Py_VISIT(self->name);
+    GIVEN_FIELDS(VISIT_FIELD)
+    Py_VISIT(self->routes);
     return 0;
 }
 
 static int Fast_clear(FastObject *self) {
-    Py_CLEAR(self->slow); Py_CLEAR(self->routes); Py_CLEAR(self->state);
-    Py_CLEAR(self->tables); Py_CLEAR(self->refresh);
-    Py_CLEAR(self->op_line); Py_CLEAR(self->maybe_cut); Py_CLEAR(self->lazy_type);
-    Py_CLEAR(self->handle_type); Py_CLEAR(self->torch_dtypes); Py_CLEAR(self->param);
-    Py_CLEAR(self->hosts); Py_CLEAR(self->new_node); Py_CLEAR(self->splat);
-    Py_CLEAR(self->make_wrapper); Py_CLEAR(self->globals);
+#define CLEAR_FIELD(name) Py_CLEAR(self->name);
+    GIVEN_FIELDS(CLEAR_FIELD)
+    Py_CLEAR(self->routes);
     return 0;
 }
 

@@ -70,7 +70,7 @@ def inside_dispatch():
 
 # op -> (arity, builder, lowering): ops whose lowering, for float operands of one shape (or a
 # Python number), is builder(operand nodes); the C dispatcher (_native_dispatch.c) builds those
-# calls directly. aten/elementwise.py registers them beside the lowerings.
+# calls directly. aten/elementwise.py and aten/shapes.py register them beside the lowerings.
 FAST_ROUTES = Table("lazyx.frontends.torch FAST_ROUTES (the C dispatcher's ops)")
 _NATIVE = config.native()
 

@@ -67,21 +67,24 @@ def _transpose(out, x, dim0, dim1):
     return ops.transpose(a, permutation=tuple(perm))
 
 
-@lower(*_both("t"))
-def _t(out, x):
-    a = node_of(x)
-    return ops.transpose(a, permutation=(1, 0)) if a.ndim == 2 else a
-
-
-def _t_route(a):
-    """_t's node, for the C dispatcher; None (torch's error, from the general path) past 2-d."""
+def _transposed(a):
+    """t() of a node; None past 2-d, where torch raises (its meta kernel does, before a
+    lowering runs; the C dispatcher then hands the call to the general path, which does)."""
     if a.ndim > 2:
         return None
     return ops.transpose(a, permutation=(1, 0)) if a.ndim == 2 else a
 
 
+@lower(*_both("t"))
+def _t(out, x):
+    node = _transposed(node_of(x))
+    if node is None:  # (torch's meta kernel refuses this first; eager torch raises it too)
+        raise Unsupported("t() of more than 2 dimensions")
+    return node
+
+
 for _op in _both("t"):  # every Linear layer's weight, forward and backward
-    FAST_ROUTES[_op] = (1, _t_route, _t)
+    FAST_ROUTES[_op] = (1, _transposed, _t)
 
 
 @lower(aten.numpy_T.default, *_both("permute"))
