@@ -43,6 +43,7 @@ of a reset is at most one recompile per graph.
 """
 import hashlib
 import itertools
+import math
 import threading
 import zlib
 
@@ -314,10 +315,12 @@ class Derived(Node):
 def param(value, dtype, shape=()):
     """A leaf whose value (host NumPy) is supplied at execution: changing it never recompiles.
     With a `shape`, a scalar `value` is a splat of that shape (see splat)."""
-    if type(value) in _PY_NUMBERS and value:  # (0 and -0.0 are equal keys: not memoized)
-        host = _HOSTS.get((value, dtype))
+    if type(value) in _PY_NUMBERS:
+        # (-0.0 == 0.0 as a key, yet its bytes differ: negative zero has a key of its own)
+        key = (value, dtype) if value or not _negative_zero(value) else (_NEG_ZERO, dtype)
+        host = _HOSTS.get(key)
         if host is None:
-            host = _host_number(value, dtype)
+            host = _host_number(value, dtype, key)
         return new_node("param", (), _SPLAT if shape else _NO_ATTRS, tuple(shape), dtype, host)
     host = np.asarray(value, dtype=to_numpy(dtype))
     if shape and not host.ndim:
@@ -330,18 +333,23 @@ def param(value, dtype, shape=()):
 # A Python number's host value per (number, IR dtype), shared by every param made of it: a
 # scalar operand is the commonest leaf there is (`x * 0.5`), and np.asarray cost a third of
 # its node. Read-only, since nodes share it. Equal keys give equal arrays: True, 1 and 1.0
-# convert alike to any one dtype, and only zero (0.0 == -0.0) is never memoized.
+# convert alike to any one dtype; only negative zero (-0.0 == 0.0) needs a key of its own.
 _PY_NUMBERS = (float, int, bool)
 _HOSTS = {}
 _HOSTS_LIMIT = 4096
+_NEG_ZERO = "-0.0"
 
 
-def _host_number(value, dtype):
+def _negative_zero(value):
+    return type(value) is float and math.copysign(1.0, value) < 0
+
+
+def _host_number(value, dtype, key):
     host = np.asarray(value, dtype=to_numpy(dtype))  # (its OverflowError for an int too big)
     host.flags.writeable = False
     if len(_HOSTS) >= _HOSTS_LIMIT:
         _HOSTS.clear()
-    _HOSTS[(value, dtype)] = host
+    _HOSTS[key] = host
     return host
 
 
