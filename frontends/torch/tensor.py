@@ -73,6 +73,8 @@ def inside_dispatch():
 # calls directly. aten/elementwise.py and aten/shapes.py register them beside the lowerings.
 FAST_ROUTES = Table("lazyx.frontends.torch FAST_ROUTES (the C dispatcher's ops)")
 _NATIVE = config.native()
+# [recipes.record, recipes.before] while the C dispatcher stamps recipes (recipes.py), else []
+_RECORDER = []
 
 
 class LazyTensor(torch.Tensor):
@@ -115,15 +117,23 @@ def use_fast_dispatch(on=True):
     the two). Returns whether the C dispatcher is now in place."""
     if not on or _NATIVE is None:
         LazyTensor.__torch_dispatch__ = _PY_DISPATCH
+        _RECORDER[:] = []
         return False
+    from ...core import capture
+    from . import recipes
     floats = {name: dtypes.to_torch(name) for name in ("float32", "float64")}
-    LazyTensor.__torch_dispatch__ = classmethod(_NATIVE.FastDispatch(
+    fast = _NATIVE.FastDispatch(
         slow=dispatch, tables=(VALUE_CHECKS, SPECIAL, LOWERINGS), refresh=_fast_routes,
         state=_state, op_line=_OP_LINE,
         maybe_cut=runtime.maybe_cut, lazy_type=LazyTensor, handle_type=runtime.LazyHandle,
         torch_dtypes=floats, param=ir.param, hosts=ir._HOSTS, new_node=ir.new_node,
         splat=ir._SPLAT, make_wrapper=torch.Tensor._make_wrapper_subclass,
-        globals=globals()))
+        globals=globals(), recording=capture._active, recipes=recipes.RECIPES,
+        generation=ir.LOCALS_GENERATION, simple_types=recipes.SIMPLE_TYPES,
+        default_dtype=torch.get_default_dtype, created=ir.CREATED)
+    LazyTensor.__torch_dispatch__ = classmethod(fast)
+    _RECORDER[:] = [recipes.record, recipes.before]
+    recipes._FAST[0] = fast
     return True
 
 
@@ -233,11 +243,15 @@ def _key(x):
     return (t, x)
 
 
+_default_dtype = torch.get_default_dtype
+
+
 def _signature(func, args, kwargs):
-    """The meta cache's key: the op and each argument's key (None if one is unhashable). The
+    """The meta cache's key: the op, torch's default dtype (which a Python float's type is,
+    so `int_tensor * 0.5` follows it) and each argument's key (None if one is unhashable). The
     op is keyed by id: OpOverload's __hash__ is Python code, and _ROUTES keeps every op that
     reaches the cache alive, so an id is never reused."""
-    key = [id(func)]
+    key = [id(func), _default_dtype()]
     for x in args:
         t = type(x)
         if t is LazyTensor:
@@ -371,6 +385,12 @@ def _dispatch(func, args, kwargs, state):
             check(func, args, kwargs)
         if special is not None:
             return special(*args, **kwargs)
+        # a user's call (depth 1) that lowers or expands is kept as a recipe, which the C
+        # dispatcher stamps the next call of its signature from (recipes.py); a value check
+        # reads values, which no recipe sees
+        recorder = _RECORDER if state.depth == 1 and check is None and not state.capturing \
+            else None
+        mark = recorder[1](func, args, kwargs) if recorder else None
         if lowering is not None:
             try:
                 out = meta_of(func, args, kwargs)
@@ -386,6 +406,8 @@ def _dispatch(func, args, kwargs, state):
                     result = _wrap(lowering(out, *args, **kwargs), out)
                     if state.views and func.is_view:
                         _note_view(args[0], result)
+                    if mark is not None:
+                        recorder[0](func, args, kwargs, result, mark)
                     return result
                 except Unsupported:
                     pass
@@ -411,6 +433,8 @@ def _dispatch(func, args, kwargs, state):
             if out is not NotImplemented:
                 if func.is_view and state.views:  # a view to the code that called it
                     _note_view(args[0], out)
+                if mark is not None:
+                    recorder[0](func, args, kwargs, out, mark)
                 return out
         return eager(func, args, kwargs, cause="fallback")
     finally:
