@@ -371,7 +371,8 @@ static PyObject *ref_node(PyObject *ref, PyObject *nodes, PyObject **made, Py_ss
    entry  (op, refs, attrs, shape, dtype, value, interned entry, commutative)
    output (ref, torch dtype), or None where the lowering gave None
    form   0: one tensor; 1: a tuple of outputs; 2: a list of them */
-static int stamp(FastObject *self, PyObject *recipe, PyObject *nodes, PyObject **out) {
+static int stamp(FastObject *self, PyObject *recipe, PyObject *nodes, PyObject *check,
+                 PyObject *func, PyObject *args, PyObject *kwargs, PyObject **out) {
     PyObject *entries, *outputs, **made = NULL, *result = NULL;
     Py_ssize_t count = 0, form;
     int status = -1;
@@ -402,6 +403,15 @@ static int stamp(FastObject *self, PyObject *recipe, PyObject *nodes, PyObject *
     if (cut) {
         status = 1;
         goto done;
+    }
+    if (check != NULL) {  /* the op's value check (bounds.py), as the general path runs it */
+        PyObject *empty = kwargs == NULL ? PyDict_New() : NULL, *checked;
+        if (kwargs == NULL && empty == NULL) goto done;
+        PyObject *call[3] = {func, args, kwargs == NULL ? empty : kwargs};
+        checked = PyObject_Vectorcall(check, call, 3, NULL);
+        Py_XDECREF(empty);
+        if (checked == NULL) goto done;
+        Py_DECREF(checked);
     }
     for (; count < n; count++) {
         PyObject *e = PyTuple_GET_ITEM(entries, count), *refs, *inputs;
@@ -492,7 +502,7 @@ static PyObject *find_recipe(FastObject *self, PyObject *func, PyObject *args,
         PyErr_SetString(PyExc_TypeError, "lazyx: LOCALS_GENERATION is not [n]");
         return NULL;
     }
-    if (generation != self->recipes_generation) {
+    if (generation != self->recipes_generation) {  /* (an int object per change) */
         int same = self->recipes_generation == NULL ? 0 :
             PyObject_RichCompareBool(generation, self->recipes_generation, Py_EQ);
         if (same < 0) return NULL;
@@ -636,9 +646,11 @@ static PyObject *fast_call(FastObject *self, PyObject *const *argv, size_t nargs
     if (built != 1) goto done;
 recipe:  /* off the routes: a call lowered before is stamped from its recipe */
     {
-        PyObject *recipe = find_recipe(self, func, args, kwargs, &nodes);
+        PyObject *recipe = find_recipe(self, func, args, kwargs, &nodes), *check = NULL;
         if (recipe != NULL) {
-            if (stamp(self, recipe, nodes, &result) != 1) goto done;
+            check = PyDict_GetItemWithError(PyTuple_GET_ITEM(self->tables, 0), func);
+            if (check == NULL && PyErr_Occurred()) goto done;
+            if (stamp(self, recipe, nodes, check, func, args, kwargs, &result) != 1) goto done;
         } else if (PyErr_Occurred()) {
             goto done;
         }
@@ -676,6 +688,8 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     GIVEN_FIELDS(TAKE_FIELD)
     self->routes = PyDict_New();  /* made at the first call: size -1 never matches */
     self->size = -1;
+    if (PyList_GET_SIZE(self->generation))  /* the recipes' generation: the current one */
+        self->recipes_generation = Py_NewRef(PyList_GET_ITEM(self->generation, 0));
     if (self->routes == NULL) { Py_DECREF(self); return NULL; }
     return (PyObject *)self;
 }

@@ -14,7 +14,8 @@ strings, None), and per lazy operand its interned structure, its first input's (
 ops.SIMPLIFY reads), and which earlier operand it repeats. A call with any other argument (a
 CPU tensor, whose values a lowering may read) has no key.
 
-A call is recorded only where replaying its nodes is provably the lowering's whole effect:
+A call is recorded only where replaying its nodes is provably the lowering's whole effect
+(an op's value check, bounds.py, is not part of it: the C side runs it before each stamp):
 - the op is not a view or in-place op, and nothing cut, synced or drew random numbers while
   it lowered (a random key is a run-time input that must change on every call);
 - every node reached from its results, below its operands (and their first inputs, which a

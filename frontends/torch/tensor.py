@@ -386,10 +386,9 @@ def _dispatch(func, args, kwargs, state):
         if special is not None:
             return special(*args, **kwargs)
         # a user's call (depth 1) that lowers or expands is kept as a recipe, which the C
-        # dispatcher stamps the next call of its signature from (recipes.py); a value check
-        # reads values, which no recipe sees
-        recorder = _RECORDER if state.depth == 1 and check is None and not state.capturing \
-            else None
+        # dispatcher stamps the next call of its signature from (recipes.py), after running
+        # the op's value check as above
+        recorder = _RECORDER if state.depth == 1 and not state.capturing else None
         mark = recorder[1](func, args, kwargs) if recorder else None
         if lowering is not None:
             try:

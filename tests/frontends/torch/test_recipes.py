@@ -126,9 +126,11 @@ def test_a_stamped_step_compiles_once():
     y = torch.tensor([1.0, 2.0, 3.0, 4.0]).to(lt.device)
     lazyx.sync()
     lazyx.reset_metrics()
+    want = (F.layer_norm(x.cpu() + y.cpu(), (4,)) @ W).softmax(-1).sum(0)
     for _ in range(4):
         out = (F.layer_norm(x + y, (4,)) @ W.to(lt.device)).softmax(-1).sum(0)
         lt.mark_step()
+        torch.testing.assert_close(out.cpu(), want)
     assert lazyx.metrics()["compiles"] == 1  # the stamped traces key the same program
 
 
@@ -245,3 +247,27 @@ def test_a_splat_of_an_operands_own_number_is_never_stamped():
         assert x.cpu()[:, 0].tolist() == [v] * 3
         s = torch.tensor(v).to(lt.device)
         assert (s.expand(2, 3) * 1.0).cpu().tolist() == [[v] * 3] * 2
+
+
+@native
+def test_a_value_check_still_runs_before_a_stamp(monkeypatch):
+    # nll_loss checks its targets when their values are known (bounds.py): a stamped call
+    # must raise torch's error for a bad target exactly as the general path does
+    calls = _counting_dispatch(monkeypatch)
+    try:
+        x = torch.linspace(-1, 1, 12).reshape(4, 3)
+        lazy_x = x.to(lt.device)
+        good = torch.tensor([0, 1, 2, 1])
+        for _ in range(2):
+            calls.clear()
+            got = F.nll_loss(lazy_x, good.to(lt.device))
+        assert "aten.nll_loss_forward.default" not in calls  # (stamped the second time)
+        torch.testing.assert_close(got.cpu(), F.nll_loss(x, good))
+        bad = torch.tensor([0, 1, 3, 1])
+        with pytest.raises(Exception) as eager:
+            F.nll_loss(x, bad)
+        with pytest.raises(type(eager.value), match="out of bounds"):
+            F.nll_loss(lazy_x, bad.to(lt.device))
+    finally:
+        monkeypatch.undo()
+        lazy_tensor.use_fast_dispatch(True)
