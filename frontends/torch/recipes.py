@@ -38,6 +38,26 @@ from .tensor import LazyTensor
 
 RECIPES = {}       # key -> (entries, outputs, form), or None: not stampable (the C side reads it)
 RECIPES_LIMIT = 8192  # signatures kept; the table is emptied when full (a refill costs a lowering)
+# Keys recorded per key with its float arguments blanked, since the table was last emptied. A
+# call whose floats keep changing (non-foreach Adam's bias corrections through addcdiv's value=,
+# every step) would otherwise pay a recording per call for recipes never used again: past the
+# limit that call is not recorded. (Shapes and ints vary too, but they repeat.)
+_FLOAT_VARIANTS = {}
+FLOAT_VARIANT_LIMIT = 16
+
+
+def _floats_blanked(key):
+    """The key with its float arguments' values left out (positional: (float, v); keyword:
+    (name, (float, v)))."""
+    return tuple(_blank(item) if type(item) is tuple and item else item for item in key)
+
+
+def _blank(item):
+    if item[0] is float:
+        return (float,)
+    if type(item[0]) is str and type(item[1]) is tuple and item[1] and item[1][0] is float:
+        return (item[0], (float,))
+    return item
 SIMPLE_TYPES = (torch.dtype, torch.device, torch.memory_format, torch.layout)
 _FAST = [None]  # the FastDispatch stamping these recipes (tensor.use_fast_dispatch), or None
 
@@ -51,7 +71,8 @@ def before(func, args, kwargs):
     after it lowered (nodes made, the trace and its leaves so far, the RNG stream); None for
     a call with no key, or one already recorded."""
     keyed = _FAST[0].recipe_key(func, args, kwargs)
-    if keyed is None or keyed[0] in RECIPES:
+    if keyed is None or keyed[0] in RECIPES or \
+            _FLOAT_VARIANTS.get(_floats_blanked(keyed[0]), 0) >= FLOAT_VARIANT_LIMIT:
         return None
     trace = ir.TRACE
     return keyed, ir.CREATED[0], trace.serial, len(trace.leaves), _random._rng.seed, \
@@ -64,6 +85,9 @@ def record(func, args, kwargs, result, mark):
     (key, operands), *rest = mark
     if len(RECIPES) >= RECIPES_LIMIT:
         RECIPES.clear()
+        _FLOAT_VARIANTS.clear()
+    blanked = _floats_blanked(key)
+    _FLOAT_VARIANTS[blanked] = _FLOAT_VARIANTS.get(blanked, 0) + 1
     try:
         # an expansion may rebind a raw tensor's handle in place (tensor._in_place): the
         # call's own operands must be as they were, or its effect is more than its results

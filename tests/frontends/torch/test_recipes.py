@@ -75,8 +75,9 @@ def test_stamped_calls_trace_what_the_python_path_traces(names):
         assert graph_hash == python[0]
         assert lines == python[1]
         assert torch.equal(value, python[2])  # one graph: one program, bit for bit
-        # (a sanity check only: layer norms of nearly constant rows amplify float32 ulps)
-        torch.testing.assert_close(value, eager, rtol=1e-3, atol=5e-3)
+        if names.count("layer_norm") <= 1:  # (a sanity check only: with two, a layer norm
+            # may normalize rows of nearly equal values, turning float32 ulps into anything)
+            torch.testing.assert_close(value, eager, rtol=1e-3, atol=5e-3)
 
 
 def _counting_dispatch(monkeypatch):
@@ -271,3 +272,24 @@ def test_a_value_check_still_runs_before_a_stamp(monkeypatch):
     finally:
         monkeypatch.undo()
         lazy_tensor.use_fast_dispatch(True)
+
+
+@native
+def test_a_call_whose_floats_keep_changing_stops_being_recorded(monkeypatch):
+    # a new float is a new key: past FLOAT_VARIANT_LIMIT of them a call (its other arguments
+    # the same) is no longer recorded -- each recording walks what the call made -- and it
+    # still computes right; other shapes of the same op are still recorded
+    monkeypatch.setattr(recipes, "FLOAT_VARIANT_LIMIT", 5)
+    monkeypatch.setattr(recipes, "_FLOAT_VARIANTS", {})
+    recipes.RECIPES.clear()  # (a cache: what earlier tests recorded is not counted here)
+    x = torch.linspace(-1, 1, 6).reshape(2, 3).to(lt.device)
+    y = torch.tensor([1.0, 2.0, 3.0]).to(lt.device)
+    add = torch.ops.aten.add.Tensor
+    for step in range(12):
+        got = torch.add(x, y, alpha=0.1 * (step + 1))  # broadcasting, alpha=: off the routes
+        torch.testing.assert_close(got.cpu(), x.cpu() + y.cpu() * (0.1 * (step + 1)))
+    assert sum(1 for key in recipes.RECIPES if key[0] is add) == 5
+    for n in range(3, 6):  # other shapes: variants of their own
+        z = torch.ones(n, 3).to(lt.device)
+        torch.testing.assert_close(torch.add(z, y, alpha=0.7).cpu(), z.cpu() + y.cpu() * 0.7)
+    assert sum(1 for key in recipes.RECIPES if key[0] is add) == 8
