@@ -38,6 +38,8 @@ from .tensor import LazyTensor
 
 RECIPES = {}       # key -> (entries, outputs, form), or None: not stampable (the C side reads it)
 RECIPES_LIMIT = 8192  # signatures kept; the table is emptied when full (a refill costs a lowering)
+SIMPLE_TYPES = (torch.dtype, torch.device, torch.memory_format, torch.layout)
+_FAST = [None]  # the FastDispatch stamping these recipes (tensor.use_fast_dispatch), or None
 # Keys recorded per key with its float arguments blanked, since the table was last emptied. A
 # call whose floats keep changing (non-foreach Adam's bias corrections through addcdiv's value=,
 # every step) would otherwise pay a recording per call for recipes never used again: past the
@@ -58,8 +60,6 @@ def _blank(item):
     if type(item[0]) is str and type(item[1]) is tuple and item[1] and item[1][0] is float:
         return (item[0], (float,))
     return item
-SIMPLE_TYPES = (torch.dtype, torch.device, torch.memory_format, torch.layout)
-_FAST = [None]  # the FastDispatch stamping these recipes (tensor.use_fast_dispatch), or None
 
 
 class _Decline(Exception):
