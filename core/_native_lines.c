@@ -168,6 +168,34 @@ static PyObject *s_current, *s_verdicts, *s_is_internal, *s_enabled;
 
 PyObject *lazyx_global(PyObject *G, PyObject *name);  /* core/_native.c: a module global */
 
+/* A frame's (filename, lineno), remembered by (code object, last instruction): CPython finds a
+   line number by scanning the code's line table from its start on every call, about 5 % of a
+   tiny op's tracing. Entries hold their code objects, so an address is never reused while it
+   is cached; a colliding entry is replaced. */
+#define LINE_SLOTS 256
+static struct { PyCodeObject *code; int lasti; PyObject *line; } line_cache[LINE_SLOTS];
+
+static int last_instruction(PyFrameObject *frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(frame);
+#else
+    return frame->f_lasti;
+#endif
+}
+
+static PyObject *frame_line(PyFrameObject *frame, PyCodeObject *code) {
+    int lasti = last_instruction(frame);
+    size_t slot = (((size_t)code >> 4) ^ (size_t)lasti * 2654435761u) % LINE_SLOTS;
+    if (lasti >= 0 && line_cache[slot].code == code && line_cache[slot].lasti == lasti)
+        return Py_NewRef(line_cache[slot].line);
+    PyObject *line = Py_BuildValue("(Oi)", code->co_filename, PyFrame_GetLineNumber(frame));
+    if (line == NULL || lasti < 0) return line;
+    Py_XSETREF(line_cache[slot].line, Py_NewRef(line));
+    Py_XSETREF(line_cache[slot].code, (PyCodeObject *)Py_NewRef(code));
+    line_cache[slot].lasti = lasti;
+    return line;
+}
+
 /* user_line() for the frame that is running `with`: (filename, lineno), or None. */
 static PyObject *users_line(PyObject *G) {
     PyObject *enabled = lazyx_global(G, s_enabled), *verdicts, *is_internal;
@@ -194,8 +222,7 @@ static PyObject *users_line(PyObject *G) {
             Py_XDECREF(verdict);
         }
         if (internal <= 0) {
-            PyObject *line = internal < 0 ? NULL :
-                Py_BuildValue("(Oi)", filename, PyFrame_GetLineNumber(frame));
+            PyObject *line = internal < 0 ? NULL : frame_line(frame, code);
             Py_DECREF(code);
             Py_DECREF(frame);
             return line;

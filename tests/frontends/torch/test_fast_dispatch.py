@@ -4,6 +4,7 @@ Python dispatcher, which stays the reference: the same program traced both ways 
 the same graph (hash), the same source lines, the same values, and eager torch's values.
 Every call outside those routes (broadcasting, alpha=, bools, other dtypes, huge ints) takes
 the Python path, checked here against eager torch too."""
+import os
 import re
 
 import numpy as np
@@ -212,3 +213,29 @@ def test_threads_trace_their_own_lines_on_the_c_path():
     for name in "ab":
         line, value = results[name]
         assert line[0] == __file__ and value.tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_op_lines_stay_exact_past_the_line_cache(fast):
+    """core/_native_lines.c remembers a frame's line by (code, instruction): 300 functions of
+    two op lines each (more sites than its slots, so entries collide and are replaced), each
+    called three times, must record each op's own line, on both dispatchers."""
+    sites = 300
+    source_text = "".join(f"def f{k}(x):\n    y = x * {k}.5\n" + "\n" * (k % 7) +
+                          "    return y, y * 2.0\n" for k in range(sites))
+    filename = os.path.join(os.path.dirname(__file__), "many_call_sites.py")  # (not on disk)
+    namespace = {}
+    exec(compile(source_text, filename, "exec"), namespace)
+    lazy_tensor.use_fast_dispatch(fast)
+    try:
+        x = torch.ones(2).to(lt.device)
+        for _ in range(3):
+            for k in range(sites):
+                fn = namespace[f"f{k}"]
+                first = fn.__code__.co_firstlineno + 1
+                lines = [torch._from_functional_tensor(t)._lazyx_handle.node.source[1]
+                         for t in fn(x)]
+                assert lines == [first, first + k % 7 + 1]
+            lazyx.sync()
+    finally:
+        lazy_tensor.use_fast_dispatch(True)
