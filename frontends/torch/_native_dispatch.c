@@ -50,11 +50,14 @@ int lazyx_op_line_exit(PyObject *op_line);
    simple_types  the non-builtin argument types a recipe key takes by value (torch.dtype, ...)
    default_dtype torch.get_default_dtype: a float number's param dtype, so part of every key
    created       ir.CREATED ([n]): a node-cap cut before a stamp gives its operands new nodes
+   thread_state  runtime._thread: its next_cut is where maybe_cut cuts, so it is called only then
    The struct, the GC's traversal and clearing and the constructor are made from this list. */
 #define GIVEN_FIELDS(X) X(slow) X(tables) X(refresh) X(state) X(op_line) X(maybe_cut) \
     X(lazy_type) X(handle_type) X(torch_dtypes) X(param) X(hosts) X(new_node) X(splat) \
     X(make_wrapper) X(globals) X(recording) X(recipes) X(generation) X(simple_types) \
-    X(default_dtype) X(created)
+    X(default_dtype) X(created) X(thread_state)
+
+#define ROUTE_SLOTS 64
 
 typedef struct {
     PyObject_HEAD
@@ -62,12 +65,16 @@ typedef struct {
 #define DECLARE_FIELD(name) PyObject *name;
     GIVEN_FIELDS(DECLARE_FIELD)
     PyObject *routes;        /* OpOverload -> (arity, builder) */
+    /* routes' lookups by the op's address: an OpOverload's hash is a Python method, 0.1 us
+       of every call. Each slot holds its op (so the address stays its own) and its route,
+       or NULL for an op off the routes; emptied whenever the routes are made again. */
+    struct { PyObject *func, *route; } route_slots[ROUTE_SLOTS];
     Py_ssize_t size;         /* the tables' total size when the routes were made */
     PyObject *recipes_generation;  /* LOCALS_GENERATION[0] when the recipes were checked */
 } FastObject;
 
 static PyObject *s_depth, *s_capturing, *s_handle, *s_node, *s_dtype, *s_shape, *s_device,
-    *s_param, *s_local, *s_inputs, *s_order, *s_neg_zero, *empty_tuple, *wrapper_kwnames,
+    *s_param, *s_local, *s_inputs, *s_order, *s_neg_zero, *s_next_cut, *empty_tuple, *wrapper_kwnames,
     *long_zero;
 
 #define MAX_EXACT_INT (1LL << 53)
@@ -159,8 +166,14 @@ done:
    cap) cut first. 0, or -1 with an error and the line left again. */
 static int op_begin(FastObject *self) {
     if (lazyx_op_line_enter(self->op_line) < 0) return -1;
-    PyObject *cut = PyObject_CallNoArgs(self->maybe_cut);
-    if (cut != NULL) {
+    /* maybe_cut's own test, without a Python call per op: ir.CREATED[0] > next_cut */
+    PyObject *next = PyObject_GetAttr(self->thread_state, s_next_cut), *cut = NULL;
+    int due = next == NULL ? -1 : !PyList_Check(self->created) ||
+        PyList_GET_SIZE(self->created) != 1 ? 1 :
+        PyObject_RichCompareBool(PyList_GET_ITEM(self->created, 0), next, Py_GT);
+    Py_XDECREF(next);
+    if (due == 0) return 0;
+    if (due > 0 && (cut = PyObject_CallNoArgs(self->maybe_cut)) != NULL) {
         Py_DECREF(cut);
         return 0;
     }
@@ -545,6 +558,28 @@ static PyObject *Fast_recipe_key(FastObject *self, PyObject *const *argv, Py_ssi
 /* Whether this call must take the general path whatever its op: inside a lowering (depth >
    0: raw tensors), during torch.compile's capture, or while lazyx.compile traces (its hooks
    link every number param to the step's arguments). 1, 0, or -1 with an error. */
+static void forget_routes(FastObject *self) {
+    for (int j = 0; j < ROUTE_SLOTS; j++) {
+        Py_CLEAR(self->route_slots[j].func);
+        Py_CLEAR(self->route_slots[j].route);
+    }
+}
+
+/* func's route (borrowed), or NULL: off the routes (*error 0) or an error (*error 1). */
+static PyObject *route_of(FastObject *self, PyObject *func, int *error) {
+    size_t j = ((size_t)func >> 4) % ROUTE_SLOTS;
+    *error = 0;
+    if (self->route_slots[j].func == func) return self->route_slots[j].route;
+    PyObject *route = PyDict_GetItemWithError(self->routes, func);
+    if (route == NULL && PyErr_Occurred()) {
+        *error = 1;
+        return NULL;
+    }
+    Py_XSETREF(self->route_slots[j].route, Py_XNewRef(route));
+    Py_XSETREF(self->route_slots[j].func, Py_NewRef(func));
+    return route;
+}
+
 static int busy(FastObject *self) {
     PyObject *active = PyList_Check(self->recording) && PyList_GET_SIZE(self->recording) ?
         PyList_GET_ITEM(self->recording, 0) : NULL;
@@ -593,15 +628,17 @@ static PyObject *fast_call(FastObject *self, PyObject *const *argv, size_t nargs
             goto done;
         }
         Py_SETREF(self->routes, routes);
+        forget_routes(self);
         PyDict_Clear(self->recipes);
         self->size = size;
     }
     int taken = busy(self);
     if (taken < 0) goto done;
     if (taken) goto general;
-    PyObject *route = PyDict_GetItemWithError(self->routes, func);  /* borrowed */
+    int error;
+    PyObject *route = route_of(self, func, &error);  /* borrowed */
     if (route == NULL) {
-        if (PyErr_Occurred()) goto done;
+        if (error) goto done;
         goto recipe;
     }
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs)) goto recipe;
@@ -668,11 +705,11 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     static char *names[] = {GIVEN_FIELDS(NAME_OF) NULL};
 #define ONE(name) + 1
     PyObject *v[0 GIVEN_FIELDS(ONE)];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOO!OO!OO!OOOO!O!O!O!O!OO!:FastDispatch",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOO!OO!OO!OOOO!O!O!O!O!OO!O:FastDispatch",
             names, &v[0], &PyTuple_Type, &v[1], &v[2], &v[3], &v[4], &v[5], &PyType_Type,
             &v[6], &v[7], &PyDict_Type, &v[8], &v[9], &PyDict_Type, &v[10], &v[11], &v[12],
             &v[13], &PyDict_Type, &v[14], &PyList_Type, &v[15], &PyDict_Type, &v[16],
-            &PyList_Type, &v[17], &PyTuple_Type, &v[18], &v[19], &PyList_Type, &v[20]))
+            &PyList_Type, &v[17], &PyTuple_Type, &v[18], &v[19], &PyList_Type, &v[20], &v[21]))
         return NULL;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(v[1]); j++) {
         if (!PyDict_Check(PyTuple_GET_ITEM(v[1], j))) {
@@ -699,6 +736,10 @@ static int Fast_traverse(FastObject *self, visitproc visit, void *arg) {
     GIVEN_FIELDS(VISIT_FIELD)
     Py_VISIT(self->routes);
     Py_VISIT(self->recipes_generation);
+    for (int j = 0; j < ROUTE_SLOTS; j++) {
+        Py_VISIT(self->route_slots[j].func);
+        Py_VISIT(self->route_slots[j].route);
+    }
     return 0;
 }
 
@@ -707,6 +748,7 @@ static int Fast_clear(FastObject *self) {
     GIVEN_FIELDS(CLEAR_FIELD)
     Py_CLEAR(self->routes);
     Py_CLEAR(self->recipes_generation);
+    forget_routes(self);
     return 0;
 }
 
@@ -744,7 +786,7 @@ int lazyx_dispatch_init(PyObject *m) {
         {&s_depth, "depth"}, {&s_capturing, "capturing"}, {&s_handle, "_lazyx_handle"},
         {&s_node, "node"}, {&s_dtype, "dtype"}, {&s_shape, "shape"}, {&s_device, "DEVICE"},
         {&s_param, "param"}, {&s_local, "local"}, {&s_inputs, "inputs"}, {&s_order, "order"},
-        {&s_neg_zero, "-0.0"}};
+        {&s_neg_zero, "-0.0"}, {&s_next_cut, "next_cut"}};
     for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
         if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return -1;
     }
