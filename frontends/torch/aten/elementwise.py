@@ -63,8 +63,8 @@ def _relu(out, x):
     (a,) = operands(out, x)
     return compose.relu(a)
 
-
-FAST_ROUTES[aten.relu.default] = (1, compose.relu, _relu)  # a float operand: its own node
+# (no C route: compose.relu is Python, two nodes a call; relu's recipe stamps the same two
+# nodes in C, a microsecond sooner per call)
 
 
 def _rounding(fn):
