@@ -387,9 +387,8 @@ def _dispatch(func, args, kwargs, state):
             return special(*args, **kwargs)
         # a user's call (depth 1) that lowers or expands is kept as a recipe, which the C
         # dispatcher stamps the next call of its signature from (recipes.py), after running
-        # the op's value check as above
+        # the op's value check as above; its mark (the key, built in C) is taken only then
         recorder = _RECORDER if state.depth == 1 and not state.capturing else None
-        mark = recorder[1](func, args, kwargs) if recorder else None
         if lowering is not None:
             try:
                 out = meta_of(func, args, kwargs)
@@ -401,6 +400,7 @@ def _dispatch(func, args, kwargs, state):
                 else:
                     raise _cpu_error(func, args, kwargs, err).with_traceback(None) from None
             if out is not None:
+                mark = recorder[1](func, args, kwargs) if recorder else None
                 try:
                     result = _wrap(lowering(out, *args, **kwargs), out)
                     if state.views and func.is_view:
@@ -424,6 +424,7 @@ def _dispatch(func, args, kwargs, state):
             return foreach(func, args, kwargs)
         elif _is_in_place(func, args):
             return _in_place(func, args, kwargs)
+        mark = recorder[1](func, args, kwargs) if recorder else None
         for expansion in _expansions(func):
             try:
                 out = expand(expansion, *args, **kwargs)
