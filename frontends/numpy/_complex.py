@@ -13,7 +13,7 @@ import numpy as np
 
 from ...core import dtypes as dt
 from ...core import ops
-from ._ufuncs import UFUNCS, _compare, const, copysign, fill
+from ._ufuncs import UFUNCS, ForBool, _compare, const, copysign, fill
 
 
 def isnan(z):
@@ -173,7 +173,8 @@ COMPLEX_UFUNCS = {
 def lowering(ufunc, loop, nin):
     """The lowering for `ufunc` on these loop dtypes (complex ones from COMPLEX_UFUNCS)."""
     if not any(dt.is_complex(d) for d in loop[:nin]):
-        return UFUNCS[ufunc]
+        lower = UFUNCS[ufunc]
+        return lower.for_loop(loop) if type(lower) is ForBool else lower
     lower = COMPLEX_UFUNCS.get(ufunc)
     if lower is None:
         raise TypeError(f"lazyx.frontends.numpy: numpy.{ufunc.__name__} is not supported on "

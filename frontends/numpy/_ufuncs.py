@@ -35,8 +35,20 @@ def _to_bool(x):
     return x if x.dtype == dt.BOOL else ops.ne(x, const(0, x))
 
 
-def _for_bool(int_op, bool_op):
-    return lambda a, b: bool_op(a, b) if a.dtype == dt.BOOL else int_op(a, b)
+class ForBool:
+    """int_op(a, b), or bool_op(a, b) on booleans (NumPy's add is `or` there, multiply
+    `and`). A plan knows its loop's dtypes, so it takes the one it needs (`for_loop`) and
+    spares every add and multiply a Python call."""
+    __slots__ = ("int_op", "bool_op")
+
+    def __init__(self, int_op, bool_op):
+        self.int_op, self.bool_op = int_op, bool_op
+
+    def __call__(self, a, b):
+        return self.for_loop((a.dtype,))(a, b)
+
+    def for_loop(self, loop):
+        return self.bool_op if loop[0] == dt.BOOL else self.int_op
 
 
 def _identity(x):
@@ -311,8 +323,8 @@ def _compare(op):
 
 
 UFUNCS = Table("lazyx.frontends.numpy UFUNCS (the ufunc table)", {
-    np.add: _for_bool(ops.add, ops.or_), np.subtract: ops.sub,
-    np.multiply: _for_bool(ops.mul, ops.and_), np.true_divide: true_divide,
+    np.add: ForBool(ops.add, ops.or_), np.subtract: ops.sub,
+    np.multiply: ForBool(ops.mul, ops.and_), np.true_divide: true_divide,
     np.floor_divide: floor_divide, np.remainder: remainder, np.fmod: fmod, np.divmod: divmod_,
     np.power: _power, np.float_power: _power, np.negative: ops.neg, np.positive: _identity,
     np.absolute: _abs, np.fabs: _abs, np.sign: _sign, np.conjugate: _identity,
