@@ -882,13 +882,22 @@ def _new_trace_if_done(state):
         trace.reset()
 
 
-def maybe_cut():
+def _cut_at_node_cap():
+    sync(cause="node_cap", source=user_line(2))
+
+
+def _py_maybe_cut():
     """Frontends call this as an op begins: past the node cap, cut everything pending first.
 
     The cap (LAZYX_NODE_CAP) is read at each cut, not per op, so this call stays one compare.
     """
     if ir.CREATED[0] > _thread.next_cut:
-        sync(cause="node_cap", source=user_line(2))
+        _cut_at_node_cap()
+
+
+# the same compare in C (core/_native_live.c), without a Python frame per op
+maybe_cut = _py_maybe_cut if _NATIVE is None else \
+    _NATIVE.CutCheck(ir.CREATED, _thread, _cut_at_node_cap)
 
 
 def graph_hash(*tensors):

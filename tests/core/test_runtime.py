@@ -53,7 +53,9 @@ def test_lru_cache_honors_lazyx_cache_size(monkeypatch):
     assert len(runtime.CACHE.entries) == 2
 
 
-def test_node_cap_cuts_automatically(monkeypatch):
+@pytest.mark.parametrize("maybe_cut", [runtime.maybe_cut, runtime._py_maybe_cut],
+                         ids=["built", "python"])
+def test_node_cap_cuts_automatically(monkeypatch, maybe_cut):
     monkeypatch.setenv("LAZYX_NODE_CAP", "50")
     lazyx.sync()  # the cap is read at each cut
     x_host = host((4,))
@@ -61,12 +63,28 @@ def test_node_cap_cuts_automatically(monkeypatch):
     h = runtime.LazyHandle(x)
     want = x_host
     for _ in range(200):
-        runtime.maybe_cut()  # what every frontend op does first
+        maybe_cut()  # what every frontend op does first
         h.set(ops.add(ops.tanh(h.node), x))
         want = np.tanh(want) + x_host
     causes = lazyx.metrics()["sync_causes"]
     assert causes.get("node_cap", 0) >= 6  # 400 nodes at a cap of 50
     np.testing.assert_allclose(runtime.to_host(h), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(runtime._NATIVE is None, reason="the C core is not built here")
+def test_the_built_cut_check_cuts_only_past_the_mark():
+    calls = []
+
+    class ThreadState:
+        next_cut = 10
+    created = [10]
+    check = runtime._NATIVE.CutCheck(created, ThreadState(), lambda: calls.append(created[0]))
+    assert check() is None and calls == []  # at the mark: not yet
+    created[0] = 11
+    check()
+    assert calls == [11]
+    with pytest.raises(TypeError):
+        check(1)
 
 
 def test_sync_without_arguments_syncs_every_live_pending_handle():
