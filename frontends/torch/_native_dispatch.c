@@ -50,12 +50,11 @@ int lazyx_op_line_exit(PyObject *op_line);
    simple_types  the non-builtin argument types a recipe key takes by value (torch.dtype, ...)
    default_dtype torch.get_default_dtype: a float number's param dtype, so part of every key
    created       ir.CREATED ([n]): a node-cap cut before a stamp gives its operands new nodes
-   thread_state  runtime._thread: its next_cut is where maybe_cut cuts, so it is called only then
    The struct, the GC's traversal and clearing and the constructor are made from this list. */
 #define GIVEN_FIELDS(X) X(slow) X(tables) X(refresh) X(state) X(op_line) X(maybe_cut) \
     X(lazy_type) X(handle_type) X(torch_dtypes) X(param) X(hosts) X(new_node) X(splat) \
     X(make_wrapper) X(globals) X(recording) X(recipes) X(generation) X(simple_types) \
-    X(default_dtype) X(created) X(thread_state)
+    X(default_dtype) X(created)
 
 #define ROUTE_SLOTS 64
 
@@ -74,7 +73,7 @@ typedef struct {
 } FastObject;
 
 static PyObject *s_depth, *s_capturing, *s_handle, *s_node, *s_dtype, *s_shape, *s_device,
-    *s_param, *s_local, *s_inputs, *s_order, *s_neg_zero, *s_next_cut, *empty_tuple, *wrapper_kwnames,
+    *s_param, *s_local, *s_inputs, *s_order, *s_neg_zero, *empty_tuple, *wrapper_kwnames,
     *long_zero;
 
 #define MAX_EXACT_INT (1LL << 53)
@@ -166,14 +165,8 @@ done:
    cap) cut first. 0, or -1 with an error and the line left again. */
 static int op_begin(FastObject *self) {
     if (lazyx_op_line_enter(self->op_line) < 0) return -1;
-    /* maybe_cut's own test, without a Python call per op: ir.CREATED[0] > next_cut */
-    PyObject *next = PyObject_GetAttr(self->thread_state, s_next_cut), *cut = NULL;
-    int due = next == NULL ? -1 : !PyList_Check(self->created) ||
-        PyList_GET_SIZE(self->created) != 1 ? 1 :
-        PyObject_RichCompareBool(PyList_GET_ITEM(self->created, 0), next, Py_GT);
-    Py_XDECREF(next);
-    if (due == 0) return 0;
-    if (due > 0 && (cut = PyObject_CallNoArgs(self->maybe_cut)) != NULL) {
+    PyObject *cut = PyObject_CallNoArgs(self->maybe_cut);  /* C too: runtime's CutCheck */
+    if (cut != NULL) {
         Py_DECREF(cut);
         return 0;
     }
@@ -555,9 +548,6 @@ static PyObject *Fast_recipe_key(FastObject *self, PyObject *const *argv, Py_ssi
     return pair;
 }
 
-/* Whether this call must take the general path whatever its op: inside a lowering (depth >
-   0: raw tensors), during torch.compile's capture, or while lazyx.compile traces (its hooks
-   link every number param to the step's arguments). 1, 0, or -1 with an error. */
 static void forget_routes(FastObject *self) {
     for (int j = 0; j < ROUTE_SLOTS; j++) {
         Py_CLEAR(self->route_slots[j].func);
@@ -580,6 +570,9 @@ static PyObject *route_of(FastObject *self, PyObject *func, int *error) {
     return route;
 }
 
+/* Whether this call must take the general path whatever its op: inside a lowering (depth >
+   0: raw tensors), during torch.compile's capture, or while lazyx.compile traces (its hooks
+   link every number param to the step's arguments). 1, 0, or -1 with an error. */
 static int busy(FastObject *self) {
     PyObject *active = PyList_Check(self->recording) && PyList_GET_SIZE(self->recording) ?
         PyList_GET_ITEM(self->recording, 0) : NULL;
@@ -705,11 +698,11 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     static char *names[] = {GIVEN_FIELDS(NAME_OF) NULL};
 #define ONE(name) + 1
     PyObject *v[0 GIVEN_FIELDS(ONE)];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOO!OO!OO!OOOO!O!O!O!O!OO!O:FastDispatch",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOO!OO!OO!OOOO!O!O!O!O!OO!:FastDispatch",
             names, &v[0], &PyTuple_Type, &v[1], &v[2], &v[3], &v[4], &v[5], &PyType_Type,
             &v[6], &v[7], &PyDict_Type, &v[8], &v[9], &PyDict_Type, &v[10], &v[11], &v[12],
             &v[13], &PyDict_Type, &v[14], &PyList_Type, &v[15], &PyDict_Type, &v[16],
-            &PyList_Type, &v[17], &PyTuple_Type, &v[18], &v[19], &PyList_Type, &v[20], &v[21]))
+            &PyList_Type, &v[17], &PyTuple_Type, &v[18], &v[19], &PyList_Type, &v[20]))
         return NULL;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(v[1]); j++) {
         if (!PyDict_Check(PyTuple_GET_ITEM(v[1], j))) {
@@ -786,7 +779,7 @@ int lazyx_dispatch_init(PyObject *m) {
         {&s_depth, "depth"}, {&s_capturing, "capturing"}, {&s_handle, "_lazyx_handle"},
         {&s_node, "node"}, {&s_dtype, "dtype"}, {&s_shape, "shape"}, {&s_device, "DEVICE"},
         {&s_param, "param"}, {&s_local, "local"}, {&s_inputs, "inputs"}, {&s_order, "order"},
-        {&s_neg_zero, "-0.0"}, {&s_next_cut, "next_cut"}};
+        {&s_neg_zero, "-0.0"}};
     for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
         if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return -1;
     }

@@ -130,7 +130,7 @@ def use_fast_dispatch(on=True):
         splat=ir._SPLAT, make_wrapper=torch.Tensor._make_wrapper_subclass,
         globals=globals(), recording=capture._active, recipes=recipes.RECIPES,
         generation=ir.LOCALS_GENERATION, simple_types=recipes.SIMPLE_TYPES,
-        default_dtype=torch.get_default_dtype, created=ir.CREATED, thread_state=runtime._thread)
+        default_dtype=torch.get_default_dtype, created=ir.CREATED)
     LazyTensor.__torch_dispatch__ = classmethod(fast)
     _RECORDER[:] = [recipes.record, recipes.before]
     recipes._FAST[0] = fast
