@@ -26,7 +26,7 @@ HandleBase below keep the same registry semantics, and LAZYX_NATIVE=0 uses only 
 #include <Python.h>
 #include <structmember.h>
 
-static PyObject *s_op, *s_data, *s_live, *s_add, *s_thread_state;
+static PyObject *s_op, *s_data, *s_live, *s_add, *s_thread_state, *s_handle_slot;
 
 /* ---------------------------------------------------------------- LiveSet */
 
@@ -302,6 +302,102 @@ static PyTypeObject HandleType = {
 };
 
 /* Called by _native.c's module init: add LiveSet and HandleBase to module `m`. */
+/* ---------------------------------------------------------------- Wrapper
+
+A frontend's array class whose __init__ only gives it a handle (frontends/numpy's LazyArray:
+`self.__lazyx_handle__ = LazyHandle(node)`): Wrapper(cls, handle_type)(node) makes the same
+object without running a Python __init__, a frame per traced op (5 % of NumPy's W4 step). */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *cls;          /* the array class (its instances: object.__new__ + the slot) */
+    PyTypeObject *handle_type;  /* runtime.LazyHandle, a HandleBase subclass */
+    PyObject *slot;             /* cls's __lazyx_handle__ descriptor */
+} WrapperObject;
+
+static PyObject *Wrapper_call(WrapperObject *self, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames) {
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "wrap(node) takes one node");
+        return NULL;
+    }
+    PyObject *node = args[0];
+    HandleObject *handle = (HandleObject *)self->handle_type->tp_alloc(self->handle_type, 0);
+    if (handle == NULL) return NULL;
+    handle->node = Py_NewRef(node);
+    if (register_if_pending(handle, node) < 0) {
+        Py_DECREF(handle);
+        return NULL;
+    }
+    PyObject *array = self->cls->tp_alloc(self->cls, 0);
+    if (array != NULL &&
+            Py_TYPE(self->slot)->tp_descr_set(self->slot, array, (PyObject *)handle) < 0)
+        Py_CLEAR(array);
+    Py_DECREF(handle);
+    return array;
+}
+
+static PyObject *Wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"cls", "handle_type", NULL};
+    PyTypeObject *cls, *handle_type;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!:Wrapper", names, &PyType_Type, &cls,
+                                     &PyType_Type, &handle_type))
+        return NULL;
+    if (!PyType_IsSubtype(handle_type, &HandleType)) {
+        PyErr_SetString(PyExc_TypeError, "Wrapper: handle_type must subclass HandleBase");
+        return NULL;
+    }
+    PyObject *slot = PyDict_GetItemWithError(cls->tp_dict, s_handle_slot);  /* borrowed */
+    if (slot == NULL || Py_TYPE(slot)->tp_descr_set == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Wrapper: cls has no __lazyx_handle__ slot");
+        return NULL;
+    }
+    WrapperObject *self = (WrapperObject *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->vectorcall = (vectorcallfunc)Wrapper_call;
+    self->cls = (PyTypeObject *)Py_NewRef(cls);
+    self->handle_type = (PyTypeObject *)Py_NewRef(handle_type);
+    self->slot = Py_NewRef(slot);
+    return (PyObject *)self;
+}
+
+static int Wrapper_traverse(WrapperObject *self, visitproc visit, void *arg) {
+    Py_VISIT(self->cls);
+    Py_VISIT(self->handle_type);
+    Py_VISIT(self->slot);
+    return 0;
+}
+
+static int Wrapper_clear(WrapperObject *self) {
+    Py_CLEAR(self->cls);
+    Py_CLEAR(self->handle_type);
+    Py_CLEAR(self->slot);
+    return 0;
+}
+
+static void Wrapper_dealloc(WrapperObject *self) {
+    PyObject_GC_UnTrack(self);
+    Wrapper_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject WrapperType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lazyx.core._native.Wrapper",
+    .tp_doc = "Wrapper(cls, handle_type)(node): cls(node) for an array class whose __init__ "
+              "only sets __lazyx_handle__ = handle_type(node).",
+    .tp_basicsize = sizeof(WrapperObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(WrapperObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = Wrapper_new,
+    .tp_traverse = (traverseproc)Wrapper_traverse,
+    .tp_clear = (inquiry)Wrapper_clear,
+    .tp_dealloc = (destructor)Wrapper_dealloc,
+};
+
 /* ---------------------------------------------------------------- CutCheck
 
 runtime.maybe_cut, which every frontend op calls first: `ir.CREATED[0] > next_cut` of this
@@ -389,16 +485,18 @@ static PyTypeObject CutCheckType = {
 int lazyx_live_init(PyObject *m) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_op, "op"}, {&s_data, "data"}, {&s_live, "live"}, {&s_add, "add"},
-        {&s_thread_state, "_thread_state"}, {&s_next_cut, "next_cut"}};
+        {&s_thread_state, "_thread_state"}, {&s_next_cut, "next_cut"},
+        {&s_handle_slot, "__lazyx_handle__"}};
     for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
         if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return -1;
     }
     if (PyType_Ready(&LiveSetType) < 0 || PyType_Ready(&HandleType) < 0 ||
-            PyType_Ready(&CutCheckType) < 0)
+            PyType_Ready(&CutCheckType) < 0 || PyType_Ready(&WrapperType) < 0)
         return -1;
     if (PyModule_AddObjectRef(m, "LiveSet", (PyObject *)&LiveSetType) < 0 ||
             PyModule_AddObjectRef(m, "HandleBase", (PyObject *)&HandleType) < 0 ||
-            PyModule_AddObjectRef(m, "CutCheck", (PyObject *)&CutCheckType) < 0)
+            PyModule_AddObjectRef(m, "CutCheck", (PyObject *)&CutCheckType) < 0 ||
+            PyModule_AddObjectRef(m, "Wrapper", (PyObject *)&WrapperType) < 0)
         return -1;
     return 0;
 }

@@ -48,6 +48,7 @@ class LazyArray:
     __array_priority__ = 100
 
     def __init__(self, node):
+        # (wrap below makes the same object in C: keep the two alike)
         self.__lazyx_handle__ = runtime.LazyHandle(node)
 
     # ------------------------------------------------------------ static facts (no sync)
@@ -234,9 +235,14 @@ def _from_host_array(host):
     return LazyArray(runtime.from_host(host))
 
 
-def wrap(node):
+def _py_wrap(node):
     """A new lazy array for an IR node."""
     return LazyArray(node)
+
+
+# LazyArray(node) without a Python __init__ (core/_native_live.c), for every traced op
+wrap = _py_wrap if runtime._NATIVE is None else \
+    runtime._NATIVE.Wrapper(LazyArray, runtime.LazyHandle)
 
 
 def is_lazy(x):

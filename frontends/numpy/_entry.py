@@ -100,7 +100,7 @@ def unary(ufunc, a):
         out = lower(na if na.dtype == d else _convert(na, dtype=d))
         if nout == 1:
             d = loop[1]
-            return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
+            return wrap(out if out.dtype == d else _convert(out, dtype=d))
         return _wrap_outputs(out, loop[1:])
 
 
@@ -154,12 +154,12 @@ def binary(ufunc, a, b):
         out = lower(na, nb)
         if nout == 1:
             d = loop[2]
-            return LazyArray(out if out.dtype == d else _convert(out, dtype=d))
+            return wrap(out if out.dtype == d else _convert(out, dtype=d))
         return _wrap_outputs(out, loop[2:])
 
 
 def _wrap_outputs(outs, dtypes):
-    return tuple(LazyArray(o if o.dtype == d else _convert(o, dtype=d))
+    return tuple(wrap(o if o.dtype == d else _convert(o, dtype=d))
                  for o, d in zip(outs, dtypes))
 
 

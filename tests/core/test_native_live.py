@@ -6,6 +6,7 @@ Python path: the comparisons skip there; the runtime tests cover that path.)
 import copy
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -152,3 +153,37 @@ def test_runtime_handles_sync_copy_and_leave_the_registry():
     assert lazyx.metrics()["syncs"] == 1
     assert all(h.pending for h in runtime.live_handles())
     assert isinstance(keep.node, ir.Node)
+
+
+@native
+def test_wrapper_makes_what_the_classes_init_makes():
+    """Wrapper(cls, handle_type)(node) is cls(node) for a class whose __init__ only sets its
+    handle (frontends/numpy's LazyArray): the same type and node, registered while pending,
+    weakly referable, and gone from the registry when dropped."""
+    (_, _), (c_state, CHandle) = _handle_types()
+
+    class Array:
+        __slots__ = ("__lazyx_handle__", "__weakref__")
+
+        def __init__(self, node):
+            self.__lazyx_handle__ = CHandle(node)
+
+    wrap = runtime._NATIVE.Wrapper(Array, CHandle)
+    x = runtime.from_host(np.arange(3.0))
+    pending = ops.add(x, x)
+    made, init = wrap(pending), Array(pending)
+    assert type(made) is Array and type(made.__lazyx_handle__) is CHandle
+    assert made.__lazyx_handle__.node is pending
+    assert list(c_state.live) == [made.__lazyx_handle__, init.__lazyx_handle__]
+    leaf = wrap(x)  # a data leaf is not pending: not registered
+    assert leaf.__lazyx_handle__.node is x and len(list(c_state.live)) == 2
+    ref = weakref.ref(made)
+    del made
+    gc.collect()
+    assert ref() is None and list(c_state.live) == [init.__lazyx_handle__]
+    with pytest.raises(TypeError):
+        wrap(pending, pending)
+    with pytest.raises(TypeError):
+        runtime._NATIVE.Wrapper(int, CHandle)  # no __lazyx_handle__ slot
+    with pytest.raises(TypeError):
+        runtime._NATIVE.Wrapper(Array, object)  # not a handle type
