@@ -219,6 +219,26 @@ static int Handle_init(HandleObject *self, PyObject *args, PyObject *kwargs) {
     return register_if_pending(self, node);
 }
 
+/* handle_type(node) (new reference): for a HandleBase subclass that keeps HandleBase's
+   construction, what its tp_new and Handle_init do, without the type call's argument tuple;
+   the C dispatchers make one per traced op. */
+PyObject *lazyx_new_handle(PyObject *handle_type, PyObject *node) {
+    if (!PyType_Check(handle_type) ||
+            !PyType_IsSubtype((PyTypeObject *)handle_type, &HandleType) ||
+            ((PyTypeObject *)handle_type)->tp_init != (initproc)Handle_init ||
+            ((PyTypeObject *)handle_type)->tp_new != PyType_GenericNew)
+        return PyObject_CallOneArg(handle_type, node);
+    PyTypeObject *type = (PyTypeObject *)handle_type;
+    HandleObject *handle = (HandleObject *)type->tp_alloc(type, 0);
+    if (handle == NULL) return NULL;
+    handle->node = Py_NewRef(node);
+    if (register_if_pending(handle, node) < 0) {
+        Py_DECREF(handle);
+        return NULL;
+    }
+    return (PyObject *)handle;
+}
+
 static PyObject *Handle_set(HandleObject *self, PyObject *node) {
     Py_XSETREF(self->node, Py_NewRef(node));
     if (register_if_pending(self, node) < 0) return NULL;
@@ -322,17 +342,10 @@ static PyObject *Wrapper_call(WrapperObject *self, PyObject *const *args, size_t
         PyErr_SetString(PyExc_TypeError, "wrap(node) takes one node");
         return NULL;
     }
-    PyObject *node = args[0];
-    HandleObject *handle = (HandleObject *)self->handle_type->tp_alloc(self->handle_type, 0);
+    PyObject *handle = lazyx_new_handle((PyObject *)self->handle_type, args[0]);
     if (handle == NULL) return NULL;
-    handle->node = Py_NewRef(node);
-    if (register_if_pending(handle, node) < 0) {
-        Py_DECREF(handle);
-        return NULL;
-    }
     PyObject *array = self->cls->tp_alloc(self->cls, 0);
-    if (array != NULL &&
-            Py_TYPE(self->slot)->tp_descr_set(self->slot, array, (PyObject *)handle) < 0)
+    if (array != NULL && Py_TYPE(self->slot)->tp_descr_set(self->slot, array, handle) < 0)
         Py_CLEAR(array);
     Py_DECREF(handle);
     return array;

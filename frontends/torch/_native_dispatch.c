@@ -25,6 +25,7 @@ source lines.
 #include <stddef.h>  /* offsetof */
 
 int lazyx_op_line_enter(PyObject *op_line);  /* core/_native_lines.c */
+PyObject *lazyx_new_handle(PyObject *handle_type, PyObject *node);  /* core/_native_live.c */
 int lazyx_op_line_exit(PyObject *op_line);
 
 /* The objects a FastDispatch is given, in its constructor's order (tensor.use_fast_dispatch):
@@ -146,7 +147,7 @@ static PyObject *splat_param(FastObject *self, PyObject *y, PyObject *dtype, PyO
 static PyObject *wrap(FastObject *self, PyObject *node, PyObject *torch_dtype) {
     PyObject *node_shape = NULL, *handle = NULL, *tensor = NULL, *device;
     if ((node_shape = PyObject_GetAttr(node, s_shape)) == NULL) return NULL;
-    if ((handle = PyObject_CallOneArg(self->handle_type, node)) == NULL) goto done;
+    if ((handle = lazyx_new_handle(self->handle_type, node)) == NULL) goto done;
     if ((device = PyDict_GetItemWithError(self->globals, s_device)) == NULL) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "lazyx: no DEVICE yet");
         goto done;

@@ -187,3 +187,13 @@ def test_wrapper_makes_what_the_classes_init_makes():
         runtime._NATIVE.Wrapper(int, CHandle)  # no __lazyx_handle__ slot
     with pytest.raises(TypeError):
         runtime._NATIVE.Wrapper(Array, object)  # not a handle type
+    inits = []
+
+    class OwnInit(CHandle):  # a handle type with an __init__ of its own: it runs
+        __slots__ = ()
+
+        def __init__(self, node):
+            inits.append(node)
+            super().__init__(node)
+    assert runtime._NATIVE.Wrapper(Array, OwnInit)(pending).__lazyx_handle__.node is pending
+    assert inits == [pending]
