@@ -6,7 +6,8 @@
    and TF's.
 2. Finding the user's line as a frontend op begins (core/source.py's op_line and CURRENT):
    core/_native_lines.c.
-3. The handle each op's result gets, and the live registry it joins: core/_native_live.c.
+3. The handle each op's result gets (and NumPy's array around it), the live registry it
+   joins, and the node-cap check every op begins with: core/_native_live.c.
 4. The torch frontend's dispatcher for plain float arithmetic:
    frontends/torch/_native_dispatch.c.
 

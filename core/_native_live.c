@@ -1,4 +1,5 @@
-/* lazyx.core._native, part two: the live registry and the lazy handle in C.
+/* lazyx.core._native, part two: the live registry and the lazy handle in C (and, at the end,
+runtime.maybe_cut's compare and NumPy's LazyArray construction: CutCheck, Wrapper).
 
 Every traced op of every frontend makes one handle (core/runtime.py's LazyHandle), and a
 pending one registers in its thread's live set; every cut reads that set back in
