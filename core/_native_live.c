@@ -27,7 +27,8 @@ HandleBase below keep the same registry semantics, and LAZYX_NATIVE=0 uses only 
 #include <Python.h>
 #include <structmember.h>
 
-static PyObject *s_op, *s_data, *s_live, *s_add, *s_thread_state, *s_handle_slot;
+static PyObject *s_op, *s_data, *s_live, *s_add, *s_thread_state, *s_handle_slot,
+    *s_next_cut;
 
 /* ---------------------------------------------------------------- LiveSet */
 
@@ -208,6 +209,12 @@ static int register_if_pending(HandleObject *self, PyObject *node) {
     return r;
 }
 
+/* Point the handle at `node`, registering it if the node is pending: construction and set. */
+static int bind(HandleObject *self, PyObject *node) {
+    Py_XSETREF(self->node, Py_NewRef(node));
+    return register_if_pending(self, node);
+}
+
 static int Handle_init(HandleObject *self, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"node", NULL};
     PyObject *node;
@@ -216,8 +223,7 @@ static int Handle_init(HandleObject *self, PyObject *args, PyObject *kwargs) {
     } else if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:LazyHandle", kwlist, &node)) {
         return -1;
     }
-    Py_XSETREF(self->node, Py_NewRef(node));
-    return register_if_pending(self, node);
+    return bind(self, node);
 }
 
 /* handle_type(node) (new reference): for a HandleBase subclass that keeps HandleBase's
@@ -232,8 +238,7 @@ PyObject *lazyx_new_handle(PyObject *handle_type, PyObject *node) {
     PyTypeObject *type = (PyTypeObject *)handle_type;
     HandleObject *handle = (HandleObject *)type->tp_alloc(type, 0);
     if (handle == NULL) return NULL;
-    handle->node = Py_NewRef(node);
-    if (register_if_pending(handle, node) < 0) {
+    if (bind(handle, node) < 0) {
         Py_DECREF(handle);
         return NULL;
     }
@@ -241,8 +246,7 @@ PyObject *lazyx_new_handle(PyObject *handle_type, PyObject *node) {
 }
 
 static PyObject *Handle_set(HandleObject *self, PyObject *node) {
-    Py_XSETREF(self->node, Py_NewRef(node));
-    if (register_if_pending(self, node) < 0) return NULL;
+    if (bind(self, node) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -322,7 +326,6 @@ static PyTypeObject HandleType = {
     .tp_methods = Handle_methods,
 };
 
-/* Called by _native.c's module init: add LiveSet and HandleBase to module `m`. */
 /* ---------------------------------------------------------------- Wrapper
 
 A frontend's array class whose __init__ only gives it a handle (frontends/numpy's LazyArray:
@@ -418,8 +421,6 @@ runtime.maybe_cut, which every frontend op calls first: `ir.CREATED[0] > next_cu
 thread's state, and only then the cut itself (a Python function). As a Python function the
 compare cost a frame per op, 2 % of NumPy's W4 step. */
 
-static PyObject *s_next_cut;
-
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -496,6 +497,7 @@ static PyTypeObject CutCheckType = {
     .tp_dealloc = (destructor)CutCheck_dealloc,
 };
 
+/* Called by _native.c's module init: add LiveSet, HandleBase, Wrapper and CutCheck to `m`. */
 int lazyx_live_init(PyObject *m) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_op, "op"}, {&s_data, "data"}, {&s_live, "live"}, {&s_add, "add"},
