@@ -67,26 +67,28 @@ class _Decline(Exception):
 
 
 def before(func, args, kwargs):
-    """Taken as a user's call begins: its key and operand nodes, and what `record` compares
-    after it lowered (nodes made, the trace and its leaves so far, the RNG stream); None for
-    a call with no key, or one already recorded."""
+    """Taken as a user's call begins: its key, operand nodes and key with floats blanked, and
+    what `record` compares after it lowered (nodes made, the trace and its leaves so far, the
+    RNG stream); None for a call with no key, one already recorded, or one whose floats keep
+    changing."""
     keyed = _FAST[0].recipe_key(func, args, kwargs)
-    if keyed is None or keyed[0] in RECIPES or \
-            _FLOAT_VARIANTS.get(_floats_blanked(keyed[0]), 0) >= FLOAT_VARIANT_LIMIT:
+    if keyed is None or keyed[0] in RECIPES:
+        return None
+    blanked = _floats_blanked(keyed[0])
+    if _FLOAT_VARIANTS.get(blanked, 0) >= FLOAT_VARIANT_LIMIT:
         return None
     trace = ir.TRACE
-    return keyed, ir.CREATED[0], trace.serial, len(trace.leaves), _random._rng.seed, \
+    return (*keyed, blanked), ir.CREATED[0], trace.serial, len(trace.leaves), _random._rng.seed, \
         _random._rng.counter
 
 
 def record(func, args, kwargs, result, mark):
     """Keep the recipe of the user's call `func(*args, **kwargs)`, which just lowered or
     expanded to `result` (mark: `before`'s), or None if it has no replayable recipe."""
-    (key, operands), *rest = mark
+    (key, operands, blanked), *rest = mark
     if len(RECIPES) >= RECIPES_LIMIT:
         RECIPES.clear()
         _FLOAT_VARIANTS.clear()
-    blanked = _floats_blanked(key)
     _FLOAT_VARIANTS[blanked] = _FLOAT_VARIANTS.get(blanked, 0) + 1
     try:
         # an expansion may rebind a raw tensor's handle in place (tensor._in_place): the
