@@ -266,6 +266,9 @@ def _fmod(out, x, y):
 
 @lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
 def _pow(out, x, y):
+    if type(y) is int and y < 0 and isinstance(x, torch.Tensor) and \
+            not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")  # (eager's)
     if isinstance(y, (int, float)) and not isinstance(y, bool) and y == 2:
         (a,) = operands(out, x)
         return ops.mul(a, a)  # what torch does for x ** 2, exact and cheap

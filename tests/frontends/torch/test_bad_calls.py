@@ -94,6 +94,8 @@ CALLS = [
     ("lerp dtypes", "torch.lerp(T([1., 2]), T([1, 2]), 0.5)"),
     ("in-place promote", "T([1, 2]).add_(1.5)"),
     ("sqrt_ int", "T([1, 2]).sqrt_()"),
+    ("int pow negative", "T([2, 3]).pow(-1)"),
+    ("bool pow_ negative", "T([True, False]).pow_(-2)"),
     ("where cond", "torch.where(T([1., 0.]), T([1., 2]), T([3., 4]))"),
     # creation and memory (issue 18, item 8)
     # huge: past a 47-bit address space (128 TiB), so the eager allocation fails at the call
