@@ -16,6 +16,7 @@ from ...core.metrics import metrics, metrics_report, reset_metrics
 from . import aten  # noqa: F401  (fills the lowering table)
 from . import bounds  # noqa: F401  (torch's index and divisor errors, where values are known)
 from . import device as _device
+from . import inplace_check as _inplace_check
 from .dynamo import backend as dynamo_backend
 from .sharding import mark_sharding, shard_parameters
 from . import replay as _replay  # noqa: F401  (lazyx.compile learns torch's types)
@@ -25,6 +26,7 @@ from .tensor import LazyTensor
 _device.register()
 device = torch.device("lazyx", 0)
 _tensor.use_fast_dispatch()  # (after every table above is filled: it checks them)
+_inplace_check.install()  # torch's check of each in-place op, once per signature
 
 
 def mark_step():
