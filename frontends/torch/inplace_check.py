@@ -16,7 +16,8 @@ integer tensor fails, `pow_(2)` does not). So each such op's Meta kernel is wrap
 that passed once is not checked again, and a new one runs torch's own function, whose errors
 are unchanged. The wrapper serves every Meta caller in the process (FakeTensor included); sizes
 it cannot key (SymInts) always run the original. Only kernels torch registered from Python are
-wrapped: where the C++ one is active it is already cheap.
+wrapped: where the C++ one is active it is already cheap. For `add_`, `sub_` and `mul_` the
+wrapper also makes eager's cast check, which torch's Python Meta omits.
 """
 import torch
 
@@ -24,6 +25,26 @@ _MAX_SIGNATURES = 4096
 ENABLED = True  # False: every call runs torch's check (benchmarks/inplace_check_bench.py)
 _PASSED = set()  # (op, signature) of calls whose check passed (cleared when full)
 ORIGINALS = {}  # OpOverload -> torch's Meta function the wrapper calls on a new signature
+
+
+# torch's C++ names of dtypes, which its cast error spells
+_SCALAR_TYPE = {torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short",
+                torch.int32: "Int", torch.int64: "Long", torch.float16: "Half",
+                torch.bfloat16: "BFloat16", torch.float32: "Float", torch.float64: "Double",
+                torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble"}
+# ops whose Python Meta misses eager's cast check (`bool.mul_(int32)` reached functionalization
+# with the wrong dtype and failed on its internal assert): the binary ops whose result type is
+# torch.result_type of their two operands
+_CAST_CHECKED = {torch.ops.aten.add_.Tensor, torch.ops.aten.add_.Scalar, torch.ops.aten.sub_.Tensor,
+                 torch.ops.aten.sub_.Scalar, torch.ops.aten.mul_.Tensor, torch.ops.aten.mul_.Scalar}
+
+
+def _check_cast(op, args):
+    if op in _CAST_CHECKED and len(args) >= 2:
+        result, wanted = torch.result_type(args[0], args[1]), args[0].dtype
+        if not torch.can_cast(result, wanted):
+            raise RuntimeError(f"result type {_SCALAR_TYPE.get(result, result)} can't be cast to "
+                               f"the desired output type {_SCALAR_TYPE.get(wanted, wanted)}")
 
 
 class _Unkeyable(Exception):
@@ -53,12 +74,15 @@ def _checked_once(op):
         except (_Unkeyable, TypeError):  # TypeError: hashing a symbolic size
             passed = key = None
         if key is None or not ENABLED:
-            return ORIGINALS[op](*args, **kwargs)
+            out = ORIGINALS[op](*args, **kwargs)
+            _check_cast(op, args)
+            return out
         if passed:
             return args[0]
         self = args[0]
         before = (self.shape, self.stride(), self.dtype)
         out = ORIGINALS[op](*args, **kwargs)
+        _check_cast(op, args)
         # remember only a check that left `self` as it was and returned it (the in-place
         # contract); a kernel that changed metadata is asked again every time
         if out is self and (self.shape, self.stride(), self.dtype) == before:

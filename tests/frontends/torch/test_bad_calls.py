@@ -96,6 +96,8 @@ CALLS = [
     ("sqrt_ int", "T([1, 2]).sqrt_()"),
     ("int pow negative", "T([2, 3]).pow(-1)"),
     ("bool pow_ negative", "T([True, False]).pow_(-2)"),
+    ("bool mul_ int", "T([True, False]).mul_(T([1, 2], dtype=torch.int32))"),
+    ("bool add_ int", "T([True, False]).add_(1)"),
     ("where cond", "torch.where(T([1., 0.]), T([1., 2]), T([3., 4]))"),
     # creation and memory (issue 18, item 8)
     # huge: past a 47-bit address space (128 TiB), so the eager allocation fails at the call

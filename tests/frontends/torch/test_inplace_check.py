@@ -75,6 +75,7 @@ def _raises_like_eager(source, setup):
     ("T([1., 2]).lerp_(T([3., 4]), 0.5)", "T([1., 2]).lerp_(T([3, 4]), 0.5)"),
     ("T([4, 6]).div_(2, rounding_mode='floor')", "T([4, 6]).div_(2)"),
     ("T([1., 2]).clamp_(0.5, 1.5)", "T([1, 2]).clamp_(0.5, 1.5)"),
+    ("T([True, False]).mul_(T([True, True]))", "T([True, False]).mul_(T([1, 2], dtype=torch.int32))"),
 ])
 def test_errors_are_raised_after_the_same_op_passed(setup, source, counted):
     _raises_like_eager(source, setup)
@@ -89,3 +90,17 @@ def test_symbolic_sizes_are_checked_by_torch(counted):
     with pytest.raises(RuntimeError, match="broadcast"):
         make_fx(f, tracing_mode="symbolic")(torch.ones(4), torch.ones(3, 4))
     assert not any(key[0] is ADD_ for key in inplace_check._PASSED)  # nothing symbolic kept
+
+
+@pytest.mark.parametrize("source", [
+    "T([1, 2], dtype=torch.int32).add_(T(5))",  # a 0-d int64 operand does not promote
+    "T([True, False]).mul_(T([True, True]))",
+    "T([1., 2]).mul_(T([1, 2]))",
+])
+def test_the_cast_check_passes_what_eager_passes(source):
+    def run(device):
+        return eval(source, dict(torch=torch, T=lambda v, **k: torch.tensor(v, device=device, **k)))
+    expected = run("cpu")
+    got = run(lt.device).cpu()
+    assert got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected)
