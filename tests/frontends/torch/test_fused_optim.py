@@ -2,7 +2,7 @@
 against torch's own fused CPU kernels on the same model and batches."""
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import lazyx
@@ -93,6 +93,9 @@ def test_grad_scaler_keeps_a_scale_whose_growth_would_overflow_and_restarts_its_
 @given(decoupled=st.booleans(), lr=st.floats(1e-4, 0.1), beta1=st.floats(0.0, 0.99),
        beta2=st.floats(0.5, 0.999), weight_decay=st.sampled_from([0.0, 0.01, 0.5]),
        amsgrad=st.booleans(), maximize=st.booleans())
+# 1 - 0.999 ** step in float32 was 5e-5 off (beta2 rounded first): 4e-6 off after 3 steps
+@example(decoupled=False, lr=0.0625, beta1=0.0, beta2=0.999, weight_decay=0.0, amsgrad=False,
+         maximize=False)
 def test_fused_adam_matches_the_cpu_kernel_for_any_hyperparameters(decoupled, lr, beta1, beta2,
                                                                    weight_decay, amsgrad,
                                                                    maximize):
