@@ -76,8 +76,10 @@ def test_stamped_calls_trace_what_the_python_path_traces(names):
         assert lines == python[1]
         assert torch.equal(value, python[2])  # one graph: one program, bit for bit
         if names.count("layer_norm") <= 1:  # (a sanity check only: with two, a layer norm
-            # may normalize rows of nearly equal values, turning float32 ulps into anything)
-            torch.testing.assert_close(value, eager, rtol=1e-3, atol=5e-3)
+            # may normalize rows of nearly equal values, turning float32 ulps into anything;
+            # and a product that cancels, sum-sum-sum-matmul, leaves ulps of its large terms)
+            scale = max(1.0, float(eager.abs().max()))
+            torch.testing.assert_close(value, eager, rtol=1e-3, atol=5e-3 * scale)
 
 
 def _counting_dispatch(monkeypatch):
