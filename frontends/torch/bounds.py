@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from ...core import host_values
+from .dtypes import C_NAMES
 from .tensor import VALUE_CHECKS, LazyTensor
 
 aten = torch.ops.aten
@@ -141,6 +142,18 @@ def _integer_divisor(divisor_pos):
 
 _TRUE_DIVISION = (aten.div.Tensor_mode, aten.div.Scalar_mode)
 
+
+def _index_put(func, args, kwargs):
+    """index_put's values must have self's dtype in eager (no meta kernel checks it: a float
+    written into an integer tensor was truncated silently); then the indices' range."""
+    self, values = args[0], args[2] if len(args) > 2 else kwargs["values"]
+    if isinstance(values, torch.Tensor) and values.dtype != self.dtype:
+        raise RuntimeError("Index put requires the source and destination dtypes match, got "
+                           f"{C_NAMES.get(self.dtype, self.dtype)} for the destination and "
+                           f"{C_NAMES.get(values.dtype, values.dtype)} for the source.")
+    _advanced_index(func, args, kwargs)
+
+
 CHECKS = {
     aten.index_select.default: _dim_index(),
     aten.gather.default: _dim_index(),
@@ -154,7 +167,7 @@ CHECKS = {
     aten.embedding.default: _embedding,
     aten.take.default: _take,
     aten.index.Tensor: _advanced_index,
-    aten.index_put.default: _advanced_index, aten._unsafe_index_put.default: _advanced_index,
+    aten.index_put.default: _index_put, aten._unsafe_index_put.default: _advanced_index,
     aten.nll_loss_forward.default: _nll_loss, aten.nll_loss2d_forward.default: _nll_loss,
     aten.one_hot.default: _one_hot,
     aten.div.Tensor_mode: _integer_divisor(1), aten.div.Scalar_mode: _integer_divisor(1),

@@ -11,6 +11,17 @@ _TO_IR = {torch.bool: "bool", torch.int8: "int8", torch.int16: "int16", torch.in
           torch.complex64: "complex64", torch.complex128: "complex128"}
 _TO_TORCH = {v: k for k, v in _TO_IR.items()}
 IR = _TO_IR  # read-only use: dispatch's per-op path looks dtypes up without a call
+# torch's C++ names of dtypes, which its error messages spell
+C_NAMES = {torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short",
+           torch.int32: "Int", torch.int64: "Long", torch.float16: "Half",
+           torch.bfloat16: "BFloat16", torch.float32: "Float", torch.float64: "Double",
+           torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble"}
+
+
+def cast_error(result, wanted):
+    """Eager's error for a result of dtype `result` written into a tensor of dtype `wanted`."""
+    return RuntimeError(f"result type {C_NAMES.get(result, result)} can't be cast to the "
+                        f"desired output type {C_NAMES.get(wanted, wanted)}")
 
 
 def supported(torch_dtype):

@@ -16,10 +16,12 @@ integer tensor fails, `pow_(2)` does not). So each such op's Meta kernel is wrap
 that passed once is not checked again, and a new one runs torch's own function, whose errors
 are unchanged. The wrapper serves every Meta caller in the process (FakeTensor included); sizes
 it cannot key (SymInts) always run the original. Only kernels torch registered from Python are
-wrapped: where the C++ one is active it is already cheap. For `add_`, `sub_` and `mul_` the
-wrapper also makes eager's cast check, which torch's Python Meta omits.
+wrapped: where the C++ one is active it is already cheap. On a new signature the wrapper also
+makes eager's cast check, which torch's Python Meta kernels make for some ops only.
 """
 import torch
+
+from .dtypes import cast_error
 
 _MAX_SIGNATURES = 4096
 ENABLED = True  # False: every call runs torch's check (benchmarks/inplace_check_bench.py)
@@ -27,24 +29,59 @@ _PASSED = set()  # (op, signature) of calls whose check passed (cleared when ful
 ORIGINALS = {}  # OpOverload -> torch's Meta function the wrapper calls on a new signature
 
 
-# torch's C++ names of dtypes, which its cast error spells
-_SCALAR_TYPE = {torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char", torch.int16: "Short",
-                torch.int32: "Int", torch.int64: "Long", torch.float16: "Half",
-                torch.bfloat16: "BFloat16", torch.float32: "Float", torch.float64: "Double",
-                torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble"}
-# ops whose Python Meta misses eager's cast check (`bool.mul_(int32)` reached functionalization
-# with the wrong dtype and failed on its internal assert): the binary ops whose result type is
-# torch.result_type of their two operands
-_CAST_CHECKED = {torch.ops.aten.add_.Tensor, torch.ops.aten.add_.Scalar, torch.ops.aten.sub_.Tensor,
-                 torch.ops.aten.sub_.Scalar, torch.ops.aten.mul_.Tensor, torch.ops.aten.mul_.Scalar}
+def _functional(op):
+    """The out-of-place op of an in-place one (aten.add_.Tensor -> aten.add.Tensor), or None:
+    the overload of the name without "_" whose arguments are the same (names are not enough:
+    aten.ldexp.default is TorchScript's ldexp(float x, int i), not ldexp_.default's twin)."""
+    def signature(o):
+        return [(a.name, str(a.type), a.kwarg_only) for a in o._schema.arguments]
+    name = op._opname
+    name = "__" + name[3:] if name.startswith("__i") else name[:-1] if name.endswith("_") else None
+    packet = getattr(torch.ops.aten, name, None) if name else None  # (__ilshift__: __lshift__)
+    for name in packet.overloads() if packet is not None else ():
+        candidate = getattr(packet, name)
+        if signature(candidate) == signature(op):
+            return candidate
+    return None
 
 
-def _check_cast(op, args):
-    if op in _CAST_CHECKED and len(args) >= 2:
-        result, wanted = torch.result_type(args[0], args[1]), args[0].dtype
-        if not torch.can_cast(result, wanted):
-            raise RuntimeError(f"result type {_SCALAR_TYPE.get(result, result)} can't be cast to "
-                               f"the desired output type {_SCALAR_TYPE.get(wanted, wanted)}")
+def _check_cast(functional, args, kwargs):
+    """Eager's rule for every in-place op: the functional op's result dtype must cast to self's
+    (torch.can_cast), or the call fails. torch's Python Meta kernels make it for some ops only
+    (not add_, mul_, addcmul_, addcdiv_, logit_, ldexp_), and functionalization then casts the
+    result back into self silently: `int32.addcmul_(half, half)` would truncate."""
+    result = functional(*args, **kwargs).dtype
+    if not torch.can_cast(result, args[0].dtype):
+        raise cast_error(result, args[0].dtype)
+
+
+_REPLAY_LIMIT = 1 << 20  # elements of `self` a failed check's CPU replay may allocate
+
+
+def _eager_error(op, args, kwargs, meta_error):
+    """The error eager torch raises for a call whose check failed: torch's Meta kernels word
+    (and type) some differently from its CPU kernels (`int.igamma_(int)`: NotImplementedError on
+    CPU, a cast RuntimeError on Meta). Replayed on CPU ones of the same shapes and dtypes (ones:
+    no division by zero); `self` only is materialized, the others are broadcast views."""
+    def stand_in(x, materialize=False):
+        if isinstance(x, torch.Tensor):
+            if materialize:
+                return torch.ones(x.shape, dtype=x.dtype)
+            return torch.ones((), dtype=x.dtype).expand(x.shape) if x.dim() else \
+                torch.ones((), dtype=x.dtype)
+        if isinstance(x, (list, tuple)):
+            return type(x)(stand_in(i) for i in x)
+        return x
+    tensors = [x for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor)]
+    if any(type(n) is not int for t in tensors for n in t.shape) or \
+            args[0].numel() > _REPLAY_LIMIT:  # a symbolic size (FakeTensor): torch's own error
+        return meta_error
+    try:
+        op(stand_in(args[0], True), *stand_in(args[1:]),
+           **{k: stand_in(v) for k, v in kwargs.items()})
+    except Exception as cpu_error:  # noqa: BLE001  (whatever eager raises is the answer)
+        return cpu_error.with_traceback(None)
+    return meta_error
 
 
 class _Unkeyable(Exception):
@@ -67,6 +104,8 @@ def _part(value):
 
 
 def _checked_once(op):
+    functional = _functional(op)
+
     def meta(*args, **kwargs):
         key = None
         if ENABLED:
@@ -78,8 +117,12 @@ def _checked_once(op):
                 key = None
         self = args[0]
         before = (self.shape, self.stride(), self.dtype) if key is not None else None
-        out = ORIGINALS[op](*args, **kwargs)
-        _check_cast(op, args)
+        try:
+            if functional is not None:  # first, as eager: `int.add_(float)` gets eager's message
+                _check_cast(functional, args, kwargs)
+            out = ORIGINALS[op](*args, **kwargs)
+        except Exception as err:
+            raise _eager_error(op, args, kwargs, err) from None
         # remember only a check that left `self` as it was and returned it (the in-place
         # contract); a kernel that changed metadata is asked again every time
         if key is not None and out is self and (self.shape, self.stride(), self.dtype) == before:

@@ -349,6 +349,51 @@ def _cpu_error(func, args, kwargs, meta_error):
     return meta_error
 
 
+def _probes_dtypes(func):
+    """Whether a user's call of `func` is first tried on CPU torch for its dtypes: the
+    element-wise ops (tiny stand-ins broadcast like the real arguments), not random ones."""
+    tags = func.tags
+    if torch.Tag.nondeterministic_seeded in tags:
+        return False
+    return torch.Tag.pointwise in tags or func._opname in _UNTAGGED_ELEMENTWISE
+
+
+# element-wise ops torch does not tag pointwise, whose CPU kernels refuse some dtypes
+_UNTAGGED_ELEMENTWISE = {"complex", "polar", "log_sigmoid_forward"}
+
+
+_probed = set()  # signatures whose dtypes CPU torch accepted
+
+
+def _stand_in(x):
+    if isinstance(x, LazyTensor):  # ones: no division by zero; shape () or (1,): promotion
+        return torch.ones((1,) * min(x.dim(), 1), dtype=x.dtype)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_stand_in(i) for i in x)
+    if isinstance(x, torch.device) and x.type == "lazyx":
+        return torch.device("cpu")
+    return x
+
+
+def _probe_dtypes(func, args, kwargs):
+    """Eager torch refuses some element-wise ops for some dtypes (`floor` of bools, `lerp` or
+    `frac` of integers, `relu` of bools, `addcdiv` dividing integers, Bessel functions of
+    halves), where meta kernels and XLA compute something: run the op once per signature on
+    CPU stand-ins of its arguments, and raise what eager raises. (torch 2.13's element-wise
+    ops refuse the same dtypes on CPU and CUDA, complex32 aside, which lazyx does not hold.)"""
+    key = _signature(func, args, kwargs)
+    if key is None or key in _probed:
+        return
+    try:
+        with _cpu_dispatch_keys():
+            func(*_stand_in(args), **{k: _stand_in(v) for k, v in kwargs.items()})
+    except (NotImplementedError, RuntimeError) as err:
+        raise err.with_traceback(None) from None
+    if len(_probed) >= _META_LIMIT:
+        _probed.clear()
+    _probed.add(key)
+
+
 # ---------------------------------------------------------------- the dispatcher
 
 def dispatch(func, args, kwargs):
@@ -371,7 +416,7 @@ def _route(func):
     route = _ROUTES.get(id(func))
     if route is None or route[0] != size:
         route = _ROUTES[id(func)] = (size, func, VALUE_CHECKS.get(func), SPECIAL.get(func),
-                                     LOWERINGS.get(func))
+                                     LOWERINGS.get(func), _probes_dtypes(func))
     return route
 
 
@@ -380,9 +425,11 @@ def _dispatch(func, args, kwargs, state):
         runtime.maybe_cut()
     state.depth += 1
     try:
-        _, _, check, special, lowering = _route(func)
+        _, _, check, special, lowering, probe = _route(func)
         if check is not None:
             check(func, args, kwargs)
+        if probe and state.depth == 1:
+            _probe_dtypes(func, args, kwargs)
         if special is not None:
             return special(*args, **kwargs)
         # a user's call (depth 1) that lowers or expands is kept as a recipe, which the C
@@ -620,14 +667,27 @@ def _local_scalar_dense(x):
 
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None):
+    if _state.depth == 1 and _from_replace(layout, device) and dtype is not None and \
+            not torch.can_cast(x.dtype, dtype):
+        # an out= op's result into `out`, or an in-place op's into `self`: eager's rule, which
+        # no Meta kernel of an out= op makes (`torch.mul(half, half, out=int32)` truncated)
+        raise dtypes.cast_error(x.dtype, dtype)
     result = _copy_to(x, dtype, device)
-    if _state.depth == 1 and isinstance(result, LazyTensor):
+    if _state.depth == 1 and isinstance(result, LazyTensor) and not _from_replace(layout, device):
         # torch's functionalization kernel for _to_copy wraps its result again only for the
         # XLA and Lazy device types ("device_opted_into_functionalization"); for ours it
         # would hand users this raw tensor (x.to(torch.long) escaping functionalization, so
         # a later in-place op mixing it with functional tensors fails): wrap it here
         return torch._to_functional_tensor(result)
     return result
+
+
+def _from_replace(layout, device):
+    """Whether this _to_copy is functionalization's own, casting an in-place op's result
+    back to self's dtype (FunctionalTensorWrapper::replace_, e.g. half.mul_(float32)). That
+    call must get a raw tensor back (torch asserts it), and it is the only top-level caller
+    that names a layout without a device: Tensor.to and its kin pass no layout, or both."""
+    return layout is not None and device is None
 
 
 def _copy_to(x, dtype, device):

@@ -98,6 +98,11 @@ CALLS = [
     ("bool pow_ negative", "T([True, False]).pow_(-2)"),
     ("bool mul_ int", "T([True, False]).mul_(T([1, 2], dtype=torch.int32))"),
     ("bool add_ int", "T([True, False]).add_(1)"),
+    ("int addcmul_ half", "T([1, 2]).addcmul_(T([1., 2], dtype=torch.half), T([1., 2], dtype=torch.half))"),
+    ("out= truncates", "torch.mul(T([1.5]), T([2.5]), out=T([0]))"),
+    ("index_put dtypes", "T([1, 2, 3]).index_put_((T([0]),), T([1.5]))"),
+    ("floor bool", "torch.floor(T([True, False]))"),
+    ("frac int", "torch.frac(T([1, 2]))"),
     ("where cond", "torch.where(T([1., 0.]), T([1., 2]), T([3., 4]))"),
     # creation and memory (issue 18, item 8)
     # huge: past a 47-bit address space (128 TiB), so the eager allocation fails at the call
