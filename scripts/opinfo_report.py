@@ -35,6 +35,8 @@ SKIP = {
     "empty_permuted": "undefined values", "torch.empty": "undefined values",
     "nn.functional.fractional_max_pool2d": "random", "nn.functional.fractional_max_pool3d": "random",
     "item": "returns a Python number (covered by unit tests)",
+    "svd_lowrank": "random (a Gaussian sketch of the range)",
+    "pca_lowrank": "random (a Gaussian sketch of the range)",
     "to_sparse": "sparse layout", "sparse.sampled_addmm": "sparse layout",
     "sparse.mm": "sparse layout", "sparse.sum": "sparse layout",
 }
@@ -44,6 +46,10 @@ SKIP = {
 # lazyx device module for an RNG state while lazyx counted as torch's accelerator.)
 RANDOM_SAMPLES = {
     "nn.functional.scaled_dot_product_attention": lambda s: s.kwargs.get("dropout_p", 0.0) > 0,
+    # args after the query: (key, value, embed_dim, num_heads, in_proj_w, in_proj_b, bias_k,
+    # bias_v, add_zero_attn, dropout_p, ...); dropout only while training
+    "nn.functional.multi_head_attention_forward":
+        lambda s: s.kwargs.get("training", True) and s.args[9] > 0,
 }
 
 
