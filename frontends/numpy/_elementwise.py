@@ -3,7 +3,7 @@ import numpy as np
 
 from ...core import ops
 from ._base import wrap
-from ._entry import apply
+from ._entry import apply, array_ufunc
 from ._fallback import run_eagerly
 from ._promote import as_node, assign
 from ._ufuncs import fill
@@ -44,9 +44,16 @@ ARRAY_API_UFUNCS = {
 
 
 def _make(name, ufunc):
-    def fn(*args, out=None, dtype=None):
-        result = apply(ufunc, args, dtype=dtype)
-        return result if out is None else assign(out, result, ufunc)
+    def fn(*args, **kwargs):
+        if not kwargs:
+            return apply(ufunc, args)
+        # out=, dtype=, casting=, where= as the ufunc takes them (NEP 13's body: a tuple out)
+        out = kwargs.get("out")
+        if out is None:
+            kwargs.pop("out", None)
+        elif not isinstance(out, tuple):
+            kwargs["out"] = (out,)
+        return array_ufunc(ufunc, "__call__", args, kwargs)
     fn.__name__ = name
     fn.__qualname__ = name
     fn.__doc__ = f"Element-wise {name} (numpy.{ufunc.__name__} semantics), traced lazily."

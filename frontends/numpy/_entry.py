@@ -301,11 +301,12 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         if not isinstance(x, _PLAIN) and hasattr(type(x), "__array_ufunc__"):
             return NotImplemented
     out = kwargs.pop("out", None)
+    casting = "same_kind"
     if method == "__call__" and _traceable_call(ufunc, kwargs):
         if ufunc in GUFUNCS:
             result = GUFUNCS[ufunc](*inputs, **kwargs)
         else:
-            kwargs.pop("casting", None)
+            casting = kwargs.pop("casting", casting)
             result = apply(ufunc, inputs, dtype=kwargs.get("dtype"))
     elif method == "reduce" and ufunc in REDUCE and set(kwargs) <= _REDUCE_KWARGS:
         result = REDUCE[ufunc](ufunc, inputs[0], **kwargs)
@@ -323,7 +324,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     results = result if isinstance(result, tuple) else (result,)
     for i, (o, r) in enumerate(zip(out, results)):
         if o is not None:
-            assign(o, r, ufunc, index=i)
+            assign(o, r, ufunc, casting=casting, index=i)
     written = tuple(o if o is not None else r for o, r in zip(out, results))
     return written if isinstance(result, tuple) else written[0]
 
@@ -331,6 +332,11 @@ def array_ufunc(ufunc, method, inputs, kwargs):
 def _traceable_call(ufunc, kwargs):
     if ufunc not in UFUNCS and ufunc not in GUFUNCS:
         return False
-    if kwargs.get("where", True) is not True or kwargs.get("casting", "same_kind") != "same_kind":
+    # "unsafe" only loosens the output's cast (inputs always cast to the loop's dtype here);
+    # the stricter rules also judge the inputs: NumPy's own call does that
+    if kwargs.get("where", True) is not True or \
+            kwargs.get("casting", "same_kind") not in ("same_kind", "unsafe"):
+        return False
+    if ufunc in GUFUNCS and kwargs.get("casting", "same_kind") != "same_kind":
         return False
     return set(kwargs) <= {"dtype", "casting", "where"}

@@ -67,10 +67,15 @@ def run_eagerly(fn, name, args, kwargs):
     if lazy:
         runtime.sync(*lazy, cause="fallback", source=user_line(2), sharing=True)
     out = kwargs.get("out")
-    lazy_out = isinstance(out, LazyArray) or (
-        isinstance(out, tuple) and any(isinstance(o, LazyArray) for o in out))
+    outs = out if isinstance(out, tuple) else (out,)
+    lazy_out = any(isinstance(o, LazyArray) for o in outs)
     if lazy_out:
-        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        # NumPy writes into host copies of the lazy outputs, which hold their current values:
+        # its casting rule, its `where` (which keeps the unselected values) and its errors
+        # are its own; the copies are then carried back
+        host_outs = tuple(np.array(materialize(o)) if isinstance(o, LazyArray) else o
+                          for o in outs)
+        kwargs = dict(kwargs, out=host_outs if isinstance(out, tuple) else host_outs[0])
     host_args, host_kwargs = materialize(args), materialize(kwargs)
     # NumPy functions that write into an argument (np.put, np.putmask, np.fill_diagonal,
     # np.add.at) write into its host copy here: watch each lazy argument's copy and carry a
@@ -84,9 +89,7 @@ def run_eagerly(fn, name, args, kwargs):
             assign(lazy_arg, wrap(runtime.from_host(host)))
     if not lazy_out:
         return rewrap(result)
-    outs = out if isinstance(out, tuple) else (out,)
-    results = result if isinstance(result, tuple) else (result,)
-    for o, r in zip(outs, results):
-        if o is not None:
-            assign(o, wrap(runtime.from_host(np.asarray(r))))
+    for o, host in zip(outs, host_outs):
+        if isinstance(o, LazyArray):
+            assign(o, wrap(runtime.from_host(host)))
     return out
