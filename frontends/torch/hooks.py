@@ -8,7 +8,8 @@ program with and without `import lazyx.frontends.torch` and compares).
 Checked against torch 2.13.0. Each hook names the torch internal it depends on; on a torch
 upgrade, re-read those:
 
-  Tensor.numpy                 lazy tensors materialize (torch refuses a non-CPU tensor)
+  Tensor.numpy                 lazy tensors materialize (torch refuses a non-CPU tensor);
+                               a functional CPU tensor reads its value, not its wrapper
   Tensor.__repr__              lazy tensors print their values (not the functional wrapper)
   Tensor.__lazyx_handle__      new attribute: the IR handle behind a lazyx tensor
   torch._mirror_autograd_meta_to       Dynamo fakes lazyx parameters (torch.compile)
@@ -38,6 +39,12 @@ _ORIGINAL = {}
 def _numpy(self, *, force=False):
     if self.device.type == "lazyx":
         return self.detach().to("cpu").numpy()
+    if torch._is_functional_tensor(self):
+        # a CPU result of an op on lazyx tensors (`torch.zeros_like(x, device="cpu")`,
+        # `torch.linspace` of lazy bounds) comes back wrapped by functionalization, whose
+        # own storage holds no values: torch's numpy() read garbage from it
+        torch._sync(self)
+        return _ORIGINAL["numpy"](torch._from_functional_tensor(self).detach(), force=force)
     return _ORIGINAL["numpy"](self, force=force)
 
 

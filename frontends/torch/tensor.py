@@ -430,6 +430,9 @@ def _dispatch(func, args, kwargs, state):
             check(func, args, kwargs)
         if probe and state.depth == 1:
             _probe_dtypes(func, args, kwargs)
+        if state.depth == 1 and kwargs.get("device") is not None and special is None and \
+                torch.device(kwargs["device"]).type != "lazyx":
+            return _off_device(func, args, kwargs)
         if special is not None:
             return special(*args, **kwargs)
         # a user's call (depth 1) that lowers or expands is kept as a recipe, which the C
@@ -663,6 +666,23 @@ def _local_scalar_dense(x):
     if host.dtype.kind in "biufc":  # NumPy's item() is torch's: the same Python number
         return host.item()
     return dtypes.from_numpy_array(host, x.dtype).item()  # (bfloat16: ml_dtypes' scalar)
+
+
+def _off_device(func, args, kwargs):
+    """A user's op on lazyx tensors whose result belongs on another device
+    (`torch.zeros_like(x, device="cpu")`, `x.new_zeros(3, device="cpu")`): CPU torch makes it
+    from the inputs' values, as eager would (the lowerings build device values only)."""
+    if _state.capturing:
+        raise NeedsEager(func)
+
+    def cpu(x):
+        if isinstance(x, LazyTensor):
+            return to_cpu(x, "convert")
+        if isinstance(x, (list, tuple)):
+            return type(x)(cpu(i) for i in x)
+        return x
+    with _cpu_dispatch_keys():
+        return func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
 
 
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,

@@ -209,3 +209,39 @@ def test_cpu_tensors_reach_the_device_with_their_values(make):
     lazy = cpu.to(lt.device)
     assert torch.equal(lazy.cpu(), cpu.detach().resolve_conj().resolve_neg())
     assert lazy.dtype == cpu.dtype
+
+
+OFF_DEVICE = {
+    "zeros_like": lambda x: torch.zeros_like(x, device="cpu"),
+    "full_like": lambda x: torch.full_like(x, 2.5, device="cpu"),
+    "ones_like int": lambda x: torch.ones_like(x, dtype=torch.int32, device="cpu"),
+    "new_zeros": lambda x: x.new_zeros((2, 3), device="cpu"),
+    "new_full": lambda x: x.new_full((2,), 7.0, device="cpu"),
+    "linspace of lazy bounds": lambda x: torch.linspace(x[1], x[2], 5),
+    "logspace of lazy bounds": lambda x: torch.logspace(x[0], x[2], 4),
+    "then an op": lambda x: torch.zeros_like(x, device="cpu") + torch.arange(3.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OFF_DEVICE))
+def test_a_result_asked_for_on_the_cpu_is_a_cpu_tensor_with_its_values(name):
+    """eager puts these on the CPU; on lazyx they were left on lt.device (the device= was
+    ignored), or came back wrapped by functionalization with numpy() reading garbage"""
+    x = torch.tensor([0.5, 1.0, 2.0])
+    want = OFF_DEVICE[name](x)
+    got = OFF_DEVICE[name](x.to(lt.device))
+    assert got.device == want.device and got.dtype == want.dtype
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-6)
+    torch.testing.assert_close(got.cpu(), want)
+
+
+def test_random_like_on_the_cpu_draws_from_the_cpu_generator():
+    x = torch.ones(4)
+    torch.manual_seed(3)
+    want = torch.rand_like(x, device="cpu")
+    lazy = x.to(lt.device)
+    torch.manual_seed(3)
+    got = torch.rand_like(lazy, device="cpu")
+    assert got.device.type == "cpu"
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
