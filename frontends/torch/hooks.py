@@ -39,10 +39,11 @@ _ORIGINAL = {}
 def _numpy(self, *, force=False):
     if self.device.type == "lazyx":
         return self.detach().to("cpu").numpy()
-    if torch._is_functional_tensor(self):
+    if torch._is_functional_tensor(self) and (force or not self.requires_grad):
         # a CPU result of an op on lazyx tensors (`torch.zeros_like(x, device="cpu")`,
         # `torch.linspace` of lazy bounds) comes back wrapped by functionalization, whose
-        # own storage holds no values: torch's numpy() read garbage from it
+        # own storage holds no values: torch's numpy() read garbage from it (one that
+        # requires grad gets torch's own error below)
         torch._sync(self)
         return _ORIGINAL["numpy"](torch._from_functional_tensor(self).detach(), force=force)
     return _ORIGINAL["numpy"](self, force=force)
