@@ -6,7 +6,7 @@ from ._base import wrap
 from ._entry import apply, array_ufunc
 from ._fallback import run_eagerly
 from ._promote import as_node, assign
-from ._ufuncs import fill
+from ._ufuncs import UFUNCS, fill
 from . import _complex
 
 # Array API name -> NumPy ufunc (names differ where NumPy's predate the standard).
@@ -41,11 +41,18 @@ ARRAY_API_UFUNCS = {
     "right_shift": np.right_shift, "float_power": np.float_power, "heaviside": np.heaviside,
     "ldexp": np.ldexp, "divmod": np.divmod, "conjugate": np.conjugate,
 }
+# every other NumPy ufunc under its own name (lowered ones trace; the others, such as gcd or
+# spacing, run on NumPy as a counted fallback, as np.gcd(lazy) does)
+ARRAY_API_UFUNCS.update({name: getattr(np, name) for name in dir(np)
+                         if isinstance(getattr(np, name), np.ufunc) and
+                         name not in ARRAY_API_UFUNCS})
 
 
 def _make(name, ufunc):
+    lowered = ufunc in UFUNCS
+
     def fn(*args, **kwargs):
-        if not kwargs:
+        if not kwargs and lowered:
             return apply(ufunc, args)
         # out=, dtype=, casting=, where= as the ufunc takes them (NEP 13's body: a tuple out)
         out = kwargs.get("out")
@@ -53,7 +60,10 @@ def _make(name, ufunc):
             kwargs.pop("out", None)
         elif not isinstance(out, tuple):
             kwargs["out"] = (out,)
-        return array_ufunc(ufunc, "__call__", args, kwargs)
+        result = array_ufunc(ufunc, "__call__", args, kwargs)
+        if result is NotImplemented:  # an operand of another library: NumPy dispatches
+            return ufunc(*args, **kwargs)
+        return result
     fn.__name__ = name
     fn.__qualname__ = name
     fn.__doc__ = f"Element-wise {name} (numpy.{ufunc.__name__} semantics), traced lazily."

@@ -383,3 +383,39 @@ def test_dtype_functions():
     assert lnp.isdtype(lnp.float32, "real floating") and not lnp.isdtype(lnp.int8, "bool")
     assert np.result_type(x8, np.float32) == np.float32
     assert np.shape(x8) == (3,) and np.ndim(x8) == 1 and np.size(x8) == 3
+
+
+# ---------------------------------------------------------------- every ufunc by name
+
+def _ufunc_inputs(ufunc):
+    if ufunc.__name__ in ("matvec",):
+        return (RNG.normal(size=(2, 3)), RNG.normal(size=3))
+    if ufunc.__name__ in ("vecmat",):
+        return (RNG.normal(size=3), RNG.normal(size=(3, 2)))
+    if ufunc.__name__ in ("vecdot", "matmul"):
+        return (RNG.normal(size=(2, 3)), RNG.normal(size=(3, 3)) if ufunc.__name__ == "matmul"
+                else RNG.normal(size=(2, 3)))
+    if ufunc.__name__ == "ldexp":
+        return (np.abs(A) + 0.5, I)
+    if ufunc.__name__ == "isnat":
+        return (np.array(["2026-11-28", "NaT"], dtype="datetime64[D]"),)
+    integer = any(t[0] in "bBhHiIlLqQ" for t in ufunc.types) and \
+        not any(t[0] in "efdg" for t in ufunc.types)
+    x = I if integer or ufunc.__name__ in ("gcd", "lcm", "bitwise_count") else np.abs(A) + 0.5
+    return (x,) * ufunc.nin
+
+
+@pytest.mark.parametrize("name", sorted(n for n in dir(np) if isinstance(getattr(np, n), np.ufunc)))
+def test_every_numpy_ufunc_is_in_the_namespace_with_numpys_numbers(name):
+    ufunc = getattr(np, name)
+    assert hasattr(lnp, name)
+    args = _ufunc_inputs(ufunc)
+    want = ufunc(*args)
+    if name == "isnat":  # no datetimes on the device: lnp.isnat takes NumPy's input as is
+        got = getattr(lnp, name)(*args)
+    else:
+        got = getattr(lnp, name)(*[L(a) for a in args])
+    for g, w in zip(got if isinstance(want, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
+        assert np.asarray(g).dtype == w.dtype
