@@ -122,7 +122,7 @@ class CompiledGraph:
         for i, a in enumerate(args):
             if not isinstance(a, torch.Tensor):
                 continue
-            if a.device.type == "lazyx":
+            if tensor.on_device(a):
                 lazy_inputs = True
                 handle = a.__lazyx_handle__
                 if handle.pending:
