@@ -419,3 +419,10 @@ def test_every_numpy_ufunc_is_in_the_namespace_with_numpys_numbers(name):
                     want if isinstance(want, tuple) else (want,)):
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)
         assert np.asarray(g).dtype == w.dtype
+
+
+def test_the_namespace_keeps_its_own_matmul_and_vecdot():
+    """np.matmul and np.vecdot are ufuncs in NumPy 2; the namespace's are _linalg.py's (the
+    Array API's rules), not the generic ufunc wrappers every other ufunc name gets."""
+    from lazyx.frontends.numpy import _linalg
+    assert lnp.matmul is _linalg.matmul and lnp.vecdot is _linalg.vecdot
