@@ -25,18 +25,19 @@ def native():
     return _native
 
 
-# CPython's store behind os.environ on POSIX: bytes names to bytes values, kept current by
-# every os.environ write (monkeypatch.setenv included). os.environ.get encodes the name and
-# decodes the value through Python code: 1.3 us, against 0.1 here, paid by every barrier
-# (LAZYX_NODE_CAP), a few per cent of a replayed tiny step.
-_POSIX_ENV = getattr(os.environ, "_data", None) if os.name == "posix" else None
+_POSIX = os.name == "posix"
 
 
 def _env(name):
-    """os.environ.get(name), cheaply where it can be."""
-    if type(_POSIX_ENV) is not dict:
+    """os.environ.get(name), cheaply where it can be: on POSIX, CPython keeps os.environ's
+    values in a dict of bytes (`_data`), current after every os.environ write (monkeypatch
+    included). os.environ.get encodes the name and decodes the value through Python code:
+    1.3 us, against 0.4 here, paid by every barrier (LAZYX_NODE_CAP), a few per cent of a
+    replayed tiny step. (Read at each call: code that replaces os.environ is still seen.)"""
+    data = getattr(os.environ, "_data", None)
+    if not _POSIX or type(data) is not dict:
         return os.environ.get(name)
-    value = _POSIX_ENV.get(name.encode())
+    value = data.get(name.encode())
     return None if value is None else os.fsdecode(value)
 
 
