@@ -36,7 +36,7 @@ def mark_step():
 
 def is_lazy(tensor):
     """True for a tensor on the lazyx device."""
-    return isinstance(tensor, torch.Tensor) and tensor.device.type == "lazyx"
+    return isinstance(tensor, torch.Tensor) and _tensor.on_device(tensor)
 
 
 def pad_to_bucket(tensor, dim=-1, buckets=None, value=0):

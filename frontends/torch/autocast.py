@@ -18,6 +18,8 @@ float32), and lowered like any convert.
 """
 import torch
 
+from . import tensor
+
 LOWER_PRECISION = (
     "mm", "bmm", "mv", "matmul", "linear", "addmm", "addmv", "addr", "addbmm", "baddbmm",
     "einsum", "chain_matmul", "linalg_multi_dot", "linalg_vecdot", "conv1d", "conv2d",
@@ -39,7 +41,7 @@ _HALVES = (torch.float16, torch.bfloat16)
 
 def _cast(value, to, casts_from):
     if isinstance(value, torch.Tensor):
-        if value.dtype in casts_from and value.dtype != to and value.device.type == "lazyx":
+        if value.dtype in casts_from and value.dtype != to and tensor.on_device(value):
             return value.to(to)
         return value
     if isinstance(value, (list, tuple)):

@@ -37,7 +37,7 @@ _ORIGINAL = {}
 
 
 def _numpy(self, *, force=False):
-    if self.device.type == "lazyx":
+    if tensor.on_device(self):
         return self.detach().to("cpu").numpy()
     if torch._is_functional_tensor(self) and (force or not self.requires_grad):
         # a CPU result of an op on lazyx tensors (`torch.zeros_like(x, device="cpu")`,
@@ -50,7 +50,7 @@ def _numpy(self, *, force=False):
 
 
 def _repr(self, *, tensor_contents=None):
-    if self.device.type != "lazyx" or isinstance(self, tensor.LazyTensor):
+    if not tensor.on_device(self) or isinstance(self, tensor.LazyTensor):
         return _ORIGINAL["__repr__"](self, tensor_contents=tensor_contents)
     tensor._state.cause = "print"
     try:
@@ -69,7 +69,7 @@ def _handle(self):
     """The LazyHandle behind a lazyx tensor (pending view writes applied first)."""
     if isinstance(self, tensor.LazyTensor):
         return self._lazyx_handle
-    if self.device.type != "lazyx" or not torch._is_functional_tensor(self):
+    if not tensor.on_device(self) or not torch._is_functional_tensor(self):
         raise AttributeError("__lazyx_handle__")
     torch._sync(self)
     return torch._from_functional_tensor(self)._lazyx_handle
@@ -84,7 +84,7 @@ def _run_backward(outputs, *args, **kwargs):
     the expression ids (it would walk the whole graph every step), and a barrier on the
     user's thread would not see the gradients as pending."""
     original = _ORIGINAL["run_backward"]
-    if any(isinstance(t, torch.Tensor) and t.device.type == "lazyx" for t in outputs):
+    if any(isinstance(t, torch.Tensor) and tensor.on_device(t) for t in outputs):
         with torch.autograd.set_multithreading_enabled(False):
             return original(outputs, *args, **kwargs)
     return original(outputs, *args, **kwargs)
@@ -96,7 +96,7 @@ def _mirror_autograd_meta_to(source, target):
     (torch 2.13) turns a leaf that requires grad into a non-leaf (grad_fn=Error), and Dynamo's
     own consistency check then fails. For a lazyx leaf, mirror what a leaf has:
     requires_grad."""
-    if target.device.type == "lazyx" and getattr(source, "is_leaf", False) and \
+    if tensor.on_device(target) and getattr(source, "is_leaf", False) and \
             target.is_leaf:
         target.requires_grad_(bool(source.requires_grad))
         return
@@ -133,7 +133,7 @@ def _reduce_ex_internal(self, proto):
     so torch took the CPU route and failed reading its data pointer). The value is computed
     and saved as a CPU tensor; loading puts it back on the device it came from, or where
     `map_location` says."""
-    if self.device.type != "lazyx":
+    if not tensor.on_device(self):
         return _ORIGINAL["reduce_ex_internal"](self, proto)
     if torch.serialization._serialization_tls.skip_data:
         raise RuntimeError("Cannot serialize tensors on backends with no storage under "
@@ -148,7 +148,7 @@ def _deepcopy(self, memo):
     Its storage route crashed the process: it clones the functional wrapper's storage, which
     has no data. Otherwise as torch does it: graph leaves only, with requires_grad, .grad,
     slots and attributes copied, and each tensor copied once per memo."""
-    if self.device.type != "lazyx" or not self.is_leaf or \
+    if not tensor.on_device(self) or not self.is_leaf or \
             torch.overrides.has_torch_function_unary(self):
         return _ORIGINAL["__deepcopy__"](self, memo)  # (torch's own errors and subclasses)
     if id(self) in memo:
@@ -177,7 +177,7 @@ def _read_across(dst, src):
     a lazyx tensor: torch's functionalization refuses to write a plain tensor from a
     functional one (an internal assert), while a CUDA tensor copied into a CPU one is read
     across. So the lazy value is read to `dst`'s device first."""
-    if torch._is_functional_tensor(dst) or src.device.type != "lazyx":
+    if torch._is_functional_tensor(dst) or not tensor.on_device(src):
         return src
     return src.to(dst.device)
 

@@ -31,6 +31,8 @@ def on_device(t):
     argument and state tensor). Compared with DEVICE instead (0.1 us)."""
     d = t.device
     return d == DEVICE or (d.index not in (None, 0) and d.type == "lazyx")
+
+
 # OpOverload -> fn(out_meta, *args, **kwargs) -> Node | tuple of Nodes (aten/table.lower)
 LOWERINGS = Table("lazyx.frontends.torch LOWERINGS (the aten table)")
 EAGER_ONLY = set()  # ops that must run on CPU torch (data-dependent shapes)
@@ -440,7 +442,9 @@ def _dispatch(func, args, kwargs, state):
             _probe_dtypes(func, args, kwargs)
         if state.depth == 1 and kwargs.get("device") is not None and special is None and \
                 torch.device(kwargs["device"]).type != "lazyx":
-            return _off_device(func, args, kwargs)
+            # a result asked for on another device (`torch.zeros_like(x, device="cpu")`):
+            # CPU torch makes it, as eager would (the lowerings build device values only)
+            return eager(func, args, kwargs, cause="convert", to_device=False)
         if special is not None:
             return special(*args, **kwargs)
         # a user's call (depth 1) that lowers or expands is kept as a recipe, which the C
@@ -535,8 +539,9 @@ def _wrap(result, out):
     return result  # a pass-through value (e.g. an input tensor returned as is)
 
 
-def eager(func, args, kwargs, cause):
-    """Run `func` on CPU torch: inputs materialized, outputs become device data."""
+def eager(func, args, kwargs, cause, to_device=True):
+    """Run `func` on CPU torch: inputs materialized, outputs become device data (or stay CPU
+    tensors, `to_device=False`: a result the user asked for on another device)."""
     if _state.capturing:
         raise NeedsEager(func)
     if cause == "fallback":
@@ -557,7 +562,7 @@ def eager(func, args, kwargs, cause):
 
     with _cpu_dispatch_keys():
         out = func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
-    return _lazify(out, func)
+    return _lazify(out, func) if to_device else out
 
 
 _VIEW_BIT_KEYS = (torch._C.DispatchKey.Conjugate, torch._C.DispatchKey.Negative,
@@ -676,32 +681,16 @@ def _local_scalar_dense(x):
     return dtypes.from_numpy_array(host, x.dtype).item()  # (bfloat16: ml_dtypes' scalar)
 
 
-def _off_device(func, args, kwargs):
-    """A user's op on lazyx tensors whose result belongs on another device
-    (`torch.zeros_like(x, device="cpu")`, `x.new_zeros(3, device="cpu")`): CPU torch makes it
-    from the inputs' values, as eager would (the lowerings build device values only)."""
-    if _state.capturing:
-        raise NeedsEager(func)
-
-    def cpu(x):
-        if isinstance(x, LazyTensor):
-            return to_cpu(x, "convert")
-        if isinstance(x, (list, tuple)):
-            return type(x)(cpu(i) for i in x)
-        return x
-    with _cpu_dispatch_keys():
-        return func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
-
-
 def _to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
              memory_format=None):
-    if _state.depth == 1 and _from_replace(layout, device) and dtype is not None and \
+    replacing = _from_replace(layout, device)
+    if _state.depth == 1 and replacing and dtype is not None and \
             not torch.can_cast(x.dtype, dtype):
         # an out= op's result into `out`, or an in-place op's into `self`: eager's rule, which
         # no Meta kernel of an out= op makes (`torch.mul(half, half, out=int32)` truncated)
         raise dtypes.cast_error(x.dtype, dtype)
     result = _copy_to(x, dtype, device)
-    if _state.depth == 1 and isinstance(result, LazyTensor) and not _from_replace(layout, device):
+    if _state.depth == 1 and isinstance(result, LazyTensor) and not replacing:
         # torch's functionalization kernel for _to_copy wraps its result again only for the
         # XLA and Lazy device types ("device_opted_into_functionalization"); for ours it
         # would hand users this raw tensor (x.to(torch.long) escaping functionalization, so
