@@ -334,9 +334,8 @@ def _traceable_call(ufunc, kwargs):
         return False
     # "unsafe" only loosens the output's cast (inputs always cast to the loop's dtype here);
     # the stricter rules also judge the inputs: NumPy's own call does that
-    if kwargs.get("where", True) is not True or \
-            kwargs.get("casting", "same_kind") not in ("same_kind", "unsafe"):
-        return False
-    if ufunc in GUFUNCS and kwargs.get("casting", "same_kind") != "same_kind":
+    casting = kwargs.get("casting", "same_kind")
+    traced = ("same_kind",) if ufunc in GUFUNCS else ("same_kind", "unsafe")
+    if kwargs.get("where", True) is not True or casting not in traced:
         return False
     return set(kwargs) <= {"dtype", "casting", "where"}
