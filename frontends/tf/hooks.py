@@ -64,9 +64,19 @@ Installed here, once:
       with a `direct` form (tf.tanh, tf.math.add, ...) is replaced by a wrapper that takes a
       lazy operand straight to the lowering (TF's eager fast path and type-based dispatch
       cost a lazy tf.tanh 5.6 of its 8.5 us) and calls TF's function for anything else.
+      A variable holding a lazy value (a shadow) is a lazy operand too: TF's eager fast path
+      of a generated op (tf.maximum) would read it, a sync.
+
+  Every other lowered API that is a generated op (tf.tile, tf.nn.l2_loss, tf.linalg.det;
+      registry.lazy_operand_wrapper) gets the same treatment for its public names: a call
+      with a lazy operand or a shadowed variable goes to its lowering's dispatch target; so
+      does one of tf.einsum (registry.VARARG_APIS), which calls a generated op before any
+      conversion could fail and bring TF's fallback dispatch.
 
 Registered where the lowerings are (registry.lower): `tf.experimental.dispatch_for_api`
-per lowered API, for signatures that name LazyTensor or a variable type.
+per lowered API, for signatures that name LazyTensor or a variable type. (TF matches an
+operand through the annotation's class: the lazy variables' marker class is named in the
+signature itself, or a shadowed tf.Variable would match as a plain, undispatchable one.)
 
 Reached by TF internals, and so re-read on a TF upgrade:
   registry._as_api shares TF's private dispatch._TYPE_BASED_DISPATCH_SIGNATURES entry of an
@@ -103,7 +113,7 @@ def install():
         return
     _installed.append(True)
     tf.register_tensor_conversion_function(LazyTensor, registry._refuse_implicit_conversion)
-    registry._Fallback().register()
+    registry.FALLBACK.register()
     dispatch.register_dispatchable_type(variables.LazyVariable)
     if variables._KerasTFVariable is not None:
         dispatch.register_dispatchable_type(variables._KerasTFVariable)
@@ -114,6 +124,16 @@ def install():
         setattr(namespace, name, wrapper)
     for api, (operator, arity) in registry.DIRECT.items():
         wrapper = registry.direct_wrapper(api, operator, arity)
+        for namespace, name in _public_names(api):
+            setattr(namespace, name, wrapper)
+    for api, target in list(registry.TARGETS.items()):
+        if api not in registry.DIRECT and registry.is_generated_op(api):
+            wrapper = registry.lazy_operand_wrapper(api, target)
+            for namespace, name in _public_names(api):
+                setattr(namespace, name, wrapper)
+    for api in registry.VARARG_APIS:
+        wrapper = registry.lazy_operand_wrapper(
+            api, lambda *args, _api=api, **kwargs: registry.FALLBACK.handle(_api, args, kwargs))
         for namespace, name in _public_names(api):
             setattr(namespace, name, wrapper)
     _wrap_keras_conv()

@@ -32,8 +32,11 @@ try:  # Keras 3 hands its variables to TF ops unconverted in places (bias_add, d
 except ImportError:  # pragma: no cover - keras is optional
     _KerasVariable = tf.Variable
 VARIABLES = (tf.Variable, _KerasVariable)
-OPERAND = typing.Union[LazyTensor, tf.Tensor, tf.Variable, _KerasVariable, int, float, bool,
-                       np.ndarray, np.generic, list, tuple]
+# TF's type-based dispatch matches an operand through the annotation's own class: an operand
+# matched as a plain tf.Variable does not dispatch, though its class (a lazy subclass, see
+# variables.py) is registered. So the lazy subclasses' marker comes first, by name.
+OPERAND = typing.Union[LazyTensor, variables.LazyVariable, tf.Tensor, tf.Variable,
+                       _KerasVariable, int, float, bool, np.ndarray, np.generic, list, tuple]
 OPERAND_LIST = typing.List[OPERAND]
 LOWERED = Table("lazyx.frontends.tf LOWERED (the TF API table)")  # "tf.math.add" -> lowering
 
@@ -135,8 +138,36 @@ def direct_wrapper(original, operator, arity):
             for v in args:
                 if type(v) is LazyTensor:
                     return operator(*args)
+            for v in args:
+                # a generated op (tf.maximum) tries its eager fast path before any dispatch,
+                # and that path would read a variable holding a lazy value (a sync)
+                if type(v) not in _PLAIN and isinstance(v, VARIABLES) and variables.is_lazy(v):
+                    return operator(*args)
         return original(*args, **kwargs)
     return _as_api(call, original)
+
+
+def lazy_operand_wrapper(original, target):
+    """`original` for eager calls; `target` for a call with a lazy operand. For an API that
+    reaches a generated op before any dispatch (tf.tile, tf.einsum), whose C++ fast path
+    would read a variable holding a lazy value (a sync: the shadow stored first); a
+    LazyTensor operand only fails its conversion there before TF's dispatch comes to
+    `target` anyway."""
+    def call(*args, **kwargs):
+        for v in args:
+            if type(v) is LazyTensor or \
+                    type(v) not in _PLAIN and isinstance(v, VARIABLES) and variables.is_lazy(v):
+                return target(*args, **kwargs)
+        for v in kwargs.values():
+            if type(v) is LazyTensor or \
+                    type(v) not in _PLAIN and isinstance(v, VARIABLES) and variables.is_lazy(v):
+                return target(*args, **kwargs)
+        return original(*args, **kwargs)
+    return _as_api(call, original)
+
+
+def is_generated_op(api):
+    return ".gen_" in getattr(tf_decorator.unwrap(api)[1], "__module__", "")
 
 
 def _as_api(call, original):
@@ -248,6 +279,21 @@ def _read_variables(arguments, params, lists, reader):
     return arguments
 
 
+def _read_lazy_variables(values):
+    """`values` (a tuple of arguments, or a dict of keyword arguments) with each variable
+    holding a lazy value, there or in a list, read as that value: a lowering that takes
+    operands without TF's signature (tf.norm, tf.einsum) would convert it, a sync."""
+    def read(v):
+        if isinstance(v, VARIABLES) and variables.is_lazy(v):
+            return _read_for_lowering(v)
+        if isinstance(v, (list, tuple)) and any(isinstance(e, VARIABLES) for e in v):
+            return type(v)(read(e) for e in v)
+        return v
+    if isinstance(values, dict):
+        return {k: read(v) for k, v in values.items()}
+    return tuple(read(v) for v in values)
+
+
 def _placeholder(value):
     if isinstance(value, LazyTensor):
         return tf.zeros(value.node.shape, value.dtype)
@@ -354,6 +400,7 @@ def run_eagerly(api, args, kwargs, name=None):
 
 # APIs TF's type-based dispatch cannot take (varargs): tf.einsum
 VARARG_LOWERINGS = Table("lazyx.frontends.tf VARARG_LOWERINGS")
+VARARG_APIS = []  # the APIs themselves (hooks.py wraps their public names)
 # The type-based lowerings (`lower`) by API name, for calls that reach _Fallback instead: TF's
 # type-based dispatch never matches a tf.Variable operand, so a call whose lazy operand is a
 # variable holding a shadow arrives through TF's fallback dispatch (variables.py).
@@ -367,6 +414,7 @@ def lower_varargs(api):
     def register(fn):
         LOWERED.add(api_name(api), fn, where)
         VARARG_LOWERINGS.add(api_name(api), fn, where)
+        VARARG_APIS.append(api)
         return fn
     return register
 
@@ -408,7 +456,9 @@ def undispatched_wrapper(original, lowering):
         runtime.maybe_cut()
         try:
             with _OP_LINE:
-                return lowering(*args, **{k: v for k, v in kwargs.items() if k != "name"})
+                return lowering(*_read_lazy_variables(args),
+                                **_read_lazy_variables({k: v for k, v in kwargs.items()
+                                                        if k != "name"}))
         except ops.TooLarge as err:
             raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
         except (Reject, TypeError, ValueError):
@@ -430,12 +480,17 @@ class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
         if lowering is not None:
             runtime.maybe_cut()
             try:
-                return lowering(*args, **{k: v for k, v in kwargs.items() if k != "name"})
+                return lowering(*_read_lazy_variables(args),
+                                **_read_lazy_variables({k: v for k, v in kwargs.items()
+                                                        if k != "name"}))
             except ops.TooLarge as err:
                 raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
             except (Reject, TypeError, ValueError):
                 pass  # TF's own checks and errors: run it for real below
         return run_eagerly(op, args, kwargs)
+
+
+FALLBACK = _Fallback()
 
 
 def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):

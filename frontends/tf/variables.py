@@ -26,7 +26,9 @@ How the calls reach lazyx, without patching a TF function:
   (registry._refuse_implicit_conversion); its instance's class becomes a subclass of its own
   class (`_lazy_class`) whose assign/read methods know about the shadow;
 * that subclass, and Keras' Variable, are registered dispatchable types, so a TF API whose
-  only lazy operand is a shadowed variable (Adam's `m * alpha`) dispatches to the lowering.
+  only lazy operand is a shadowed variable (Adam's `m * alpha`) dispatches to the lowering
+  (for the subclass, only because registry.OPERAND names it: TF matches an operand through
+  the annotation's class, and a plain tf.Variable there is not dispatchable).
 """
 import sys
 import weakref
@@ -345,16 +347,18 @@ class _LazyMethods:
                 _tensor.remember_lift(value, mirror.node)
         return value
 
-    # A TF API given this variable as an operand while it holds a lazy value reads it in one
-    # of two ways. (1) Python's conversion (tf.add converts first): TF's type-based dispatch
-    # never matches a tf.Variable, so the conversion refuses (TypeError) and TF's fallback
-    # dispatch hands the call to registry._Fallback, whose lowering reads the shadow: the step
-    # stays one graph, and lazyx.compile can replay it (Keras' `iterations + 1` is
-    # tf.add(variable, tensor)). (2) A generated op (tf.maximum, or what tf.multiply calls)
-    # has TF's C++ fast path read the operand's `_handle` directly, which would give the
-    # buffer from before the step -- a stale value -- and cannot take an exception there (it
-    # crashes): the shadow is stored first, a host read. (A tf.function being traced reads
-    # the variable as it always did: through _read_variable_op, which stores it first.)
+    # A TF API given this variable as an operand while it holds a lazy value reaches lazyx
+    # first where it can: TF's type-based dispatch matches this class (registry.OPERAND names
+    # LazyVariable), and the public names of lowered generated ops and of tf.einsum check
+    # their operands before TF's fast path (hooks.py). What is left reads it in one of two
+    # ways. (1) Python's conversion inside a dispatchable API without a lowering: the
+    # conversion refuses (TypeError) and TF's fallback dispatch hands the call to
+    # registry._Fallback, which runs it on the stored value (a counted fallback). (2) A
+    # generated op reached some other way (TF's own code calling gen_math_ops) has TF's C++
+    # fast path read the operand's `_handle` directly, which would give the buffer from
+    # before the step -- a stale value -- and cannot take an exception there (it crashes):
+    # the shadow is stored first, a host read. (A tf.function being traced reads the
+    # variable as it always did: through _read_variable_op, which stores it first.)
     def _dense_var_to_tensor(self, dtype=None, name=None, as_ref=False):
         if not as_ref and self._lazyx_shadow is not None and tf.executing_eagerly() and \
                 _dispatched_with(self):

@@ -1,9 +1,11 @@
 """A tf.Variable holding a lazy value (after `assign(lazy)`, as in a lazy training step),
-passed to a TF API as an operand. TF's type-based dispatch never matches a variable, and TF
-reads a variable operand in three ways: Python's conversion, the C++ fast path of a generated
-op (straight from its buffer), and variable methods (gathers, scatters). Every way must see
-the lazy value -- before these hooks most of them read the buffer from before the step, a
-silently stale number -- and a lowered API reached through conversion stays lazy."""
+passed to a TF API as an operand. TF reads a variable operand in three ways: Python's
+conversion, the C++ fast path of a generated op (straight from its buffer), and variable
+methods (gathers, scatters). Every way must see the lazy value -- before these hooks most of
+them read the buffer from before the step, a silently stale number -- and every lowered API
+stays lazy: until 2026-11-28 only those reached through conversion did, and a generated op
+(tf.maximum, or tf.multiply, which Keras' `momentum * variable` calls) stored the variable
+first, a sync in the middle of Keras' Muon update."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -26,9 +28,16 @@ APIS = {
     "where": lambda v: tf.where(v > 0, v, 0.0), "matvec": lambda v: tf.linalg.matvec(
         tf.ones((2, 3)), v), "clip": lambda v: tf.clip_by_value(v, -1.0, 1.0),
     "as_string": lambda v: tf.strings.as_string(v),
+    # generated ops at their public name (the C++ fast path runs before any dispatch) and
+    # lowerings that take their operands without TF's signature
+    "tile": lambda v: tf.tile(v, [2]), "l2_loss": tf.nn.l2_loss, "norm": tf.norm,
+    "einsum": lambda v: tf.einsum("i,i->", v, v), "rint": tf.math.rint,
+    "xlogy": lambda v: tf.math.xlogy(v, ONE * 2), "reverse": lambda v: tf.reverse(v, [0]),
+    "multiply_left": lambda v: tf.multiply(ONE * 2, v), "minimum": lambda v: tf.minimum(ONE, v),
 }
-# reached through Python's conversion or a variable method: no run at all
-STAYS_LAZY = ["add", "abs", "cast", "identity", "where", "divide", "clip", "gather"]
+# every API with a lowering: no run at all (TF's type-based dispatch matches the variable's
+# lazy class, a generated op's public name goes straight to the lowering)
+STAYS_LAZY = sorted(set(APIS) - {"as_string", "convert"})
 
 
 def _lazy_variable():
