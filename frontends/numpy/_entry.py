@@ -308,6 +308,10 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         else:
             casting = kwargs.pop("casting", casting)
             result = apply(ufunc, inputs, dtype=kwargs.get("dtype"))
+    elif method == "outer" and ufunc.nin == 2 and ufunc not in GUFUNCS and \
+            _traceable_call(ufunc, kwargs):
+        casting = kwargs.pop("casting", casting)
+        result = apply(ufunc, _outer_operands(*inputs), dtype=kwargs.get("dtype"))
     elif method == "reduce" and ufunc in REDUCE and set(kwargs) <= _REDUCE_KWARGS:
         result = REDUCE[ufunc](ufunc, inputs[0], **kwargs)
     elif method == "accumulate" and ufunc in ACCUMULATE and set(kwargs) <= {"axis", "dtype"}:
@@ -327,6 +331,18 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             assign(o, r, ufunc, casting=casting, index=i)
     written = tuple(o if o is not None else r for o, r in zip(out, results))
     return written if isinstance(result, tuple) else written[0]
+
+
+def _outer_operands(a, b):
+    """ufunc.outer(a, b) is ufunc(a, b) with a's axes before all of b's: a gets b.ndim unit
+    axes at its end (a Python number stays one, and weak)."""
+    extra = len(shape_of(b))
+    if not extra or type(a) in (int, float, complex, bool):
+        return a, b
+    if isinstance(a, LazyArray):
+        return wrap(ops.reshape(a._node, new_sizes=a._node.shape + (1,) * extra)), b
+    a = np.asarray(a)
+    return a.reshape(a.shape + (1,) * extra), b
 
 
 def _traceable_call(ufunc, kwargs):

@@ -166,6 +166,25 @@ def outer(a, b, out=None):
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+def _take_diagonals(node, term, operand):
+    """A label repeated within one operand's term ('ii', 'iji') reads that operand's diagonal
+    over those axes: (node, term) with each repeat gathered away, the label first."""
+    while len(set(term)) != len(term):
+        label = next(c for c in term if term.count(c) > 1)
+        first = term.index(label)
+        second = term.index(label, first + 1)
+        n, m = node.shape[first], node.shape[second]
+        if n != m:
+            raise ValueError(f"dimensions in operand {operand} for collapsing index "
+                             f"'{label}' don't match ({n} != {m})")
+        rest = tuple(k for k in range(node.ndim) if k not in (first, second))
+        node = ops.transpose(node, permutation=(first, second) + rest)
+        index = np.stack([np.arange(n), np.arange(n)], axis=-1).astype(np.int64)
+        node = ops.gather(node, runtime.from_host(index))   # (n, rest...)
+        term = label + "".join(term[k] for k in rest)
+    return node, term
+
+
 def _parse_einsum(subscripts, ndims):
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:
@@ -211,8 +230,10 @@ def _sum_out(node, term, keep):
 
 def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
            optimize=False):
-    if not isinstance(subscripts, str) or builtins.any(
-            len(set(t)) != len(t) for t in subscripts.split("->")[0].replace("...", "").split(",")):
+    output = subscripts.split("->")[1].replace("...", "") if isinstance(subscripts, str) and \
+        "->" in subscripts else ""
+    if not isinstance(subscripts, str) or len(set(output)) != len(output):
+        # (a label twice in the output: NumPy's error)
         return run_eagerly(np.einsum, "numpy.einsum", (subscripts,) + operands,
                            {"out": out, "dtype": dtype, "optimize": optimize}
                            if out is not None else {"dtype": dtype, "optimize": optimize})
@@ -223,6 +244,8 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
         compute = np.dtype(dtype).name
     nodes = [as_node(o, compute) for o in operands]
     terms, output = _parse_einsum(subscripts, [n.ndim for n in nodes])
+    nodes, terms = map(list, zip(*(_take_diagonals(n, t, k)
+                                   for k, (n, t) in enumerate(zip(nodes, terms)))))
     sizes = {}
     for n, t in zip(nodes, terms):
         for c, d in zip(t, n.shape):
@@ -329,8 +352,18 @@ def _matrix_norm(x, node, ord, axes):
         row_after = row - (1 if row > col else 0)
         return (ops.reduce_max if ord > 0 else ops.reduce_min)(sums, axes=(row_after,))
     if ord in ("nuc", 2, -2):
-        return as_node(run_eagerly(np.linalg.norm, "numpy.linalg.norm", (x,),
-                                   {"ord": ord, "axis": axes}))
+        complex_input = x.dtype.kind == "c" if isinstance(x, LazyArray) else \
+            np.iscomplexobj(x)
+        if complex_input or node.dtype not in ("float32", "float64") or not node.size:
+            # complex (the magnitudes' singular values are not the matrix's), half, empty
+            return as_node(run_eagerly(np.linalg.norm, "numpy.linalg.norm", (x,),
+                                       {"ord": ord, "axis": axes}))
+        # from the singular values of each matrix (its two axes moved last)
+        rest = tuple(k for k in range(node.ndim) if k not in axes)
+        values = ops.svd(ops.transpose(node, permutation=rest + (row, col)),
+                         compute_uv=False)[0]
+        reduce = {2: ops.reduce_max, -2: ops.reduce_min}.get(ord, ops.reduce_sum)
+        return reduce(values, axes=(values.ndim - 1,))
     raise ValueError("Invalid norm order for matrices.")
 
 

@@ -353,7 +353,16 @@ def array_split(ary, indices_or_sections, axis=0):
     return out
 
 
+# np.pad modes whose padding copies elements of the array: each is a gather along each axis,
+# by the index vector NumPy's own pad gives arange(n) (so every rule -- reflections longer
+# than the axis, wrap-around -- and every error is NumPy's)
+_INDEX_PAD_MODES = frozenset(("edge", "reflect", "symmetric", "wrap"))
+
+
 def pad(array, pad_width, mode="constant", **kwargs):
+    if mode in _INDEX_PAD_MODES and kwargs.get("reflect_type", "even") == "even" and \
+            set(kwargs) <= {"reflect_type"}:
+        return _pad_by_index(array, pad_width, mode)
     if mode != "constant" or set(kwargs) - {"constant_values"}:
         return run_eagerly(np.pad, "numpy.pad", (array, pad_width, mode), kwargs)
     runtime.maybe_cut()
@@ -368,6 +377,47 @@ def pad(array, pad_width, mode="constant", **kwargs):
                          if not isinstance(value, LazyArray) else value, node.dtype)
     config = tuple((int(lo), int(hi), 0) for lo, hi in widths)
     return wrap(ops.pad(node, value_node, padding_config=config))
+
+
+def _pad_by_index(array, pad_width, mode):
+    runtime.maybe_cut()
+    x = as_lazy(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    if (widths < 0).any():
+        raise ValueError("index can't contain negative values")
+    for axis, (lo, hi) in enumerate(widths):
+        if lo or hi:
+            index = np.pad(np.arange(x.shape[axis]), (int(lo), int(hi)), mode=mode)
+            x = take(x, index, axis=axis)
+    return x if x is not array else copy(x)
+
+
+def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+    """NumPy's windows (a strided view there), as one gather per windowed axis: the window
+    index i + j, its window dimension then moved to the end in the order of `axis`."""
+    if writeable:  # a view the caller writes through: only NumPy's strides can be that
+        return run_eagerly(np.lib.stride_tricks.sliding_window_view,
+                           "numpy.sliding_window_view", (x, window_shape),
+                           dict(axis=axis, subok=subok, writeable=writeable))
+    runtime.maybe_cut()
+    lazy = as_lazy(x)
+    # NumPy's checks and its result's shape, from a view of one zero (no memory)
+    want = np.lib.stride_tricks.sliding_window_view(
+        np.broadcast_to(np.zeros((), lazy.dtype), lazy.shape), window_shape, axis=axis).shape
+    windows = (tuple(window_shape) if np.iterable(window_shape) else (int(window_shape),))
+    axes = tuple(range(lazy.ndim)) if axis is None else \
+        tuple(normalize_axis_tuple(axis, lazy.ndim, allow_duplicate=True))
+    if len(set(axes)) != len(axes):  # the same axis windowed twice: NumPy's own
+        return run_eagerly(np.lib.stride_tricks.sliding_window_view,
+                           "numpy.sliding_window_view", (x, window_shape), dict(axis=axis))
+    out = lazy
+    for ax, w in zip(axes, windows):
+        n = out.shape[ax] - int(w) + 1
+        index = np.arange(n)[:, None] + np.arange(int(w))[None, :]
+        out = take(out, index, axis=ax)          # (.., n, w, ..): the window dim after ax
+        out = moveaxis(out, ax + 1, -1)
+    assert out.shape == want, (out.shape, want)
+    return out
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
@@ -419,6 +469,40 @@ def where(condition, x=None, y=None, /):
     cond = broadcast_node(as_node(condition, dt.BOOL), shape)
     return wrap(ops.select(cond, broadcast_node(as_node(x, dtype), shape),
                            broadcast_node(as_node(y, dtype), shape)))
+
+
+def select(condlist, choicelist, default=0):
+    """NumPy's: the first choice whose condition holds, else `default`; Python numbers among
+    the choices and the default promote weakly (NEP 50), as in NumPy's own."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    runtime.maybe_cut()
+    choices = list(choicelist) + [default]
+    try:
+        dtype = np.result_type(*(c if type(c) in (int, float, complex) else
+                                 c.dtype if isinstance(c, LazyArray) else np.asarray(c)
+                                 for c in choices))
+    except TypeError as err:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {err}") \
+            from None
+    if dtype.kind not in "biufc":
+        return run_eagerly(np.select, "numpy.select", (condlist, choicelist, default), {})
+    for i, cond in enumerate(condlist):
+        kind = cond.dtype if isinstance(cond, LazyArray) else np.asarray(cond).dtype
+        if kind != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    shape = broadcast_shapes(*(tuple(shape_of(v)) for v in list(condlist) + choices))
+    target = ir_dtype(dtype)
+
+    def node(value):
+        host = value if isinstance(value, LazyArray) else np.asarray(value, dtype)
+        return broadcast_node(as_node(host, target), shape)
+    result = node(default)
+    for cond, choice in zip(reversed(condlist), reversed(choicelist)):
+        result = ops.select(broadcast_node(as_node(cond, dt.BOOL), shape), node(choice), result)
+    return wrap(result)
 
 
 def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None, **kwargs):

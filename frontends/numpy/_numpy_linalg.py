@@ -13,6 +13,7 @@ from ._base import LazyArray, wrap
 from ._factorizations import matrix_rank as _array_api_matrix_rank
 from ._factorizations import pinv as _array_api_pinv
 from ._fallback import run_eagerly
+from ._linalg import dot as _dot
 from ._promote import as_node
 
 # NumPy 2's result types, by field name (they are namedtuples there too)
@@ -120,9 +121,64 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     return _array_api_matrix_rank(A, rtol=rtol)
 
 
+def multi_dot(arrays, *, out=None):
+    """NumPy's: the chain of products in the order of fewest multiplications (NumPy's own
+    choice, so the rounding is NumPy's), a 1-D first or last array a row or a column."""
+    if out is not None:
+        return run_eagerly(np.linalg.multi_dot, "numpy.linalg.multi_dot", (arrays,),
+                           {"out": out})
+    n = len(arrays)
+    if n < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if n == 2:
+        return _dot(arrays[0], arrays[1])
+    runtime.maybe_cut()
+    nodes = [as_node(a) for a in arrays]
+    first, last = nodes[0].ndim, nodes[-1].ndim
+    if first == 1:
+        nodes[0] = ops.reshape(nodes[0], new_sizes=(1,) + nodes[0].shape)
+    if last == 1:
+        nodes[-1] = ops.reshape(nodes[-1], new_sizes=nodes[-1].shape + (1,))
+    for node in nodes:
+        if node.ndim != 2:
+            raise np.linalg.LinAlgError(f"{node.ndim}-dimensional array given. Array must be "
+                                        f"two-dimensional")
+    split = _chain_order([node.shape for node in nodes])
+    arrays = [wrap(node) for node in nodes]
+
+    def product(i, j):
+        if i == j:
+            return arrays[i]
+        k = split[i][j]
+        return _dot(product(i, k), product(k + 1, j))
+    result = product(0, n - 1)
+    if first == 1 and last == 1:
+        return result[0, 0]
+    return result.reshape(-1) if first == 1 or last == 1 else result
+
+
+def _chain_order(shapes):
+    """split[i][j]: where the cheapest product of matrices i..j splits (matrix-chain dynamic
+    programming over the multiplication counts, ties to the first split: NumPy's choice,
+    which for three matrices is its cost comparison)."""
+    n = len(shapes)
+    dims = [s[0] for s in shapes] + [shapes[-1][1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
 FUNCTIONS = {np.linalg.svd: svd, np.linalg.qr: qr, np.linalg.eigh: eigh,
              np.linalg.eigvalsh: eigvalsh, np.linalg.pinv: pinv,
-             np.linalg.matrix_rank: matrix_rank}
+             np.linalg.matrix_rank: matrix_rank, np.linalg.multi_dot: multi_dot}
 if hasattr(np.linalg, "svdvals"):
     FUNCTIONS[np.linalg.svdvals] = svdvals
 
