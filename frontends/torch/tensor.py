@@ -660,7 +660,10 @@ def _in_place(func, args, kwargs):
 def foreach(func, args, kwargs):
     """torch._foreach_X(lists, ...) (what optimizers call): X per element, lists zipped."""
     name = func.__name__.split(".")[0][len("_foreach_"):]
-    fn = getattr(torch, name, None) or getattr(torch.Tensor, name)
+    # torch.X, else the ATen op itself: functionalization's _foreach_copy / _foreach_zero
+    # (Rprop's and ASGD's foreach paths) have no torch.copy or torch.zero
+    fn = getattr(torch, name, None) or getattr(torch.Tensor, name, None) or \
+        getattr(torch.ops.aten, name)
     length = next(len(a) for a in args if isinstance(a, (list, tuple)))
     if name in ("addcmul", "addcdiv") and len(args) == 4:  # value is keyword-only in torch.X
         args, kwargs = args[:3], dict(kwargs, value=args[3])

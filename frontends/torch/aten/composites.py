@@ -1,10 +1,12 @@
-"""Ops lowered by running torch's own decomposition on lazy tensors, then correcting where
-the decomposition follows CUDA rather than the CPU kernels lazyx matches."""
+"""Ops lowered by running torch's own decomposition on lazy tensors: batch norm, corrected
+where the decomposition follows CUDA rather than the CPU kernels lazyx matches; the
+upsampling backwards, as the VJP of their forward's decomposition."""
 import torch
 from torch._decomp import decomposition_table
 
-from ..tensor import expand, from_node
-from .table import aten, const, ir_dtype, lower
+from ....core import autodiff
+from ..tensor import LOWERINGS, expand, from_node
+from .table import aten, const, ir_dtype, lower, node_of
 
 
 def _batch_norm_on_cpu_terms(func, training_of):
@@ -38,3 +40,27 @@ lower(aten._native_batch_norm_legit_functional.default)(
 lower(aten._native_batch_norm_legit.no_stats)(
     _batch_norm_on_cpu_terms(aten._native_batch_norm_legit.no_stats, _training_arg(3)))
 
+
+
+def _upsample_backward(forward):
+    """An upsampling is linear in its input: its input gradient is the IR's VJP of torch's own
+    decomposition of the forward, taken at any input of the input's shape (zeros). The
+    backward's arguments are the forward's with `input_size` after `output_size`."""
+    decomposition = decomposition_table[forward]
+
+    def lowering(out, grad_output, output_size, input_size, *rest):
+        dtype = ir_dtype(grad_output.dtype)
+        x = const(0, dtype, tuple(input_size))
+        y = node_of(expand(decomposition, from_node(x, grad_output.dtype), output_size, *rest))
+        (dx,) = autodiff.vjp([y], [node_of(grad_output, y.dtype)], [x])
+        return dx
+    return lowering
+
+
+for _name in ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+              "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
+              "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
+              "upsample_trilinear3d", "upsample_bicubic2d"):
+    _backward = getattr(aten, _name + "_backward").default
+    if _backward not in LOWERINGS:  # (one already lowered elsewhere stays)
+        lower(_backward)(_upsample_backward(getattr(aten, _name).default))

@@ -16,6 +16,15 @@ OPTIMIZERS = {
     "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
     "adam": lambda p: torch.optim.Adam(p, lr=1e-2),
     "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1),
+    # their foreach paths: Rprop copies gradients with torch._foreach_copy_ (functionalized to
+    # _foreach_copy, which has no torch.copy: it crashed until 2026-11-28)
+    "rprop": lambda p: torch.optim.Rprop(p, lr=1e-2),
+    "rmsprop_centered": lambda p: torch.optim.RMSprop(p, lr=1e-2, centered=True, momentum=0.5),
+    "nadam": lambda p: torch.optim.NAdam(p, lr=1e-2),
+    "radam": lambda p: torch.optim.RAdam(p, lr=1e-2),
+    "adagrad": lambda p: torch.optim.Adagrad(p, lr=1e-2),
+    "adamax": lambda p: torch.optim.Adamax(p, lr=1e-2),
+    "adadelta": lambda p: torch.optim.Adadelta(p),
 }
 
 
@@ -40,6 +49,15 @@ def _train(model, loss_fn, x, y, make_opt, steps):
     for p, q in zip(model.parameters(), lazy_model.parameters()):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-2, atol=2e-2)
     return lazyx.metrics()
+
+
+def test_asgd_trains_like_eager():
+    # torch's ASGD reads its eta and mu with .item() per parameter (optimizer._get_value): syncs
+    # of torch's own, so only the numbers are claimed here
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+    _train(model, torch.nn.CrossEntropyLoss(), x, y, lambda p: torch.optim.ASGD(p, lr=1e-2), 5)
 
 
 def _one_program_per_step(m, steps):
