@@ -1,11 +1,10 @@
 """Ops lowered by running torch's own decomposition on lazy tensors: batch norm, corrected
 where the decomposition follows CUDA rather than the CPU kernels lazyx matches; the
 upsampling backwards, as the VJP of their forward's decomposition."""
-import torch
 from torch._decomp import decomposition_table
 
 from ....core import autodiff
-from ..tensor import LOWERINGS, expand, from_node
+from ..tensor import expand, from_node
 from .table import aten, const, ir_dtype, lower, node_of
 
 
@@ -61,6 +60,5 @@ for _name in ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
               "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
               "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
               "upsample_trilinear3d", "upsample_bicubic2d"):
-    _backward = getattr(aten, _name + "_backward").default
-    if _backward not in LOWERINGS:  # (one already lowered elsewhere stays)
-        lower(_backward)(_upsample_backward(getattr(aten, _name).default))
+    lower(getattr(aten, _name + "_backward").default)(
+        _upsample_backward(getattr(aten, _name).default))

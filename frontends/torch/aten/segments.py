@@ -4,7 +4,7 @@ embedding rows). Segments and bags use a membership mask (segment x position) an
 reduction over it: no scatter, so no unspecified order among equal targets."""
 import numpy as np
 
-from ....core import compose, ops
+from ....core import autodiff, compose, ops
 from ....core import dtypes as dt
 from .indexing import _scatter_nodes
 from .table import Unsupported, aten, bcast, compute_dtype, const, dim_of, lower, node_of
@@ -233,3 +233,23 @@ def _embedding_bag_lowering(forward_only):
 
 lower(aten._embedding_bag_forward_only.default)(_embedding_bag_lowering(True))
 lower(aten._embedding_bag.default)(_embedding_bag_lowering(False))
+
+
+@lower(aten._embedding_bag_backward.default)
+def _embedding_bag_backward(out, grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+                            num_weights, scale_grad_by_freq, mode, sparse,
+                            per_sample_weights=None, padding_idx=-1):
+    """The weight's gradient of a sum or mean bag: that forward is linear in the weight, so
+    its gradient is the IR's VJP of the forward lowering above, at a zero weight. (Max bags
+    and scale_grad_by_freq run CPU torch's kernel.)"""
+    if mode not in (0, 1) or scale_grad_by_freq or node_of(indices).ndim != 1:
+        raise Unsupported("embedding_bag backward: max mode or scale_grad_by_freq")
+    g = node_of(grad)
+    bags, width = g.shape
+    # the backward is not told include_last_offset: offsets then has one entry more than bags
+    include_last_offset = node_of(offsets).shape[0] == bags + 1
+    weight = const(0, g.dtype, (num_weights, width))
+    result = _embedding_bag_nodes(weight, indices, offsets, mode, per_sample_weights,
+                                  include_last_offset, padding_idx)[0]
+    (dw,) = autodiff.vjp([result], [g], [weight])
+    return dw

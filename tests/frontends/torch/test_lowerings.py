@@ -1,5 +1,6 @@
 """Lowerings added for the OpInfo push (issue 4): each compared with eager CPU torch on real
 inputs, with no CPU fallback, and torch's error at the call for a bad one."""
+import copy
 import math
 
 import pytest
@@ -125,6 +126,32 @@ def test_embedding_bag_outputs_match_cpu(op, mode, padding_idx, include_last_off
     if mode == 0:
         _same(lambda *a: op(*a[:3], False, mode, False, a[3], include_last_offset,
                             padding_idx), w, idx, offsets, _rand((8,), 1))
+
+
+@pytest.mark.parametrize("mode,weighted", [("sum", False), ("mean", False), ("sum", True)],
+                         ids=["sum", "mean", "sum-per_sample_weights"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("include_last_offset", [False, True])
+def test_embedding_bag_weight_gradient_is_lowered(mode, weighted, padding_idx,
+                                                  include_last_offset):
+    # (a sum or mean bag's weight gradient was a CPU fallback every step: DLRM-style models)
+    torch.manual_seed(0)
+    bag = torch.nn.EmbeddingBag(10, 3, mode=mode, include_last_offset=include_last_offset,
+                                padding_idx=padding_idx)
+    lazy_bag = copy.deepcopy(bag).to(lt.device)
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    offsets = torch.tensor([0, 2, 2, 5] + ([8] if include_last_offset else []))
+    weights = torch.rand(8) if weighted else None
+    y = bag(idx, offsets, per_sample_weights=weights)
+    cotangent = torch.randn(y.shape)
+    y.backward(cotangent)
+    before = lazyx.metrics()["fallbacks"]
+    lazy_y = lazy_bag(idx.to(lt.device), offsets.to(lt.device),
+                      per_sample_weights=weights.to(lt.device) if weighted else None)
+    lazy_y.backward(cotangent.to(lt.device))
+    lt.mark_step()
+    assert lazyx.metrics()["fallbacks"] == before, lazyx.metrics()["fallback_ops"]
+    torch.testing.assert_close(lazy_bag.weight.grad.cpu(), bag.weight.grad)
 
 
 def test_embedding_bag_functional_2d_and_max():
