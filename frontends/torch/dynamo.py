@@ -79,8 +79,12 @@ def _fixed(leaves):
 class CompiledGraph:
     """An FX graph lowered to lazyx programs; calling it runs them on the given inputs."""
 
-    def __init__(self, kind, n_inputs, steps, n_slots, outputs, slot_types, n_user_outputs=None):
+    def __init__(self, kind, n_inputs, steps, n_slots, outputs, slot_types, n_user_outputs=None,
+                 tangents=None):
         self.kind = kind              # "forward", "backward" or "inference"
+        # the inputs whose device is the caller's: all, or a backward graph's tangents (its
+        # saved activations are lazy even for a CPU caller, see below)
+        self.callers_inputs = frozenset(range(n_inputs) if not tangents else tangents)
         # outputs past this index are activations saved for the backward graph: they stay on
         # the device (as lazy tensors) even for CPU callers, so they never make a round trip
         self.n_user_outputs = len(outputs) if n_user_outputs is None else n_user_outputs
@@ -116,7 +120,8 @@ class CompiledGraph:
 
     def __call__(self, args):
         backend = runtime.get_backend()
-        cpu_inputs = lazy_inputs = False
+        cpu_inputs = lazy_inputs = lazy_caller = cpu_caller = False
+        callers = self.callers_inputs
         env = [None] * self.n_slots
         pending = []
         for i, a in enumerate(args):
@@ -124,12 +129,14 @@ class CompiledGraph:
                 continue
             if tensor.on_device(a):
                 lazy_inputs = True
+                lazy_caller = lazy_caller or i in callers
                 handle = a.__lazyx_handle__
                 if handle.pending:
                     pending.append(handle)
                 env[i] = handle
             else:
                 cpu_inputs = True
+                cpu_caller = cpu_caller or i in callers
                 host = dtypes.to_numpy_array(a)
                 # borrowed, not copied or put (W1: a copy per parameter was half the step):
                 # the programs' results are waited for below, before torch may write `a` again
@@ -141,6 +148,7 @@ class CompiledGraph:
             if isinstance(env[i], runtime.LazyHandle):
                 env[i] = env[i].node.value
         # host data in, every result back to the host: no worker thread to hand off to
+        cpu_caller = cpu_caller and not lazy_caller
         host_only = cpu_inputs and not lazy_inputs and self.host_results
         for step in self.steps:
             if type(step) is _Segment:
@@ -156,8 +164,10 @@ class CompiledGraph:
             else:
                 self._run_eager(step, env)
         # CPU tensors in, CPU tensors out (like Inductor); lt.device tensors in, lazy ones out
-        n_user = self.n_user_outputs if cpu_inputs else -1
-        return tuple(self._output(k, env, args, not cpu_inputs or k >= n_user)
+        # -- also beside CPU ones (a CPU scalar the model made, lifted into the graph: Falcon's
+        # backward then returned its parameters' gradients on the CPU, which autograd refused)
+        n_user = self.n_user_outputs if cpu_caller else -1
+        return tuple(self._output(k, env, args, k >= n_user)
                      for k in range(len(self.outputs)))
 
     def _output(self, k, env, args, lazy):
@@ -494,9 +504,11 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
         for h in runtime.live_handles():
             if id(h) not in before and h.pending:
                 h.node = ir.data(None, h.node.shape, h.node.dtype)
-    n_inputs = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
-    compiled = CompiledGraph(kind, n_inputs, capture.steps, capture.n_slots, outputs,
-                             capture.slot_types, n_user_outputs)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    tangents = [i for i, n in enumerate(placeholders) if n.name.startswith("tangents")] \
+        if kind == "backward" else None  # (AOTAutograd's names for the incoming gradients)
+    compiled = CompiledGraph(kind, len(placeholders), capture.steps, capture.n_slots, outputs,
+                             capture.slot_types, n_user_outputs, tangents)
     RECENT.append(compiled)
     del RECENT[:-_RECENT_MAX]
     return compiled

@@ -231,6 +231,21 @@ def test_lazy_inputs_give_lazy_results_that_compose_with_lazy_code():
         torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-5, atol=1e-6)
 
 
+def test_lazy_and_cpu_inputs_together_give_lazy_results_and_gradients():
+    # a CPU tensor beside lt.device ones (a scalar the model makes, lifted into the graph, as
+    # in HF's Falcon): results and gradients stay on the device, where autograd wants them
+    w = torch.randn(3, requires_grad=True)
+    lazy_w = w.detach().to(lt.device).requires_grad_()
+    compiled = torch.compile(lambda w, s: (w.sin() * s).sum(), backend="lazyx")
+    out = compiled(lazy_w, torch.tensor(0.5))
+    assert out.device == lt.device
+    out.backward()
+    (w.sin() * 0.5).sum().backward()
+    assert lazy_w.grad.device == lt.device
+    torch.testing.assert_close(lazy_w.grad.cpu(), w.grad)
+    torch.testing.assert_close(out.item(), (w.sin() * 0.5).sum().item())
+
+
 @torch.library.custom_op("lazyx_test::cube", mutates_args=())
 def _cube(x: torch.Tensor) -> torch.Tensor:
     return x * x * x
