@@ -239,13 +239,20 @@ lower(aten._embedding_bag.default)(_embedding_bag_lowering(False))
 def _embedding_bag_backward(out, grad, indices, offsets, offset2bag, bag_size, maximum_indices,
                             num_weights, scale_grad_by_freq, mode, sparse,
                             per_sample_weights=None, padding_idx=-1):
-    """The weight's gradient of a sum or mean bag: that forward is linear in the weight, so
-    its gradient is the IR's VJP of the forward lowering above, at a zero weight. (Max bags
-    and scale_grad_by_freq run CPU torch's kernel.)"""
-    if mode not in (0, 1) or scale_grad_by_freq or node_of(indices).ndim != 1:
-        raise Unsupported("embedding_bag backward: max mode or scale_grad_by_freq")
+    """The weight's gradient. A sum or mean bag is linear in the weight: the IR's VJP of the
+    forward lowering above, at a zero weight. A max bag's gradient goes to the row each
+    output element came from; an empty bag's (its index is 0) goes nowhere, as in CPU
+    torch's kernel. (scale_grad_by_freq runs CPU torch's kernel.)"""
+    if scale_grad_by_freq or node_of(indices).ndim != 1:
+        raise Unsupported("embedding_bag backward: scale_grad_by_freq")
     g = node_of(grad)
     bags, width = g.shape
+    if mode == 2:
+        filled = bcast(ops.reshape(ops.gt(node_of(bag_size, "int64"), const(0, "int64", (bags,))),
+                                   new_sizes=(bags, 1)), (bags, width))
+        g = ops.select(filled, g, const(0, g.dtype, (bags, width)))
+        return _scatter_nodes(None, const(0, g.dtype, (num_weights, width)), 0,
+                              maximum_indices, g, "add")
     # the backward is not told include_last_offset: offsets then has one entry more than bags
     include_last_offset = node_of(offsets).shape[0] == bags + 1
     weight = const(0, g.dtype, (num_weights, width))

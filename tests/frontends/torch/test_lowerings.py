@@ -128,13 +128,15 @@ def test_embedding_bag_outputs_match_cpu(op, mode, padding_idx, include_last_off
                             padding_idx), w, idx, offsets, _rand((8,), 1))
 
 
-@pytest.mark.parametrize("mode,weighted", [("sum", False), ("mean", False), ("sum", True)],
-                         ids=["sum", "mean", "sum-per_sample_weights"])
+@pytest.mark.parametrize("mode,weighted", [("sum", False), ("mean", False), ("max", False),
+                                           ("sum", True)],
+                         ids=["sum", "mean", "max", "sum-per_sample_weights"])
 @pytest.mark.parametrize("padding_idx", [None, 2])
 @pytest.mark.parametrize("include_last_offset", [False, True])
 def test_embedding_bag_weight_gradient_is_lowered(mode, weighted, padding_idx,
                                                   include_last_offset):
-    # (a sum or mean bag's weight gradient was a CPU fallback every step: DLRM-style models)
+    # (a bag's weight gradient was a CPU fallback every step: DLRM-style models; the offsets
+    # hold an empty bag, whose max-mode index is 0 and whose gradient goes nowhere)
     torch.manual_seed(0)
     bag = torch.nn.EmbeddingBag(10, 3, mode=mode, include_last_offset=include_last_offset,
                                 padding_idx=padding_idx)
