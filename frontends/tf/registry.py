@@ -141,7 +141,7 @@ def direct_wrapper(original, operator, arity):
             for v in args:
                 # a generated op (tf.maximum) tries its eager fast path before any dispatch,
                 # and that path would read a variable holding a lazy value (a sync)
-                if type(v) not in _PLAIN and isinstance(v, VARIABLES) and variables.is_lazy(v):
+                if _lazy_variable(v):
                     return operator(*args)
         return original(*args, **kwargs)
     return _as_api(call, original)
@@ -154,16 +154,17 @@ def lazy_operand_wrapper(original, target):
     LazyTensor operand only fails its conversion there before TF's dispatch comes to
     `target` anyway."""
     def call(*args, **kwargs):
-        for v in args:
-            if type(v) is LazyTensor or \
-                    type(v) not in _PLAIN and isinstance(v, VARIABLES) and variables.is_lazy(v):
-                return target(*args, **kwargs)
-        for v in kwargs.values():
-            if type(v) is LazyTensor or \
-                    type(v) not in _PLAIN and isinstance(v, VARIABLES) and variables.is_lazy(v):
-                return target(*args, **kwargs)
+        for values in (args, kwargs.values()):
+            for v in values:
+                if type(v) is LazyTensor or _lazy_variable(v):
+                    return target(*args, **kwargs)
         return original(*args, **kwargs)
     return _as_api(call, original)
+
+
+def _lazy_variable(v):
+    """A variable (tf or Keras) that holds a lazy value, or is read while a lazy tape records."""
+    return type(v) not in _PLAIN and isinstance(v, VARIABLES) and variables.is_lazy(v)
 
 
 def is_generated_op(api):
@@ -401,9 +402,9 @@ def run_eagerly(api, args, kwargs, name=None):
 # APIs TF's type-based dispatch cannot take (varargs): tf.einsum
 VARARG_LOWERINGS = Table("lazyx.frontends.tf VARARG_LOWERINGS")
 VARARG_APIS = []  # the APIs themselves (hooks.py wraps their public names)
-# The type-based lowerings (`lower`) by API name, for calls that reach _Fallback instead: TF's
-# type-based dispatch never matches a tf.Variable operand, so a call whose lazy operand is a
-# variable holding a shadow arrives through TF's fallback dispatch (variables.py).
+# The type-based lowerings (`lower`) by API name, for calls that reach _Fallback instead of
+# TF's type-based dispatch (a lazy operand in a form no signature names). Until 2026-11-28
+# every call whose only lazy operand was a shadowed tf.Variable came this way (see OPERAND).
 FALLBACK_TARGETS = Table("lazyx.frontends.tf FALLBACK_TARGETS")
 
 
