@@ -174,10 +174,12 @@ def _random_key(seed, counter=0, stream=None):
 class _Observer:
     """A runtime listener: a sync while this thread traces is an observation inside the step."""
 
-    def on_sync(self, cause, source, program):
+    def on_sync(self, cause, source, program, roots=()):
         rec = current()
         if rec is None:
             return
+        if cause in _READS and _fixed_by_the_trace(program, roots, rec):
+            return  # every replay would read the same value: nothing to refuse
         where = format_line(source) if source else "an unknown line"
         if rec.on_observe == "split":
             if rec.observed is None:
@@ -195,6 +197,28 @@ class _Observer:
 
 
 _OBSERVER = _Observer()
+_READS = frozenset(("item", "convert", "print"))  # sync causes that only read a value
+
+
+def _fixed_by_the_trace(program, roots, rec):
+    """Whether a value read while tracing is the same in every replay: computed from no data
+    and no random key, before the trace met any number a replay changes (the call's numbers,
+    state numbers such as an optimizer's lr: rec.numbers) -- so from the step's structure and
+    the numbers its code spells alone. (HF's BART decoder builds a mask of ones and asks
+    whether it is all ones.) A number met earlier could hide in any number of the graph
+    (torch folds `ones * lr` into one), so then the read is refused as any other."""
+    if rec.numbers or any(kind == "data" for kind, _, _ in program.leaves):
+        return False
+    seen, stack = set(), list(roots)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in rec.keys:
+            return False
+        stack.extend(node.inputs)
+    return True
 
 
 def host_read(what):

@@ -37,7 +37,7 @@ class Dumper:
         self.count = 0
         self._sync = (None, None)
 
-    def on_sync(self, cause, source, program):
+    def on_sync(self, cause, source, program, roots=()):
         self._sync = (cause, source)
 
     def on_compile(self, program, exe, start, seconds):

@@ -195,7 +195,7 @@ class Explainer:
         if self.stream is not None:
             print(f"lazyx: {text}", file=self.stream, flush=True)
 
-    def on_sync(self, cause, source, program):
+    def on_sync(self, cause, source, program, roots=()):
         self._sync_source = source
         graph = graph_id(program)
         self.syncs.append((cause, source, graph))

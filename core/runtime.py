@@ -29,7 +29,8 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
           "data_dependent",  # an op whose output shape depends on values (nonzero, masks)
           "node_cap",        # the pending graph grew past LAZYX_NODE_CAP
           "fallback")        # an op without a lowering ran eagerly on the real framework
-# Objects with optional on_sync(cause, source, program), on_cache_miss(program, cached_programs),
+# Objects with optional on_sync(cause, source, program, roots: the IR nodes it computes),
+# on_cache_miss(program, cached_programs),
 # on_compile(program, exe, start, seconds), on_execute(program, start, seconds),
 # on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
 # while explanations, dumps or a timeline are on, so a plain run pays nothing for them.
@@ -841,7 +842,7 @@ def _run(roots, cause, source, trace_seconds=0.0):
     run_roots = [roots[k] for k in computed] if derivations else roots
     exe, values, program, alias = _lookup(run_roots)
     if LISTENERS:
-        _notify("on_sync", cause, source, program)
+        _notify("on_sync", cause, source, program, run_roots)
     hit = exe is not None
     if not hit:
         exe, _ = compile_program(program)

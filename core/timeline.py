@@ -33,7 +33,7 @@ class Timeline:
                             "tid": _TRACKS[track], "ts": (start - self.t0) * 1e6,
                             "dur": max(seconds, 0.0) * 1e6, "args": args or {}})
 
-    def on_sync(self, cause, source, program):
+    def on_sync(self, cause, source, program, roots=()):
         now = time.perf_counter()
         self.steps += 1
         args = {"step": self.steps, "cause": cause, "line": format_line(source),

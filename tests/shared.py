@@ -69,7 +69,7 @@ class ProgramResults:
     def __init__(self):
         self.counts = []
 
-    def on_sync(self, cause, source, program):
+    def on_sync(self, cause, source, program, roots=()):
         self.counts.append(len(program.outputs))
 
     def __enter__(self):

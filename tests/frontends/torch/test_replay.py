@@ -203,6 +203,48 @@ def test_item_inside_the_step_is_refused():
         step(torch.ones(2, 4).to(lt.device))
 
 
+def test_a_read_the_step_structure_fixes_is_allowed_and_replayed():
+    # HF's BART decoder builds a mask of ones and asks whether it is all ones: the answer
+    # depends on no input and no number a call changes, so each replay would read the same
+    model = torch.nn.Linear(4, 2).to(lt.device)
+    calls = []
+
+    @lazyx.compile
+    def step(x):
+        mask = torch.ones(x.shape[0], device=x.device)
+        calls.append(1)
+        if bool(mask.sum() == x.shape[0]):  # (a second read of `mask`, synced now, refuses)
+            return model(x).sum() * 2
+        return model(x).sum()
+
+    before = lazyx.metrics()["replays"]
+    for _ in range(4):
+        x = torch.randn(3, 4)
+        got = step(x.to(lt.device))
+        want = torch.nn.functional.linear(x, model.weight.detach().cpu(),
+                                          model.bias.detach().cpu()).sum() * 2
+        torch.testing.assert_close(got.item(), want.item(), rtol=1e-5, atol=1e-6)
+    assert lazyx.metrics()["replays"] - before == 3 and len(calls) == 1
+
+
+@pytest.mark.parametrize("read", ["the call's number", "a literal after a number", "an input"])
+def test_a_read_a_replay_would_change_is_still_refused(read):
+    # (torch folds `ones * scale` into one number, which no longer names `scale`: a number
+    # met before the read makes any read of a data-free value refused)
+    @lazyx.compile
+    def step(x, scale):
+        if read == "an input":
+            probe = x
+        else:
+            probe = torch.ones(2, device=x.device) * (scale if read == "the call's number" else 3)
+        if probe.sum().item() > 0:
+            return x * 2
+        return x
+
+    with pytest.raises(lazyx.CompileError, match=r"test_replay.py:\d+"):
+        step(torch.ones(2).to(lt.device), 0.5)
+
+
 def test_cpu_tensors_are_refused():
     step = lazyx.compile(lambda x: x * 2)
     with pytest.raises(TypeError, match="not a lazyx tensor"):
