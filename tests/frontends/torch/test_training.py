@@ -16,9 +16,6 @@ OPTIMIZERS = {
     "sgd_momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
     "adam": lambda p: torch.optim.Adam(p, lr=1e-2),
     "adamw": lambda p: torch.optim.AdamW(p, lr=1e-2, weight_decay=0.1),
-    # their foreach paths: Rprop copies gradients with torch._foreach_copy_ (functionalized to
-    # _foreach_copy, which has no torch.copy: it crashed until 2026-11-28)
-    "rprop": lambda p: torch.optim.Rprop(p, lr=1e-2),
     "rmsprop_centered": lambda p: torch.optim.RMSprop(p, lr=1e-2, centered=True, momentum=0.5),
     "nadam": lambda p: torch.optim.NAdam(p, lr=1e-2),
     "radam": lambda p: torch.optim.RAdam(p, lr=1e-2),
@@ -28,7 +25,7 @@ OPTIMIZERS = {
 }
 
 
-def _train(model, loss_fn, x, y, make_opt, steps):
+def _train(model, loss_fn, x, y, make_opt, steps, compare_parameters=True):
     lazy_model = copy.deepcopy(model).to(lt.device)
     opt, lazy_opt = make_opt(model.parameters()), make_opt(lazy_model.parameters())
     lx, ly = x.to(lt.device), y.to(lt.device)
@@ -47,8 +44,24 @@ def _train(model, loss_fn, x, y, make_opt, steps):
     # Adam divides by sqrt(v): a gradient that is ~0 in both may round to opposite signs,
     # so parameters are compared loosely; the losses above carry the 1e-4 claim.
     for p, q in zip(model.parameters(), lazy_model.parameters()):
-        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-2, atol=2e-2)
+        if compare_parameters:
+            torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-2, atol=2e-2)
     return lazyx.metrics()
+
+
+def test_rprop_trains_like_eager_one_program_per_step():
+    # Rprop's foreach path copies gradients with torch._foreach_copy_ (functionalized to
+    # _foreach_copy, which has no torch.copy: it crashed until 2026-11-28). Rprop moves each
+    # weight by a whole step size in the direction of its gradient's sign: a gradient of 1e-9
+    # that rounds to the other sign (the reference backend sums in another order: gradients
+    # differ by 3e-8) moves its weight by that step, 0.15 after 17 steps. So the losses carry
+    # the claim here, not the weights.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    x, y = torch.randn(16, 8), torch.randint(0, 4, (16,))
+    m = _train(model, torch.nn.CrossEntropyLoss(), x, y, lambda p: torch.optim.Rprop(p, lr=1e-2),
+               8, compare_parameters=False)  # (few steps: fewer gradients near zero)
+    _one_program_per_step(m, 8)
 
 
 def test_asgd_trains_like_eager():
