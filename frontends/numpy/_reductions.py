@@ -14,8 +14,9 @@ from ...core import compose, ops, runtime
 from ._base import wrap
 from ._entry import ACCUMULATE, REDUCE, register, traced
 from ._indexing import take
+from ._fallback import run_eagerly
 from ._promote import (as_lazy, as_node, axes_tuple, axis_index, broadcast_node, ir_dtype,
-                       result_ir_dtype)
+                       normalize_axis_tuple, result_ir_dtype)
 from ._ufuncs import fill
 
 
@@ -258,8 +259,33 @@ def _accumulate(x, kind, axis, dtype):
     return _scan(kind, x, axis, dtype)
 
 
+def logaddexp_reduce(ufunc, x, axis=0, dtype=None, keepdims=False, initial=None, where=True):
+    """np.logaddexp.reduce / np.logaddexp2.reduce (log-domain sums: HMMs, mixtures) as the
+    max-shifted log-sum-exp, NumPy's special values kept: all -inf gives -inf, an inf gives
+    inf, a NaN gives NaN. NumPy folds pairwise in order; the two agree to a few ulps.
+    Integers compute in float64 as NumPy's loop does; half floats, empty axes, `initial`,
+    `where` and `dtype` run NumPy's."""
+    lazy = as_lazy(x)
+    kind = lazy.dtype.kind
+    if initial is not None or where is not True or dtype is not None or not lazy.size or \
+            kind not in "iuf" or lazy.dtype == np.float16:
+        return run_eagerly(ufunc.reduce, f"numpy.{ufunc.__name__}.reduce", (x,),
+                           dict(axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
+                                where=where))
+    if kind in "iu":
+        lazy = lazy.astype(np.float64)
+    axes = tuple(range(lazy.ndim)) if axis is None else normalize_axis_tuple(axis, lazy.ndim)
+    exp, log = (np.exp2, np.log2) if ufunc is np.logaddexp2 else (np.exp, np.log)
+    top = np.max(lazy, axis=axes, keepdims=True)
+    shift = np.where(np.isfinite(top), top, 0)  # (an inf or NaN maximum: exp gives it back)
+    out = log(np.sum(exp(lazy - shift), axis=axes, keepdims=True)) + shift
+    return out if keepdims else np.squeeze(out, axis=axes)
+
+
 for _ufunc in _UFUNC_REDUCE:
     register(REDUCE, _ufunc, ufunc_reduce)
+register(REDUCE, np.logaddexp, logaddexp_reduce)
+register(REDUCE, np.logaddexp2, logaddexp_reduce)
 for _ufunc in _UFUNC_SCAN:
     register(ACCUMULATE, _ufunc, ufunc_accumulate)
 

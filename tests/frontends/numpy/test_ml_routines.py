@@ -1,7 +1,8 @@
 """Routines that NumPy-written ML code reaches for and that used to run on NumPy (each read its
 lazy input on the host, a counted fallback): im2col windows (sliding_window_view), padding by
 edge/reflect/symmetric/wrap, np.select, ufunc.outer, np.linalg.multi_dot, matrix 2-norms and
-nuclear norms, einsum with a label repeated in one operand ('ii->', 'ijij->ij'). Each is
+nuclear norms, einsum with a label repeated in one operand ('ii->', 'ijij->ij'), and
+np.logaddexp.reduce / logaddexp2.reduce (log-domain sums). Each is
 compared with NumPy on the same inputs -- values, dtypes, shapes -- with no fallback counted,
 and bad calls raise NumPy's own errors."""
 import warnings
@@ -170,3 +171,17 @@ def test_einsum_with_a_repeated_label_takes_the_diagonal(equation, shapes):
 
 def test_einsum_repeated_label_of_two_sizes_raises_numpys_error():
     same_error(lambda a: np.einsum("ii->", a), A)
+
+
+# ---------------------------------------------------------------- log-domain sums
+
+@pytest.mark.parametrize("ufunc", [np.logaddexp, np.logaddexp2])
+@pytest.mark.parametrize("x", [
+    RNG.standard_normal((4, 5)) * 30, A, RNG.integers(-5, 5, (3, 4)),
+    np.array([[-np.inf, -np.inf], [1.0, np.inf]]), np.array([[np.nan, 1.0], [2.0, -np.inf]])],
+    ids=["float64", "float32", "int64", "infinities", "nan"])
+@pytest.mark.parametrize("kwargs", [{}, {"axis": 1}, {"axis": None},
+                                    {"axis": (0, 1), "keepdims": True}])
+def test_logaddexp_reduce_matches_numpy(ufunc, x, kwargs):
+    lowered(lambda a: ufunc.reduce(a, **kwargs), x,
+            rtol=2e-6 if x.dtype == np.float32 else 1e-13)
