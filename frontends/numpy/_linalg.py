@@ -177,11 +177,8 @@ def _take_diagonals(node, term, operand):
         if n != m:
             raise ValueError(f"dimensions in operand {operand} for collapsing index "
                              f"'{label}' don't match ({n} != {m})")
-        rest = tuple(k for k in range(node.ndim) if k not in (first, second))
-        node = ops.transpose(node, permutation=(first, second) + rest)
-        index = np.stack([np.arange(n), np.arange(n)], axis=-1).astype(np.int64)
-        node = ops.gather(node, runtime.from_host(index))   # (n, rest...)
-        term = label + "".join(term[k] for k in rest)
+        node = _diagonal_first(node, first, second)
+        term = label + "".join(term[k] for k in range(len(term)) if k not in (first, second))
     return node, term
 
 
@@ -373,16 +370,21 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     i, j = axis_index(axis1, node.ndim), axis_index(axis2, node.ndim)
     if i == j:
         raise ValueError("axis1 and axis2 cannot be the same")
+    out = _diagonal_first(node, i, j, offset)
+    perm = tuple(range(1, out.ndim)) + (0,)
+    return ops.transpose(out, permutation=perm) if out.ndim > 1 else out
+
+
+def _diagonal_first(node, i, j, offset=0):
+    """The diagonal of axes i and j (offset as np.diagonal's) as the first axis, the other
+    axes after it in order: one gather of the (row, column) pairs."""
     rest = tuple(k for k in range(node.ndim) if k not in (i, j))
     node = ops.transpose(node, permutation=(i, j) + rest)
     rows, cols = node.shape[:2]
     start_r, start_c = (0, offset) if offset >= 0 else (-offset, 0)
     n = builtins.max(0, builtins.min(rows - start_r, cols - start_c))
     idx = np.stack([np.arange(n) + start_r, np.arange(n) + start_c], axis=-1)
-    from ...core import runtime as rt
-    out = ops.gather(node, rt.from_host(idx.astype(np.int64)))
-    perm = tuple(range(1, out.ndim)) + (0,)
-    return ops.transpose(out, permutation=perm) if out.ndim > 1 else out
+    return ops.gather(node, runtime.from_host(idx.astype(np.int64)))
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):

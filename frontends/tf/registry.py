@@ -136,12 +136,9 @@ def direct_wrapper(original, operator, arity):
     def call(*args, **kwargs):
         if len(args) == arity and (not kwargs or len(kwargs) == 1 and "name" in kwargs):
             for v in args:
-                if type(v) is LazyTensor:
-                    return operator(*args)
-            for v in args:
-                # a generated op (tf.maximum) tries its eager fast path before any dispatch,
-                # and that path would read a variable holding a lazy value (a sync)
-                if _lazy_variable(v):
+                # (a variable holding a lazy value too: a generated op such as tf.maximum
+                # tries its eager fast path before any dispatch, which would read it, a sync)
+                if type(v) is LazyTensor or _lazy_variable(v):
                     return operator(*args)
         return original(*args, **kwargs)
     return _as_api(call, original)
@@ -293,6 +290,12 @@ def _read_lazy_variables(values):
     if isinstance(values, dict):
         return {k: read(v) for k, v in values.items()}
     return tuple(read(v) for v in values)
+
+
+def _lowering_keywords(kwargs):
+    """A call's keywords as a lowering that takes TF's arguments as given takes them: `name`
+    dropped, variables holding lazy values read (_read_lazy_variables)."""
+    return _read_lazy_variables({k: v for k, v in kwargs.items() if k != "name"})
 
 
 def _placeholder(value):
@@ -457,9 +460,7 @@ def undispatched_wrapper(original, lowering):
         runtime.maybe_cut()
         try:
             with _OP_LINE:
-                return lowering(*_read_lazy_variables(args),
-                                **_read_lazy_variables({k: v for k, v in kwargs.items()
-                                                        if k != "name"}))
+                return lowering(*_read_lazy_variables(args), **_lowering_keywords(kwargs))
         except ops.TooLarge as err:
             raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
         except (Reject, TypeError, ValueError):
@@ -481,9 +482,7 @@ class _Fallback(tf.__internal__.dispatch.GlobalOpDispatcher):
         if lowering is not None:
             runtime.maybe_cut()
             try:
-                return lowering(*_read_lazy_variables(args),
-                                **_read_lazy_variables({k: v for k, v in kwargs.items()
-                                                        if k != "name"}))
+                return lowering(*_read_lazy_variables(args), **_lowering_keywords(kwargs))
             except ops.TooLarge as err:
                 raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
             except (Reject, TypeError, ValueError):

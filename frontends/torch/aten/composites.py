@@ -40,7 +40,6 @@ lower(aten._native_batch_norm_legit.no_stats)(
     _batch_norm_on_cpu_terms(aten._native_batch_norm_legit.no_stats, _training_arg(3)))
 
 
-
 def _upsample_backward(forward):
     """An upsampling is linear in its input: its input gradient is the IR's VJP of torch's own
     decomposition of the forward, taken at any input of the input's shape (zeros). The

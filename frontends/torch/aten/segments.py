@@ -242,9 +242,9 @@ def _embedding_bag_backward(out, grad, indices, offsets, offset2bag, bag_size, m
     """The weight's gradient. A sum or mean bag is linear in the weight: the IR's VJP of the
     forward lowering above, at a zero weight. A max bag's gradient goes to the row each
     output element came from; an empty bag's (its index is 0) goes nowhere, as in CPU
-    torch's kernel. (scale_grad_by_freq runs CPU torch's kernel.)"""
+    torch's kernel. (scale_grad_by_freq and 2-d indices run CPU torch's kernel.)"""
     if scale_grad_by_freq or node_of(indices).ndim != 1:
-        raise Unsupported("embedding_bag backward: scale_grad_by_freq")
+        raise Unsupported("embedding_bag backward: scale_grad_by_freq or 2-d indices")
     g = node_of(grad)
     bags, width = g.shape
     if mode == 2:
