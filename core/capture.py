@@ -9,7 +9,10 @@
   value is an integer or +-0.5 (too common among code constants to be told apart).
 * Every random key is linked to the generator stream and counter it was drawn at.
 * A sync inside the step (an observation) raises, naming the line; or, with
-  on_observe="split", is remembered.
+  on_observe="split", ends a piece: the cut's program and results are remembered
+  (`Recording.pieces`), and a scalar the step reads from them (`observed`) becomes a value
+  a replay reads back after running that piece -- a number the later pieces' parameters
+  are computed from, or, for a bool or an int (control flow, a size), a guard.
 * Frontends register their tensor types and state containers here; `_discover` finds the
   state a step can reach from what its function refers to, `_flatten` its arguments.
 
@@ -17,6 +20,7 @@ The hooks are installed on the module attributes frontends call (`ir.param`, `ir
 `compose.random_key`) only while some thread traces, and act only for that thread.
 """
 import dis
+import math
 import operator
 import threading
 import types
@@ -45,6 +49,14 @@ class Recording:
         self.params = {}      # id(param node) -> (node, expression, linked by value)
         self.keys = {}        # id(key node) -> (node, stream, counter)
         self.observed = None  # (cause, "file:line") of the first observation (split mode)
+        # split mode: each cut inside the step is a piece, replayed in order
+        self.pieces = []       # (roots, results) per cut inside the step
+        self.piece_of = {}     # id(result data node) -> (piece index, root index)
+        self.reads = []        # (piece index, root index, traced value) per scalar read
+        self.read_by_value = {}  # float value read -> expression (a plain float result)
+        self.guards = []       # (expression, outcome): what Python decided from a read value
+        self.unreplayable = None  # why a split step cannot replay piece by piece
+        self.unread = None     # an "item" cut whose value no frontend handed to `observed`
         self.numbers = None   # the call's numbers (lazyx.compile's trace), then state numbers
         self.state_numbers = []  # per state number: a function reading its current value
 
@@ -62,7 +74,8 @@ def _expr_of(x):
     return lambda numbers, _x=x: _x
 
 
-def _plain(x):
+def plain(x):
+    """A symbolic number (SymFloat, SymInt) as a plain float or int; anything else as is."""
     if isinstance(x, SymFloat):
         return float.__float__(x)
     if isinstance(x, SymInt):
@@ -105,16 +118,44 @@ def _binary(op, reflected):
         if type(other) is bool or not isinstance(other, (int, float)):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
-        result = op(_plain(a), _plain(b))
+        result = op(plain(a), plain(b))
         ea, eb = _expr_of(a), _expr_of(b)
-        return sym(result, lambda n: op(ea(n), eb(n)))
+        return _tainted(sym(result, lambda n: op(ea(n), eb(n))), a, b)
     return method
 
 
 def _unary(op):
     def method(self):
         e = _expr_of(self)
-        return sym(op(_plain(self)), lambda n: op(e(n)))
+        return _tainted(sym(op(plain(self)), lambda n: op(e(n))), self)
+    return method
+
+
+def _tainted(out, *operands):
+    """`out` marked as computed from a value a split step read (capture.observed), if some
+    operand was: what Python then decides from it becomes part of the guard (_decided)."""
+    if any(getattr(x, "_lazyx_read", False) for x in operands):
+        try:
+            out._lazyx_read = True
+        except AttributeError:  # (a result that is no symbolic number)
+            pass
+    return out
+
+
+def _decided(op, reflected=False):
+    """A comparison or conversion of a symbolic number: for one computed from a value a
+    split step read, the outcome is a guard of the replay (`if loss.item() > 2:` takes the
+    same branch, or the step traces again)."""
+    def method(self, *other):
+        if other and (type(other[0]) is bool or not isinstance(other[0], (int, float))):
+            return NotImplemented
+        args = (other[0], self) if reflected else (self,) + other
+        result = op(*[plain(a) for a in args])
+        rec = current()
+        if rec is not None and any(getattr(a, "_lazyx_read", False) for a in args):
+            exprs = [_expr_of(a) for a in args]
+            rec.guards.append((lambda n: op(*[e(n) for e in exprs]), result))
+        return result
     return method
 
 
@@ -126,6 +167,15 @@ class SymInt(int):
     """An int argument of a compiled step (or a number computed from one) while it traces."""
 
 
+_round_to_int = _decided(round)
+_round_to_digits = _binary(round, False)
+
+
+def _rounded(self, ndigits=None):
+    # round(x) is an int (decided: guarded); round(x, 3) a number like x (logged losses)
+    return _round_to_int(self) if ndigits is None else _round_to_digits(self, ndigits)
+
+
 for _cls in (SymFloat, SymInt):
     for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
         _op = getattr(operator, _name)
@@ -133,6 +183,16 @@ for _cls in (SymFloat, SymInt):
         setattr(_cls, f"__r{_name}__", _binary(_op, True))
     for _name in ("neg", "pos", "abs"):
         setattr(_cls, f"__{_name}__", _unary(getattr(operator, _name)))
+    for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+        setattr(_cls, f"__{_name}__", _decided(getattr(operator, _name)))
+    # (what Python makes of the number: a branch, an int, a rounded value, a plain float)
+    for _name, _op in (("bool", bool), ("int", int), ("index", operator.index),
+                       ("trunc", math.trunc), ("floor", math.floor), ("ceil", math.ceil),
+                       ("float", float)):
+        if _name != "index" or _cls is SymInt:
+            setattr(_cls, f"__{_name}__", _decided(_op))
+    _cls.__round__ = _rounded
+    _cls.__hash__ = _decided(hash)
 
 
 # ---------------------------------------------------------------- hooks
@@ -178,13 +238,19 @@ class _Observer:
         rec = current()
         if rec is None:
             return
+        if rec.on_observe == "split":
+            where = format_line(source) if source else "an unknown line"
+            if rec.observed is None:
+                rec.observed = (cause, where)
+            if rec.unread is not None:  # the last read's value went where we cannot see
+                rec.unreplayable = rec.unreplayable or rec.unread
+            if cause not in _PIECE_CAUSES:
+                rec.unreplayable = rec.unreplayable or (cause, where)
+            rec.unread = ("a value read into Python", where) if cause == "item" else None
+            return
         if cause in _READS and _fixed_by_the_trace(program, roots, rec):
             return  # every replay would read the same value: nothing to refuse
         where = format_line(source) if source else "an unknown line"
-        if rec.on_observe == "split":
-            if rec.observed is None:
-                rec.observed = (cause, where)
-            return
         what = {"fallback": "an op with no lowering runs eagerly there (its inputs are read)",
                 "data_dependent": "an op whose result shape depends on values",
                 "explicit": "a barrier (lazyx.sync / mark_step) cuts the step"}.get(
@@ -196,8 +262,82 @@ class _Observer:
             f"after the call), or pass lazyx.compile(fn, on_observe='split').")
 
 
+    def on_results(self, cause, roots, results):
+        rec = current()
+        if rec is None or rec.on_observe != "split":
+            return
+        j = len(rec.pieces)
+        rec.pieces.append((list(roots), list(results)))
+        for i, out in enumerate(results):
+            rec.piece_of[id(out)] = (j, i)
+
+
 _OBSERVER = _Observer()
 _READS = frozenset(("item", "convert", "print"))  # sync causes that only read a value
+# cuts a split step can replay as pieces: a scalar read (the value is handed to `observed`),
+# a print (the value goes to the screen only), a barrier, the node cap. Any other read hands
+# the step an array whose uses cannot be followed: that step runs lazily at every call.
+_PIECE_CAUSES = frozenset(("item", "print", "explicit", "node_cap"))
+
+
+def observed(value, handle, number=False):
+    """A scalar read into Python from `handle` (`.item()`, `float()`, `int()`, `bool()`), as
+    the frontend hands it to the user: while a split step traces, the read is remembered. A
+    float that `.item()` returns (`number`) comes back as a symbolic number that a replay
+    recomputes from the value it reads then; what Python decides from it (a comparison, an
+    int) is guarded. Any other read (a bool, an int, `float(x)`'s plain float) is guarded by
+    value: a replay that reads another value traces again. Outside a split trace: `value`."""
+    rec = current()
+    if rec is None or rec.on_observe != "split":
+        return value
+    rec.unread = None
+    where = rec.piece_of.get(id(handle.node))
+    if where is None:  # a value no piece of this step computed (an argument's, state's)
+        rec.unreplayable = rec.unreplayable or (
+            "a read of a value the step did not compute", "an argument or captured state")
+        return value
+    if type(value) not in (bool, int, float):  # (a bfloat16 or complex scalar)
+        rec.unreplayable = rec.unreplayable or ("a read of a non-real scalar", str(value))
+        return value
+    k = len(rec.reads)
+    as_number = number and read_is_number(value)
+    rec.reads.append(where + (value, as_number))
+    if not as_number:
+        return value  # guarded by value
+    expr = (lambda n, _k=k: n.observed[_k])
+    rec.read_by_value.setdefault(value, expr)
+    out = sym(value, expr)
+    out._lazyx_read = True
+    return out
+
+
+def as_number(value):
+    """`value`, the last scalar this thread's split trace read (capture.observed, as a value
+    guarded by value), as a number its replays recompute instead: torch's `Tensor.item()`,
+    whose value the dispatcher returns as a plain float."""
+    rec = current()
+    if rec is None or rec.on_observe != "split" or not rec.reads or \
+            rec.reads[-1][2] is not value and rec.reads[-1][2] != value or \
+            not read_is_number(value) or rec.reads[-1][3]:
+        return value
+    j, i, _, _ = rec.reads.pop()
+    return observed(value, _PieceRef(rec.pieces[j][1][i]), number=True)
+
+
+class _PieceRef:
+    """Stands for a handle whose node is a piece's result (as_number's re-read)."""
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+
+def read_is_number(value):
+    """Whether a scalar a split step read is a number its replays recompute from (a float
+    such as a loss), rather than a value its replays must read again (a bool, an int: a
+    branch or a size; a float like 2.0 or 0.5, which cannot be told from a code constant)."""
+    return type(value) is float and value == value and not value.is_integer() and \
+        abs(value) != 0.5
 
 
 def _fixed_by_the_trace(program, roots, rec):
@@ -226,8 +366,10 @@ def host_read(what):
     would be baked into the replayed program. The step then runs lazily instead of being
     replayed (correct, not faster); lazyx.compile warns, naming `what`."""
     rec = current()
-    if rec is not None and rec.observed is None:
-        rec.observed = ("host read", what)
+    if rec is not None:
+        if rec.observed is None:
+            rec.observed = ("host read", what)
+        rec.unreplayable = rec.unreplayable or ("host read", what)
 
 
 class recording:
@@ -449,7 +591,7 @@ def _rebound(original, copy, copies, path=()):
             inner, more = _rebound(old, new, copies, path + (k,))
             changes += inner
             structural |= more
-        elif new is not old and not (type(old) in (int, float) and _plain(new) == old):
+        elif new is not old and not (type(old) in (int, float) and plain(new) == old):
             if cls is tuple:  # a tuple's entries cannot be rebound: the step made a new one
                 continue
             changes.append((path + (k,), new))
@@ -464,7 +606,7 @@ def _plain_deep(x):
         return cls(_plain_deep(i) for i in x)
     if cls is dict:
         return {k: _plain_deep(v) for k, v in x.items()}
-    return _plain(x)
+    return plain(x)
 
 
 # ---------------------------------------------------------------- what the function refers to

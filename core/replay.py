@@ -62,6 +62,24 @@ class _Entry:
         self.first_numbers = []
         self.state_numbers = []     # functions reading the numbers found in state, in order
         self.modes = []             # (object, mode function, its value when traced): guarded
+        # a split step (on_observe="split"): the programs of the cuts inside it, run in order
+        # before the last one; their results are outputs len(outs), len(outs) + 1, ...
+        self.pieces = []            # _Piece per cut inside the step
+        self.reads = 0              # values read back after the pieces (capture.observed)
+        self.confirmed = True       # a piecewise entry replays once a second trace agrees
+        self.guards = []            # (expression, outcome) of what Python decided from reads
+
+
+class _Piece:
+    """A cut inside a split step: its program, its inputs (as an entry's: constants in
+    `template`, the rest in `dynamic`), its results' metadata, and the scalars the step read
+    from them: (read index, result index, Python type, traced value, whether it is a number
+    the later pieces compute from -- else it is guarded by value)."""
+    __slots__ = ("exe", "program", "template", "dynamic", "outs", "reads")
+
+    def __init__(self, exe, program, outs):
+        self.exe, self.program, self.outs = exe, program, outs
+        self.template, self.dynamic, self.reads = [], [], []
 
 
 class Compiled:
@@ -81,7 +99,8 @@ class Compiled:
         self.max_entries = max_entries
         self.entries = {}   # structure key -> [entry, ...]
         self.calls = 0
-        self.split = False  # the step observes values: run lazily, cut by cut
+        self.split = False  # the step observes values it cannot replay: run lazily
+        self.read_misses = 0  # replays in a row that read another value than their trace's
         self.__wrapped__ = fn
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             if hasattr(fn, attr):
@@ -126,25 +145,46 @@ class Compiled:
         candidates = self.entries.get(full)
         verify = self.verify_every and self.calls % self.verify_every == 0
         miss = "no traced variant has this argument structure, shapes and dtypes"
+        read_missed = False
         if candidates:
             for entry in candidates:
                 nums = _with_state_numbers(entry, numbers)
                 miss = "a number kept in state is gone" if nums is None else \
                     _guard_miss(entry, nums)
                 if miss is None:
+                    if not entry.confirmed:  # (the trace below may confirm it)
+                        miss = "a split step replays once a second trace agrees with its first"
+                        continue
                     if verify or (entry.value_linked and entry.first_numbers != nums):
                         return self._verify(entry, full, args, kwargs, nums)
                     out = _replay(entry, tensors, handles, nums, (args, kwargs))
                     if type(out) is not _Miss:
+                        self.read_misses = 0
                         return out
                     miss = out.why
+                    read_missed |= out.read
+        if self.read_misses + 1 >= _READ_MISSES and (read_missed or any(
+                not e.confirmed for e in candidates or ())):
+            # calls in a row read what no variant read, none of their traces confirming one
+            return self._stay_lazy(
+                args, kwargs, f"it read values no traced variant read in {_READ_MISSES} calls "
+                f"in a row (a bool or an int it reads, or a float() of a value, is part of the "
+                f"guard: only a float from .item() is recomputed at each replay)", stacklevel=3)
         if self.entries:
             metrics.count("replay_misses")
             if config.debug():
                 print(f"lazyx: compile miss at {format_line(user_line(2))}: "
                       f"{getattr(self.fn, '__qualname__', self.fn)}: {miss}; tracing again",
                       file=sys.stderr)
-        return self._trace(full, args, kwargs)[0]
+        result, fresh = self._trace(full, args, kwargs)
+        if fresh is not None and not fresh.confirmed:
+            if self._settle(full, fresh):
+                self.read_misses = 0
+            elif candidates:  # (not the step's first trace of these shapes)
+                self.read_misses += 1
+        elif read_missed:
+            self.read_misses += 1
+        return result
 
 
     # ---------------------------------------------------------------- tracing
@@ -180,13 +220,17 @@ class Compiled:
         # what the step wrote into its list and dict arguments reaches the caller's (it got
         # copies, so that numbers could be symbolic), and is written again at each replay
         rebinds, restructured = _rebound((args, kwargs), (sym_args, sym_kwargs), copies)
-        if rec.observed is not None:
+        if rec.unread is not None:  # the step's last read went where we cannot see
+            rec.unreplayable = rec.unreplayable or rec.unread
+        if rec.observed is not None and (rec.on_observe != "split" or rec.unreplayable):
             self.split = True
+            cause, where = rec.unreplayable or rec.observed
             warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)} "
-                          f"observes a value ({rec.observed[0]}: {rec.observed[1]}); it runs "
-                          f"lazily from now on, cut at each observation (each piece's program "
-                          f"is cached), instead of being replayed", RuntimeWarning,
-                          stacklevel=3)
+                          f"observes a value ({cause}: {where}); it runs lazily from now on, "
+                          f"cut at each observation (each piece's program is cached), instead "
+                          f"of being replayed (a split step is replayed piece by piece when "
+                          f"what it reads are scalars of values it computed: .item(), "
+                          f"float(), int(), bool(), print)", RuntimeWarning, stacklevel=3)
             return _plain_deep(result), None
         trace_seconds = time.perf_counter() - start
         roots = _roots(self.fn) + arg_roots
@@ -249,8 +293,21 @@ class Compiled:
         runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
         if warm_up or restructured:
             return _plain_deep(result), None
+        # the cuts inside a split step: their results are outputs after the last cut's
+        early_of, offset = {}, len(nodes)
+        for _, results in rec.pieces:
+            for i, out in enumerate(results):
+                early_of[id(out)] = offset + i
+            offset += len(results)
+        for path, (t, _) in after.items():
+            if path not in slot_out:
+                k = early_of.get(id(_handle_of(t).node))
+                if k is not None:
+                    slot_out[path] = k
+        pieces = [_compile_piece(piece_roots, rec) for piece_roots, _ in rec.pieces]
         if not _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf,
-                      serial0, before, after, aliases, pending, out_of, slot_out, roots, rebinds):
+                      serial0, before, after, aliases, pending, out_of, slot_out, roots, rebinds,
+                      pieces, early_of):
             return _plain_deep(result), None
         entry.modes = [(obj, mode, mode(obj)) for obj, mode in modes]
         bucket = self.entries.setdefault(full, [])
@@ -286,6 +343,102 @@ class Compiled:
         return result
 
 
+    def _settle(self, full, fresh):
+        """A split step's trace (`fresh`) meets the entry traced before with the same bools
+        and ints read (so the same branches taken), if any: the two must have made the same
+        programs with the same constants, and then that entry replays from now on. If not,
+        the numbers the step read reached its graph by a way the guard cannot follow (a
+        float made a constant by Python: `1 / math.sqrt(norm.item())`), and the step runs
+        lazily from now on. Without such an entry, `fresh` waits for the next trace.
+        True if an entry was confirmed."""
+        bucket = self.entries.get(full, [])
+        reads = _guarded_reads(fresh)
+        for entry in bucket:
+            if entry is not fresh and _guarded_reads(entry) == reads:
+                bucket.remove(fresh)
+                if _same_pieces(fresh, entry):
+                    entry.confirmed = True
+                    return True
+                self._stay_lazy(None, None, "what it computes depends on a value it reads, "
+                                "in a way the guard cannot follow", stacklevel=4)
+                return False
+        return False
+
+    def _stay_lazy(self, args, kwargs, why, result=None, stacklevel=3):
+        """Give up replaying this step: run it lazily now (unless `result` is this call's)
+        and at every later call."""
+        self.split = True
+        self.entries.clear()
+        warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)}: {why}; "
+                      f"it runs lazily from now on, cut at each observation, instead of "
+                      f"being replayed", RuntimeWarning, stacklevel=stacklevel)
+        return result if args is None else self.fn(*args, **kwargs)
+
+
+_READ_MISSES = 4  # calls in a row that no variant could replay for what the step read: stop
+
+
+def _guarded_reads(entry):
+    return [(r[0], r[3]) for piece in entry.pieces for r in piece.reads if not r[4]] + \
+        [outcome for _, outcome in entry.guards]
+
+
+def _same_pieces(a, b):
+    """Whether two traces of a split step made the same programs, fed alike, constants
+    included, and read the same scalars the same way."""
+    if len(a.pieces) != len(b.pieces) or a.reads != b.reads:
+        return False
+    parts = [(x, y) for x, y in zip(a.pieces, b.pieces)] + [(a, b)]
+    for x, y in parts:
+        if (x.program is None) != (y.program is None) or \
+                (x.program is not None and x.program.key != y.program.key):
+            return False
+        if [d[:2] for d in x.dynamic] != [d[:2] for d in y.dynamic] or \
+                not _same_values([np.asarray(v) for v in x.template if v is not None],
+                                 [np.asarray(v) for v in y.template if v is not None]):
+            return False
+    if [r[1:3] + r[4:] for p in a.pieces for r in p.reads] != \
+            [r[1:3] + r[4:] for p in b.pieces for r in p.reads]:
+        return False
+    # and return (or write into their list arguments) the same plain values: a number the
+    # step computed in Python from a value it read (`float(loss) * 2`) differs
+    return _same_plan(a.results[1], b.results[1]) and a.results[0] == b.results[0] and \
+        [p for p, _ in a.arg_writes] == [p for p, _ in b.arg_writes] and \
+        _same_plan([h for _, h in a.arg_writes], [h for _, h in b.arg_writes])
+
+
+def _same_plan(a, b):
+    """Whether two traces' results (_build's `any_item`s) are made alike."""
+    if len(a) != len(b):
+        return False
+    for (kind, x, _), (kind2, y, _) in zip(a, b):
+        if kind != kind2:
+            return False
+        if kind == "obj" and x is not y:
+            try:
+                if type(x) is not type(y) or not bool(x == y):
+                    return False
+            except Exception:  # noqa: BLE001 -- (a tensor's == is no answer)
+                return False
+        elif kind in ("new", "arg") and x != y:
+            return False
+    return True
+
+
+def _compile_piece(roots, rec):
+    """A cut inside a split step as a program of its own (its inputs classified by _build)."""
+    program, leaves = runtime.linearize(roots)
+    literals = {i: leaf.value for i, leaf in enumerate(leaves) if leaf.op != "data"
+                and id(leaf) not in rec.keys and id(leaf) not in rec.params}
+    exe, compiled = runtime.compile_program(program, literals)
+    if compiled:
+        metrics.record_compile(user_line(4))
+    piece = _Piece(runtime.bind_fixed(exe, literals), program,
+                   [(n.shape, n.dtype, n.source) for n in roots])
+    piece.template = leaves  # (until _build replaces them by the inputs' feed)
+    return piece
+
+
 def _handle_of(t):
     return _spec(type(t))[1][1](t)
 
@@ -303,9 +456,14 @@ class _Probe(list):
 
 
 def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-           before, after, aliases, pending, out_of, slot_out, roots, rebinds):
+           before, after, aliases, pending, out_of, slot_out, roots, rebinds, pieces=(),
+           early_of=None):
     """Fill `entry` from one trace: where each program input comes from, where each output
-    goes. False when it cannot be replayed (state the step creates where it cannot be put)."""
+    goes. False when it cannot be replayed (state the step creates where it cannot be put).
+    `pieces`: a split step's cuts before the last (_compile_piece), whose results are the
+    outputs numbered by `early_of` (id(result node) -> output index)."""
+    early_of = early_of or {}
+    first_early = len(entry.derived[2])  # (the last cut's results, derived ones included)
     entry.roots = [(getter, getter()) for getter, _ in roots]
     entry.first_numbers = list(numbers)
     entry.state_numbers = list(rec.state_numbers)
@@ -334,50 +492,76 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         return slot_index[tid]
 
     probe = _Probe(numbers)
+    probe.observed = [r[2] for r in rec.reads]
     streams = {}
-    feed = []
-    for leaf in leaves:
-        nid = id(leaf)
-        if leaf.op == "data":
-            if nid in arg_leaf:
-                feed.append(("arg", arg_leaf[nid]))
-            elif nid in start_leaf:
-                feed.append(("slot", slot_of(start_leaf[nid])))
+
+    def feed_of(leaves):
+        feed = []
+        for leaf in leaves:
+            nid = id(leaf)
+            if leaf.op == "data":
+                if nid in early_of:  # a result of a cut earlier in the step
+                    feed.append(("out", early_of[nid] - first_early))
+                elif nid in arg_leaf:
+                    feed.append(("arg", arg_leaf[nid]))
+                elif nid in start_leaf:
+                    feed.append(("slot", slot_of(start_leaf[nid])))
+                else:
+                    if leaf.serial <= serial0:
+                        where = format_line(leaf.source) if leaf.source else "an unknown line"
+                        warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at "
+                                      f"{where} that it neither received nor found among the "
+                                      f"objects it refers to; its current value is baked into "
+                                      f"the compiled step. Pass it as an argument.",
+                                      RuntimeWarning, stacklevel=5)
+                    feed.append(("const", leaf.value))
+            elif nid in rec.keys:
+                _, stream, counter = rec.keys[nid]
+                lo_hi = streams.setdefault(id(stream), [stream, counter, counter + 1])
+                lo_hi[1], lo_hi[2] = min(lo_hi[1], counter), max(lo_hi[2], counter + 1)
+                feed.append(("key", stream, counter))
+            elif nid in rec.params:
+                _, expr, by_value = rec.params[nid]
+                expr(probe)
+                entry.value_linked |= by_value
+                feed.append(("number", expr, dt.to_numpy(leaf.dtype).type))
             else:
-                if leaf.serial <= serial0:
-                    where = format_line(leaf.source) if leaf.source else "an unknown line"
-                    warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at {where} "
-                                  f"that it neither received nor found among the objects it "
-                                  f"refers to; its current value is baked into the compiled "
-                                  f"step. Pass it as an argument.", RuntimeWarning, stacklevel=4)
-                feed.append(("const", leaf.value))
-        elif nid in rec.keys:
-            _, stream, counter = rec.keys[nid]
-            lo_hi = streams.setdefault(id(stream), [stream, counter, counter + 1])
-            lo_hi[1], lo_hi[2] = min(lo_hi[1], counter), max(lo_hi[2], counter + 1)
-            feed.append(("key", stream, counter))
-        elif nid in rec.params:
-            _, expr, by_value = rec.params[nid]
-            expr(probe)
-            entry.value_linked |= by_value
-            feed.append(("number", expr, dt.to_numpy(leaf.dtype).type))
-        else:
-            feed.append(("baked", leaf.value))  # a number of the code, or of a global
-    # a key is drawn at (the stream's counter at the replay + its offset in the trace), and
-    # the stream advances by the trace's draws: the numbers the uncompiled run would draw
-    entry.feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
-                  for f in feed]
+                feed.append(("baked", leaf.value))  # a number of the code, or of a global
+        return feed
+
+    feeds = [feed_of(piece.template) for piece in pieces] + [feed_of(leaves)]
+
+    def inputs(part, feed):
+        # a key is drawn at (the stream's counter at the replay + its offset in the trace),
+        # and the stream advances by the trace's draws: the numbers the uncompiled run draws
+        feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
+                for f in feed]
+        part.template = [f[1] if f[0] in ("const", "baked") else None for f in feed]
+        part.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
+                        for i, f in enumerate(feed) if f[0] not in ("const", "baked")]
+        return feed
+
+    for piece, feed in zip(pieces, feeds):
+        inputs(piece, feed)
+    entry.feed = inputs(entry, feeds[-1])
     entry.streams = [(s, hi - lo) for s, lo, hi in streams.values()]
-    entry.template = [f[1] if f[0] in ("const", "baked") else None for f in entry.feed]
-    entry.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
-                     for i, f in enumerate(entry.feed) if f[0] not in ("const", "baked")]
+    entry.pieces = list(pieces)
+    for k, (j, i, value, as_number) in enumerate(rec.reads):
+        pieces[j].reads.append((k, i, type(value), value, as_number))
+    entry.reads = len(rec.reads)
+    entry.guards = list(rec.guards)
+    entry.confirmed = not pieces
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
                                    if k not in probe.read)
     slot_by_handle = {id(_handle_of(t)): path for path, (t, _) in after.items()}
     result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
     result_key = _flatten(result, result_leaves, result_leaves, "result")
-    result_outs = {out_of.get(id(_handle_of(t))) for t in result_leaves
-                   if not isinstance(t, (int, float))}
+    def out_index(t):
+        h = _handle_of(t)
+        k = out_of.get(id(h))
+        return k if k is not None else early_of.get(id(h.node))
+
+    result_outs = {out_index(t) for t in result_leaves if not isinstance(t, (int, float))}
     written = set()
     for path, k in slot_out.items():
         entry.slot_writes.append((k, slot_of(path)))
@@ -395,7 +579,7 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
     # goes to the tensor passed at that position in each call, not to this trace's tensor
     entry.arg_updates = []
     for k, t in enumerate(tensors):
-        out = out_of.get(id(_handle_of(t)))
+        out = out_index(t)
         if out is not None and out not in written:
             entry.arg_updates.append((k, out))
             written.add(out)
@@ -409,9 +593,10 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
         h = _handle_of(t)
         if id(t) in arg_ids:
             return ("arg", arg_ids[id(t)], None)
-        if id(h) in slot_by_handle or id(h) not in out_of:
+        k = None if id(h) in slot_by_handle else out_index(t)
+        if k is None:
             return ("obj", t, None)  # state or an unchanged value: the same tensor
-        return ("new", out_of[id(h)], t)
+        return ("new", k, t)
 
     def any_item(value):
         spec = _spec(type(value))
@@ -419,6 +604,8 @@ def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, s
             return item(value)
         if isinstance(value, (capture.SymFloat, capture.SymInt)):  # a number of the call's
             return ("number", value._lazyx_expr, float if isinstance(value, float) else int)
+        if type(value) is float and value in rec.read_by_value:  # a read torch made plain
+            return ("number", rec.read_by_value[value], float)
         return ("obj", capture._plain_deep(value), None)
     entry.results = (result_key, [any_item(x) for x in result_leaves])
     entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
@@ -452,7 +639,10 @@ def _predict(entry, numbers):
     out = []
     for f in entry.feed:
         if f[0] == "number":
-            out.append(np.asarray(f[2](f[1](numbers))))
+            try:
+                out.append(np.asarray(f[2](f[1](numbers))))
+            except AttributeError:  # computed from a value a split step reads as it runs
+                out.append(("read",))
         elif f[0] == "baked":
             out.append(np.asarray(f[1]))
         elif f[0] == "key":
@@ -476,11 +666,16 @@ def _same_values(a, b):
 
 class _Miss:
     """Why an entry cannot replay this call (its guard held, but the state it finds does
-    not fit the program)."""
-    __slots__ = ("why",)
+    not fit the program; or, `read`, a split step read another bool or int than traced)."""
+    __slots__ = ("why", "read")
 
-    def __init__(self, why):
-        self.why = why
+    def __init__(self, why, read=False):
+        self.why, self.read = why, read
+
+
+class _Numbers(list):
+    """A replay's numbers, and the scalars a split step read so far (capture.observed)."""
+    __slots__ = ("observed",)
 
 
 def _with_state_numbers(entry, numbers):
@@ -511,6 +706,23 @@ def _guard_miss(entry, numbers):
             return (f"{what} changed ({value!r} -> {numbers[k]!r}) and is "
                     f"part of the graph's structure, not a run-time parameter")
     return None
+
+
+def _inputs(part, handles, slot_handles, numbers, early):
+    """The values a replay feeds an entry's program (or a split step's piece's)."""
+    values = list(part.template)  # constants in place; fill in what changes per call
+    for i, kind, a, b in part.dynamic:
+        if kind == "arg":
+            values[i] = handles[a].node.value
+        elif kind == "slot":
+            values[i] = slot_handles[a].node.value
+        elif kind == "number":
+            values[i] = b(a(numbers))
+        elif kind == "out":  # a result of a cut earlier in a split step
+            values[i] = early[a].value
+        else:  # a random key
+            values[i] = prng.seed_key(a.seed, a.counter + b)
+    return values
 
 
 def _replay(entry, tensors, handles, numbers, call):
@@ -555,7 +767,38 @@ def _replay(entry, tensors, handles, numbers, call):
             stale.append(h)
     if stale:
         runtime.sync(*stale, cause="explicit", source=user_line(3))
-    values = list(entry.template)  # constants in place; fill in what changes per call
+
+    data = ir.data
+    early, seconds = [], 0.0
+    if entry.pieces:  # a split step: its cuts in order, reading back what the step read
+        numbers = _Numbers(numbers)
+        numbers.observed = [None] * entry.reads
+        to_host = runtime.get_backend().to_host
+        for piece in entry.pieces:
+            start = time.perf_counter()
+            buffers = piece.exe(_inputs(piece, handles, slot_handles, numbers, early))
+            seconds += time.perf_counter() - start
+            first = len(early)
+            early += [data(b, shape, dtype, source) for b, (shape, dtype, source) in
+                      zip(buffers, piece.outs)]
+            for k, i, cls, traced, as_number in piece.reads:
+                host = to_host(early[first + i].value)
+                metrics.record_transfer("to_host", host.nbytes)
+                value = cls(host.reshape(-1)[0].item())
+                if as_number:
+                    numbers.observed[k] = value
+                elif value != traced and not (value != value and traced != traced):
+                    return _Miss(f"a value the step reads was {traced!r} when traced and is "
+                                 f"{value!r} now", read=True)
+        for expr, outcome in entry.guards:
+            try:
+                same = expr(numbers) == outcome
+            except (ArithmeticError, ValueError):  # (a new value the trace's math refuses)
+                same = False
+            if not same:
+                return _Miss("what the step decided from a value it reads (a comparison, "
+                             "a conversion) comes out otherwise now", read=True)
+    values = list(entry.template)  # (_inputs, inlined: the hot path of every replay)
     for i, kind, a, b in entry.dynamic:
         if kind == "arg":
             values[i] = handles[a].node.value
@@ -563,22 +806,24 @@ def _replay(entry, tensors, handles, numbers, call):
             values[i] = slot_handles[a].node.value
         elif kind == "number":
             values[i] = b(a(numbers))
-        else:  # a random key
+        elif kind == "out":
+            values[i] = early[a].value
+        else:
             values[i] = prng.seed_key(a.seed, a.counter + b)
-    for stream, draws in entry.streams:
+    for stream, draws in entry.streams:  # (after the keys are drawn from their counters)
         stream.counter += draws
     outs = []
     if entry.exe is not None:
         start = time.perf_counter()
         buffers = entry.exe(values)
-        metrics.record_replay(time.perf_counter() - start)
-        data = ir.data
+        seconds += time.perf_counter() - start
         outs = [data(b, shape, dtype, source) for b, (shape, dtype, source) in
                 zip(buffers, entry.outs)]
         if entry.derived[1]:
             outs = runtime.expand_results(outs, *entry.derived)
-    else:
-        metrics.record_replay(0.0)
+    metrics.record_replay(seconds)
+    if early:
+        outs += early
     for k, s in entry.slot_writes:
         t = current[s]
         slot = slots[s]
@@ -622,7 +867,9 @@ def compile(fn=None, *, on_observe="raise", verify_every=0, max_entries=8):  # n
 
     `on_observe`: "raise" (default) makes a step that reads a value into Python while it is
     traced (.item(), float(), print, bool/if) fail at its first call, naming the line;
-    "split" runs such a step lazily instead (cut at each observation, each piece cached).
+    "split" replays such a step piece by piece (the cuts at its observations, the scalars it
+    read read back after each piece, guarded or recomputed: README), or runs it lazily
+    when what it reads cannot be followed (an array, a float Python made a constant).
     `verify_every=N`: every N-th call traces again and raises CompileError if the graph or
     the numbers it bakes in changed (a step depending on a global). `max_entries`: traced
     variants kept per argument structure.

@@ -32,7 +32,7 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
 # Objects with optional on_sync(cause, source, program, roots: the IR nodes it computes),
 # on_cache_miss(program, cached_programs),
 # on_compile(program, exe, start, seconds), on_execute(program, start, seconds),
-# on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
+# on_results(cause, roots, data leaves holding their values: after a cut ran), on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
 # while explanations, dumps or a timeline are on, so a plain run pays nothing for them.
 LISTENERS = []
 # While KEEP_ORIGINS[0] > 0 (a frontend's lazy gradient tape records), each data leaf a sync
@@ -864,6 +864,8 @@ def _run(roots, cause, source, trace_seconds=0.0):
     if keep:
         for out, root in zip(outs, roots):
             ORIGINS[out] = root
+    if LISTENERS:  # (lazyx.compile's split steps: a cut inside the step is a piece)
+        _notify("on_results", cause, roots, outs)
     return outs
 
 

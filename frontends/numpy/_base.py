@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import runtime
+from ...core import capture, runtime
 
 _NP_DTYPES = {}
 
@@ -148,12 +148,15 @@ class LazyArray:
     def item(self, *args):
         if not args and self.size != 1:
             raise ValueError("can only convert an array of size 1 to a Python scalar")
-        return self._host("item").item(*args)
+        value = self._host("item").item(*args)
+        return value if args else capture.observed(value, self.__lazyx_handle__, number=True)
 
     def _scalar(self, kind):
         if self.size != 1:
             raise TypeError("only length-1 arrays can be converted to Python scalars")
-        return kind(self._host("item").reshape(()).item())
+        value = kind(self._host("item").reshape(()).item())
+        # (plain: __float__ and __int__ must return exactly a float or an int)
+        return capture.plain(capture.observed(value, self.__lazyx_handle__))
 
     def __float__(self):
         return self._scalar(float)
@@ -167,13 +170,13 @@ class LazyArray:
     def __index__(self):
         if self.ndim or not dt.is_int(self._node.dtype):
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return int(self._host("item"))
+        return capture.observed(int(self._host("item")), self.__lazyx_handle__)
 
     def __bool__(self):
         if self.size != 1:  # decided from the shape alone, before any sync
             raise ValueError("The truth value of an array with more than one element is "
                              "ambiguous. Use a.any() or a.all()")
-        return bool(self._host("item").reshape(()))
+        return capture.observed(bool(self._host("item").reshape(())), self.__lazyx_handle__)
 
     def __iter__(self):
         if not self.shape:

@@ -15,7 +15,7 @@ import tensorflow as tf
 from tensorflow.python.eager import record
 from tensorflow.python.framework import composite_tensor, type_spec
 
-from ...core import ir, ops, origins, runtime, source
+from ...core import capture, ir, ops, origins, runtime, source
 from ...core import dtypes as dt
 
 
@@ -206,19 +206,24 @@ class LazyTensor(composite_tensor.CompositeTensor):
         value = _observe(self._handle, cause="convert")
         return value.astype(dtype) if dtype is not None else value
 
+    def _scalar(self, kind):
+        # (a split lazyx.compile step remembers the read: capture.observed)
+        value = kind(_observe(self._handle, cause="item"))
+        return capture.plain(capture.observed(value, self._handle))
+
     def __bool__(self):
-        return bool(_observe(self._handle, cause="item"))
+        return self._scalar(bool)
 
     def __float__(self):
-        return float(_observe(self._handle, cause="item"))
+        return self._scalar(float)
 
     def __int__(self):
-        return int(_observe(self._handle, cause="item"))
+        return self._scalar(int)
 
     def __index__(self):
         if not dt.is_int(self.node.dtype):
             raise TypeError(f"only integer scalar tensors can be indices, got {self.dtype.name}")
-        return int(_observe(self._handle, cause="item"))
+        return self._scalar(int)
 
     def __repr__(self):
         value = _observe(self._handle, cause="print")

@@ -17,7 +17,7 @@ import threading
 import torch
 from torch._decomp import decomposition_table
 
-from ...core import config, ir, runtime, source
+from ...core import capture, config, ir, runtime, source
 from ...core.tables import Table
 from . import dtypes
 
@@ -680,7 +680,9 @@ def foreach(func, args, kwargs):
 def _local_scalar_dense(x):
     host = _host_value(x, "item")
     if host.dtype.kind in "biufc":  # NumPy's item() is torch's: the same Python number
-        return host.item()
+        value = host.item()
+        # (a split lazyx.compile step remembers the read: capture.observed; not print's)
+        return capture.observed(value, x._lazyx_handle) if _cause("item") == "item" else value
     return dtypes.from_numpy_array(host, x.dtype).item()  # (bfloat16: ml_dtypes' scalar)
 
 

@@ -144,3 +144,36 @@ def test_variables_passed_as_arguments_are_assigned_in_each_call():
         for a, b in zip(lazy, eager):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
     assert lazyx.metrics()["replays"] >= 4
+
+
+def test_a_split_step_branching_on_a_bool_it_reads_replays_like_the_uncompiled_run():
+    """A bool read inside the step (`if tf.reduce_all(...)`) and a print: with
+    on_observe="split" the step replays piece by piece, and a call whose bool differs
+    traces its own variant, with the uncompiled lazy run's numbers."""
+    data = _data(8)
+    plain_w, plain_b = _variables()
+    comp_w, comp_b = _variables()
+
+    def make(w, b):
+        def step(x, y, lr):
+            with ltf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+            gw, gb = tape.gradient(loss, [w, b])
+            print("loss", loss)
+            if tf.reduce_all(tf.abs(gw) < 1.0):  # a bool read: guarded by value
+                lr = lr * 2
+            w.assign_sub(lr * gw)
+            b.assign_sub(lr * gb)
+            return loss
+        return step
+
+    plain = make(plain_w, plain_b)
+    comp = lazyx.compile(make(comp_w, comp_b), on_observe="split")
+    lazyx.reset_metrics()
+    for k, (x, y) in enumerate(data):
+        a = plain(ltf.constant(x), ltf.constant(y * (k % 3)), 0.05)
+        b = comp(ltf.constant(x), ltf.constant(y * (k % 3)), 0.05)
+        np.testing.assert_allclose(float(np.asarray(b)), float(np.asarray(a)), rtol=1e-6)
+    np.testing.assert_allclose(comp_w.numpy(), plain_w.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(comp_b.numpy(), plain_b.numpy(), rtol=1e-6)
+    assert lazyx.metrics()["replays"] >= 2

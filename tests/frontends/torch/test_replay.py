@@ -499,3 +499,42 @@ def test_param_groups_and_layers_added_between_calls_trace_again():
     (a, wa), (b, wb) = _grow(False), _grow(True)
     assert a == b
     assert torch.equal(wa, wb)
+
+
+def test_a_split_step_reading_its_loss_replays_and_takes_each_calls_branch():
+    """`loss.item()` inside the step, a branch on it (gradient clipping when it is large)
+    and a bool read (`torch.isfinite`): with on_observe="split" the step replays piece by
+    piece and trains as eager torch does, whichever branch each call takes."""
+    torch.manual_seed(0)
+    ref = _Net()
+    model = copy.deepcopy(ref).to(lt.device)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (ref, model)]
+
+    def step(m, opt, x, y):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(m(x), y)
+        loss.backward()
+        value = loss.item()
+        if not torch.isfinite(loss):
+            raise FloatingPointError(value)
+        if value > 1.2:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 0.1)
+        opt.step()
+        return loss, value
+
+    compiled = lazyx.compile(lambda x, y: step(model, opts[1], x, y), on_observe="split")
+    gen = torch.Generator().manual_seed(5)
+    lazyx.reset_metrics()
+    taken = set()
+    for k in range(10):
+        x, y = torch.randn(8, 6, generator=gen), torch.randn(8, 3, generator=gen) * (1 + k % 3)
+        want, want_value = step(ref, opts[0], x, y)
+        got, value = compiled(x.to(lt.device), y.to(lt.device))
+        taken.add(want_value > 1.2)
+        assert value == pytest.approx(want_value, rel=1e-5)
+        np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), rtol=1e-5)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(),
+                                   rtol=1e-4, atol=1e-6)
+    assert taken == {True, False}
+    assert lazyx.metrics()["replays"] >= 3
