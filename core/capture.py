@@ -1,7 +1,8 @@
 """What lazyx.compile records while it traces a step (core/replay.py uses it).
 
-* Python numbers among the step's arguments are handed to the step as `SymFloat`/`SymInt`:
-  real floats and ints that also remember how they were computed from the arguments. When
+* Python numbers among the step's arguments are handed to the step as `SymFloat`/`SymInt`
+  (core/symbolic.py): real floats and ints that also remember how they were computed from
+  the arguments. When
   one becomes a run-time parameter (`ir.param`), the parameter is linked to that expression,
   so a replay computes its new value from the new arguments (a new learning rate never
   recompiles). torch's dispatcher turns numbers into plain floats on the way (`alpha=-lr`);
@@ -9,10 +10,9 @@
   value is an integer or +-0.5 (too common among code constants to be told apart).
 * Every random key is linked to the generator stream and counter it was drawn at.
 * A sync inside the step (an observation) raises, naming the line; or, with
-  on_observe="split", ends a piece: the cut's program and results are remembered
-  (`Recording.pieces`), and a scalar the step reads from them (`observed`) becomes a value
-  a replay reads back after running that piece -- a number the later pieces' parameters
-  are computed from, or, for a bool or an int (control flow, a size), a guard.
+  on_observe="split", ends a piece: the cut's roots and results are remembered
+  (`Recording.pieces`), and so is each scalar the step reads from them
+  (core/split_steps.py).
 * Frontends register their tensor types and state containers here; `_discover` finds the
   state a step can reach from what its function refers to, `_flatten` its arguments.
 
@@ -20,8 +20,6 @@ The hooks are installed on the module attributes frontends call (`ir.param`, `ir
 `compose.random_key`) only while some thread traces, and act only for that thread.
 """
 import dis
-import math
-import operator
 import threading
 import types
 
@@ -29,8 +27,9 @@ import numpy as np
 
 from . import compose, ir, runtime
 from .source import format_line
+from .symbolic import (SymFloat, SymInt, _local, current, plain, state_number,  # noqa: F401
+                       sym)
 
-_local = threading.local()
 _lock = threading.Lock()
 _active = [0]
 _ORIGINAL = {}
@@ -59,140 +58,6 @@ class Recording:
         self.unread = None     # an "item" cut whose value no frontend handed to `observed`
         self.numbers = None   # the call's numbers (lazyx.compile's trace), then state numbers
         self.state_numbers = []  # per state number: a function reading its current value
-
-
-def current():
-    return getattr(_local, "recording", None)
-
-
-# ---------------------------------------------------------------- symbolic numbers
-
-def _expr_of(x):
-    expr = getattr(x, "_lazyx_expr", None)
-    if expr is not None:
-        return expr
-    return lambda numbers, _x=x: _x
-
-
-def plain(x):
-    """A symbolic number (SymFloat, SymInt) as a plain float or int; anything else as is."""
-    if isinstance(x, SymFloat):
-        return float.__float__(x)
-    if isinstance(x, SymInt):
-        return int.__int__(x)
-    return x
-
-
-def sym(value, expr):
-    """`value` as a number that remembers `expr` (a function of the call's numbers)."""
-    if type(value) is bool or not isinstance(value, (int, float)):
-        return value
-    out = SymFloat(value) if isinstance(value, float) else SymInt(value)
-    out._lazyx_expr = expr
-    rec = current()
-    if rec is not None and isinstance(value, float) and value == value and \
-            not float(value).is_integer() and abs(value) != 0.5:
-        rec.derived.setdefault(float(value), expr)
-        # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
-        rec.derived.setdefault(float(np.float32(value)), expr)
-    return out
-
-
-def state_number(value, read):
-    """A Python number kept in state rather than passed to the step (a torch optimizer's
-    learning rate, which a scheduler changes between calls): while lazyx.compile traces, it
-    becomes a number of the call, as if it were an argument, and `read()` gives its value at
-    each later call. So a new value is a run-time parameter (or, when the graph does not read
-    it, part of the guard) instead of the trace's value baked in. Outside a trace: `value`."""
-    rec = current()
-    if rec is None or rec.numbers is None or type(value) not in (int, float):
-        return value
-    k = len(rec.numbers)
-    rec.numbers.append(value)
-    rec.state_numbers.append(read)
-    return sym(value, lambda n, _k=k: n[_k])
-
-
-def _binary(op, reflected):
-    def method(self, other):
-        if type(other) is bool or not isinstance(other, (int, float)):
-            return NotImplemented
-        a, b = (other, self) if reflected else (self, other)
-        result = op(plain(a), plain(b))
-        ea, eb = _expr_of(a), _expr_of(b)
-        return _tainted(sym(result, lambda n: op(ea(n), eb(n))), a, b)
-    return method
-
-
-def _unary(op):
-    def method(self):
-        e = _expr_of(self)
-        return _tainted(sym(op(plain(self)), lambda n: op(e(n))), self)
-    return method
-
-
-def _tainted(out, *operands):
-    """`out` marked as computed from a value a split step read (capture.observed), if some
-    operand was: what Python then decides from it becomes part of the guard (_decided)."""
-    if any(getattr(x, "_lazyx_read", False) for x in operands):
-        try:
-            out._lazyx_read = True
-        except AttributeError:  # (a result that is no symbolic number)
-            pass
-    return out
-
-
-def _decided(op, reflected=False):
-    """A comparison or conversion of a symbolic number: for one computed from a value a
-    split step read, the outcome is a guard of the replay (`if loss.item() > 2:` takes the
-    same branch, or the step traces again)."""
-    def method(self, *other):
-        if other and (type(other[0]) is bool or not isinstance(other[0], (int, float))):
-            return NotImplemented
-        args = (other[0], self) if reflected else (self,) + other
-        result = op(*[plain(a) for a in args])
-        rec = current()
-        if rec is not None and any(getattr(a, "_lazyx_read", False) for a in args):
-            exprs = [_expr_of(a) for a in args]
-            rec.guards.append((lambda n: op(*[e(n) for e in exprs]), result))
-        return result
-    return method
-
-
-class SymFloat(float):
-    """A float argument of a compiled step (or a number computed from one) while it traces."""
-
-
-class SymInt(int):
-    """An int argument of a compiled step (or a number computed from one) while it traces."""
-
-
-_round_to_int = _decided(round)
-_round_to_digits = _binary(round, False)
-
-
-def _rounded(self, ndigits=None):
-    # round(x) is an int (decided: guarded); round(x, 3) a number like x (logged losses)
-    return _round_to_int(self) if ndigits is None else _round_to_digits(self, ndigits)
-
-
-for _cls in (SymFloat, SymInt):
-    for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
-        _op = getattr(operator, _name)
-        setattr(_cls, f"__{_name}__", _binary(_op, False))
-        setattr(_cls, f"__r{_name}__", _binary(_op, True))
-    for _name in ("neg", "pos", "abs"):
-        setattr(_cls, f"__{_name}__", _unary(getattr(operator, _name)))
-    for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
-        setattr(_cls, f"__{_name}__", _decided(getattr(operator, _name)))
-    # (what Python makes of the number: a branch, an int, a rounded value, a plain float)
-    for _name, _op in (("bool", bool), ("int", int), ("index", operator.index),
-                       ("trunc", math.trunc), ("floor", math.floor), ("ceil", math.ceil),
-                       ("float", float)):
-        if _name != "index" or _cls is SymInt:
-            setattr(_cls, f"__{_name}__", _decided(_op))
-    _cls.__round__ = _rounded
-    _cls.__hash__ = _decided(hash)
 
 
 # ---------------------------------------------------------------- hooks
@@ -278,66 +143,6 @@ _READS = frozenset(("item", "convert", "print"))  # sync causes that only read a
 # a print (the value goes to the screen only), a barrier, the node cap. Any other read hands
 # the step an array whose uses cannot be followed: that step runs lazily at every call.
 _PIECE_CAUSES = frozenset(("item", "print", "explicit", "node_cap"))
-
-
-def observed(value, handle, number=False):
-    """A scalar read into Python from `handle` (`.item()`, `float()`, `int()`, `bool()`), as
-    the frontend hands it to the user: while a split step traces, the read is remembered. A
-    float that `.item()` returns (`number`) comes back as a symbolic number that a replay
-    recomputes from the value it reads then; what Python decides from it (a comparison, an
-    int) is guarded. Any other read (a bool, an int, `float(x)`'s plain float) is guarded by
-    value: a replay that reads another value traces again. Outside a split trace: `value`."""
-    rec = current()
-    if rec is None or rec.on_observe != "split":
-        return value
-    rec.unread = None
-    where = rec.piece_of.get(id(handle.node))
-    if where is None:  # a value no piece of this step computed (an argument's, state's)
-        rec.unreplayable = rec.unreplayable or (
-            "a read of a value the step did not compute", "an argument or captured state")
-        return value
-    if type(value) not in (bool, int, float):  # (a bfloat16 or complex scalar)
-        rec.unreplayable = rec.unreplayable or ("a read of a non-real scalar", str(value))
-        return value
-    k = len(rec.reads)
-    as_number = number and read_is_number(value)
-    rec.reads.append(where + (value, as_number))
-    if not as_number:
-        return value  # guarded by value
-    expr = (lambda n, _k=k: n.observed[_k])
-    rec.read_by_value.setdefault(value, expr)
-    out = sym(value, expr)
-    out._lazyx_read = True
-    return out
-
-
-def as_number(value):
-    """`value`, the last scalar this thread's split trace read (capture.observed, as a value
-    guarded by value), as a number its replays recompute instead: torch's `Tensor.item()`,
-    whose value the dispatcher returns as a plain float."""
-    rec = current()
-    if rec is None or rec.on_observe != "split" or not rec.reads or \
-            rec.reads[-1][2] is not value and rec.reads[-1][2] != value or \
-            not read_is_number(value) or rec.reads[-1][3]:
-        return value
-    j, i, _, _ = rec.reads.pop()
-    return observed(value, _PieceRef(rec.pieces[j][1][i]), number=True)
-
-
-class _PieceRef:
-    """Stands for a handle whose node is a piece's result (as_number's re-read)."""
-    __slots__ = ("node",)
-
-    def __init__(self, node):
-        self.node = node
-
-
-def read_is_number(value):
-    """Whether a scalar a split step read is a number its replays recompute from (a float
-    such as a loss), rather than a value its replays must read again (a bool, an int: a
-    branch or a size; a float like 2.0 or 0.5, which cannot be told from a code constant)."""
-    return type(value) is float and value == value and not value.is_integer() and \
-        abs(value) != 0.5
 
 
 def _fixed_by_the_trace(program, roots, rec):

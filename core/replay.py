@@ -30,12 +30,13 @@ import weakref
 
 import numpy as np
 
-from . import capture, config, ir, metrics, prng, runtime
+from . import capture, config, ir, metrics, prng, runtime, split_steps
 from . import dtypes as dt
 from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
                       _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
                       register_container, register_tensor, register_trace_hook)
 from .source import format_line, user_line
+from .split_steps import same_values
 
 # ---------------------------------------------------------------- entries
 
@@ -65,21 +66,9 @@ class _Entry:
         # a split step (on_observe="split"): the programs of the cuts inside it, run in order
         # before the last one; their results are outputs len(outs), len(outs) + 1, ...
         self.pieces = []            # _Piece per cut inside the step
-        self.reads = 0              # values read back after the pieces (capture.observed)
+        self.reads = 0              # values read back after the pieces (split_steps.observed)
         self.confirmed = True       # a piecewise entry replays once a second trace agrees
         self.guards = []            # (expression, outcome) of what Python decided from reads
-
-
-class _Piece:
-    """A cut inside a split step: its program, its inputs (as an entry's: constants in
-    `template`, the rest in `dynamic`), its results' metadata, and the scalars the step read
-    from them: (read index, result index, Python type, traced value, whether it is a number
-    the later pieces compute from -- else it is guarded by value)."""
-    __slots__ = ("exe", "program", "template", "dynamic", "outs", "reads")
-
-    def __init__(self, exe, program, outs):
-        self.exe, self.program, self.outs = exe, program, outs
-        self.template, self.dynamic, self.reads = [], [], []
 
 
 class Compiled:
@@ -163,13 +152,14 @@ class Compiled:
                         return out
                     miss = out.why
                     read_missed |= out.read
-        if self.read_misses + 1 >= _READ_MISSES and (read_missed or any(
+        if self.read_misses + 1 >= split_steps.READ_MISSES and (read_missed or any(
                 not e.confirmed for e in candidates or ())):
             # calls in a row read what no variant read, none of their traces confirming one
             return self._stay_lazy(
-                args, kwargs, f"it read values no traced variant read in {_READ_MISSES} calls "
-                f"in a row (a bool or an int it reads, or a float() of a value, is part of the "
-                f"guard: only a float from .item() is recomputed at each replay)", stacklevel=3)
+                args, kwargs, f"it read values no traced variant read in "
+                f"{split_steps.READ_MISSES} calls in a row (a bool or an int it reads, or a "
+                f"float() of a value, is part of the guard: only a float from .item() is "
+                f"recomputed at each replay)", stacklevel=3)
         if self.entries:
             metrics.count("replay_misses")
             if config.debug():
@@ -304,7 +294,7 @@ class Compiled:
                 k = early_of.get(id(_handle_of(t).node))
                 if k is not None:
                     slot_out[path] = k
-        pieces = [_compile_piece(piece_roots, rec) for piece_roots, _ in rec.pieces]
+        pieces = [split_steps.compile_piece(piece_roots, rec) for piece_roots, _ in rec.pieces]
         if not _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf,
                       serial0, before, after, aliases, pending, out_of, slot_out, roots, rebinds,
                       pieces, early_of):
@@ -322,7 +312,7 @@ class Compiled:
         result, fresh = self._trace(full, args, kwargs)
         same = fresh is not None and (fresh.program is None) == (entry.program is None) and \
             (fresh.program is None or fresh.program.key == entry.program.key) and \
-            _same_values(_predict(fresh, numbers), predicted)
+            same_values(_predict(fresh, numbers), predicted)
         bucket = self.entries.get(full, [])
         if not same:
             if entry in bucket:
@@ -352,11 +342,11 @@ class Compiled:
         lazily from now on. Without such an entry, `fresh` waits for the next trace.
         True if an entry was confirmed."""
         bucket = self.entries.get(full, [])
-        reads = _guarded_reads(fresh)
+        reads = split_steps.guarded_reads(fresh)
         for entry in bucket:
-            if entry is not fresh and _guarded_reads(entry) == reads:
+            if entry is not fresh and split_steps.guarded_reads(entry) == reads:
                 bucket.remove(fresh)
-                if _same_pieces(fresh, entry):
+                if split_steps.same_pieces(fresh, entry):
                     entry.confirmed = True
                     return True
                 self._stay_lazy(None, None, "what it computes depends on a value it reads, "
@@ -373,70 +363,6 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
-
-
-_READ_MISSES = 4  # calls in a row that no variant could replay for what the step read: stop
-
-
-def _guarded_reads(entry):
-    return [(r[0], r[3]) for piece in entry.pieces for r in piece.reads if not r[4]] + \
-        [outcome for _, outcome in entry.guards]
-
-
-def _same_pieces(a, b):
-    """Whether two traces of a split step made the same programs, fed alike, constants
-    included, and read the same scalars the same way."""
-    if len(a.pieces) != len(b.pieces) or a.reads != b.reads:
-        return False
-    parts = [(x, y) for x, y in zip(a.pieces, b.pieces)] + [(a, b)]
-    for x, y in parts:
-        if (x.program is None) != (y.program is None) or \
-                (x.program is not None and x.program.key != y.program.key):
-            return False
-        if [d[:2] for d in x.dynamic] != [d[:2] for d in y.dynamic] or \
-                not _same_values([np.asarray(v) for v in x.template if v is not None],
-                                 [np.asarray(v) for v in y.template if v is not None]):
-            return False
-    if [r[1:3] + r[4:] for p in a.pieces for r in p.reads] != \
-            [r[1:3] + r[4:] for p in b.pieces for r in p.reads]:
-        return False
-    # and return (or write into their list arguments) the same plain values: a number the
-    # step computed in Python from a value it read (`float(loss) * 2`) differs
-    return _same_plan(a.results[1], b.results[1]) and a.results[0] == b.results[0] and \
-        [p for p, _ in a.arg_writes] == [p for p, _ in b.arg_writes] and \
-        _same_plan([h for _, h in a.arg_writes], [h for _, h in b.arg_writes])
-
-
-def _same_plan(a, b):
-    """Whether two traces' results (_build's `any_item`s) are made alike."""
-    if len(a) != len(b):
-        return False
-    for (kind, x, _), (kind2, y, _) in zip(a, b):
-        if kind != kind2:
-            return False
-        if kind == "obj" and x is not y:
-            try:
-                if type(x) is not type(y) or not bool(x == y):
-                    return False
-            except Exception:  # noqa: BLE001 -- (a tensor's == is no answer)
-                return False
-        elif kind in ("new", "arg") and x != y:
-            return False
-    return True
-
-
-def _compile_piece(roots, rec):
-    """A cut inside a split step as a program of its own (its inputs classified by _build)."""
-    program, leaves = runtime.linearize(roots)
-    literals = {i: leaf.value for i, leaf in enumerate(leaves) if leaf.op != "data"
-                and id(leaf) not in rec.keys and id(leaf) not in rec.params}
-    exe, compiled = runtime.compile_program(program, literals)
-    if compiled:
-        metrics.record_compile(user_line(4))
-    piece = _Piece(runtime.bind_fixed(exe, literals), program,
-                   [(n.shape, n.dtype, n.source) for n in roots])
-    piece.template = leaves  # (until _build replaces them by the inputs' feed)
-    return piece
 
 
 def _handle_of(t):
@@ -650,18 +576,6 @@ def _predict(entry, numbers):
     return out
 
 
-def _same_values(a, b):
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if isinstance(x, tuple) or isinstance(y, tuple):
-            if x != y:
-                return False
-        elif x.shape != y.shape or not np.array_equal(x, y, equal_nan=True):
-            return False
-    return True
-
-
 # ---------------------------------------------------------------- replaying
 
 class _Miss:
@@ -671,11 +585,6 @@ class _Miss:
 
     def __init__(self, why, read=False):
         self.why, self.read = why, read
-
-
-class _Numbers(list):
-    """A replay's numbers, and the scalars a split step read so far (capture.observed)."""
-    __slots__ = ("observed",)
 
 
 def _with_state_numbers(entry, numbers):
@@ -706,23 +615,6 @@ def _guard_miss(entry, numbers):
             return (f"{what} changed ({value!r} -> {numbers[k]!r}) and is "
                     f"part of the graph's structure, not a run-time parameter")
     return None
-
-
-def _inputs(part, handles, slot_handles, numbers, early):
-    """The values a replay feeds an entry's program (or a split step's piece's)."""
-    values = list(part.template)  # constants in place; fill in what changes per call
-    for i, kind, a, b in part.dynamic:
-        if kind == "arg":
-            values[i] = handles[a].node.value
-        elif kind == "slot":
-            values[i] = slot_handles[a].node.value
-        elif kind == "number":
-            values[i] = b(a(numbers))
-        elif kind == "out":  # a result of a cut earlier in a split step
-            values[i] = early[a].value
-        else:  # a random key
-            values[i] = prng.seed_key(a.seed, a.counter + b)
-    return values
 
 
 def _replay(entry, tensors, handles, numbers, call):
@@ -771,33 +663,10 @@ def _replay(entry, tensors, handles, numbers, call):
     data = ir.data
     early, seconds = [], 0.0
     if entry.pieces:  # a split step: its cuts in order, reading back what the step read
-        numbers = _Numbers(numbers)
-        numbers.observed = [None] * entry.reads
-        to_host = runtime.get_backend().to_host
-        for piece in entry.pieces:
-            start = time.perf_counter()
-            buffers = piece.exe(_inputs(piece, handles, slot_handles, numbers, early))
-            seconds += time.perf_counter() - start
-            first = len(early)
-            early += [data(b, shape, dtype, source) for b, (shape, dtype, source) in
-                      zip(buffers, piece.outs)]
-            for k, i, cls, traced, as_number in piece.reads:
-                host = to_host(early[first + i].value)
-                metrics.record_transfer("to_host", host.nbytes)
-                value = cls(host.reshape(-1)[0].item())
-                if as_number:
-                    numbers.observed[k] = value
-                elif value != traced and not (value != value and traced != traced):
-                    return _Miss(f"a value the step reads was {traced!r} when traced and is "
-                                 f"{value!r} now", read=True)
-        for expr, outcome in entry.guards:
-            try:
-                same = expr(numbers) == outcome
-            except (ArithmeticError, ValueError):  # (a new value the trace's math refuses)
-                same = False
-            if not same:
-                return _Miss("what the step decided from a value it reads (a comparison, "
-                             "a conversion) comes out otherwise now", read=True)
+        early, numbers, seconds, why = split_steps.run_pieces(entry, handles, slot_handles,
+                                                              numbers)
+        if why is not None:
+            return _Miss(why, read=True)
     values = list(entry.template)  # (_inputs, inlined: the hot path of every replay)
     for i, kind, a, b in entry.dynamic:
         if kind == "arg":

@@ -32,8 +32,10 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
 # Objects with optional on_sync(cause, source, program, roots: the IR nodes it computes),
 # on_cache_miss(program, cached_programs),
 # on_compile(program, exe, start, seconds), on_execute(program, start, seconds),
-# on_results(cause, roots, data leaves holding their values: after a cut ran), on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
-# while explanations, dumps or a timeline are on, so a plain run pays nothing for them.
+# on_results(cause, roots, the data leaves holding their values: after a cut ran),
+# on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
+# while explanations, dumps, a timeline or a lazyx.compile trace are on, so a plain run pays
+# nothing for them.
 LISTENERS = []
 # While KEEP_ORIGINS[0] > 0 (a frontend's lazy gradient tape records), each data leaf a sync
 # makes remembers the graph it realized, so a gradient can still flow through a value that

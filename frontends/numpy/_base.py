@@ -11,7 +11,9 @@ import sys
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import capture, runtime
+from ...core import runtime
+from ...core.split_steps import observed
+from ...core.symbolic import plain
 
 _NP_DTYPES = {}
 
@@ -149,14 +151,14 @@ class LazyArray:
         if not args and self.size != 1:
             raise ValueError("can only convert an array of size 1 to a Python scalar")
         value = self._host("item").item(*args)
-        return value if args else capture.observed(value, self.__lazyx_handle__, number=True)
+        return value if args else observed(value, self.__lazyx_handle__, number=True)
 
     def _scalar(self, kind):
         if self.size != 1:
             raise TypeError("only length-1 arrays can be converted to Python scalars")
         value = kind(self._host("item").reshape(()).item())
         # (plain: __float__ and __int__ must return exactly a float or an int)
-        return capture.plain(capture.observed(value, self.__lazyx_handle__))
+        return plain(observed(value, self.__lazyx_handle__))
 
     def __float__(self):
         return self._scalar(float)
@@ -170,13 +172,13 @@ class LazyArray:
     def __index__(self):
         if self.ndim or not dt.is_int(self._node.dtype):
             raise TypeError("only integer scalar arrays can be converted to a scalar index")
-        return capture.observed(int(self._host("item")), self.__lazyx_handle__)
+        return observed(int(self._host("item")), self.__lazyx_handle__)
 
     def __bool__(self):
         if self.size != 1:  # decided from the shape alone, before any sync
             raise ValueError("The truth value of an array with more than one element is "
                              "ambiguous. Use a.any() or a.all()")
-        return capture.observed(bool(self._host("item").reshape(())), self.__lazyx_handle__)
+        return observed(bool(self._host("item").reshape(())), self.__lazyx_handle__)
 
     def __iter__(self):
         if not self.shape:

@@ -15,7 +15,9 @@ import tensorflow as tf
 from tensorflow.python.eager import record
 from tensorflow.python.framework import composite_tensor, type_spec
 
-from ...core import capture, ir, ops, origins, runtime, source
+from ...core import ir, ops, origins, runtime, source
+from ...core.split_steps import observed
+from ...core.symbolic import plain
 from ...core import dtypes as dt
 
 
@@ -207,9 +209,9 @@ class LazyTensor(composite_tensor.CompositeTensor):
         return value.astype(dtype) if dtype is not None else value
 
     def _scalar(self, kind):
-        # (a split lazyx.compile step remembers the read: capture.observed)
+        # (a split lazyx.compile step remembers the read: core/split_steps)
         value = kind(_observe(self._handle, cause="item"))
-        return capture.plain(capture.observed(value, self._handle))
+        return plain(observed(value, self._handle))
 
     def __bool__(self):
         return self._scalar(bool)

@@ -16,7 +16,7 @@ import threading
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from ...core import capture, replay
+from ...core import capture, replay, split_steps
 from . import device as _device
 from . import tensor as _tensor
 
@@ -168,7 +168,7 @@ _item_lock = threading.Lock()
 def _item(self):
     # torch's dispatcher returns the value of `.item()` as a plain number: inside a split
     # lazyx.compile step, a float read this way is one that its replays recompute
-    return capture.as_number(_PLAIN_ITEM(self))
+    return split_steps.as_number(_PLAIN_ITEM(self))
 
 
 @contextlib.contextmanager

@@ -17,7 +17,8 @@ import threading
 import torch
 from torch._decomp import decomposition_table
 
-from ...core import capture, config, ir, runtime, source
+from ...core import config, ir, runtime, source
+from ...core.split_steps import observed
 from ...core.tables import Table
 from . import dtypes
 
@@ -681,8 +682,8 @@ def _local_scalar_dense(x):
     host = _host_value(x, "item")
     if host.dtype.kind in "biufc":  # NumPy's item() is torch's: the same Python number
         value = host.item()
-        # (a split lazyx.compile step remembers the read: capture.observed; not print's)
-        return capture.observed(value, x._lazyx_handle) if _cause("item") == "item" else value
+        # (a split lazyx.compile step remembers the read: core/split_steps; not print's)
+        return observed(value, x._lazyx_handle) if _cause("item") == "item" else value
     return dtypes.from_numpy_array(host, x.dtype).item()  # (bfloat16: ml_dtypes' scalar)
 
 

@@ -1,0 +1,152 @@
+"""Symbolic numbers: the Python numbers a step traced by lazyx.compile computes with.
+
+A float or int argument of the step is handed to it as a `SymFloat`/`SymInt`: a real number
+that also remembers how it was computed from the call's numbers (an expression: a function
+of them), through + - * / // % ** and unary ops. When one becomes a run-time parameter of the
+graph (core/capture.py's hooks), the parameter is linked to its expression, so a replay
+computes its new value from the new call. A float a split step reads (`.item()`,
+core/split_steps.py) is one too, computed from what the replay reads back; what Python
+decides from such a number -- a comparison, an int, a plain float -- is recorded in the
+trace's Recording as a guard of the replay (`_decided`).
+"""
+import math
+import operator
+import threading
+
+import numpy as np
+
+_local = threading.local()  # this thread's Recording (core/capture.py), while it traces
+
+
+def current():
+    return getattr(_local, "recording", None)
+
+
+# ---------------------------------------------------------------- symbolic numbers
+
+def _expr_of(x):
+    expr = getattr(x, "_lazyx_expr", None)
+    if expr is not None:
+        return expr
+    return lambda numbers, _x=x: _x
+
+
+def plain(x):
+    """A symbolic number (SymFloat, SymInt) as a plain float or int; anything else as is."""
+    if isinstance(x, SymFloat):
+        return float.__float__(x)
+    if isinstance(x, SymInt):
+        return int.__int__(x)
+    return x
+
+
+def sym(value, expr):
+    """`value` as a number that remembers `expr` (a function of the call's numbers)."""
+    if type(value) is bool or not isinstance(value, (int, float)):
+        return value
+    out = SymFloat(value) if isinstance(value, float) else SymInt(value)
+    out._lazyx_expr = expr
+    rec = current()
+    if rec is not None and isinstance(value, float) and value == value and \
+            not float(value).is_integer() and abs(value) != 0.5:
+        rec.derived.setdefault(float(value), expr)
+        # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
+        rec.derived.setdefault(float(np.float32(value)), expr)
+    return out
+
+
+def state_number(value, read):
+    """A Python number kept in state rather than passed to the step (a torch optimizer's
+    learning rate, which a scheduler changes between calls): while lazyx.compile traces, it
+    becomes a number of the call, as if it were an argument, and `read()` gives its value at
+    each later call. So a new value is a run-time parameter (or, when the graph does not read
+    it, part of the guard) instead of the trace's value baked in. Outside a trace: `value`."""
+    rec = current()
+    if rec is None or rec.numbers is None or type(value) not in (int, float):
+        return value
+    k = len(rec.numbers)
+    rec.numbers.append(value)
+    rec.state_numbers.append(read)
+    return sym(value, lambda n, _k=k: n[_k])
+
+
+def _binary(op, reflected):
+    def method(self, other):
+        if type(other) is bool or not isinstance(other, (int, float)):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        result = op(plain(a), plain(b))
+        ea, eb = _expr_of(a), _expr_of(b)
+        return _tainted(sym(result, lambda n: op(ea(n), eb(n))), a, b)
+    return method
+
+
+def _unary(op):
+    def method(self):
+        e = _expr_of(self)
+        return _tainted(sym(op(plain(self)), lambda n: op(e(n))), self)
+    return method
+
+
+def _tainted(out, *operands):
+    """`out` marked as computed from a value a split step read (split_steps.observed), if some
+    operand was: what Python then decides from it becomes part of the guard (_decided)."""
+    if any(getattr(x, "_lazyx_read", False) for x in operands):
+        try:
+            out._lazyx_read = True
+        except AttributeError:  # (a result that is no symbolic number)
+            pass
+    return out
+
+
+def _decided(op, reflected=False):
+    """A comparison or conversion of a symbolic number: for one computed from a value a
+    split step read, the outcome is a guard of the replay (`if loss.item() > 2:` takes the
+    same branch, or the step traces again)."""
+    def method(self, *other):
+        if other and (type(other[0]) is bool or not isinstance(other[0], (int, float))):
+            return NotImplemented
+        args = (other[0], self) if reflected else (self,) + other
+        result = op(*[plain(a) for a in args])
+        rec = current()
+        if rec is not None and any(getattr(a, "_lazyx_read", False) for a in args):
+            exprs = [_expr_of(a) for a in args]
+            rec.guards.append((lambda n: op(*[e(n) for e in exprs]), result))
+        return result
+    return method
+
+
+class SymFloat(float):
+    """A float argument of a compiled step (or a number computed from one) while it traces."""
+
+
+class SymInt(int):
+    """An int argument of a compiled step (or a number computed from one) while it traces."""
+
+
+_round_to_int = _decided(round)
+_round_to_digits = _binary(round, False)
+
+
+def _rounded(self, ndigits=None):
+    # round(x) is an int (decided: guarded); round(x, 3) a number like x (logged losses)
+    return _round_to_int(self) if ndigits is None else _round_to_digits(self, ndigits)
+
+
+for _cls in (SymFloat, SymInt):
+    for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+        _op = getattr(operator, _name)
+        setattr(_cls, f"__{_name}__", _binary(_op, False))
+        setattr(_cls, f"__r{_name}__", _binary(_op, True))
+    for _name in ("neg", "pos", "abs"):
+        setattr(_cls, f"__{_name}__", _unary(getattr(operator, _name)))
+    for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+        setattr(_cls, f"__{_name}__", _decided(getattr(operator, _name)))
+    # (what Python makes of the number: a branch, an int, a rounded value, a plain float)
+    for _name, _op in (("bool", bool), ("int", int), ("index", operator.index),
+                       ("trunc", math.trunc), ("floor", math.floor), ("ceil", math.ceil),
+                       ("float", float)):
+        if _name != "index" or _cls is SymInt:
+            setattr(_cls, f"__{_name}__", _decided(_op))
+    _cls.__round__ = _rounded
+    _cls.__hash__ = _decided(hash)
