@@ -59,7 +59,8 @@ _REPLAY_LIMIT = 1 << 20  # elements of `self` a failed check's CPU replay may al
 
 
 def _eager_error(op, args, kwargs, meta_error):
-    """The error eager torch raises for a call whose check failed: torch's Meta kernels word
+    """The error eager torch raises for a call whose check failed, or None when eager
+    accepts the call (a Meta kernel stricter than the CPU one): torch's Meta kernels word
     (and type) some differently from its CPU kernels (`int.igamma_(int)`: NotImplementedError on
     CPU, a cast RuntimeError on Meta). Replayed on CPU ones of the same shapes and dtypes (ones:
     no division by zero); `self` only is materialized, the others are broadcast views."""
@@ -81,7 +82,7 @@ def _eager_error(op, args, kwargs, meta_error):
            **{k: stand_in(v) for k, v in kwargs.items()})
     except Exception as cpu_error:  # noqa: BLE001  (whatever eager raises is the answer)
         return cpu_error.with_traceback(None)
-    return meta_error
+    return None  # eager accepts what the Meta kernel refuses (`int <<= bool`): so do we
 
 
 class _Unkeyable(Exception):
@@ -122,7 +123,10 @@ def _checked_once(op):
                 _check_cast(functional, args, kwargs)
             out = ORIGINALS[op](*args, **kwargs)
         except Exception as err:
-            raise _eager_error(op, args, kwargs, err) from None
+            error = _eager_error(op, args, kwargs, err)
+            if error is not None:
+                raise error from None
+            return self  # (not remembered: the next call asks both kernels again)
         # remember only a check that left `self` as it was and returned it (the in-place
         # contract); a kernel that changed metadata is asked again every time
         if key is not None and out is self and (self.shape, self.stride(), self.dtype) == before:

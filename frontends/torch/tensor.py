@@ -348,16 +348,26 @@ def _to_cpu_zeros(x):
     return x
 
 
-def _cpu_error(func, args, kwargs, meta_error):
-    """torch's meta kernels word (and type) some errors differently from its CPU kernels: on a
-    bad call, replay it on CPU zeros of the same shapes for the error users know."""
+def _cpu_answer(func, args, kwargs, meta_error):
+    """(Meta records, None) or (None, the error to raise) for a call torch's meta kernel
+    refused: replayed on CPU zeros of the same shapes. The CPU kernel's error is the one
+    users know (meta kernels word and type some errors differently); and where the CPU kernel
+    accepts what the meta kernel refuses -- torch's meta kernel for `int << bool` is stricter
+    than its CPU kernel -- the CPU result's shapes and dtypes are the call's (memoized)."""
     try:
-        func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
+        result = func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
     except Exception as cpu_error:
         # the CPU kernel's error is the one eager torch raises, even where its type differs
         # from the meta kernel's (an empty argmax: IndexError on CPU, RuntimeError on meta)
-        return cpu_error
-    return meta_error
+        return None, cpu_error
+    out = _as_meta(result)
+    if not isinstance(out, (Meta, tuple, list)) or \
+            isinstance(out, (tuple, list)) and not all(isinstance(o, Meta) for o in out):
+        return None, meta_error
+    key = _signature(func, args, kwargs)
+    if key is not None:
+        _meta_cache[key] = out
+    return out, None
 
 
 def _probes_dtypes(func):
@@ -461,7 +471,9 @@ def _dispatch(func, args, kwargs, state):
                 if "data-dependent" in str(err) or "DynamicOutputShape" in type(err).__name__:
                     out = None
                 else:
-                    raise _cpu_error(func, args, kwargs, err).with_traceback(None) from None
+                    out, error = _cpu_answer(func, args, kwargs, err)
+                    if error is not None:
+                        raise error.with_traceback(None) from None
             if out is not None:
                 mark = recorder[1](func, args, kwargs) if recorder else None
                 try:

@@ -298,13 +298,15 @@ for _name, (_fn,) in _BITWISE.items():
     lower(packet.Tensor, packet.Scalar)(_make(_fn))
 
 
-@lower(aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar)
+@lower(aten.bitwise_left_shift.Tensor, aten.bitwise_left_shift.Tensor_Scalar,
+       aten.__lshift__.Tensor, aten.__lshift__.Scalar)
 def _shl(out, x, y):
     a, b = operands(out, x, y)
     return ops.shift_left(a, b)
 
 
-@lower(aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar)
+@lower(aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar,
+       aten.__rshift__.Tensor, aten.__rshift__.Scalar)
 def _shr(out, x, y):
     a, b = operands(out, x, y)
     return ops.shift_right_arithmetic(a, b) if not a.dtype.startswith("u") \

@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
+import lazyx
 import lazyx.frontends.torch as lt
 from lazyx.frontends.torch import inplace_check
 
@@ -106,3 +107,41 @@ def test_the_cast_check_passes_what_eager_passes(source):
     got = run(lt.device).cpu()
     assert got.dtype == expected.dtype
     torch.testing.assert_close(got, expected)
+
+
+def _same_outcome(call, *args):
+    """call on CPU tensors and on lazy copies: the same values and dtype with no fallback,
+    or the same error."""
+    try:
+        want = call(*[a.clone() for a in args])
+    except Exception as error:  # noqa: BLE001 -- eager's error is the expected one
+        with pytest.raises(type(error)) as got:
+            call(*[a.to(lt.device) for a in args])
+        assert str(got.value) == str(error)
+        return
+    lazyx.reset_metrics()
+    got = call(*[a.to(lt.device) for a in args])
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert got.dtype == want.dtype
+    assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, s: x << s, lambda x, s: x >> s, lambda x, s: x.__ilshift__(s),
+    lambda x, s: x.__irshift__(s.long()), lambda x, s: torch.bitwise_left_shift(x, s),
+    lambda x, s: x << 2, lambda x, s: x.__irshift__(1)])
+@pytest.mark.parametrize("shift_dtype", [torch.bool, torch.int64, torch.uint8])
+def test_shifts_by_a_bool_or_int_tensor_are_lowered_as_eager_computes_them(call, shift_dtype):
+    """`x << s` (aten.__lshift__) has a lowering, and a shift by a bool tensor works where it
+    works on CPU: torch's Meta kernel for `<<=` refuses a bool shift that its CPU kernel
+    accepts, so a refusal by the Meta kernel that the CPU kernel does not share is not
+    raised. (`x >>= bool_tensor` still raises the Meta kernel's error: torch's decomposition
+    of `__irshift__` asks that kernel itself.)"""
+    x = torch.tensor([[1, -2, 7], [300, 5, -9]])
+    _same_outcome(call, x, torch.tensor([True, False, True]).to(shift_dtype))
+
+
+@pytest.mark.parametrize("x", [torch.ones(2), torch.ones(2, dtype=torch.bool)])
+def test_a_shift_of_a_float_or_bool_tensor_does_what_eager_does(x):
+    _same_outcome(lambda a: a << 1, x)
+    _same_outcome(lambda a: a >> a, x)
