@@ -132,7 +132,7 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     np.pad: _manipulation.pad, np.diff: _manipulation.diff, np.append: _manipulation.append,
     np.copy: _manipulation.copy, np.where: _manipulation.where, np.clip: _manipulation.clip,
     np.matrix_transpose: _manipulation.matrix_transpose, np.astype: _astype,
-    np.copyto: _copyto, np.select: _manipulation.select,
+    np.copyto: _copyto, np.select: _manipulation.select, np.piecewise: _manipulation.piecewise,
     np.lib.stride_tricks.sliding_window_view: _manipulation.sliding_window_view,
     # creation from arrays
     np.zeros_like: _creation.zeros_like, np.ones_like: _creation.ones_like,

@@ -520,3 +520,66 @@ def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None, **kwargs):
         node = ops.min_(node, next(it))
     result = wrap(node)
     return result if out is None else assign(out, result)
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+    """NumPy's, as a chain of selects (a later true condition wins, as NumPy's later
+    assignment does; the value is cast to x's dtype). NumPy applies each function to the
+    elements its condition selects; here it is applied to the whole of x, which gives the
+    same values for an elementwise function -- checked once on a host probe. A function that
+    is not elementwise (`v - v.mean()`), lazy extra arguments, a condition of another shape
+    than x, or a non-numeric x run on NumPy."""
+    def eager():
+        return run_eagerly(np.piecewise, "numpy.piecewise", (x, condlist, funclist) + args,
+                           kw)
+    runtime.maybe_cut()
+    xa = as_lazy(x)
+    shape, dtype = tuple(xa.shape), xa.dtype
+    # (NumPy's undocumented rule: a single condition is a list of one; a lazy array of
+    # conditions holds arrays where an ndarray of them would, from 2 dimensions)
+    if isinstance(condlist, (np.ndarray, LazyArray)):
+        single = condlist.ndim < 2 and len(shape) != 0
+    else:
+        single = np.isscalar(condlist) or len(shape) != 0 and \
+            not isinstance(condlist[0], (list, np.ndarray, LazyArray))
+    if single:
+        condlist = [condlist]
+    n, n2 = len(condlist), len(funclist)
+    if n != n2 and n != n2 - 1:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    if dtype.kind not in "biuf" or any(isinstance(a, LazyArray) for a in (*args, *kw.values())) \
+            or any(tuple(shape_of(c)) != shape for c in condlist) \
+            or not all(_elementwise(f, dtype, args, kw) for f in funclist if callable(f)):
+        return eager()
+    target = ir_dtype(dtype)
+    conds = [broadcast_node(as_node(c if isinstance(c, LazyArray) else np.asarray(c, bool),
+                                    dt.BOOL), shape) for c in condlist]
+    if n == n2 - 1:  # the "otherwise" condition: where none holds
+        none = conds[0]
+        for c in conds[1:]:
+            none = ops.or_(none, c)
+        conds.append(ops.not_(none))
+    result = broadcast_node(as_node(0, target), shape)
+    for cond, func in zip(conds, funclist):
+        value = func(xa, *args, **kw) if callable(func) else func
+        if tuple(shape_of(value)) not in (shape, ()):
+            return eager()
+        result = ops.select(cond, broadcast_node(as_node(value, target), shape), result)
+    return wrap(result)
+
+
+def _elementwise(func, dtype, args, kw):
+    """Whether `func` maps each element alone, as far as a host probe tells: its result on a
+    few of the probe's elements is its result on the whole probe at those elements."""
+    probe = np.array([-2.5, -1.0, 0.0, 0.5, 1.5, 3.0]).astype(dtype)
+    some = [1, 3, 4]
+    try:
+        with np.errstate(all="ignore"):
+            whole = np.asarray(func(probe, *args, **kw))
+            part = np.asarray(func(probe[some], *args, **kw))
+        if whole.shape not in ((6,), ()) or part.shape not in ((3,), ()):
+            return False
+        return np.array_equal(np.broadcast_to(whole, (6,))[some], np.broadcast_to(part, (3,)),
+                              equal_nan=True)
+    except Exception:  # noqa: BLE001 -- NumPy runs it, and raises what it raises
+        return False

@@ -185,3 +185,35 @@ def test_einsum_repeated_label_of_two_sizes_raises_numpys_error():
 def test_logaddexp_reduce_matches_numpy(ufunc, x, kwargs):
     lowered(lambda a: ufunc.reduce(a, **kwargs), x,
             rtol=2e-6 if x.dtype == np.float32 else 1e-13)
+
+
+# ---------------------------------------------------------------- piecewise
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.piecewise(a, [a < 0, a >= 0], [lambda v: -v, lambda v: v]),
+    lambda a: np.piecewise(a, [a < 0, a >= 0], [-1, 1]),
+    lambda a: np.piecewise(a, [a < -1, a > 1], [lambda v: v * 2, 0, lambda v: v ** 2]),
+    lambda a: np.piecewise(a, [a < 0], [lambda v: v / 2, lambda v: v * 1.5]),  # cast to a's
+    lambda a: np.piecewise(a, [a > -3, a > 0], [1, 2]),  # the later condition wins
+    lambda a: np.piecewise(a, [a < 0], [lambda v, k: v * k, 0], 3),  # extra arguments
+    lambda a: np.piecewise(a[0, 0], [a[0, 0] < 0, a[0, 0] >= 0], [lambda v: -v, 7]),  # 0-d
+])
+@pytest.mark.parametrize("x", [A, I], ids=["float32", "int64"])
+def test_piecewise_matches_numpy(call, x):
+    lowered(call, x)
+
+
+def test_piecewise_left_to_numpy_where_its_functions_see_only_their_elements():
+    # NumPy applies each function to the elements its condition picks: v.mean() is theirs
+    call = lambda a: np.piecewise(a, [a < 0, a >= 0], [lambda v: v - v.mean(), lambda v: v])
+    want = call(A)
+    lazyx.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = call(lnp.asarray(A))
+    assert lazyx.metrics()["fallback_ops"] == {"numpy.piecewise": 1}
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_bad_piecewise_calls_raise_numpys_errors():
+    same_error(lambda a: np.piecewise(a, [a < 0], [1, 2, 3]), A)
