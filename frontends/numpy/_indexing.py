@@ -19,7 +19,7 @@ from ._base import LazyArray, wrap
 from ._entry import AT, register, traced
 from ._fallback import rewrap
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, shape_of)
+                       broadcast_shapes, ir_dtype, shape_of)
 from ._ufuncs import fill
 
 _INDEX_DTYPE = "int32"  # starts of dynamic slices: int32 keeps float32 programs 32-bit
@@ -491,3 +491,48 @@ def count_nonzero(a, axis=None, *, keepdims=False):
     if keepdims:
         total = compose.keepdims(total, node.shape, axes)
     return total
+
+
+_REDUCEAT_MODES = {np.add: "add", np.multiply: "mul", np.maximum: "max", np.minimum: "min"}
+
+
+def ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None):
+    """np.<ufunc>.reduceat of a lazy `array` at host `indices`: one gather of the elements
+    each output reduces (its slice `indices[i]:indices[i+1]`, or element `indices[i]` alone
+    when that slice is empty, as NumPy does), then one scatter that combines them into the
+    outputs. None (NumPy runs it) for lazy indices, a non-numeric array, other ufuncs.
+    NumPy's own call on a probe of the axis' length raises its errors (an index out of
+    bounds) and gives the result's dtype."""
+    if type(array) is not LazyArray or array.dtype.kind not in "iuf" or \
+            ufunc not in _REDUCEAT_MODES or isinstance(indices, LazyArray):
+        return None
+    ax = axis_index(axis, array.ndim)
+    n = array.shape[ax]
+    probe = ufunc.reduceat(np.zeros(n, array.dtype), indices, dtype=dtype)
+    starts = np.asarray(indices).astype(np.intp).reshape(-1)
+    runtime.maybe_cut()
+    target = ir_dtype(probe.dtype)
+    node = array._node
+    perm = (ax,) + tuple(k for k in range(array.ndim) if k != ax)
+    x = ops.transpose(node, permutation=perm) if ax else node
+    x = ops.convert(x, dtype=target) if x.dtype != target else x
+    ends = np.append(starts[1:], n)
+    lengths = np.where(starts < ends, ends - starts, 1)
+    outputs = np.repeat(np.arange(len(starts)), lengths)
+    positions = np.concatenate([np.arange(s, s + k) for s, k in zip(starts, lengths)]) \
+        if len(starts) else np.zeros(0, np.intp)
+    picked = take(wrap(x), positions, axis=0)
+    rest = x.shape[1:]
+    mode = _REDUCEAT_MODES[ufunc]
+    start = {"add": 0, "mul": 1}.get(mode)
+    if start is None:  # (every output combines at least one element: any start is replaced)
+        kind = np.dtype(probe.dtype)
+        start = (-np.inf if mode == "max" else np.inf) if kind.kind == "f" else \
+            (np.iinfo(kind).min if mode == "max" else np.iinfo(kind).max)
+    init = broadcast_node(as_node(np.asarray(start, probe.dtype), target),
+                          (len(starts),) + rest)
+    out = _scatter_into(init, _Key(init, outputs), picked, mode)
+    if ax:
+        inverse = tuple(int(k) for k in np.argsort(perm))
+        out = ops.transpose(out, permutation=inverse)
+    return wrap(out)

@@ -217,3 +217,31 @@ def test_piecewise_left_to_numpy_where_its_functions_see_only_their_elements():
 
 def test_bad_piecewise_calls_raise_numpys_errors():
     same_error(lambda a: np.piecewise(a, [a < 0], [1, 2, 3]), A)
+
+
+# ---------------------------------------------------------------- reduceat
+
+N = RNG.standard_normal((8, 5)).astype(np.float32)
+N[2, 1] = np.nan
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.add.reduceat(a, [0, 4, 1, 5]),           # overlapping, and an empty slice
+    lambda a: np.add.reduceat(a, [0, 2, 3], axis=1),
+    lambda a: np.maximum.reduceat(a, [0, 3, 3, 6]),
+    lambda a: np.minimum.reduceat(a, np.array([1, 2, 7])),
+    lambda a: np.multiply.reduceat(a, [0, 2, 5], axis=0),
+    lambda a: np.add.reduceat(a.ravel(), [0, 3, 3, 10, 39]),  # CSR rows: data by indptr
+    lambda a: np.add.reduceat(a, [0, 4], dtype=np.float64),
+])
+@pytest.mark.parametrize("x", [A[:5].repeat(2, 0)[:8], I.repeat(2, 0), N],
+                         ids=["float32", "int64", "nan"])
+def test_reduceat_matches_numpy(call, x):
+    lowered(call, x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.add.reduceat(a, [0, 9]), lambda a: np.add.reduceat(a, [-1, 2]),
+    lambda a: np.add.reduceat(a, [0], axis=3), lambda a: np.add.reduceat(a, [[0, 1]])])
+def test_bad_reduceat_raises_numpys_errors(call):
+    same_error(call, I.repeat(2, 0))
