@@ -19,18 +19,22 @@ upgrade, re-read those:
   Tensor.__deepcopy__          copy.deepcopy of lazy tensors (a model's buffers): a clone
   Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first
   torch._dynamo.trace_rules    Dynamo runs lazyx's own code, never compiles it (add)
+  Tensor.item                  only while a split lazyx.compile step traces (split_item)
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
 not patches.
 """
+import contextlib
 import copy
 import copyreg
 import sys
+import threading
 import types
 
 import torch
 
+from ...core import split_steps
 from . import tensor
 
 _ORIGINAL = {}
@@ -239,6 +243,35 @@ def _codes(module):
                 code = getattr(fn, "__code__", None)
                 if isinstance(code, types.CodeType):
                     yield code
+
+
+_item_users = [0]
+_item_lock = threading.Lock()
+
+
+def _item(self):
+    # torch's dispatcher returns `.item()`'s value as a plain number: inside a split
+    # lazyx.compile step, a float read this way is one its replays recompute
+    return split_steps.as_number(_ORIGINAL["item"](self))
+
+
+@contextlib.contextmanager
+def split_item():
+    """Tensor.item as _item while some thread traces a split lazyx.compile step (only then:
+    a user's tensor is torch's functional wrapper, not our subclass, so only the class itself
+    can answer; core/split_steps.as_number acts for the tracing thread alone)."""
+    with _item_lock:
+        if not _item_users[0]:
+            _ORIGINAL["item"] = torch.Tensor.item
+            torch.Tensor.item = _item
+        _item_users[0] += 1
+    try:
+        yield
+    finally:
+        with _item_lock:
+            _item_users[0] -= 1
+            if not _item_users[0]:
+                torch.Tensor.item = _ORIGINAL.pop("item")
 
 
 def install():

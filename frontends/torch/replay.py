@@ -11,12 +11,12 @@
   the CPU and computes the corrections in Python, which a replay would never advance.
 """
 import contextlib
-import threading
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from ...core import capture, replay, split_steps
+from ...core import capture, replay
+from . import hooks
 from . import device as _device
 from . import tensor as _tensor
 
@@ -160,40 +160,13 @@ def _capturable(opt, args, kwargs, symbolic=None):
     return None
 
 
-_PLAIN_ITEM = torch.Tensor.item
-_item_users = [0]
-_item_lock = threading.Lock()
-
-
-def _item(self):
-    # torch's dispatcher returns the value of `.item()` as a plain number: inside a split
-    # lazyx.compile step, a float read this way is one that its replays recompute
-    return split_steps.as_number(_PLAIN_ITEM(self))
-
-
-@contextlib.contextmanager
-def _split_item():
-    """torch.Tensor.item as _item while some thread traces a split step (a user's tensor is
-    torch's functional wrapper, not our subclass: only the class itself can answer)."""
-    with _item_lock:
-        _item_users[0] += 1
-        torch.Tensor.item = _item
-    try:
-        yield
-    finally:
-        with _item_lock:
-            _item_users[0] -= 1
-            if not _item_users[0]:
-                torch.Tensor.item = _PLAIN_ITEM
-
-
 @contextlib.contextmanager
 def _tracing():
     symbolic = []  # param groups whose hyperparameters are symbolic while this trace runs
     hook = register_optimizer_step_pre_hook(
         lambda opt, args, kwargs: _capturable(opt, args, kwargs, symbolic))
     rec = capture.current()
-    items = _split_item() if rec is not None and rec.on_observe == "split" else \
+    items = hooks.split_item() if rec is not None and rec.on_observe == "split" else \
         contextlib.nullcontext()
     try:
         with items:
