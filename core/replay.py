@@ -30,7 +30,7 @@ import weakref
 
 import numpy as np
 
-from . import capture, config, ir, metrics, prng, runtime, split_steps
+from . import capture, config, ir, metrics, runtime, split_steps
 from . import dtypes as dt
 from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
                       _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
@@ -667,18 +667,7 @@ def _replay(entry, tensors, handles, numbers, call):
                                                               numbers)
         if why is not None:
             return _Miss(why, read=True)
-    values = list(entry.template)  # (_inputs, inlined: the hot path of every replay)
-    for i, kind, a, b in entry.dynamic:
-        if kind == "arg":
-            values[i] = handles[a].node.value
-        elif kind == "slot":
-            values[i] = slot_handles[a].node.value
-        elif kind == "number":
-            values[i] = b(a(numbers))
-        elif kind == "out":
-            values[i] = early[a].value
-        else:
-            values[i] = prng.seed_key(a.seed, a.counter + b)
+    values = split_steps.inputs(entry, handles, slot_handles, numbers, early)
     for stream, draws in entry.streams:  # (after the keys are drawn from their counters)
         stream.counter += draws
     outs = []

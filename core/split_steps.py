@@ -182,7 +182,8 @@ class Numbers(list):
 
 
 def inputs(part, handles, slot_handles, numbers, early):
-    """The values a replay feeds an entry's program (or a split step's piece's)."""
+    """The values a replay feeds an entry's program, or a split step's piece's (`early`: the
+    results of the pieces run before it)."""
     values = list(part.template)  # constants in place; fill in what changes per call
     for i, kind, a, b in part.dynamic:
         if kind == "arg":
