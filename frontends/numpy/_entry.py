@@ -45,6 +45,8 @@ ACCUMULATE = Table("lazyx.frontends.numpy ACCUMULATE")  # the same for ufunc.acc
 # ufunc -> fn(ufunc, a, indices, b) -> True when it updated the lazy `a` (ufunc.at), else
 # False (NumPy runs it, on a host copy written back: _fallback.py)
 AT = Table("lazyx.frontends.numpy AT")
+# ufunc -> fn(ufunc, a, indices, axis=, dtype=) -> the lazy result, or None (NumPy runs it)
+REDUCEAT = Table("lazyx.frontends.numpy REDUCEAT")
 
 
 def register(table, key, fn):
@@ -316,8 +318,9 @@ def array_ufunc(ufunc, method, inputs, kwargs):
         result = REDUCE[ufunc](ufunc, inputs[0], **kwargs)
     elif method == "accumulate" and ufunc in ACCUMULATE and set(kwargs) <= {"axis", "dtype"}:
         result = ACCUMULATE[ufunc](ufunc, inputs[0], **kwargs)
-    elif method == "reduceat" and len(inputs) == 2 and set(kwargs) <= {"axis", "dtype"} and \
-            (result := _indexing_reduceat(ufunc, *inputs, **kwargs)) is not None:
+    elif method == "reduceat" and ufunc in REDUCEAT and len(inputs) == 2 and \
+            set(kwargs) <= {"axis", "dtype"} and \
+            (result := REDUCEAT[ufunc](ufunc, *inputs, **kwargs)) is not None:
         pass
     elif method == "at" and ufunc in AT and out is None and not kwargs and \
             len(inputs) == 3 and AT[ufunc](ufunc, *inputs):
@@ -334,11 +337,6 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             assign(o, r, ufunc, casting=casting, index=i)
     written = tuple(o if o is not None else r for o, r in zip(out, results))
     return written if isinstance(result, tuple) else written[0]
-
-
-def _indexing_reduceat(ufunc, array, indices, **kwargs):
-    from ._indexing import ufunc_reduceat  # (_indexing imports this module)
-    return ufunc_reduceat(ufunc, array, indices, **kwargs)
 
 
 def _outer_operands(a, b):

@@ -16,7 +16,7 @@ import numpy as np
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops, runtime
 from ._base import LazyArray, wrap
-from ._entry import AT, register, traced
+from ._entry import AT, REDUCEAT, register, traced
 from ._fallback import rewrap
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
                        broadcast_shapes, ir_dtype, shape_of)
@@ -536,3 +536,7 @@ def ufunc_reduceat(ufunc, array, indices, axis=0, dtype=None):
         inverse = tuple(int(k) for k in np.argsort(perm))
         out = ops.transpose(out, permutation=inverse)
     return wrap(out)
+
+
+for _ufunc in _REDUCEAT_MODES:
+    register(REDUCEAT, _ufunc, ufunc_reduceat)
