@@ -299,6 +299,10 @@ _CPU_ARGS_OK = {torch.ops.aten.copy.default, torch.ops.aten.index.Tensor,
                 torch.ops.aten.index_put.default, torch.ops.aten._unsafe_index_put.default}
 
 
+class _DeviceMismatch(RuntimeError):
+    """torch's error for a device tensor mixed with a CPU one (a RuntimeError, as torch's)."""
+
+
 def _check_devices(func, args):
     """torch refuses to mix a device tensor with a non-scalar CPU tensor; so do we."""
     for x in args:
@@ -306,9 +310,9 @@ def _check_devices(func, args):
             _check_devices(func, x)
         elif isinstance(x, torch.Tensor) and not isinstance(x, LazyTensor) and x.dim() > 0 \
                 and x.device.type == "cpu":
-            raise RuntimeError("Expected all tensors to be on the same device, but found at "
-                               f"least two devices, lazyx:0 and cpu! (when checking argument "
-                               f"for {func})")
+            raise _DeviceMismatch("Expected all tensors to be on the same device, but found "
+                                  f"at least two devices, lazyx:0 and cpu! (when checking "
+                                  f"argument for {func})")
 
 
 def meta_of(func, args, kwargs):
@@ -353,7 +357,10 @@ def _cpu_answer(func, args, kwargs, meta_error):
     refused: replayed on CPU zeros of the same shapes. The CPU kernel's error is the one
     users know (meta kernels word and type some errors differently); and where the CPU kernel
     accepts what the meta kernel refuses -- torch's meta kernel for `int << bool` is stricter
-    than its CPU kernel -- the CPU result's shapes and dtypes are the call's (memoized)."""
+    than its CPU kernel -- the CPU result's shapes and dtypes are the call's (memoized).
+    Not for our own refusal of a CPU tensor among the arguments: CPU zeros cannot tell."""
+    if isinstance(meta_error, _DeviceMismatch):
+        return None, meta_error
     try:
         result = func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
     except Exception as cpu_error:
