@@ -1,5 +1,6 @@
 """Test set-up: use the installed lazyx (tox, CI); in a bare checkout, the source tree."""
 import atexit
+import gc
 import os
 import shutil
 import sys
@@ -39,7 +40,15 @@ import pytest  # noqa: E402
 @pytest.fixture(autouse=True)
 def _nothing_pending_between_tests():
     """lazyx.sync() with no arguments runs every live pending value: flush what earlier tests
-    left alive, so each test's graphs (and its compile counts) are its own."""
+    left alive, so each test's graphs (and its compile counts) are its own.
+
+    The garbage collector runs first: a test that raised leaves its lazy values in the
+    reference cycles of its traceback, still registered as pending. Cutting them here
+    failed twice in CI (numpy-xla, 2026-11-28: a root with no `shape`, at the setup of the
+    test after test_bad_select_raises_numpys_errors) and never on this machine; collected
+    first, they are not cut at all. The failure itself is not understood yet (see the
+    session note of that day): this keeps it out of every test but that one's cause."""
+    gc.collect()
     lazyx.sync()
     yield
 
