@@ -272,6 +272,14 @@ def test_depthwise_separable_and_transposed_convolutions_match_tf(stride, dilati
     cases.append(lambda t: tf.nn.conv2d_transpose(t, kt, (2, out_h, out_w, 5), stride, padding,
                                                   dilations=dilation))
     for fn in cases:
+        try:
+            want = fn(tf.constant(x))
+        except tf.errors.InvalidArgumentError as err:
+            # TF's CPU kernel for a dilated transposed convolution exists on some machines
+            # only (its oneDNN path): where eager TF cannot compute it, there is no reference
+            if "dilation rates larger than 1" in str(err):
+                continue
+            raise
         lazyx.reset_metrics()
-        assert_matches(fn(ltf.constant(x)), fn(tf.constant(x)), rtol=1e-4, atol=1e-4)
+        assert_matches(fn(ltf.constant(x)), want, rtol=1e-4, atol=1e-4)
         assert lazyx.metrics()["fallbacks"] == 0
