@@ -51,7 +51,7 @@ class Recording:
         # split mode: each cut inside the step is a piece, replayed in order
         self.pieces = []       # (roots, results) per cut inside the step
         self.piece_of = {}     # id(result data node) -> (piece index, root index)
-        self.reads = []        # (piece index, root index, traced value) per scalar read
+        self.reads = []        # (piece index, root index, traced value, as a number) per read
         self.read_by_value = {}  # float value read -> expression (a plain float result)
         self.guards = []       # (expression, outcome): what Python decided from a read value
         self.unreplayable = None  # why a split step cannot replay piece by piece

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import ir, metrics, prng, runtime
 from .source import user_line
-from .symbolic import current, sym
+from .symbolic import current, linkable, sym
 
 
 # ---------------------------------------------------------------- while tracing
@@ -46,7 +46,7 @@ def observed(value, handle, number=False):
         rec.unreplayable = rec.unreplayable or ("a read of a non-real scalar", str(value))
         return value
     k = len(rec.reads)
-    as_number = number and read_is_number(value)
+    as_number = number and linkable(value)
     rec.reads.append(where + (value, as_number))
     if not as_number:
         return value  # guarded by value
@@ -64,7 +64,7 @@ def as_number(value):
     rec = current()
     if rec is None or rec.on_observe != "split" or not rec.reads or \
             rec.reads[-1][2] is not value and rec.reads[-1][2] != value or \
-            not read_is_number(value) or rec.reads[-1][3]:
+            not linkable(value) or rec.reads[-1][3]:
         return value
     j, i, _, _ = rec.reads.pop()
     return observed(value, _PieceRef(rec.pieces[j][1][i]), number=True)
@@ -76,14 +76,6 @@ class _PieceRef:
 
     def __init__(self, node):
         self.node = node
-
-
-def read_is_number(value):
-    """Whether a scalar a split step read is a number its replays recompute from (a float
-    such as a loss), rather than a value its replays must read again (a bool, an int: a
-    branch or a size; a float like 2.0 or 0.5, which cannot be told from a code constant)."""
-    return type(value) is float and value == value and not value.is_integer() and \
-        abs(value) != 0.5
 
 
 # ---------------------------------------------------------------- entries and replays

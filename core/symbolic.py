@@ -40,6 +40,15 @@ def plain(x):
     return x
 
 
+def linkable(value):
+    """Whether a float can be told from a code constant by its value: not NaN, not an
+    integer, not +-0.5 (too common among constants). Such a number is linked by value to
+    its expression (a parameter torch made plain), and a split step's read of one is a
+    number its replays recompute (core/split_steps)."""
+    return isinstance(value, float) and value == value and not float(value).is_integer() \
+        and abs(value) != 0.5
+
+
 def sym(value, expr):
     """`value` as a number that remembers `expr` (a function of the call's numbers)."""
     if type(value) is bool or not isinstance(value, (int, float)):
@@ -47,8 +56,7 @@ def sym(value, expr):
     out = SymFloat(value) if isinstance(value, float) else SymInt(value)
     out._lazyx_expr = expr
     rec = current()
-    if rec is not None and isinstance(value, float) and value == value and \
-            not float(value).is_integer() and abs(value) != 0.5:
+    if rec is not None and linkable(value):
         rec.derived.setdefault(float(value), expr)
         # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
         rec.derived.setdefault(float(np.float32(value)), expr)
