@@ -124,11 +124,25 @@ static PyObject *LiveSet_surely_empty(LiveSetObject *self, PyObject *unused) {
 }
 
 static PyObject *LiveSet_iter(LiveSetObject *self) {
-    liveset_compact(self);
-    PyObject *list = PyList_New(self->n), *it;
+    /* The list is made before the set is compacted and read: making it may run the garbage
+       collector, and with it finalizers (any Python code, a sync among it), which can take
+       handles out of the set or add new ones. Appending afterwards allocates no object, so
+       nothing runs between the compaction and the last read. */
+    PyObject *list = PyList_New(0), *it;
     if (list == NULL) return NULL;
+    liveset_compact(self);
     for (Py_ssize_t i = 0; i < self->n; i++) {
-        PyList_SET_ITEM(list, i, Py_NewRef((PyObject *)self->items[i]));
+        HandleObject *h = self->items[i];
+        /* A handle with no reference left is being deallocated: CPython's trashcan defers
+           the dealloc of an object freed deep in a nested structure (a long list, a
+           traceback's frames) until the outermost dealloc returns, and Python code (a
+           finalizer) may run meanwhile. Handing it out would revive it, and it would be
+           freed twice. Its dealloc takes it out of the set. */
+        if (Py_REFCNT(h) == 0) continue;
+        if (PyList_Append(list, (PyObject *)h) < 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
     }
     it = PyObject_GetIter(list);
     Py_DECREF(list);
@@ -285,8 +299,10 @@ static int Handle_clear(HandleObject *self) {
 static void Handle_dealloc(HandleObject *self) {
     /* (a Python subclass's dealloc calls this one, then releases its heap type itself) */
     PyObject_GC_UnTrack(self);
+    /* a dead handle leaves its live set now, not at the next cut; and before its weak
+       references' callbacks run Python code that might read the set */
+    unregister(self);
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject *)self);
-    unregister(self);  /* a dead handle leaves its live set now, not at the next cut */
     Handle_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

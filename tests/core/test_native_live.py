@@ -5,6 +5,10 @@ Python path: the comparisons skip there; the runtime tests cover that path.)
 """
 import copy
 import gc
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 import weakref
 
@@ -153,6 +157,49 @@ def test_runtime_handles_sync_copy_and_leave_the_registry():
     assert lazyx.metrics()["syncs"] == 1
     assert all(h.pending for h in runtime.live_handles())
     assert isinstance(keep.node, ir.Node)
+
+
+_DEFERRED_DEATHS = textwrap.dedent("""
+    import numpy as np
+    import lazyx
+    from lazyx.core import ops, runtime
+
+    class SyncWhenFreed:
+        def __del__(self):
+            lazyx.sync()
+
+    x = runtime.from_host(np.arange(4.0))
+    kept = []
+    for depth in range(30, 130):
+        dying = runtime.LazyHandle(ops.add(x, x))
+        kept.append(runtime.LazyHandle(ops.mul(x, x)))
+        nest = dying
+        del dying
+        for _ in range(depth):
+            nest = [nest]
+        outer = [SyncWhenFreed(), nest]  # (a list frees its items last to first)
+        del nest, outer
+    lazyx.sync()
+    print([float(v) for h in kept[::33] for v in np.asarray(h.node.value)])
+""")
+
+
+@pytest.mark.parametrize("native_path", ["1", "0"])
+def test_a_handle_dying_deep_in_a_structure_is_not_cut_while_it_dies(native_path, tmp_path):
+    """CPython defers the dealloc of an object freed deep in a nested structure (its
+    "trashcan": a long list, a traceback's frames) until the outermost dealloc returns, and a
+    finalizer may run a sync meanwhile. That sync must not hand out the dying handle, still
+    registered with no reference left: reviving it freed it twice, a crash here and, in CI, a
+    sync meeting a node or handle whose fields were gone. Run in a child process with
+    CPython's debug allocator, which makes a double free fatal."""
+    env = dict(os.environ, LAZYX_NATIVE=native_path, PYTHONMALLOC="debug",
+               LAZYX_BACKEND="reference")
+    script = tmp_path / "deferred_deaths.py"
+    script.write_text(_DEFERRED_DEATHS)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0] == str([0.0, 1.0, 4.0, 9.0] * 4)
 
 
 @native
