@@ -21,55 +21,24 @@ rebound there between calls is the one used; state the traced call created (a `.
 be absent, and two places that held one tensor must still hold one. A miss tries the next
 entry, then traces again and keeps another entry (at most `max_entries`).
 
-Where state is found and how arguments are flattened: core/capture.py.
+Where state is found and how arguments are flattened: core/capture.py; what a trace records
+for its replays: core/replay_entry.py.
 """
 import sys
 import time
 import warnings
-import weakref
 
 import numpy as np
 
 from . import capture, config, ir, metrics, runtime, split_steps
-from . import dtypes as dt
 from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
                       _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
                       register_container, register_tensor, register_trace_hook)
+from .replay_entry import Entry, build_entry, handle_of
 from .source import format_line, user_line
 from .split_steps import same_values
 
-# ---------------------------------------------------------------- entries
-
-class _Entry:
-    """One traced variant of the step: its guard, its program, and how to feed and unpack it."""
-
-    def __init__(self):
-        self.numbers_by_value = ()  # (k, value): numbers that reached no parameter: guarded
-        self.roots = []             # (getter, object)
-        self.slots = []             # _Slot per captured state tensor
-        self.holders = []           # wheres of the objects holding them (capture.split)
-        self.exe = None
-        self.program = None
-        self.feed = []              # per program input: a function (ctx) -> value
-        self.streams = []           # (stream, draws)
-        self.outs = []              # (shape, dtype, source) per computed result
-        self.derived = ((), (), ())  # results made from others (runtime.plan_results)
-        self.slot_writes = []       # (output index, slot index)
-        self.handle_writes = []     # (output index, weakref to a handle)
-        self.results = None         # (structure key, [(kind, out/object/arg, template)])
-        self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
-        self.arg_updates = []       # (argument tensor index, output index): updated in place
-        self.value_linked = False   # some parameter was linked by value (checked once)
-        self.first_numbers = []
-        self.state_numbers = []     # functions reading the numbers found in state, in order
-        self.modes = []             # (object, mode function, its value when traced): guarded
-        # a split step (on_observe="split"): the programs of the cuts inside it, run in order
-        # before the last one; their results are outputs len(outs), len(outs) + 1, ...
-        self.pieces = []            # _Piece per cut inside the step
-        self.reads = 0              # values read back after the pieces (split_steps.observed)
-        self.confirmed = True       # a piecewise entry replays once a second trace agrees
-        self.guards = []            # (expression, outcome) of what Python decided from reads
-
+# ---------------------------------------------------------------- the compiled step
 
 class Compiled:
     """A compiled step: call it like the function. See lazyx.compile."""
@@ -122,7 +91,7 @@ class Compiled:
         shapes = []
         handles = []
         for t in tensors:
-            handle = _handle_of(t)
+            handle = handle_of(t)
             handles.append(handle)
             node = handle.node
             shapes.append((node.shape, node.dtype))
@@ -185,12 +154,12 @@ class Compiled:
         runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
         arg_roots = _arg_roots(full[0])
         before = _discover([o for _, o in _roots(self.fn) + arg_roots])
-        start_leaf = {id(_handle_of(t).node): tid for tid, (t, _) in before.items()}
+        start_leaf = {id(handle_of(t).node): tid for tid, (t, _) in before.items()}
         tensors = []
         _flatten((args, kwargs), tensors, [])
         arg_leaf = {}
         for k, t in enumerate(tensors):
-            arg_leaf.setdefault(id(_handle_of(t).node), k)
+            arg_leaf.setdefault(id(handle_of(t).node), k)
         numbers = []
         serial0 = ir.CREATED[0]
         start = time.perf_counter()
@@ -235,7 +204,7 @@ class Compiled:
         # backward in its own thread: the .grad tensors are registered there)
         seen = {id(h) for h in pending}
         for t, _ in after.values():
-            h = _handle_of(t)
+            h = handle_of(t)
             if h.node.op != "data" and id(h) not in seen:
                 seen.add(id(h))
                 pending.append(h)
@@ -247,10 +216,10 @@ class Compiled:
         # .grad tensor a handle other than the one the cut saw
         slot_out = {}
         for path, (t, _) in after.items():
-            k = position.get(id(_handle_of(t).node))
+            k = position.get(id(handle_of(t).node))
             if k is not None:
                 slot_out[path] = k
-        entry = _Entry()
+        entry = Entry()
         leaves, outs = [], []
         if nodes:
             computed, derivations = runtime.plan_results(nodes)
@@ -291,11 +260,11 @@ class Compiled:
             offset += len(results)
         for path, (t, _) in after.items():
             if path not in slot_out:
-                k = early_of.get(id(_handle_of(t).node))
+                k = early_of.get(id(handle_of(t).node))
                 if k is not None:
                     slot_out[path] = k
         pieces = [split_steps.compile_piece(piece_roots, rec) for piece_roots, _ in rec.pieces]
-        if not _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf,
+        if not build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf,
                       serial0, before, after, aliases, pending, out_of, slot_out, roots, rebinds,
                       pieces, early_of):
             return _plain_deep(result), None
@@ -363,201 +332,6 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
-
-
-def _handle_of(t):
-    return _spec(type(t))[1][1](t)
-
-
-class _Probe(list):
-    """Numbers that record which of them an expression reads."""
-
-    def __init__(self, numbers):
-        super().__init__(numbers)
-        self.read = set()
-
-    def __getitem__(self, k):
-        self.read.add(k)
-        return list.__getitem__(self, k)
-
-
-def _build(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
-           before, after, aliases, pending, out_of, slot_out, roots, rebinds, pieces=(),
-           early_of=None):
-    """Fill `entry` from one trace: where each program input comes from, where each output
-    goes. False when it cannot be replayed (state the step creates where it cannot be put).
-    `pieces`: a split step's cuts before the last (_compile_piece), whose results are the
-    outputs numbered by `early_of` (id(result node) -> output index)."""
-    early_of = early_of or {}
-    first_early = len(entry.derived[2])  # (the last cut's results, derived ones included)
-    entry.roots = [(getter, getter()) for getter, _ in roots]
-    entry.first_numbers = list(numbers)
-    entry.state_numbers = list(rec.state_numbers)
-    objects = [obj for _, obj in entry.roots]
-    capture.new_pass()
-    slot_index = {}
-
-    def slot_of(tid):
-        # state is read and written where it was found (its path), at each replay: the
-        # tensor there now, not this trace's (a .grad set to None between calls, a parameter
-        # or an array rebound); state the step creates (a .grad) must be absent at a replay
-        # and is stored there; other paths that held the same tensor must still hold it
-        if tid not in slot_index:
-            t = (after.get(tid) or before.get(tid))[0]
-            node = _handle_of(t).node
-            slot_index[tid] = len(entry.slots)
-            spec = _spec(type(t))[1]
-            same = [capture.locate(objects, p) for p in aliases.get(tid, ())]
-            where = capture.locate(objects, tid)
-            was, now = before.get(tid), after.get(tid)
-            # (where a new tensor cannot be put, the old one is written into)
-            replaced = was is not None and now is not None and was[0] is not now[0] and \
-                all(capture.can_store(objects, w) for w in [where] + same)
-            entry.slots.append(_Slot(t, spec, node.shape, node.dtype, where, was is None, same,
-                                     replaced))
-        return slot_index[tid]
-
-    probe = _Probe(numbers)
-    probe.observed = [r[2] for r in rec.reads]
-    streams = {}
-
-    def feed_of(leaves):
-        feed = []
-        for leaf in leaves:
-            nid = id(leaf)
-            if leaf.op == "data":
-                if nid in early_of:  # a result of a cut earlier in the step
-                    feed.append(("out", early_of[nid] - first_early))
-                elif nid in arg_leaf:
-                    feed.append(("arg", arg_leaf[nid]))
-                elif nid in start_leaf:
-                    feed.append(("slot", slot_of(start_leaf[nid])))
-                else:
-                    if leaf.serial <= serial0:
-                        where = format_line(leaf.source) if leaf.source else "an unknown line"
-                        warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at "
-                                      f"{where} that it neither received nor found among the "
-                                      f"objects it refers to; its current value is baked into "
-                                      f"the compiled step. Pass it as an argument.",
-                                      RuntimeWarning, stacklevel=5)
-                    feed.append(("const", leaf.value))
-            elif nid in rec.keys:
-                _, stream, counter = rec.keys[nid]
-                lo_hi = streams.setdefault(id(stream), [stream, counter, counter + 1])
-                lo_hi[1], lo_hi[2] = min(lo_hi[1], counter), max(lo_hi[2], counter + 1)
-                feed.append(("key", stream, counter))
-            elif nid in rec.params:
-                _, expr, by_value = rec.params[nid]
-                expr(probe)
-                entry.value_linked |= by_value
-                feed.append(("number", expr, dt.to_numpy(leaf.dtype).type))
-            else:
-                feed.append(("baked", leaf.value))  # a number of the code, or of a global
-        return feed
-
-    feeds = [feed_of(piece.template) for piece in pieces] + [feed_of(leaves)]
-
-    def inputs(part, feed):
-        # a key is drawn at (the stream's counter at the replay + its offset in the trace),
-        # and the stream advances by the trace's draws: the numbers the uncompiled run draws
-        feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
-                for f in feed]
-        part.template = [f[1] if f[0] in ("const", "baked") else None for f in feed]
-        part.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
-                        for i, f in enumerate(feed) if f[0] not in ("const", "baked")]
-        return feed
-
-    for piece, feed in zip(pieces, feeds):
-        inputs(piece, feed)
-    entry.feed = inputs(entry, feeds[-1])
-    entry.streams = [(s, hi - lo) for s, lo, hi in streams.values()]
-    entry.pieces = list(pieces)
-    for k, (j, i, value, as_number) in enumerate(rec.reads):
-        pieces[j].reads.append((k, i, type(value), value, as_number))
-    entry.reads = len(rec.reads)
-    entry.guards = list(rec.guards)
-    entry.confirmed = not pieces
-    entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
-                                   if k not in probe.read)
-    slot_by_handle = {id(_handle_of(t)): path for path, (t, _) in after.items()}
-    result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
-    result_key = _flatten(result, result_leaves, result_leaves, "result")
-    def out_index(t):
-        h = _handle_of(t)
-        k = out_of.get(id(h))
-        return k if k is not None else early_of.get(id(h.node))
-
-    result_outs = {out_index(t) for t in result_leaves if not isinstance(t, (int, float))}
-    written = set()
-    for path, k in slot_out.items():
-        entry.slot_writes.append((k, slot_of(path)))
-        written.add(k)
-    if any(slot.created and not capture.can_store(objects, slot.where) for slot in entry.slots):
-        return False
-    # each holder of state (a module, an optimizer, a dict) is reached once per replay
-    wheres = [slot.where for slot in entry.slots]
-    counts = [len(slot.same) for slot in entry.slots]
-    entry.holders, steps = capture.split(wheres + [w for slot in entry.slots for w in slot.same])
-    rest = iter(steps[len(wheres):])
-    for slot, at, n in zip(entry.slots, steps, counts):
-        slot.at, slot.same_at = at, [next(rest) for _ in range(n)]
-    # an argument the step updated (an in-place op, a tf.Variable's assign): the new value
-    # goes to the tensor passed at that position in each call, not to this trace's tensor
-    entry.arg_updates = []
-    for k, t in enumerate(tensors):
-        out = out_index(t)
-        if out is not None and out not in written:
-            entry.arg_updates.append((k, out))
-            written.add(out)
-    for h in pending:
-        k = out_of[id(h)]
-        if k not in written and k not in result_outs:
-            entry.handle_writes.append((k, weakref.ref(h)))
-    arg_ids = {id(t): k for k, t in enumerate(tensors)}
-
-    def item(t):
-        h = _handle_of(t)
-        if id(t) in arg_ids:
-            return ("arg", arg_ids[id(t)], None)
-        k = None if id(h) in slot_by_handle else out_index(t)
-        if k is None:
-            return ("obj", t, None)  # state or an unchanged value: the same tensor
-        return ("new", k, t)
-
-    def any_item(value):
-        spec = _spec(type(value))
-        if spec is not None and spec[0] == "tensor" and spec[1][0](value):
-            return item(value)
-        if isinstance(value, (capture.SymFloat, capture.SymInt)):  # a number of the call's
-            return ("number", value._lazyx_expr, float if isinstance(value, float) else int)
-        if type(value) is float and value in rec.read_by_value:  # a read torch made plain
-            return ("number", rec.read_by_value[value], float)
-        return ("obj", capture._plain_deep(value), None)
-    entry.results = (result_key, [any_item(x) for x in result_leaves])
-    entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
-    return True
-
-
-class _Slot:
-    """A captured state tensor of an entry: `template` is the traced call's tensor (its type
-    wraps created state), `where` its path from the entry's roots (capture.locate), `created`
-    whether the step made it (it was absent when the step began), `same` the other paths
-    that held the same tensor.
-
-    `replaced`: the step left another tensor at `where` than it found there (a .grad after
-    `zero_grad(set_to_none=True)` and backward, `params[i] = params[i] - lr * g`). A replay
-    then stores a new tensor there too, as the uncompiled step does, instead of writing into
-    the one it finds: whoever kept the old tensor keeps its old value, as in eager code, and
-    torch need not replay its view updates (writing into a .grad -- a view of the backward's
-    result -- queued an update that every 256th replay paid back: a 25 ms step)."""
-    __slots__ = ("template", "handle", "wrap", "write", "shape", "dtype", "where", "created",
-                 "same", "at", "same_at", "replaced")
-
-    def __init__(self, template, spec, shape, dtype, where, created, same, replaced=False):
-        self.template, self.shape, self.dtype = template, shape, dtype
-        self.handle, self.wrap, self.write = spec[1], spec[2], spec[3]
-        self.where, self.created, self.same = where, created, same
-        self.replaced = replaced
 
 
 def _predict(entry, numbers):
