@@ -63,10 +63,17 @@ class _BackendModule:
 
 
 def user_tensor(lazy):
-    """What users hold: the lazy tensor inside torch's functionalization wrapper."""
-    if tensor.inside_dispatch():
+    """What users hold: the lazy tensor inside torch's functionalization wrapper. Raw while
+    lowering, and for functionalization's own factory call: an out= factory into a lazy
+    tensor (`torch.eye(3, out=w)`, which nn.init.eye_ makes) runs the functional factory with
+    Functionalize excluded, then replaces `out`'s value with the result, which torch asserts
+    is not wrapped."""
+    if tensor.inside_dispatch() or torch._C._dispatch_tls_is_dispatch_key_excluded(_FUNCTIONALIZE):
         return lazy
     return torch._to_functional_tensor(lazy)
+
+
+_FUNCTIONALIZE = torch._C.DispatchKey.Functionalize
 
 
 def _filled(shape, dtype, value=0):

@@ -580,9 +580,41 @@ def eager(func, args, kwargs, cause, to_device=True):
             return torch.device("cpu")
         return x
 
+    cpu_args, cpu_kwargs = cpu(args), {k: cpu(v) for k, v in kwargs.items()}
     with _cpu_dispatch_keys():
-        out = func(*cpu(args), **{k: cpu(v) for k, v in kwargs.items()})
-    return _lazify(out, func) if to_device else out
+        out = func(*cpu_args, **cpu_kwargs)
+    if not to_device:
+        return out
+    return _lazify(out, func, _write_back(func, args, kwargs, cpu_args, cpu_kwargs))
+
+
+def _write_back(func, args, kwargs, cpu_args, cpu_kwargs):
+    """What an op run on CPU torch wrote into its arguments becomes their lazy values: an
+    in-place op with no functional twin, or an out= op functionalization left to us
+    (`torch.randperm(5, out=t)`), otherwise lost its write. {id(CPU argument): the lazy one},
+    so a result that is a written argument comes back as that argument."""
+    schema = getattr(func, "_schema", None)
+    written = {}
+    for i, arg in enumerate(schema.arguments if schema is not None else ()):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        if arg.kwarg_only or i >= len(args):
+            lazy, host = kwargs.get(arg.name), cpu_kwargs.get(arg.name)
+        else:
+            lazy, host = args[i], cpu_args[i]
+        pairs = zip(lazy, host) if isinstance(lazy, (list, tuple)) else ((lazy, host),)
+        for lazy, host in pairs:
+            if not isinstance(lazy, LazyTensor) or not isinstance(host, torch.Tensor):
+                continue
+            if tuple(host.shape) != tuple(lazy.shape) or host.dtype != lazy.dtype:
+                raise RuntimeError(
+                    f"lazyx: {func}, run on CPU torch, resized or retyped its argument "
+                    f"{arg.name} ({tuple(lazy.shape)} {lazy.dtype} -> {tuple(host.shape)} "
+                    f"{host.dtype}), which a lazy tensor cannot follow: pass an argument of "
+                    f"the result's shape and dtype")
+            lazy._lazyx_handle.set(from_cpu(host)._lazyx_handle.node)
+            written[id(host)] = lazy
+    return written
 
 
 _VIEW_BIT_KEYS = (torch._C.DispatchKey.Conjugate, torch._C.DispatchKey.Negative,
@@ -599,8 +631,10 @@ def _cpu_dispatch_keys():
     return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), exclude)
 
 
-def _lazify(out, func=None):
+def _lazify(out, func=None, written=None):
     if isinstance(out, torch.Tensor):
+        if written and id(out) in written:  # an argument it wrote: that same lazy tensor
+            return written[id(out)]
         if out.layout != torch.strided:
             # a lazy value is a dense array: a sparse result cannot come back to the device
             raise RuntimeError(
@@ -609,7 +643,7 @@ def _lazify(out, func=None):
                 f".to(lt.device)")
         return from_cpu(out) if dtypes.supported(out.dtype) else out
     if isinstance(out, (list, tuple)):
-        return type(out)(_lazify(o, func) for o in out)
+        return type(out)(_lazify(o, func, written) for o in out)
     return out
 
 
