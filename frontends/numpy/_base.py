@@ -46,7 +46,7 @@ DEVICE = Device()
 class LazyArray:
     """A NumPy-like array whose operations are recorded into lazyx's IR instead of running."""
     __slots__ = ("__lazyx_handle__", "__weakref__")
-    __hash__ = None  # __eq__ is element-wise, as for numpy.ndarray
+    __hash__ = None  # __eq__ is element-wise; a 0-d array hashes as a scalar (_methods.py)
     __array_priority__ = 100
 
     def __init__(self, node):

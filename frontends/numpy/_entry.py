@@ -57,6 +57,7 @@ def register(table, key, fn):
 # ---------------------------------------------------------------- ufuncs
 
 _POWERS = (np.power, np.float_power)
+_SQRT_LOOPS = ("float32", "float64")
 _PLANS = {}   # (ufunc, IR dtype or int/float per operand) -> (lowering, loop dtypes, nout)
 _PLAN_LIMIT = 1 << 14
 _broadcast_in_dim = ops.broadcast_in_dim
@@ -185,8 +186,13 @@ def _apply_general(ufunc, args, dtype=None):
     if ufunc is np.power and dt.is_int(loop[1]):
         _check_int_power(args[1])
     if ufunc in _POWERS and _is_host_scalar(args[1]):
-        # x ** 2 is x * x, as in every framework (the same graph as torch's and TF's)
-        out = compose.power_scalar(nodes[0], np.asarray(args[1]).item())
+        exponent = np.asarray(args[1]).item()
+        if ufunc is np.power and exponent == 0.5 and loop[0] in _SQRT_LOOPS:
+            # NumPy's float32/float64 power loop takes a scalar 0.5 as sqrt: sqrt(-0.0) is
+            # -0.0 and sqrt(-inf) nan, where pow gives +0.0 and inf
+            out = ops.sqrt(nodes[0])
+        else:  # x ** 2 is x * x, as in every framework (the same graph as torch's and TF's)
+            out = compose.power_scalar(nodes[0], exponent)
     else:
         out = lower(*nodes)
     if ufunc.nout == 1:

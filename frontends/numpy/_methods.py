@@ -3,6 +3,8 @@
 Kept apart from ``_base.py`` so the class's observation protocols and these API hooks can be
 read separately; ``install()`` runs once when the package is imported.
 """
+import math
+
 import numpy as np
 
 from . import _complex, _creation, _indexing, _linalg, _manipulation, _reductions
@@ -151,6 +153,81 @@ def _conj(self):
     return wrap(_complex.conj(self._node))
 
 
+# ---------------------------------------------------------------- what a NumPy scalar does
+# NumPy gives a scalar (np.float64, np.int64) where an index or a reduction leaves no axis; a
+# lazy array has no scalar type, so a 0-d one answers what the scalar would. (A 0-d ndarray
+# refuses all of these; code written for NumPy meets scalars there.)
+
+def _scalar_value(self, method):
+    """The NumPy scalar a 0-d array stands for (np.float64(...)), read on the host; an array
+    of more dimensions has no `method`, as an ndarray has none."""
+    if self.ndim:
+        raise TypeError(f"type numpy.ndarray doesn't define {method} method")
+    return self._host("item").reshape(())[()]
+
+
+def _hash(self):
+    # `names[p.argmax()]`, `{y[0]: n}`
+    if self.ndim:
+        raise TypeError("unhashable type: 'numpy.ndarray'")
+    return hash(_scalar_value(self, "__hash__"))
+
+
+def _builtin_round(self, ndigits=None):
+    if ndigits is None:  # round(x): a Python int
+        return round(_scalar_value(self, "__round__"))
+    if self.ndim:
+        raise TypeError("type numpy.ndarray doesn't define __round__ method")
+    return round_(self, ndigits)  # round(x, n): the scalar's type; stays lazy
+
+
+def _trunc(self):
+    return math.trunc(_scalar_value(self, "__trunc__"))  # (np.float64 only: a float's)
+
+
+def _is_integer(self):
+    if self.ndim or self.dtype.kind not in "fiu":
+        raise AttributeError("'numpy.ndarray' object has no attribute 'is_integer'")
+    return _scalar_value(self, "is_integer").is_integer()
+
+
+def _set_shape(self, shape):
+    """`a.shape = (2, 3)`: NumPy reshapes in place; the lazy array's value is rebound to the
+    reshaped one (its views are values already, docs/numpy.md)."""
+    if not isinstance(shape, (tuple, list)):
+        shape = (shape,)
+    self.__lazyx_handle__.set(_manipulation.reshape(self, tuple(shape), "C")._node)
+
+
+SCALAR_METHODS = {"__hash__": _hash, "__round__": _builtin_round, "__trunc__": _trunc,
+                  "is_integer": _is_integer}
+
+
+# ---------------------------------------------------------------- `**`
+
+def _sqrt_exponent(self, exponent):
+    """NumPy's `a ** 0.5` (the operator, not np.power) of a float or complex array is
+    np.sqrt(a): -0.0 and -inf give -0.0 and nan there, +0.0 and +inf through pow."""
+    return type(exponent) in _REAL_SCALARS and exponent == 0.5 and self.dtype.kind in "fc"
+
+
+_REAL_SCALARS = (float, int, np.float64, np.float32, np.float16, np.int64, np.int32)
+
+
+def _power_operators():
+    forward, reverse, inplace = _binary(np.power)
+
+    def pow_(self, other):
+        return apply(np.sqrt, (self,)) if _sqrt_exponent(self, other) else forward(self, other)
+
+    def ipow(self, other):
+        if not _sqrt_exponent(self, other):
+            return inplace(self, other)
+        assign(self, apply(np.sqrt, (self,)), np.power)
+        return self
+    return pow_, reverse, ipow
+
+
 METHODS = {
     "__getitem__": _getitem, "__setitem__": _setitem,
     "__array_ufunc__": _array_ufunc, "__array_function__": _array_function,
@@ -195,7 +272,7 @@ PROPERTIES = {"T": _prop_T, "mT": _prop_mT, "real": _prop_real, "imag": _prop_im
 
 def install():
     for name, ufunc in _BINARY.items():
-        fwd, rev, inp = _binary(ufunc)
+        fwd, rev, inp = _power_operators() if name == "pow" else _binary(ufunc)
         setattr(LazyArray, f"__{name}__", fwd)
         setattr(LazyArray, f"__r{name}__", rev)
         setattr(LazyArray, f"__i{name}__", inp)
@@ -207,4 +284,6 @@ def install():
         setattr(LazyArray, name, fn)
     for name, fn in PROPERTIES.items():
         setattr(LazyArray, name, property(fn))
-    LazyArray.__hash__ = None
+    for name, fn in SCALAR_METHODS.items():
+        setattr(LazyArray, name, fn)
+    LazyArray.shape = property(LazyArray.shape.fget, _set_shape)

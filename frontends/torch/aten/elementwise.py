@@ -264,14 +264,25 @@ def _fmod(out, x, y):
     return ops.rem(a, b)
 
 
+# (float16 takes pow for both: torch's half kernel has no such shortcut)
+_ROOT_POWER_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.complex64,
+                      torch.complex128)
+
+
 @lower(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar)
 def _pow(out, x, y):
     if type(y) is int and y < 0 and isinstance(x, torch.Tensor) and \
             not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError("Integers to negative integer powers are not allowed.")  # (eager's)
-    if isinstance(y, (int, float)) and not isinstance(y, bool) and y == 2:
-        (a,) = operands(out, x)
-        return ops.mul(a, a)  # what torch does for x ** 2, exact and cheap
+    if isinstance(y, (int, float)) and not isinstance(y, bool):
+        if y == 2:
+            (a,) = operands(out, x)
+            return ops.mul(a, a)  # what torch does for x ** 2, exact and cheap
+        if (y == 0.5 or y == -0.5) and out.dtype in _ROOT_POWER_DTYPES:
+            # torch's kernel takes these exponents as sqrt and rsqrt: at -0.0 and -inf they
+            # give -0.0 / -inf and nan, where pow gives +0.0 / +inf and inf / 0
+            (a,) = operands(out, x)
+            return ops.sqrt(a) if y == 0.5 else ops.rsqrt(a)
     a, b = operands(out, x, y)
     return ops.pow_(a, b)
 

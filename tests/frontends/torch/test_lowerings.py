@@ -293,3 +293,17 @@ def test_weight_norm_interface_backward(dim, dtype):
                                      keepdim=True)
     _same(lambda *t: torch.ops.aten._weight_norm_interface_backward(*t, dim % 3),
           grad_w, v, g, norms)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16,
+                                   torch.float16])
+@pytest.mark.parametrize("exponent", [0.5, -0.5, 2, 3.0, -1, 1.5])
+def test_scalar_powers_at_signed_zero_and_infinity(dtype, exponent):
+    """torch's kernel takes x ** 0.5 and x ** -0.5 as sqrt and rsqrt (not for float16): at
+    -0.0 and -inf those differ from pow, in value or in sign."""
+    x = torch.tensor([-math.inf, -0.0, 0.0, 0.25, 4.0, math.inf, math.nan], dtype=dtype)
+    want, got = x ** exponent, (_lazy(x) ** exponent).cpu()
+    assert got.dtype == want.dtype
+    torch.testing.assert_close(got, want, equal_nan=True, atol=0, rtol=0)
+    finite = ~want.isnan()
+    assert torch.equal(got.signbit()[finite], want.signbit()[finite])

@@ -1,0 +1,78 @@
+"""Where NumPy hands code a scalar (an index or a reduction that leaves no axis), a lazy 0-d
+array answers what that scalar answers: hashing, round(), math.trunc, is_integer; and the
+ndarray protocols NumPy code relies on besides: `a.shape = ...`, and `a ** 0.5` as np.sqrt."""
+import math
+
+import numpy as np
+import pytest
+
+import lazyx.frontends.numpy as lnp
+
+_VALUES = np.array([1.234, -2.5, 2.5, 3.0, -0.0, 7.75])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+def test_a_0d_lazy_array_hashes_and_rounds_like_numpys_scalar(dtype):
+    host = _VALUES.astype(dtype)
+    lazy = lnp.asarray(host)
+    for i in range(len(host)):
+        scalar, value = host[i], lazy[i]
+        assert hash(value) == hash(scalar)
+        assert round(value) == round(scalar) and type(round(value)) is int
+        rounded = round(value, 1)
+        assert rounded.dtype == np.asarray(round(scalar, 1)).dtype
+        assert float(rounded) == float(round(scalar, 1))
+        if dtype is np.float64:  # (a float subclass; the other scalars have no __trunc__)
+            assert math.trunc(value) == math.trunc(scalar)
+        else:
+            with pytest.raises(TypeError):
+                math.trunc(scalar)
+            with pytest.raises(TypeError):
+                math.trunc(value)
+        assert value.is_integer() == scalar.is_integer()
+    names = {1: "one", 2: "two", 5: "five"}
+    assert names[lnp.asarray(host[:3]).argmax()] == names[host[:3].argmax()]
+    assert {lazy[3]: "x"} == {host[3]: "x"}
+
+
+def test_arrays_stay_unhashable_and_unroundable_as_in_numpy():
+    lazy = lnp.asarray(_VALUES)
+    for fn in (hash, round, math.trunc):
+        with pytest.raises(TypeError):
+            fn(lazy)
+        with pytest.raises(TypeError):
+            fn(_VALUES)
+    with pytest.raises(AttributeError):
+        lazy.is_integer()
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (3, -1), 6, [1, 6], (6, 1, 1)])
+def test_assigning_shape_reshapes_in_place(shape):
+    host, lazy = np.arange(6.0), lnp.asarray(np.arange(6.0))
+    host.shape = shape
+    lazy.shape = shape
+    assert lazy.shape == host.shape
+    np.testing.assert_array_equal(np.asarray(lazy), host)
+    with pytest.raises(ValueError, match="cannot reshape array of size 6"):
+        lazy.shape = (4,)
+    assert lazy.shape == host.shape
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_the_half_power_operator_is_numpys_sqrt(dtype):
+    host = np.array([-np.inf, -0.0, 0.0, 4.0, np.nan, 2.0, np.inf], dtype)
+    with np.errstate(all="ignore"):
+        for exponent in (0.5, 2, 2.0, -1.0, 1, 3.0):
+            want = host ** exponent
+            got = np.asarray(lnp.asarray(host) ** exponent)
+            np.testing.assert_array_equal(got, want)
+            if dtype is not np.complex128:  # (the signs of complex zeros: not promised)
+                finite = ~np.isnan(want)  # (nor a NaN's sign bit)
+                assert (np.signbit(got) == np.signbit(want))[finite].all()
+        want, lazy = host.copy(), lnp.asarray(host)
+        want **= 0.5
+        lazy **= 0.5
+        np.testing.assert_array_equal(np.asarray(lazy), want)
+        # np.power itself is pow, not sqrt: -inf ** 0.5 is inf there
+        np.testing.assert_array_equal(np.asarray(np.power(lnp.asarray(host), 0.5)),
+                                      np.power(host, 0.5))
