@@ -7,7 +7,7 @@ from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_shapes, broadcast_to,
                        operand_nodes, static_ints)
-from . import indexed_slices
+from . import indexed_slices, variables
 from .registry import lower, lower_undispatched, raise_for_values
 from .tensor import LazyTensor, framework_request, ir_dtype, to_tf, wrap
 
@@ -304,6 +304,15 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 @lower(tf.__operators__.getitem, "tensor")
 def getitem(tensor, slice_spec, var=None):
+    """tensor[slice_spec]; `var`: the subscript of a variable holding a lazy value (`v[0, :]`),
+    whose result gets TF's `assign` of that slice."""
+    out = _subscript(tensor, slice_spec)
+    if var is not None:
+        variables.assignable_slice(out, var, slice_spec)
+    return out
+
+
+def _subscript(tensor, slice_spec):
     (x,) = operand_nodes(tensor)
     spec = slice_spec if isinstance(slice_spec, tuple) else (slice_spec,)
     if any(isinstance(s, (LazyTensor, tf.Tensor, list, np.ndarray)) for s in spec):
@@ -351,9 +360,8 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     """tf.strided_slice as the subscript it encodes (TF builds `x[1:, ..., None, 0]` into one
     the same way): per position, the ellipsis, a new axis, an index (shrink: begin's value), or
     a slice whose masked ends are open. Known bounds only; TF's own errors (a zero stride, an
-    index out of range, two ellipses) come from running TF's op."""
-    if var is not None:
-        raise Reject()
+    index out of range, two ellipses) come from running TF's op. `var`: the slice of a
+    variable holding a lazy value (`v[0, :]`), which gets TF's `assign` of that slice."""
     begin, end = static_ints(begin), static_ints(end)
     strides = [1] * len(begin) if strides is None else static_ints(strides)
     # (an empty list is a float tensor to TF, which it refuses; TF refuses a shrunk axis with
@@ -375,7 +383,10 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
         else:
             spec.append(slice(None if begin_mask & bit else b, None if end_mask & bit else e,
                               step))
-    return getitem(input_, tuple(spec))
+    out = _subscript(input_, tuple(spec))
+    if var is not None:
+        variables.assignable_slice(out, var, tuple(spec))
+    return out
 
 
 def _expand_ellipsis(spec, ndim):

@@ -396,6 +396,39 @@ class _LazyMethods:
 
 
 
+def assignable_slice(out, var, slice_spec):
+    """Give `out`, the slice `var[slice_spec]` of a variable holding a lazy value, TF's
+    `assign` of that slice (`v[0, :].assign(row)`)."""
+    spec = slice_spec if isinstance(slice_spec, tuple) else (slice_spec,)
+
+    def assign(value, name=None):
+        return assign_slice(var, spec, value)
+    out.assign = assign
+    return out
+
+
+def assign_slice(var, spec, value):
+    """`var[spec].assign(value)` on a variable holding a lazy value (TF's strided-slice
+    assign): the selected elements' flat positions are known from the subscript, so the new
+    value is a scatter of `value` there, assigned as the variable's lazy value."""
+    shape = tuple(var.shape)
+    try:
+        flat = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[spec]
+    except IndexError as err:
+        raise tf.errors.InvalidArgumentError(None, None, f"slice index out of bounds: {err}")
+    update = _tensor.node_of(value, var.dtype)
+    if tuple(update.shape) != flat.shape:
+        raise tf.errors.InvalidArgumentError(
+            None, None, f"sliced l-value shape {list(flat.shape)} does not match r-value shape "
+                        f"{list(update.shape)}")
+    current = var._lazyx_shadow if getattr(var, "_lazyx_shadow", None) is not None else \
+        LazyTensor(_tf_leaf(var.value()))
+    positions = runtime.from_host(flat.reshape(-1, 1))
+    updated = ops.scatter(ops.reshape(current.node, new_sizes=(current.node.size,)),
+                          positions, ops.reshape(update, new_sizes=(flat.size,)), mode="set")
+    return var.assign(wrap(ops.reshape(updated, new_sizes=shape)))
+
+
 def _gathered_lazily(method_name, gather):
     """Gathers read the buffer through `handle` (tf.gather on a variable calls sparse_read):
     on a variable holding a lazy value they gather from that value, lazily."""
@@ -489,5 +522,17 @@ def _shadow_operator(name):
 for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"):
     for _form in (f"__{_name}__", f"__r{_name}__"):
         setattr(_LazyMethods, _form, _shadow_operator(_form))
-for _form in ("__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__abs__", "__getitem__"):
+for _form in ("__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__abs__"):
     setattr(_LazyMethods, _form, _shadow_operator(_form))
+
+
+def _getitem(self, slice_spec):
+    """`v[0, :]` of a variable holding a lazy value: the slice of that value, which can be
+    assigned as TF's variable slices can."""
+    shadow = self._lazyx_shadow
+    if shadow is not None and tf.executing_eagerly():
+        return assignable_slice(shadow[slice_spec], self, slice_spec)
+    return _shadow_operator("__getitem__")(self, slice_spec)
+
+
+_LazyMethods.__getitem__ = _getitem

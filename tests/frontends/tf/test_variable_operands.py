@@ -108,3 +108,27 @@ def test_tf_function_traced_on_a_lazy_variable_reads_its_lazy_value():
     np.testing.assert_allclose(np.asarray(a), W0 * 3.0 + 1.0)
     np.testing.assert_allclose(np.asarray(b), W0 * 6.0)
     np.testing.assert_allclose(np.asarray(c), W0[:1] * 3.0)
+
+
+_SLICES = [(0, slice(None)), (slice(None), 1), (slice(0, 2), slice(1, None)), (-1,),
+           (Ellipsis, slice(None, None, 2)), (1, slice(None, None, -1))]
+
+
+@pytest.mark.parametrize("spec", _SLICES, ids=[str(s) for s in _SLICES])
+def test_a_slice_of_a_variable_holding_a_lazy_value_assigns_like_tfs(spec):
+    """v[spec].assign(x) (TF's strided-slice assign) on a variable whose value is pending:
+    the slice is written lazily, the rest kept, as eager TF writes it (it raised
+    AttributeError: the slice was a lazy tensor without `assign`)."""
+    start = np.arange(12, dtype=np.float32).reshape(3, 4)
+    eager = tf.Variable(tf.zeros((3, 4)))
+    eager.assign(start * 2)
+    lazy = tf.Variable(tf.zeros((3, 4)))
+    lazy.assign(ltf.constant(start) * 2)
+    shape = eager[spec].shape
+    update = np.full(shape, -5.0, np.float32) - np.arange(int(np.prod(shape)),
+                                                          dtype=np.float32).reshape(shape)
+    eager[spec].assign(update)
+    lazy[spec].assign(ltf.constant(update))
+    np.testing.assert_array_equal(lazy.numpy(), eager.numpy())
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        lazy[spec].assign(np.zeros((7,), np.float32))
