@@ -63,23 +63,32 @@ class _BackendModule:
 
 
 def user_tensor(lazy):
-    """What users hold: the lazy tensor inside torch's functionalization wrapper. Raw while
-    lowering, and for functionalization's own factory call: an out= factory into a lazy
-    tensor (`torch.eye(3, out=w)`, which nn.init.eye_ makes) runs the functional factory with
-    Functionalize excluded, then replaces `out`'s value with the result, which torch asserts
-    is not wrapped."""
-    if tensor.inside_dispatch() or torch._C._dispatch_tls_is_dispatch_key_excluded(_FUNCTIONALIZE):
+    """What users hold: the lazy tensor inside torch's functionalization wrapper."""
+    if tensor.inside_dispatch():
         return lazy
     return torch._to_functional_tensor(lazy)
-
-
-_FUNCTIONALIZE = torch._C.DispatchKey.Functionalize
 
 
 def _filled(shape, dtype, value=0):
     dtype = dtype or torch.get_default_dtype()
     node = compose.const(value, dtypes.to_ir(dtype), shape)
-    return user_tensor(tensor.from_node(node, dtype))
+    return _allocated(tensor.from_node(node, dtype))
+
+
+def _allocated(lazy):
+    """A factory's or an allocation's result: wrapped for users -- unless functionalization
+    itself asked, for an out= call into a lazy tensor (`torch.eye(3, out=w)`, which
+    nn.init.eye_ makes; `torch.randperm(5, out=t)`, whose kernel allocates and fills): it
+    runs the functional op with Functionalize excluded, then puts the result in `out`, which
+    torch asserts is not wrapped. (torch.tensor and torch.as_tensor allocate with it excluded
+    too, for the user; they exclude the Python key as well, which functionalization leaves.)"""
+    excluded = torch._C._dispatch_tls_is_dispatch_key_excluded
+    if excluded(_FUNCTIONALIZE) and not excluded(_PYTHON):
+        return lazy
+    return user_tensor(lazy)
+
+
+_FUNCTIONALIZE, _PYTHON = torch._C.DispatchKey.Functionalize, torch._C.DispatchKey.Python
 
 
 def _check_size(size):
@@ -120,7 +129,7 @@ def _copy_from(src, dst, non_blocking=False):
 def _factory(op):
     """A direct PrivateUse1 kernel for a factory: lowered by the dispatcher, then wrapped."""
     def kernel(*args, **kwargs):
-        return user_tensor(tensor.dispatch(op, args, kwargs))
+        return _allocated(tensor.dispatch(op, args, kwargs))
     return kernel
 
 

@@ -55,3 +55,29 @@ def test_an_out_op_run_on_cpu_torch_writes_its_lazy_argument():
     eager, lazy = _both(make)
     torch.testing.assert_close(lazy, eager)
     assert sorted(lazy.tolist()) == list(range(6))
+
+
+def test_tensors_made_from_data_stay_users_tensors():
+    """torch.tensor / torch.as_tensor allocate with functionalization excluded as its own
+    out= calls do, but for the user: they stay wrapped, and in-place ops mixing them with
+    other lazy tensors work (ASGD keeps its eta and mu so: it hit an INTERNAL ASSERT)."""
+    made = [torch.as_tensor(0.01, device=lt.device), torch.tensor([1.0, 2.0], device=lt.device),
+            torch.as_tensor([3, 4], device=lt.device)]
+    assert all(torch._is_functional_tensor(t) for t in made)
+
+    def train(device):
+        torch.manual_seed(0)
+        model = nn.Linear(3, 2).to(device)
+        opt = torch.optim.ASGD(model.parameters(), lr=0.05, t0=1)
+        x = torch.randn(4, 3).to(device)
+        losses = []
+        for _ in range(4):
+            loss = model(x).pow(2).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return losses, model.weight.detach().cpu()
+    (eager_losses, eager_w), (lazy_losses, lazy_w) = train("cpu"), train(lt.device)
+    torch.testing.assert_close(lazy_losses, eager_losses)
+    torch.testing.assert_close(lazy_w, eager_w)
