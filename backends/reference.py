@@ -522,6 +522,7 @@ TABLE = Table("lazyx.backends.reference.TABLE", {
     "recurrence3": _float(_recurrence3),
     # one device holds every value whole: a layout changes nothing here
     "sharding_constraint": lambda x, *, sharding: x,
+    "stop_gradient": lambda x: x,
 })
 
 from .reference_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)

@@ -394,6 +394,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
     "recurrence3": _recurrence3,
     "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
+    "stop_gradient": lambda x: x,  # (lazyx differentiates the IR itself: nothing for jax)
 })
 
 from . import code_maps  # noqa: E402  (the kernel's limit on mappings)

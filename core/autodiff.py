@@ -172,7 +172,7 @@ def _clamp(n, g):
     return None, ops.select(inside, g, zeros_like(g)), None
 
 
-@rule("sign", "floor", "ceil", "round")
+@rule("sign", "floor", "ceil", "round", "stop_gradient")
 def _zero_gradient(n, g):
     return (None,)
 

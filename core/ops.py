@@ -633,6 +633,14 @@ def iota(*, dtype, shape, dimension):
 
 
 @primitive
+def stop_gradient(x):
+    """The identity, whose gradient is zero: core/autodiff.py differentiates through every
+    other node, so a value a frontend's code holds constant for differentiation
+    (tf.stop_gradient) must be a node of its own."""
+    return x.shape, x.dtype
+
+
+@primitive
 def sharding_constraint(x, *, sharding):
     """The identity, laid out as `sharding` (a core.sharding.Sharding) across devices: XLA's
     partitioner inserts the collectives that get it there; one device computes x itself."""

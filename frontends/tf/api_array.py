@@ -50,7 +50,9 @@ def identity(input):  # noqa: A002
 @lower(tf.stop_gradient, "input")
 def stop_gradient(input):  # noqa: A002
     (x,) = operand_nodes(input)
-    return wrap(x)  # no tape sources: gradients stop here
+    # a node of its own (the value is x's): the tapes differentiate the IR, which would
+    # otherwise reach x through this use as through any other
+    return wrap(ops.stop_gradient(x))  # (and no tape sources: no tape watches it)
 
 
 @lower(tf.reshape, "tensor")

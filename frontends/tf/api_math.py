@@ -249,9 +249,21 @@ _KINDS = {"fi": dt.FLOATS + dt.SIGNED + dt.UNSIGNED, "f": dt.FLOATS, "b": (dt.BO
           "fic": dt.FLOATS + dt.SIGNED + dt.UNSIGNED + dt.COMPLEX}
 
 
+def _mean_sum(x, axes):
+    # TF's mean sums an integer narrower than 64 bits in 64 (the mean of uint8 pixels 200
+    # and 250 is 225, not a wrapped 97); the quotient truncates, as its division does
+    wide = _WIDE_SUMS.get(x.dtype)
+    return ops.reduce_sum(x if wide is None else ops.convert(x, dtype=wide), axes=axes)
+
+
+_WIDE_SUMS = {"int8": "int64", "int16": "int64", "int32": "int64", "uint8": "uint64",
+              "uint16": "uint64", "uint32": "uint64"}
+
+
 def _mean(total, x, axes):
     count = math.prod(x.shape[a] for a in axes)
-    return ops.div(total, const(count, total))
+    out = ops.div(total, const(count, total))
+    return out if out.dtype == x.dtype else ops.convert(out, dtype=x.dtype)
 
 
 def _variance(x, axes):
@@ -274,7 +286,7 @@ _reduce(tf.math.reduce_sum, lambda x, a: ops.reduce_sum(x, axes=a), kinds="fic")
 _reduce(tf.math.reduce_prod, lambda x, a: ops.reduce_prod(x, axes=a), kinds="fic")
 _reduce(tf.math.reduce_max, lambda x, a: ops.reduce_max(x, axes=a))
 _reduce(tf.math.reduce_min, lambda x, a: ops.reduce_min(x, axes=a))
-_reduce(tf.math.reduce_mean, lambda x, a: ops.reduce_sum(x, axes=a), post=_mean, kinds="fic")
+_reduce(tf.math.reduce_mean, _mean_sum, post=_mean, kinds="fic")
 _reduce(tf.math.reduce_any, lambda x, a: ops.reduce_or(x, axes=a), kinds="b")
 _reduce(tf.math.reduce_all, lambda x, a: ops.reduce_and(x, axes=a), kinds="b")
 _reduce(tf.math.reduce_variance, _variance, kinds="f")

@@ -37,9 +37,23 @@ class GradientTape(tf.GradientTape):
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
         if not isinstance(target, LazyTensor):
-            return super().gradient(target, sources, output_gradients, unconnected_gradients)
+            targets = tf.nest.flatten(target)
+            if not targets or not all(isinstance(t, LazyTensor) for t in targets):
+                return super().gradient(target, sources, output_gradients,
+                                        unconnected_gradients)
+            # several targets (a list, a dict): TF sums their gradients, which are those of
+            # the sum of each target times its output gradient
+            seeds = [None] * len(targets) if output_gradients is None else \
+                tf.nest.flatten(output_gradients)
+            target = LazyTensor(_summed(targets, seeds))
+            output_gradients = None
         flat = tf.nest.flatten(sources)
         nodes = [_source_node(s) for s in flat]
+        if not self._watch_accessed_variables:  # only what was watched has a gradient
+            watched = {id(v) for v in self.watched_variables()}
+            nodes = [n if variables.tf_variable(s) is None or
+                     id(variables.tf_variable(s)) in watched else None
+                     for s, n in zip(flat, nodes)]
         if output_gradients is None:
             one = ir.param(np.ones((), dt.to_numpy(target.node.dtype)), target.node.dtype)
             seed = ops.broadcast_in_dim(one, shape=target.node.shape, broadcast_dimensions=())
@@ -106,6 +120,20 @@ class GradientTape(tf.GradientTape):
         reals = [TAPED_LEAVES[b] for b in bridges]
         seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
         return super().gradient(reals, flat, output_gradients=seeds)
+
+
+def _summed(targets, seeds):
+    """The scalar sum of each target times its seed (ones when None), in the widest dtype."""
+    widest = max((t.node.dtype for t in targets), key=lambda d: dt.to_numpy(d).itemsize)
+    total = None
+    for t, seed in zip(targets, seeds):
+        x = t.node
+        if seed is not None:
+            x = ops.mul(x, _node(seed, x.dtype))
+        x = ops.reduce_sum(x, axes=tuple(range(len(x.shape))))
+        x = x if x.dtype == widest else ops.convert(x, dtype=widest)
+        total = x if total is None else ops.add(total, x)
+    return total
 
 
 def _source_node(source):

@@ -202,7 +202,10 @@ class LazyTensor(composite_tensor.CompositeTensor):
 
     # ---- observation: these materialize
     def numpy(self):
-        return _observe(self._handle, cause="convert")
+        value = _observe(self._handle, cause="convert")
+        # TF's EagerTensor.numpy() of a 0-d tensor is a NumPy scalar (np.float32(3.0)):
+        # hashable, printed as a number
+        return value[()] if value.ndim == 0 and isinstance(value, np.ndarray) else value
 
     def __array__(self, dtype=None, copy=None):
         value = _observe(self._handle, cause="convert")

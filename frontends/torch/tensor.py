@@ -414,7 +414,9 @@ def _probe_dtypes(func, args, kwargs):
         return
     try:
         with _cpu_dispatch_keys():
-            func(*_stand_in(args), **{k: _stand_in(v) for k, v in kwargs.items()})
+            # (a memory format decides no dtype, and channels_last needs a stand-in of rank 4)
+            func(*_stand_in(args), **{k: _stand_in(v) for k, v in kwargs.items()
+                                      if k != "memory_format"})
     except (NotImplementedError, RuntimeError) as err:
         raise err.with_traceback(None) from None
     if len(_probed) >= _META_LIMIT:

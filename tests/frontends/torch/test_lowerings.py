@@ -307,3 +307,21 @@ def test_scalar_powers_at_signed_zero_and_infinity(dtype, exponent):
     torch.testing.assert_close(got, want, equal_nan=True, atol=0, rtol=0)
     finite = ~want.isnan()
     assert torch.equal(got.signbit()[finite], want.signbit()[finite])
+
+
+@pytest.mark.parametrize("rank,fmt", [(4, torch.channels_last), (5, torch.channels_last_3d),
+                                      (4, torch.contiguous_format), (4, torch.preserve_format)])
+def test_memory_formats_of_contiguous_and_clone(rank, fmt):
+    """x.contiguous(memory_format=channels_last) / clone(...): the values are x's (a lazy
+    value has no layout); the dtype probe ran them on a rank-1 stand-in, which torch refused
+    ("required rank 4 tensor to use channels_last format")."""
+    x = torch.randn(*(2, 3, 4, 5, 6)[:rank])
+    conv = torch.nn.Conv2d(3, 4, 3) if rank == 4 else torch.nn.Conv3d(3, 4, 3)
+    for op in (lambda t: t.contiguous(memory_format=fmt),
+               lambda t: t.clone(memory_format=fmt) * 2):
+        want, got = op(x), op(_lazy(x))
+        torch.testing.assert_close(got.cpu(), want)
+        if fmt is not torch.preserve_format:
+            lazy_conv = copy.deepcopy(conv).to(lt.device)
+            torch.testing.assert_close(lazy_conv(got).detach().cpu(), conv(want).detach(),
+                                       rtol=1e-4, atol=1e-5)

@@ -1,0 +1,88 @@
+"""What TF's tapes promise about what is differentiated, kept for lazy values under both
+tf.GradientTape and ltf.GradientTape: tf.stop_gradient holds a value constant, several targets
+sum their gradients, watch_accessed_variables=False leaves unwatched variables without one;
+and reductions and reads that give TF's own numbers and types (integer means, 0-d .numpy())."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx.frontends.tf as ltf
+
+_TAPES = [("eager", tf.constant, tf.GradientTape), ("lazy", ltf.constant, tf.GradientTape),
+          ("lazy-ltf", ltf.constant, ltf.GradientTape)]
+_IDS = [t[0] for t in _TAPES]
+_X = np.array([1.0, 2.0, -0.5], np.float32)
+
+
+def _eager_and(fn):
+    """fn(make, Tape) for each tape; each lazy result must equal the eager one."""
+    results = [fn(make, Tape) for _, make, Tape in _TAPES]
+    for got in results[1:]:
+        for a, b in zip(tf.nest.flatten(got), tf.nest.flatten(results[0])):
+            if b is None:
+                assert a is None
+            else:
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+    return results
+
+
+def test_stop_gradient_holds_a_value_constant():
+    def grad(make, Tape):
+        x = make(_X)
+        with Tape() as t:
+            t.watch(x)
+            y = x * x
+            loss = tf.reduce_sum(tf.stop_gradient(y) * y + tf.stop_gradient(tf.sin(x)))
+        return t.gradient(loss, x)
+    eager = _eager_and(grad)[0]
+    np.testing.assert_allclose(eager, 2 * _X ** 3, rtol=1e-6)  # (y held constant: y * 2x)
+
+
+@pytest.mark.parametrize("structure", ["list", "dict", "one"])
+def test_several_targets_sum_their_gradients(structure):
+    def grad(make, Tape):
+        w = tf.Variable([1.0, 2.0, 3.0])
+        x = make(_X)
+        with Tape() as t:
+            a = tf.reduce_sum(x * w)
+            b = w * w
+        target = {"list": [a, b], "dict": {"a": a, "b": b}, "one": [a]}[structure]
+        seeds = {"list": [tf.constant(2.0), tf.constant([1.0, 0.5, -1.0])],
+                 "dict": {"a": tf.constant(2.0), "b": tf.constant([1.0, 0.5, -1.0])},
+                 "one": None}[structure]
+        return t.gradient(target, w), t.gradient(target, w, output_gradients=seeds) \
+            if seeds is not None and Tape is not tf.GradientTape else None
+    _eager_and(lambda make, Tape: grad(make, Tape)[0])
+
+
+def test_unwatched_variables_get_no_gradient_when_accessed_variables_are_not_watched():
+    def grad(make, Tape):
+        w, b = tf.Variable([1.0, 2.0, 3.0]), tf.Variable([0.5, 0.5, 0.5])
+        x = make(_X)
+        with Tape(watch_accessed_variables=False) as t:
+            t.watch(b)
+            loss = tf.reduce_sum(x * w + b * b)
+        return t.gradient(loss, [w, b])
+    eager = _eager_and(grad)[0]
+    assert eager[0] is None
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.uint16, np.int32,
+                                   np.uint32, np.int64])
+def test_integer_means_do_not_wrap_and_truncate_as_tfs(dtype):
+    info = np.iinfo(dtype)
+    values = np.array([[info.max, info.max - 1, info.max // 3],
+                       [info.min, info.min + 1, 0 if info.min else 5]], dtype)
+    for axis in (None, 0, 1):
+        want = tf.reduce_mean(tf.constant(values), axis=axis)
+        got = tf.reduce_mean(ltf.constant(values), axis=axis)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_numpy_of_a_0d_tensor_is_a_numpy_scalar():
+    want = tf.reduce_max(tf.constant(_X)).numpy()
+    got = tf.reduce_max(ltf.constant(_X)).numpy()
+    assert type(got) is type(want) and got == want
+    assert {got: "best"} == {want: "best"}
+    assert ltf.constant(_X).numpy().shape == (3,)
