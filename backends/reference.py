@@ -523,6 +523,7 @@ TABLE = Table("lazyx.backends.reference.TABLE", {
     # one device holds every value whole: a layout changes nothing here
     "sharding_constraint": lambda x, *, sharding: x,
     "stop_gradient": lambda x: x,
+    "custom_vjp": lambda y, *inputs: y,
 })
 
 from .reference_linalg import TABLE as _LINALG  # noqa: E402  (matrix factorizations)

@@ -395,6 +395,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "recurrence3": _recurrence3,
     "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
     "stop_gradient": lambda x: x,  # (lazyx differentiates the IR itself: nothing for jax)
+    "custom_vjp": lambda y, *inputs: y,
 })
 
 from . import code_maps  # noqa: E402  (the kernel's limit on mappings)

@@ -14,6 +14,7 @@ written for): max(x, y) sends the gradient to x when x >= y; a reduce_max tie sh
 """
 import itertools
 import math
+import weakref
 
 from . import dtypes as dt
 from . import compose, ir, ops, source
@@ -175,6 +176,20 @@ def _clamp(n, g):
 @rule("sign", "floor", "ceil", "round", "stop_gradient")
 def _zero_gradient(n, g):
     return (None,)
+
+
+# node -> its gradient function: the cotangent of the node -> one cotangent (or None) per input
+# after the first, in those inputs' dtypes. A weak table: the function lives as its node does.
+CUSTOM_VJPS = weakref.WeakKeyDictionary()
+
+
+@rule("custom_vjp")
+def _custom_vjp(n, g):
+    backward = CUSTOM_VJPS.get(n)
+    if backward is None:
+        raise RuntimeError("lazyx: a custom_vjp node whose gradient function is gone "
+                           "(the node was copied): it cannot be differentiated")
+    return (None, *backward(g))
 
 
 @rule("convert")

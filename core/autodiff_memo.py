@@ -144,7 +144,8 @@ def vjp(outputs, cotangents, wrt, order, build):
             return stamped
     first_serial = ir.CREATED[0]
     results = build(order)
-    if key is not None:
+    # (a custom_vjp's gradient is a frontend's Python, which may read more than structure)
+    if key is not None and not any(n.op == "custom_vjp" for n in order):
         made = record(order, cotangents, wrt, results, first_serial)
         if made is not None:
             if len(_RECIPES) >= _LIMIT:

@@ -23,6 +23,10 @@ Installed here, once:
       meets a graph tensor and nothing can be lazy; tf.nn.convolution itself takes groups.
       Any other input goes to Keras' own function unchanged.
 
+  tensorflow.python.ops.custom_gradient._eager_mode_decorator is wrapped: a call of a
+      tf.custom_gradient function with a lazy argument gets its gradient function on the IR
+      (custom_gradients.py); any other call goes to TF's own decorator unchanged.
+
   keras.src.backend.rnn is wrapped: for a lazy input it runs Keras' own loop with
       unroll=True. Keras' TF backend loops over time with tf.while_loop over TensorArrays,
       which take no lazy value (LSTM, GRU, SimpleRNN, Bidirectional raised TypeError); a
@@ -138,6 +142,7 @@ def install():
             setattr(namespace, name, wrapper)
     _wrap_keras_conv()
     _wrap_keras_rnn()
+    _wrap_custom_gradient()
     _wrap_keras_cond()
     _wrap_tf_function()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
@@ -268,3 +273,19 @@ def _called_from(packages):
             return module.startswith(packages)
         frame = frame.f_back
     return False
+
+
+def _wrap_custom_gradient():
+    """tf.custom_gradient's eager decorator (custom_gradient._eager_mode_decorator, which the
+    decorated functions look up at each call): a call with a lazy argument gets its gradient
+    function on the IR (custom_gradients.py); any other call is TF's own."""
+    from tensorflow.python.ops import custom_gradient as module
+    from . import custom_gradients
+    original = module._eager_mode_decorator
+
+    @functools.wraps(original)
+    def eager_mode_decorator(f, args, kwargs):
+        if any(isinstance(x, LazyTensor) for x in tf.nest.flatten((args, kwargs))):
+            return custom_gradients.call(original, f, args, kwargs)
+        return original(f, args, kwargs)
+    module._eager_mode_decorator = eager_mode_decorator

@@ -104,11 +104,13 @@ def test_bitcast_convert_round_trips_bits(width):
     check(roots, expected, names=names)
 
 
-def test_stop_gradient_is_the_identity_on_both_backends():
-    """stop_gradient only means something to core/autodiff: run, it is its operand."""
+def test_gradient_markers_are_the_identity_on_both_backends():
+    """stop_gradient and custom_vjp only mean something to core/autodiff: run, each is its
+    first operand."""
     x = np.array([[-np.inf, -0.0, 1.5], [np.nan, 2.0, 3.0]], np.float32)
     ints = np.arange(6, dtype=np.int64).reshape(2, 3)
-    check([ops.stop_gradient(leaf(x)), ops.stop_gradient(leaf(ints))], [x, ints])
+    check([ops.stop_gradient(leaf(x)), ops.stop_gradient(leaf(ints)),
+           ops.custom_vjp(leaf(x), leaf(ints), leaf(x))], [x, ints, x])
 
 
 # ---------------------------------------------------------------- shapes

@@ -86,3 +86,55 @@ def test_numpy_of_a_0d_tensor_is_a_numpy_scalar():
     assert type(got) is type(want) and got == want
     assert {got: "best"} == {want: "best"}
     assert ltf.constant(_X).numpy().shape == (3,)
+
+
+@tf.custom_gradient
+def _clipped_identity(x):
+    return tf.identity(x), lambda dy: tf.clip_by_value(dy, -0.1, 0.1)
+
+
+@tf.custom_gradient
+def _straight_through_round(x):
+    return tf.round(x), lambda dy: dy
+
+
+@tf.custom_gradient
+def _log1pexp(x):  # TF's own docstring example: a stable gradient
+    e = tf.exp(x)
+    return tf.math.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+
+
+@tf.custom_gradient
+def _scaled(x, scale):  # a second argument, not a tensor: its gradient is ignored
+    return x * scale, lambda dy: (dy * scale * 10.0, None)
+
+
+@pytest.mark.parametrize("fn", [_clipped_identity, _straight_through_round, _log1pexp,
+                                lambda x: _scaled(x, 3.0) + _clipped_identity(x * x)],
+                         ids=["clip", "straight-through", "log1pexp", "two-args"])
+def test_custom_gradient_functions_give_their_own_gradients(fn):
+    def grad(make, Tape):
+        x = make(np.array([0.3, -1.7, 2.5, 40.0], np.float32))
+        with Tape() as t:
+            t.watch(x)
+            loss = tf.reduce_sum(fn(x) * tf.constant([1.0, -2.0, 3.0, 0.5]))
+        return t.gradient(loss, x)
+    _eager_and(grad)
+
+
+def test_a_custom_gradient_trains_a_keras_layer_as_eager():
+    """Straight-through quantized activations of a Dense layer, trained three SGD steps
+    under each tape."""
+    def train(make, Tape):
+        tf.keras.utils.set_random_seed(0)
+        layer = tf.keras.layers.Dense(3, use_bias=False)
+        layer.build((None, 4))
+        opt = tf.keras.optimizers.SGD(0.1)
+        x = make(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4))
+        for _ in range(3):
+            with Tape() as t:
+                y = _straight_through_round(tf.matmul(x, layer.kernel) * 4.0) / 4.0
+                loss = tf.reduce_sum(y * y)
+            opt.apply_gradients(zip(t.gradient(loss, [layer.kernel]), [layer.kernel]))
+        return layer.kernel.numpy()
+    _eager_and(train)
