@@ -13,7 +13,7 @@ upgrade, re-read those:
   Tensor.__repr__              lazy tensors print their values (not the functional wrapper)
   Tensor.__lazyx_handle__      new attribute: the IR handle behind a lazyx tensor
   torch._mirror_autograd_meta_to       Dynamo fakes lazyx parameters (torch.compile)
-  nn.Module.to                 tied weights stay tied when a model moves to the device
+  nn.Module.to, nn.Module.cpu  tied weights stay tied when a model moves to or from the device
   autograd._engine_run_backward        lazy backward runs on the calling thread
   Tensor._reduce_ex_internal   torch.save/pickle of lazy tensors: values go through the CPU
   Tensor.__deepcopy__          copy.deepcopy of lazy tensors (a model's buffers): a clone
@@ -28,6 +28,7 @@ not patches.
 import contextlib
 import copy
 import copyreg
+import itertools
 import sys
 import threading
 import types
@@ -109,23 +110,42 @@ def _mirror_autograd_meta_to(source, target):
 
 def _module_to(self, *args, **kwargs):
     """model.to(lt.device) must keep tied weights tied (HF models share embeddings with the
-    output layer). torch re-creates Parameters per module for a tensor type it cannot
-    shallow-copy into; swapping (torch's announced future default) updates them in place.
-    The swap is switched on for this conversion only: other code in the process keeps
-    torch's default. A module whose parameters torch cannot swap (a TorchScript module, the
-    GraphModule of torch.export) moves the default way, as it would without lazyx."""
+    output layer), and so must model.to("cpu") of a model on the device. torch re-creates
+    Parameters per module for a tensor type it cannot shallow-copy into; swapping (torch's
+    announced future default) updates them in place. The swap is switched on for this
+    conversion only: other code in the process keeps torch's default. A module whose
+    parameters torch cannot swap (a TorchScript module, the GraphModule of torch.export)
+    moves the default way, as it would without lazyx."""
     device = torch._C._nn._parse_to(*args, **kwargs)[0]
-    if device is None or torch.device(device).type != "lazyx":
+    if (device is None or torch.device(device).type != "lazyx") and not _on_device(self):
         return _ORIGINAL["module_to"](self, *args, **kwargs)
+    return _swapping(_ORIGINAL["module_to"], self, *args, **kwargs)
+
+
+def _module_cpu(self):
+    """model.cpu() of a model on the device: tied weights stay tied (see _module_to)."""
+    if not _on_device(self):
+        return _ORIGINAL["module_cpu"](self)
+    return _swapping(_ORIGINAL["module_cpu"], self)
+
+
+def _on_device(module):
+    """Whether a parameter or buffer of `module` is on lt.device (the first one tells)."""
+    for t in itertools.chain(module.parameters(), module.buffers()):
+        return tensor.on_device(t)
+    return False
+
+
+def _swapping(convert, module, *args, **kwargs):
     before = torch.__future__.get_swap_module_params_on_conversion()
     torch.__future__.set_swap_module_params_on_conversion(True)
     try:
-        return _ORIGINAL["module_to"](self, *args, **kwargs)
+        return convert(module, *args, **kwargs)
     except RuntimeError as err:
         if "Couldn't swap" not in str(err):
             raise
         torch.__future__.set_swap_module_params_on_conversion(before)
-        return _ORIGINAL["module_to"](self, *args, **kwargs)
+        return convert(module, *args, **kwargs)
     finally:
         torch.__future__.set_swap_module_params_on_conversion(before)
 
@@ -288,6 +308,8 @@ def install():
     torch._mirror_autograd_meta_to = _mirror_autograd_meta_to
     _ORIGINAL["module_to"] = torch.nn.Module.to
     torch.nn.Module.to = _module_to
+    _ORIGINAL["module_cpu"] = torch.nn.Module.cpu
+    torch.nn.Module.cpu = _module_cpu
     _ORIGINAL["reduce_ex_internal"] = torch.Tensor._reduce_ex_internal
     torch.Tensor._reduce_ex_internal = _reduce_ex_internal
     _ORIGINAL["__deepcopy__"] = torch.Tensor.__deepcopy__

@@ -188,7 +188,8 @@ _FRAMEWORKS = ("torch",)
 _PLUMBING = tuple(os.sep.join(("torch", *parts)) for parts in (
     ("_tensor.py",), ("_tensor_str.py",), ("overrides.py",), ("_ops.py",),
     ("utils", "_python_dispatch.py"), ("_jit_internal.py",), ("testing", ""),
-    ("serialization.py",)))  # torch.save: the user asked for the values
+    ("serialization.py",),  # torch.save: the user asked for the values
+    ("nn", "modules", "module.py")))  # model.cpu() / .to("cpu"): so did they
 
 
 def framework_request():

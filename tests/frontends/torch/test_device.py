@@ -245,3 +245,29 @@ def test_random_like_on_the_cpu_draws_from_the_cpu_generator():
     got = torch.rand_like(lazy, device="cpu")
     assert got.device.type == "cpu"
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("back", [lambda m: m.cpu(), lambda m: m.to("cpu"),
+                                  lambda m: m.to(torch.device("cpu"), torch.float64)],
+                         ids=["cpu()", "to(cpu)", "to(cpu, float64)"])
+def test_tied_weights_stay_tied_on_the_way_back_to_the_cpu(back):
+    """An embedding shared with the output layer (HF's tie_weights) is one Parameter on the
+    device and again after moving back (torch re-created one per module: two); reading the
+    values back is the user's request, not a fallback."""
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 4)
+            self.out = torch.nn.Linear(4, 10, bias=False)
+            self.out.weight = self.emb.weight
+
+    model = Tied()
+    start = model.emb.weight.detach().clone()
+    model.to(lt.device)
+    assert model.out.weight is model.emb.weight
+    lazyx.reset_metrics()
+    back(model)
+    assert model.out.weight is model.emb.weight and len(list(model.parameters())) == 1
+    assert model.emb.weight.device.type == "cpu"
+    torch.testing.assert_close(model.emb.weight.detach().float(), start)
+    assert lazyx.metrics()["fallbacks"] == 0
