@@ -154,7 +154,21 @@ def _index_put(func, args, kwargs):
     _advanced_index(func, args, kwargs)
 
 
+def _reflection_pad(func, args, kwargs):
+    """Reflected padding must be narrower than the dimension it pads: a shape check torch's
+    kernels make and its decomposition, which lazyx runs, does not (a wider one gave values
+    from nowhere). Replayed on CPU zeros for torch's own error."""
+    x, padding = args[0], args[1]
+    for k in range(len(padding) // 2):
+        size = x.shape[x.dim() - 1 - k]
+        if padding[2 * k] >= size or padding[2 * k + 1] >= size:
+            func(torch.zeros(x.shape, dtype=x.dtype), *args[1:], **kwargs)
+            return
+
+
 CHECKS = {
+    aten.reflection_pad1d.default: _reflection_pad, aten.reflection_pad2d.default: _reflection_pad,
+    aten.reflection_pad3d.default: _reflection_pad,
     aten.index_select.default: _dim_index(),
     aten.gather.default: _dim_index(),
     aten.scatter.src: _dim_index(), aten.scatter.value: _dim_index(),

@@ -43,6 +43,9 @@ _ORIGINAL = {}
 
 def _numpy(self, *, force=False):
     if tensor.on_device(self):
+        if self.requires_grad and not force:  # torch's own check, before the device's
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         return self.detach().to("cpu").numpy()
     if torch._is_functional_tensor(self) and (force or not self.requires_grad):
         # a CPU result of an op on lazyx tensors (`torch.zeros_like(x, device="cpu")`,

@@ -325,3 +325,25 @@ def test_memory_formats_of_contiguous_and_clone(rank, fmt):
             lazy_conv = copy.deepcopy(conv).to(lt.device)
             torch.testing.assert_close(lazy_conv(got).detach().cpu(), conv(want).detach(),
                                        rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,pad", [((1, 1, 3), (3, 3)), ((1, 1, 3), (0, 3)),
+                                       ((1, 1, 2, 3), (1, 1, 2, 2)),
+                                       ((1, 2, 2, 3, 4), (1, 1, 1, 1, 2, 2)),
+                                       ((1, 1, 2, 3), (1, 1, 1, 1)), ((2, 5), (4, 0))])
+def test_reflect_padding_wider_than_its_dimension_raises_torchs_error(shape, pad):
+    x = torch.arange(float(math.prod(shape))).view(shape)
+    try:
+        want = F.pad(x, pad, mode="reflect")
+    except RuntimeError as err:
+        with pytest.raises(RuntimeError, match=str(err).split(":")[0]):
+            F.pad(_lazy(x), pad, mode="reflect")
+    else:
+        torch.testing.assert_close(F.pad(_lazy(x), pad, mode="reflect").cpu(), want)
+
+
+def test_numpy_of_a_tensor_requiring_grad_raises_as_on_the_cpu():
+    weight = torch.nn.Linear(2, 2).to(lt.device).weight
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires"):
+        weight.numpy()
+    assert weight.detach().numpy().shape == weight.numpy(force=True).shape == (2, 2)
