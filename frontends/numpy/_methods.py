@@ -217,7 +217,10 @@ _REAL_SCALARS = (float, int, np.float64, np.float32, np.float16, np.int64, np.in
 def _power_operators():
     forward, reverse, inplace = _binary(np.power)
 
-    def pow_(self, other):
+    def pow_(self, other, modulo=None):
+        if modulo is not None:  # pow(a, b, m): NumPy has no three-argument power either
+            raise TypeError(f"unsupported operand type(s) for ** or pow(): 'numpy.ndarray', "
+                            f"'{type(other).__name__}', '{type(modulo).__name__}'")
         return apply(np.sqrt, (self,)) if _sqrt_exponent(self, other) else forward(self, other)
 
     def ipow(self, other):

@@ -76,3 +76,11 @@ def test_the_half_power_operator_is_numpys_sqrt(dtype):
         # np.power itself is pow, not sqrt: -inf ** 0.5 is inf there
         np.testing.assert_array_equal(np.asarray(np.power(lnp.asarray(host), 0.5)),
                                       np.power(host, 0.5))
+
+
+def test_three_argument_pow_is_refused_as_numpy_refuses_it():
+    with pytest.raises(TypeError) as eager:
+        pow(np.array([2, 3]), 2, 3)
+    with pytest.raises(TypeError) as lazy:
+        pow(lnp.asarray(np.array([2, 3])), 2, 3)
+    assert str(lazy.value) == str(eager.value)
