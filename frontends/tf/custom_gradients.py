@@ -11,7 +11,8 @@ here.
 Covered: one tensor result (the common case: clipping, straight-through estimators, stable
 forms of a function) and no variables used inside. A function with several results or that
 reads variables keeps TF's own path, with a warning that its gradient function is not used
-for lazy values.
+for lazy values (outside any tape, as Keras' all-reduce of its gradients calls one, nothing
+is recorded either way: no warning).
 """
 import warnings
 
@@ -32,6 +33,8 @@ def call(original, f, args, kwargs):
     lazy = [i for i, x in enumerate(flat_args) if isinstance(x, LazyTensor)]
     if len(flat_result) != 1 or not isinstance(flat_result[0], LazyTensor) or \
             not dt.is_float(flat_result[0].node.dtype) or watcher.watched_variables():
+        if not record.could_possibly_record():  # no tape: no gradient to get wrong (Keras'
+            return result  # all-reduce of its gradients calls one so, every step)
         warnings.warn(f"lazyx: tf.custom_gradient function {getattr(f, '__name__', f)!r} "
                       f"with several results or reading variables, called on lazy values: "
                       f"its gradient function is not used (the gradient is its graph's)",

@@ -138,3 +138,17 @@ def test_a_custom_gradient_trains_a_keras_layer_as_eager():
             opt.apply_gradients(zip(t.gradient(loss, [layer.kernel]), [layer.kernel]))
         return layer.kernel.numpy()
     _eager_and(train)
+
+
+def test_a_custom_gradient_with_several_results_warns_under_a_tape_only():
+    @tf.custom_gradient
+    def pair(x):
+        return (x * 2.0, x * 3.0), lambda da, db: da * 0.0 + db * 0.0
+
+    x = ltf.constant(_X)
+    outside = pair(x)  # (Keras' all-reduce of gradients calls one outside any tape)
+    np.testing.assert_allclose(outside[1].numpy(), _X * 3.0)
+    with pytest.warns(RuntimeWarning, match="gradient function is not used"):
+        with tf.GradientTape() as t:
+            t.watch(x)
+            a, b = pair(x)
