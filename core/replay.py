@@ -269,6 +269,13 @@ class Compiled:
                       pieces, early_of):
             return _plain_deep(result), None
         entry.modes = [(obj, mode, mode(obj)) for obj, mode in modes]
+        changed = _state_numbers_changed(numbers, rec.state_numbers)
+        if changed is not None:
+            self._stay_lazy(None, None, f"it changes a Python number kept in state while it "
+                            f"runs ({changed}: an LR scheduler stepped inside the step?), "
+                            f"which a replay, running no Python, would not change again; "
+                            f"step it outside the compiled function", stacklevel=4)
+            return _plain_deep(result), None
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -332,6 +339,21 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
+
+
+def _state_numbers_changed(numbers, reads):
+    """'was -> now' for the first number kept in state (a learning rate in an optimizer's
+    param_groups) that the traced call itself changed, else None. `numbers` ends with the
+    values the trace read, in the order of `reads`."""
+    traced = numbers[len(numbers) - len(reads):]
+    for was, read in zip(traced, reads):
+        try:
+            now = read()
+        except (LookupError, AttributeError, TypeError):
+            continue  # (gone: the guard notices at the next call)
+        if type(now) is not type(was) or now != was:
+            return f"{was!r} -> {now!r}"
+    return None
 
 
 def _predict(entry, numbers):
