@@ -420,8 +420,18 @@ def _triangular_solve(a, b, *, lower, transpose_a, unit_diagonal):
         n = a.shape[-1]
         tri = tri * (1 - np.eye(n, dtype=a.dtype)) + np.eye(n, dtype=a.dtype)
     if transpose_a:
-        tri = np.swapaxes(tri, -1, -2)
-    return np.linalg.solve(tri, b)
+        tri, lower = np.swapaxes(tri, -1, -2), not lower
+    # substitution, row by row (what XLA does): a zero on the diagonal divides by zero (inf,
+    # nan) where np.linalg.solve raised -- torch's singular-matrix error comes from `info`
+    n = tri.shape[-1]
+    shape = np.broadcast_shapes(tri.shape[:-2], b.shape[:-2]) + b.shape[-2:]
+    x = np.zeros(shape, np.result_type(tri, b))
+    with np.errstate(all="ignore"):
+        for i in range(n) if lower else range(n - 1, -1, -1):
+            done = slice(0, i) if lower else slice(i + 1, n)
+            partial = np.einsum("...j,...jk->...k", tri[..., i, done], x[..., done, :])
+            x[..., i, :] = (b[..., i, :] - partial) / tri[..., i, i][..., None]
+    return x
 
 
 def _random_bits(key, *, shape):

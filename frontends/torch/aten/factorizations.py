@@ -2,8 +2,9 @@
 factors come from one computation; cholesky, triangular_solve): solve, inv, det, slogdet,
 lu_factor / lu_solve / lu_unpack, pinv, lstsq, cholesky_* and the triangular solvers.
 torch's wrappers call `_linalg_check_errors` on the `info` outputs; that is a data-dependent
-sync (data_dependent.py), so `info` here is 0 unless the factorization visibly failed (a NaN
-factor)."""
+sync (data_dependent.py). `info` is LAPACK's for an LU (the first exactly-zero pivot: a
+singular matrix raises torch's LinAlgError, as eagerly); a Cholesky's is 0 unless its factor
+visibly failed (a NaN factor: 1)."""
 import torch
 
 from ....core import ops
@@ -103,6 +104,24 @@ def _nan_info(factor):
     return ops.convert(bad, dtype="int32")
 
 
+def _lu_info(lu):
+    """LAPACK getrf's info: the 1-based position of the first pivot U[i, i] that is exactly
+    zero, else 0 -- what torch reads to raise LinAlgError for a singular matrix (a NaN input
+    is no error there: its pivots are NaN, not zero)."""
+    m, n = lu.shape[-2:]
+    k, batch = min(m, n), lu.shape[:-2]
+    square = ops.slice_(lu, start_indices=(0,) * lu.ndim, limit_indices=batch + (k, k))
+    diagonal = ops.reduce_sum(_tri(_tri(square, True), False), axes=(lu.ndim - 1,))
+    shape = batch + (k,)
+    position = ops.add(ops.iota(dtype="int32", shape=shape, dimension=len(batch)),
+                       const(1, "int32", shape))
+    zero = ops.eq(diagonal, const(0, diagonal.dtype, shape))
+    first = ops.reduce_min(ops.select(zero, position, const(k + 1, "int32", shape)),
+                           axes=(len(batch),))
+    return ops.select(ops.eq(first, const(k + 1, "int32", batch)), const(0, "int32", batch),
+                      first)
+
+
 @linalg_lower(aten.linalg_lu_factor_ex.default)
 def _lu_factor_ex(out, x, *, pivot=True, check_errors=False):
     a = _float_matrix(x)
@@ -110,7 +129,7 @@ def _lu_factor_ex(out, x, *, pivot=True, check_errors=False):
         raise Unsupported("LU without pivoting")
     lu, pivots, _ = ops.lu(a)
     pivots = ops.add(pivots, const(1, "int32", out[1].shape))
-    return lu, pivots, const(0, "int32", tuple(out[2].shape))
+    return lu, pivots, _lu_info(lu)
 
 
 def _unpack(lu, perm, out_shapes):
@@ -224,14 +243,14 @@ def _solve_ex(out, A, B, *, left=True, check_errors=False):
         if tuple(out[2].shape) == node_of(A).shape[:-1] else const(0, "int32", tuple(out[2].shape))
     if not left:
         raise Unsupported("right solve factors")
-    return result, lu_out, piv, _nan_info(lu)
+    return result, lu_out, piv, _lu_info(lu)
 
 
 @linalg_lower(aten.linalg_inv_ex.default)
 def _inv_ex(out, A, *, check_errors=False):
     a = _float_matrix(A)
     lu, _, perm = ops.lu(a)
-    return _lu_solve_nodes(lu, perm, _eye(a.shape, a.dtype)), _nan_info(lu)
+    return _lu_solve_nodes(lu, perm, _eye(a.shape, a.dtype)), _lu_info(lu)
 
 
 def _det_parts(a):

@@ -347,3 +347,29 @@ def test_numpy_of_a_tensor_requiring_grad_raises_as_on_the_cpu():
     with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires"):
         weight.numpy()
     assert weight.detach().numpy().shape == weight.numpy(force=True).shape == (2, 2)
+
+
+_SINGULAR = {"zeros": [[0.0, 0.0], [0.0, 0.0]], "rank-1": [[1.0, 2.0], [2.0, 4.0]],
+             "second pivot": [[2.0, 1.0, 1.0], [4.0, 2.0, 2.0], [1.0, 3.0, 5.0]]}
+
+
+@pytest.mark.parametrize("name", sorted(_SINGULAR))
+def test_singular_matrices_raise_torchs_linalg_error_and_info(name):
+    """The LU's info is LAPACK's (the first exactly-zero pivot): torch.linalg.inv / solve of
+    a singular matrix raise torch's LinAlgError with eager's message on both backends (XLA gave
+    inf, the reference backend NumPy's LinAlgError), and the *_ex infos are eager's (0)."""
+    a = torch.tensor(_SINGULAR[name])
+    b = torch.ones(a.shape[0])
+    for fn in (torch.linalg.inv, torch.inverse, lambda m: torch.linalg.solve(m, b.to(m.device))):
+        with pytest.raises(torch.linalg.LinAlgError) as eager:
+            fn(a)
+        with pytest.raises(torch.linalg.LinAlgError) as lazy:
+            fn(_lazy(a))
+        assert str(lazy.value) == str(eager.value)
+    for fn in (lambda m: torch.linalg.inv_ex(m).info,
+               lambda m: torch.linalg.solve_ex(m, b.to(m.device)).info,
+               lambda m: torch.linalg.lu_factor_ex(m).info):
+        assert fn(_lazy(a)).item() == fn(a).item()
+    regular = a + torch.eye(a.shape[0]) * 3
+    torch.testing.assert_close(torch.linalg.inv(_lazy(regular)).cpu(), torch.linalg.inv(regular))
+    assert torch.linalg.inv_ex(_lazy(regular)).info.item() == 0
