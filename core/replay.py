@@ -265,8 +265,8 @@ class Compiled:
                     slot_out[path] = k
         pieces = [split_steps.compile_piece(piece_roots, rec) for piece_roots, _ in rec.pieces]
         if not build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf,
-                      serial0, before, after, aliases, pending, out_of, slot_out, roots, rebinds,
-                      pieces, early_of):
+                           serial0, before, after, aliases, pending, out_of, slot_out, roots,
+                           rebinds, pieces, early_of):
             return _plain_deep(result), None
         entry.modes = [(obj, mode, mode(obj)) for obj, mode in modes]
         changed = _state_numbers_changed(numbers, rec.state_numbers)
