@@ -444,15 +444,45 @@ def wrap(node, *inputs):
 # ---------------------------------------------------------------- tape integration
 
 def _vjp_to_tf(node, cotangent, sources, also_sync=()):
-    """Gradients (real tf tensors) of `node` w.r.t. the sources, forward+backward in one run."""
-    grads = origins.vjp(node, cotangent, [n for _, n in sources])
-    handles = [runtime.LazyHandle(g) for g in grads]
-    runtime.sync(*handles, *[h for h in also_sync if h.pending], cause="convert", sharing=True)
+    """Gradients (real tf tensors) of `node` w.r.t. the sources, forward+backward in one run.
+    A source only gathered along axis 0 (an Embedding's table) gets TF's IndexedSlices, as
+    eager TF's gather gradient gives it: Keras' optimizers update such a table sparsely (Adam
+    touches only the rows gathered), so a dense gradient gave other numbers."""
+    from . import indexed_slices
+    wanted = [n for _, n in sources]
+    sparse = indexed_slices.sparse_sources(origins.order_through(node), wanted)
+    dense = [n for n in wanted if id(n) not in sparse]
+    gathers = [g for n in wanted if id(n) in sparse for g in sparse[id(n)]]
+    cotangents = origins.vjp(node, cotangent, dense + gathers)
+    grads = dict(zip(map(id, dense), cotangents))
+    rest = iter(cotangents[len(dense):])
+    for n in wanted:
+        if id(n) in sparse and id(n) not in grads:
+            grads[id(n)] = indexed_slices.sparse_gradient(
+                n, sparse[id(n)], [next(rest) for _ in sparse[id(n)]])
+    handles = {}  # id(a gradient's node or lazy part) -> a handle of it (synced together)
+    for g in grads.values():
+        if g is None:  # (a gathered source no gather's cotangent reached: no gradient)
+            continue
+        for part in (g.values, g.indices) if isinstance(g, tf.IndexedSlices) else (g,):
+            handles[id(part)] = runtime.LazyHandle(part.node if isinstance(part, LazyTensor)
+                                                   else part)
+    runtime.sync(*handles.values(), *[h for h in also_sync if h.pending], cause="convert",
+                 sharing=True)
+
+    def real(part, dtype):
+        return tf.constant(runtime.to_host(handles[id(part)], cause="convert"), dtype=dtype)
     out = []
-    for (_, source), h in zip(sources, handles):
-        value = runtime.to_host(h, cause="convert")
+    for _, wrt in sources:
+        g = grads[id(wrt)]
         # the source's own dtype: a watched variable is a resource handle on TF's tape
-        out.append(tf.constant(value, dtype=tf_dtype(source.dtype)))
+        if g is None:
+            out.append(None)
+        elif isinstance(g, tf.IndexedSlices):
+            out.append(tf.IndexedSlices(real(g.values, tf_dtype(wrt.dtype)),
+                                        real(g.indices, g.indices.dtype), g.dense_shape))
+        else:
+            out.append(real(g, tf_dtype(wrt.dtype)))
     return out
 
 

@@ -152,3 +152,29 @@ def test_a_custom_gradient_with_several_results_warns_under_a_tape_only():
         with tf.GradientTape() as t:
             t.watch(x)
             a, b = pair(x)
+
+
+@pytest.mark.parametrize("optimizer", ["Adam", "RMSprop", "SGD"])
+def test_an_embedding_under_the_plain_tape_gets_indexed_slices_as_eager(optimizer):
+    """Lazy token ids through a Keras Embedding under tf.GradientTape: the table's gradient is
+    IndexedSlices, as eager TF's gather gradient, so Keras' sparse update of Adam/RMSprop
+    touches the rows eager touches (a dense gradient updated every row's moments: a repeated
+    token's row ended 0.08 away from eager's)."""
+    def train(make, Tape):
+        if Tape is ltf.GradientTape:
+            return None  # (ltf's tape gives IndexedSlices already: test_keras_and_gradients)
+        tf.keras.utils.set_random_seed(0)
+        emb = tf.keras.layers.Embedding(10, 3)
+        opt = getattr(tf.keras.optimizers, optimizer)(0.1)
+        tokens = make(np.array([[1, 2, 2, 7]], np.int32))
+        kinds = []
+        for _ in range(3):
+            with Tape() as t:
+                loss = tf.reduce_sum(tf.square(emb(tokens) - 1.0))
+            grads = t.gradient(loss, emb.trainable_weights)
+            kinds.append(type(grads[0]).__name__)
+            opt.apply_gradients(zip(grads, emb.trainable_weights))
+        assert kinds == ["IndexedSlices"] * 3
+        return emb.embeddings.numpy()
+    results = [train(make, Tape) for _, make, Tape in _TAPES]
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
