@@ -18,7 +18,8 @@ from lazyx.core import runtime
 # cusolver_* on a GPU)
 CASES = {
     "lu": (torch.linalg.lu, "lu", r"custom_call @\w*getrf"),
-    "lu_factor": (torch.linalg.lu_factor, "lu", r"custom_call @\w*getrf"),
+    # (_ex: lu_factor checks `info`, now the LU's own, which is a sync)
+    "lu_factor": (torch.linalg.lu_factor_ex, "lu", r"custom_call @\w*getrf"),
     "solve": (lambda a: (torch.linalg.solve_ex(a, a[..., :1])), "lu",
               r"custom_call @\w*getrf"),
     "svd": (lambda a: torch.linalg.svd(a, full_matrices=False), "svd",
