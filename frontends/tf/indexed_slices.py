@@ -65,6 +65,22 @@ def sparse_gradient(source, gathers, cotangents):
                             tf.constant(source.shape, dtype=tf.int32))
 
 
+def gradients(order, wanted, vjp, extra=()):
+    """{id(node): its gradient} for the `wanted` sources of a target whose graph is `order`
+    (and for the `extra` nodes, always dense): `vjp(nodes)` gives the cotangents of nodes; a
+    source only gathered along axis 0 gets TF's IndexedSlices (sparse_gradient)."""
+    sparse = sparse_sources(order, wanted)
+    dense = [n for n in wanted if id(n) not in sparse] + list(extra)
+    gathers = [g for n in wanted if id(n) in sparse for g in sparse[id(n)]]
+    cotangents = vjp(dense + gathers)
+    grads = dict(zip(map(id, dense), cotangents))
+    rest = iter(cotangents[len(dense):])
+    for n in wanted:
+        if id(n) in sparse:
+            grads[id(n)] = sparse_gradient(n, sparse[id(n)], [next(rest) for _ in sparse[id(n)]])
+    return grads
+
+
 def is_lazy(slices):
     return isinstance(slices.values, LazyTensor) or isinstance(slices.indices, LazyTensor)
 

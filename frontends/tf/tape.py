@@ -83,16 +83,7 @@ class GradientTape(tf.GradientTape):
             def vjp(wrt):
                 return origins.vjp(target.node, seed, wrt)
         # a source only gathered along axis 0 (an Embedding's table): TF's IndexedSlices
-        sparse = indexed_slices.sparse_sources(order, wanted)
-        dense = [n for n in wanted if id(n) not in sparse] + bridges
-        gathers = [g for n in wanted if id(n) in sparse for g in sparse[id(n)]]
-        cotangents = vjp(dense + gathers)
-        grads = dict(zip(map(id, dense), cotangents))
-        rest = iter(cotangents[len(dense):])
-        for n in wanted:
-            if id(n) in sparse:
-                grads[id(n)] = indexed_slices.sparse_gradient(
-                    n, sparse[id(n)], [next(rest) for _ in sparse[id(n)]])
+        grads = indexed_slices.gradients(order, wanted, vjp, extra=bridges)
         extra = self._through_tf(bridges, [grads[id(b)] for b in bridges], flat) if bridges \
             else [None] * len(flat)
         zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO

@@ -449,17 +449,8 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
     eager TF's gather gradient gives it: Keras' optimizers update such a table sparsely (Adam
     touches only the rows gathered), so a dense gradient gave other numbers."""
     from . import indexed_slices
-    wanted = [n for _, n in sources]
-    sparse = indexed_slices.sparse_sources(origins.order_through(node), wanted)
-    dense = [n for n in wanted if id(n) not in sparse]
-    gathers = [g for n in wanted if id(n) in sparse for g in sparse[id(n)]]
-    cotangents = origins.vjp(node, cotangent, dense + gathers)
-    grads = dict(zip(map(id, dense), cotangents))
-    rest = iter(cotangents[len(dense):])
-    for n in wanted:
-        if id(n) in sparse and id(n) not in grads:
-            grads[id(n)] = indexed_slices.sparse_gradient(
-                n, sparse[id(n)], [next(rest) for _ in sparse[id(n)]])
+    grads = indexed_slices.gradients(origins.order_through(node), [n for _, n in sources],
+                                     lambda wrt: origins.vjp(node, cotangent, wrt))
     handles = {}  # id(a gradient's node or lazy part) -> a handle of it (synced together)
     for g in grads.values():
         if g is None:  # (a gathered source no gather's cotangent reached: no gradient)
