@@ -143,6 +143,7 @@ def install():
     _wrap_keras_conv()
     _wrap_keras_rnn()
     _wrap_custom_gradient()
+    _wrap_jacobians()
     _wrap_keras_cond()
     _wrap_tf_function()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
@@ -289,3 +290,30 @@ def _wrap_custom_gradient():
             return custom_gradients.call(original, f, args, kwargs)
         return original(f, args, kwargs)
     module._eager_mode_decorator = eager_mode_decorator
+
+
+def _wrap_jacobians():
+    """tape.jacobian / batch_jacobian of a lazy target (jacobians.py): TF's pfor cannot trace
+    a lazy value into its graph."""
+    from . import jacobians
+    cls = tf.GradientTape
+    original_jacobian, original_batch = cls.jacobian, cls.batch_jacobian
+
+    @functools.wraps(original_jacobian)
+    def jacobian(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE,
+                 parallel_iterations=None, experimental_use_pfor=True):
+        if not isinstance(target, LazyTensor):
+            return original_jacobian(self, target, sources, unconnected_gradients,
+                                     parallel_iterations, experimental_use_pfor)
+        return jacobians.jacobian(jacobians.tape_gradient(self, target, sources), target,
+                                  sources, unconnected_gradients)
+
+    @functools.wraps(original_batch)
+    def batch_jacobian(self, target, source, unconnected_gradients=tf.UnconnectedGradients.NONE,
+                       parallel_iterations=None, experimental_use_pfor=True):
+        if not isinstance(target, LazyTensor):
+            return original_batch(self, target, source, unconnected_gradients,
+                                  parallel_iterations, experimental_use_pfor)
+        return jacobians.batch_jacobian(jacobians.tape_gradient(self, target, [source]),
+                                        target, source, unconnected_gradients)
+    cls.jacobian, cls.batch_jacobian = jacobian, batch_jacobian

@@ -149,6 +149,9 @@ class LazyTensor(composite_tensor.CompositeTensor):
         self._leaf_token = False
         if sources and dt.is_float(node.dtype) and record.could_possibly_record():
             self._token = _record_token(self, node, sources)
+            # the graph the token's gradient differentiates, while the tape keeps it
+            # (tape.jacobian's rows: jacobians.direct_gradient)
+            self._taped_node = weakref.ref(node)
 
     # ---- identity
     @property
@@ -482,8 +485,14 @@ def _record_token(lazy, node, sources):
     handle = lazy._handle
 
     def backward(d_token):
-        g = ops.broadcast_in_dim(ir.param(np.asarray(d_token), node.dtype), shape=node.shape,
-                                 broadcast_dimensions=())
+        # the tape's seed (ones), or the user's output_gradients for the whole value -- TF
+        # hands it to the token unchecked
+        d_token = np.asarray(tf.convert_to_tensor(d_token))
+        if d_token.shape == tuple(node.shape):
+            g = runtime.from_host(d_token, node.dtype)
+        else:
+            g = ops.broadcast_in_dim(ir.param(d_token, node.dtype), shape=node.shape,
+                                     broadcast_dimensions=())
         alive = (handle,) if handle.node is node else ()
         return _vjp_to_tf(node, g, sources, also_sync=alive)
 
@@ -502,6 +511,9 @@ def to_tf(value, cause="convert"):
     if sources and dt.is_float(node.dtype) and record.could_possibly_record():
 
         def backward(d_tensor):
+            # a gather of the real tensor (tape.jacobian's loop takes one row at a time)
+            # hands back TF's sparse IndexedSlices
+            d_tensor = tf.convert_to_tensor(d_tensor)
             g = runtime.from_host(np.asarray(d_tensor), node.dtype)
             return _vjp_to_tf(node, g, sources)
 
