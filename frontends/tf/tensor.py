@@ -477,6 +477,9 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
                                         real(g.indices, g.indices.dtype), g.dense_shape))
         else:
             out.append(real(g, tf_dtype(wrt.dtype)))
+            # an outer tape recording while this one differentiates (nested tapes: a
+            # second-order gradient) sees the gradient as computed from the sources
+            _record_materialized(out[-1], g, sources)
     return out
 
 
@@ -507,18 +510,43 @@ def to_tf(value, cause="convert"):
     node = value.node
     host = runtime.to_host(value._handle, cause=cause)
     tensor = tf.constant(host, dtype=value.dtype)
-    sources = sources_of(value) or _shadowed_sources(node)
-    if sources and dt.is_float(node.dtype) and record.could_possibly_record():
-
-        def backward(d_tensor):
-            # a gather of the real tensor (tape.jacobian's loop takes one row at a time)
-            # hands back TF's sparse IndexedSlices
-            d_tensor = tf.convert_to_tensor(d_tensor)
-            g = runtime.from_host(np.asarray(d_tensor), node.dtype)
-            return _vjp_to_tf(node, g, sources)
-
-        record.record_operation("LazyxMaterialize", [tensor], [t for t, _ in sources], backward)
+    _record_materialized(tensor, node, sources_of(value) or _shadowed_sources(node))
     return tensor
+
+
+def _record_materialized(tensor, node, sources):
+    """Records on the tapes watching `sources` that the real `tensor` holds `node`'s value:
+    their gradients through it are the IR's (forward and backward in one run)."""
+    if not (sources and dt.is_float(node.dtype) and record.could_possibly_record()):
+        return
+
+    def backward(d_tensor):
+        # a gather of the real tensor (tape.jacobian's while_loop takes one row at a time)
+        # hands back TF's sparse IndexedSlices
+        d_tensor = tf.convert_to_tensor(d_tensor)
+        if not tf.executing_eagerly():
+            return _vjp_in_graph(node, d_tensor, sources)
+        g = runtime.from_host(np.asarray(d_tensor), node.dtype)
+        return _vjp_to_tf(node, g, sources)
+
+    record.record_operation("LazyxMaterialize", [tensor], [t for t, _ in sources], backward)
+
+
+def _vjp_in_graph(node, d_tensor, sources):
+    """The backward of a materialized value called while TF builds a graph: tape.jacobian's
+    pfor vectorizes the gradient of a real value computed from lazy ones (the Hessian of TF's
+    guide: outer.jacobian(inner.gradient(...))). The IR's gradient runs as a py_function,
+    which pfor runs once per row."""
+    kinds = [tf_dtype(n.dtype) for _, n in sources]
+
+    def run(d):
+        grads = _vjp_to_tf(node, runtime.from_host(d.numpy(), node.dtype), sources)
+        return [tf.zeros(n.shape, kind) if g is None else tf.convert_to_tensor(g)
+                for g, (_, n), kind in zip(grads, sources, kinds)]
+    outs = tf.py_function(run, [d_tensor], kinds)
+    for out, (_, n) in zip(outs, sources):
+        out.set_shape(n.shape)
+    return outs
 
 
 def _shadowed_sources(node):

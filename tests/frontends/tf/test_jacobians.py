@@ -1,6 +1,6 @@
-"""tape.jacobian and tape.batch_jacobian of lazy targets (frontends/tf/jacobians.py), under
-tf.GradientTape and ltf.GradientTape, against eager TF's own: lazy sources, Keras variables,
-unconnected sources, a non-persistent tape, and a Hessian from nested tapes."""
+"""tape.jacobian and tape.batch_jacobian of lazy targets (frontends/tf/jacobians.py), and
+second-order gradients through nested tapes, under tf.GradientTape and ltf.GradientTape, against
+eager TF: lazy sources, Keras variables, unconnected sources, non-persistent tapes, Hessians."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -143,3 +143,24 @@ def test_a_target_that_depends_on_nothing_watched():
             y = other * 2.0
         return t.jacobian(y, x, unconnected_gradients=tf.UnconnectedGradients.ZERO)
     assert _eager_and(jac)[0].shape == (3, 3)
+
+
+@pytest.mark.parametrize("Tape", [tf.GradientTape, ltf.GradientTape])
+def test_second_order_through_nested_tapes_as_tfs_guide_writes_it(Tape):
+    # the Hessian of TF's guide: outer.jacobian(inner.gradient(...)), and a gradient of a
+    # function of the gradient, with respect to a lazy value and a variable
+    def second(make, OuterTape):
+        x = make(_X[0])
+        w = tf.Variable(_X[1])
+        with OuterTape(persistent=True) as outer:
+            outer.watch(x)
+            with OuterTape() as inner:
+                inner.watch(x)
+                z = tf.reduce_sum(x ** 3 * w) + x[0] * x[1]
+            gx, gw = inner.gradient(z, [x, w])
+            penalty = tf.reduce_sum(gx * gx) + tf.reduce_sum(gw)
+        return outer.jacobian(gx, x), outer.gradient(penalty, [x, w])
+    eager = second(tf.constant, tf.GradientTape)
+    lazy = second(ltf.constant, Tape)
+    for a, b in zip(tf.nest.flatten(lazy), tf.nest.flatten(eager)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5)
