@@ -54,6 +54,7 @@ class Recording:
         self.reads = []        # (piece index, root index, traced value, as a number) per read
         self.read_by_value = {}  # float value read -> expression (a plain float result)
         self.guards = []       # (expression, outcome): what Python decided from a read value
+        self.decisions = []    # (expression, outcome): what it decided from the call's numbers
         self.unreplayable = None  # why a split step cannot replay piece by piece
         self.unread = None     # an "item" cut whose value no frontend handed to `observed`
         self.numbers = None   # the call's numbers (lazyx.compile's trace), then state numbers
@@ -322,6 +323,12 @@ def _flatten(obj, tensors, numbers, path="args"):
                             f"(lnp.asarray(x), x.to(lt.device), ltf.constant(x)).")
         tensors.append(obj)
         return spec[1]
+    if isinstance(obj, np.generic) and cls.__module__ == "numpy":
+        # a NumPy scalar (a learning rate from np.linspace, an index from a permutation):
+        # NumPy's rules give it its own dtype (np.float32(0.1) * x is not 0.1 * x), which a
+        # Python-number parameter would lose; so it is part of the guard, by type and value
+        # (float(lr) makes it a run-time parameter: README)
+        return ("scalar", cls, obj)
     if cls.__module__ == "numpy" or hasattr(obj, "__array_interface__"):
         raise TypeError(f"lazyx.compile: {_spelled(path)} is a host array ({cls.__name__}); "
                         f"pass a lazy tensor (lnp.asarray(x), x.to(lt.device), "

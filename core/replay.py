@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 
-from . import capture, config, ir, metrics, runtime, split_steps
+from . import capture, config, host_state, ir, metrics, runtime, split_steps
 from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
                       _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
                       register_container, register_tensor, register_trace_hook)
@@ -113,7 +113,8 @@ class Compiled:
                     if not entry.confirmed:  # (the trace below may confirm it)
                         miss = "a split step replays once a second trace agrees with its first"
                         continue
-                    if verify or (entry.value_linked and entry.first_numbers != nums):
+                    if verify or (entry.value_linked and entry.first_numbers != nums) or \
+                            _new_int(entry, nums):
                         return self._verify(entry, full, args, kwargs, nums)
                     out = _replay(entry, tensors, handles, nums, (args, kwargs))
                     if type(out) is not _Miss:
@@ -153,6 +154,7 @@ class Compiled:
         created state -- a warm-up call -- or observes values)."""
         runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
         arg_roots = _arg_roots(full[0])
+        host = host_state.snapshot(_roots(self.fn) + arg_roots)
         before = _discover([o for _, o in _roots(self.fn) + arg_roots])
         start_leaf = {id(handle_of(t).node): tid for tid, (t, _) in before.items()}
         tensors = []
@@ -276,6 +278,12 @@ class Compiled:
                             f"which a replay, running no Python, would not change again; "
                             f"step it outside the compiled function", stacklevel=4)
             return _plain_deep(result), None
+        changed = host_state.changed_by_step(host)
+        if changed is not None:
+            self._stay_lazy(None, None, f"{changed}, which a replay, running no Python, "
+                            f"would not do again", stacklevel=4)
+            return _plain_deep(result), None
+        entry.host_arrays = host_state.array_guards(host)
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -285,6 +293,7 @@ class Compiled:
         """Trace again (this call runs as that trace) and check that the graph and the numbers
         it bakes in are those of the entry being replayed."""
         predicted = _predict(entry, numbers)
+        new_ints = [k for k in entry.unverified_ints if numbers[k] != entry.first_numbers[k]]
         result, fresh = self._trace(full, args, kwargs)
         same = fresh is not None and (fresh.program is None) == (entry.program is None) and \
             (fresh.program is None or fresh.program.key == entry.program.key) and \
@@ -293,6 +302,14 @@ class Compiled:
         if not same:
             if entry in bucket:
                 bucket.remove(entry)
+            if new_ints and fresh is not None:
+                # an int that reached a parameter is an index or a size too (x[:n] / n):
+                # guarded by value from now on
+                fresh.numbers_by_value += tuple((k, int, numbers[k]) for k in new_ints)
+                fresh.unverified_ints = tuple(k for k in fresh.unverified_ints
+                                              if k not in new_ints)
+                fresh.value_linked = False
+                return result
             if self.verify_every and self.calls % self.verify_every == 0:
                 raise CompileError(
                     f"lazyx.compile(verify_every={self.verify_every}): the step traced at "
@@ -306,6 +323,7 @@ class Compiled:
         if fresh in bucket:  # keep the entry being replayed (its objects are the ones in use)
             bucket.remove(fresh)
         entry.value_linked = False
+        entry.unverified_ints = tuple(k for k in entry.unverified_ints if k not in new_ints)
         return result
 
 
@@ -394,6 +412,12 @@ def _with_state_numbers(entry, numbers):
         return None
 
 
+def _new_int(entry, numbers):
+    """Whether an int that reached a parameter, not yet confirmed to be only that, changed."""
+    first = entry.first_numbers
+    return any(numbers[k] != first[k] for k in entry.unverified_ints)
+
+
 def _guard_miss(entry, numbers):
     """None when the entry's guard holds (besides shapes, already in the key); else why not."""
     for getter, obj in entry.roots:
@@ -410,6 +434,18 @@ def _guard_miss(entry, numbers):
                 "a number kept in state (a learning rate)"
             return (f"{what} changed ({value!r} -> {numbers[k]!r}) and is "
                     f"part of the graph's structure, not a run-time parameter")
+    if entry.host_arrays:
+        why = host_state.arrays_changed(entry.host_arrays)
+        if why is not None:
+            return why
+    for expr, outcome in entry.decisions:
+        try:
+            same = expr(numbers) == outcome
+        except (ArithmeticError, ValueError):  # (a new value the trace's math refuses)
+            same = False
+        if not same:
+            return ("what the step decided from a Python number argument (a comparison, "
+                    "min/max, an int) comes out otherwise for this call's numbers")
     return None
 
 

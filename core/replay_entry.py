@@ -35,6 +35,11 @@ class Entry:
         self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
         self.arg_updates = []       # (argument tensor index, output index): updated in place
         self.value_linked = False   # some parameter was linked by value (checked once)
+        # ints that reached a parameter: one may also be an index or a size, which Python's C
+        # code reads without a decision symbolic.py sees -- a new value is checked once
+        self.unverified_ints = ()
+        self.decisions = []         # (expression, outcome) of what Python decided from numbers
+        self.host_arrays = []       # (name, getter, copy): host arrays it read (host_state.py)
         self.first_numbers = []
         self.state_numbers = []     # functions reading the numbers found in state, in order
         self.modes = []             # (object, mode function, its value when traced): guarded
@@ -160,6 +165,8 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     entry.confirmed = not pieces
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
                                    if k not in probe.read)
+    entry.unverified_ints = tuple(k for k in sorted(probe.read) if type(numbers[k]) is int)
+    entry.decisions = list(rec.decisions)
     slot_by_handle = {id(handle_of(t)): path for path, (t, _) in after.items()}
     result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
     result_key = _flatten(result, result_leaves, result_leaves, "result")

@@ -108,18 +108,25 @@ def _tainted(out, *operands):
 
 
 def _decided(op, reflected=False):
-    """A comparison or conversion of a symbolic number: for one computed from a value a
-    split step read, the outcome is a guard of the replay (`if loss.item() > 2:` takes the
-    same branch, or the step traces again)."""
+    """A comparison or conversion of a symbolic number: its outcome is a guard of the replay
+    (`if loss.item() > 2:`, `min(t, 1.0)`, `int(n)` take the same branch and value, or the step
+    traces again). A float() is not a decision: frameworks make a number plain that way before
+    it becomes a parameter (linked to it by value, core/capture.py); nor is a hash (a cache's
+    key: TF hashes every number it makes a constant of)."""
     def method(self, *other):
         if other and (type(other[0]) is bool or not isinstance(other[0], (int, float))):
             return NotImplemented
         args = (other[0], self) if reflected else (self,) + other
         result = op(*[plain(a) for a in args])
         rec = current()
-        if rec is not None and any(getattr(a, "_lazyx_read", False) for a in args):
+        if rec is not None and op is not float and op is not hash:
             exprs = [_expr_of(a) for a in args]
-            rec.guards.append((lambda n: op(*[e(n) for e in exprs]), result))
+            guard = (lambda n: op(*[e(n) for e in exprs]), result)
+            # (one computed from a value a split step read is checked once that is read)
+            if any(getattr(a, "_lazyx_read", False) for a in args):
+                rec.guards.append(guard)
+            else:
+                rec.decisions.append(guard)
         return result
     return method
 

@@ -1,0 +1,132 @@
+"""Host state a lazyx.compile step reads without the graph seeing it: Python numbers kept on
+objects (`self.t += 1`, `G["step"] += 1`), NumPy's own random generators, and plain host
+arrays (a mask, a lookup table in a global). A replay runs no Python, so
+
+* a number or generator the step itself changes while it traces would never change again:
+  the step runs lazily from then on (`changed_by_step`, with a warning that names it);
+* a host array the graph took as a constant must still hold the traced values at each replay:
+  a change between calls is a guard miss, and the step traces again (`arrays_changed`).
+
+Only what lies one level from the step's roots is looked at: its closure cells, the globals
+its code names, the object of a bound method and the dicts among them -- where such state
+lives in the programs we met; deeper state (a torch optimizer's param_groups) has its own
+mechanisms (capture.state_number).
+"""
+import types
+
+import numpy as np
+
+# host arrays larger than this are not compared at each replay (docs: README, lazyx.compile)
+ARRAY_GUARD_BYTES = 1 << 20
+
+_GENERATORS = (np.random.Generator, np.random.RandomState)
+
+
+def snapshot(roots):
+    """[(name, getter, kind, value)] for the numbers, generators and arrays one level from
+    `roots` ((getter, object) pairs: capture._roots), values copied as they are now."""
+    out = []
+    for k, (getter, obj) in enumerate(roots):
+        _add(out, f"root {k}", getter, obj)
+        if isinstance(obj, dict):
+            items = [(key, value) for key, value in obj.items()]
+            get = _item
+        else:
+            attrs = getattr(obj, "__dict__", None)
+            if type(attrs) is not dict or isinstance(obj, (type, types.ModuleType)):
+                continue
+            items, get = list(attrs.items()), _attr
+        for key, value in items:
+            if isinstance(value, (int, float, np.ndarray) + _GENERATORS) and \
+                    type(value) is not bool:
+                _add(out, _name(obj, key), lambda g=getter, key=key, get=get: get(g(), key),
+                     value)
+    out.append(("np.random's global generator", _global_state, "rng", _global_state()))
+    return out
+
+
+def changed_by_step(before):
+    """What the traced call changed itself among the snapshot's numbers, generators and
+    arrays ('name: was -> now'), else None."""
+    for name, getter, kind, value in before:
+        try:
+            now = getter()
+        except (LookupError, AttributeError, TypeError):
+            continue
+        if kind == "rng":
+            if getter is not _global_state:
+                now = _state(now) if isinstance(now, _GENERATORS) else value
+            if now != value:
+                return f"{name} drew numbers (NumPy's own generators are not replayed; " \
+                       f"draw with lnp.random, or outside the step)"
+        elif kind == "number":
+            if type(now) is not type(value) or now != value and now == now:
+                return f"{name} changed while it ran ({value!r} -> {now!r}; keep it in an " \
+                       f"argument or a tensor)"
+        elif kind == "array" and isinstance(now, np.ndarray) and not _same_array(now, value):
+            return f"{name}, a host array, was written while it ran"
+    return None
+
+
+def array_guards(before):
+    """(name, getter, copy) for the host arrays to compare at each replay."""
+    return [(name, getter, value) for name, getter, kind, value in before if kind == "array"]
+
+
+def arrays_changed(guards):
+    """A guard-miss message when a guarded host array holds other values now, else None."""
+    for name, getter, value in guards:
+        try:
+            now = getter()
+        except (LookupError, AttributeError, TypeError):
+            now = None
+        if not isinstance(now, np.ndarray) or not _same_array(now, value):
+            return f"{name}, a host array the program took as a constant, changed"
+    return None
+
+
+def _add(out, name, getter, value):
+    if isinstance(value, _GENERATORS):
+        out.append((name, getter, "rng", _state(value)))
+    elif isinstance(value, np.ndarray):
+        if value.nbytes <= ARRAY_GUARD_BYTES and value.dtype != object:
+            out.append((name, getter, "array", value.copy()))
+    elif isinstance(value, (int, float)) and type(value) is not bool:
+        out.append((name, getter, "number", value))
+
+
+def _same_array(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and \
+        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+def _state(generator):
+    if isinstance(generator, np.random.Generator):
+        return _comparable(generator.bit_generator.state)
+    return _comparable(generator.get_state(legacy=False))
+
+
+def _global_state():
+    return _comparable(np.random.get_state(legacy=False))
+
+
+def _comparable(state):
+    """A generator's state (nested dicts, ints, arrays) as a value == compares exactly."""
+    if isinstance(state, dict):
+        return tuple((k, _comparable(v)) for k, v in sorted(state.items()))
+    if isinstance(state, np.ndarray):
+        return state.tobytes()
+    return state
+
+
+def _item(holder, key):
+    return holder[key]
+
+
+def _attr(holder, key):
+    return getattr(holder, key)
+
+
+def _name(obj, key):
+    return f"{type(obj).__name__}[{key!r}]" if isinstance(obj, dict) else \
+        f"{type(obj).__name__}.{key}"

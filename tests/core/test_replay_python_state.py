@@ -1,0 +1,149 @@
+"""lazyx.compile and what a step decides in Python or keeps on the host, through the NumPy
+frontend, against NumPy itself: an int argument that is both a number of the graph and an
+index or size, a float argument Python compares (min, if), NumPy scalars as arguments, a
+counter the step keeps on an object, NumPy's own random generators drawn inside the step, and
+a host array in a global changed between calls (core/host_state.py). Each one replayed the
+first call's program silently before (wrong numbers, no miss)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import lazyx
+import lazyx.frontends.numpy as lnp
+
+_X = np.arange(1.0, 9.0).reshape(4, 2)
+
+
+def _calls(step, args_list, lazy_args=lambda *a: a):
+    """Each call's result through lazyx.compile(step), next to NumPy's own."""
+    compiled = lazyx.compile(step)
+    got = [np.asarray(compiled(*lazy_args(*args))) for args in args_list]
+    want = [np.asarray(step(*args)) for args in args_list]
+    return got, want
+
+
+def _lazy_first(x, *rest):
+    return (lnp.asarray(x),) + rest
+
+
+def test_an_int_that_is_a_number_of_the_graph_and_a_slice_bound():
+    def mean_first(x, n):
+        return x[:n].sum(axis=0) / n
+    got, want = _calls(mean_first, [(_X, n) for n in (1, 2, 3, 4, 2)], _lazy_first)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+def test_an_int_that_is_a_number_of_the_graph_and_an_index_written_to():
+    table_np, table = np.zeros((3, 2)), lnp.asarray(np.zeros((3, 2)))
+
+    def bump(k):
+        table[k] += k + 1.0
+        return table.sum()
+
+    def bump_np(k):
+        table_np[k] += k + 1.0
+        return table_np.sum()
+    compiled = lazyx.compile(bump)
+    for k in (0, 1, 2, 1, 2, 0):
+        compiled(k)
+        bump_np(k)
+    np.testing.assert_array_equal(np.asarray(table), table_np)
+
+
+@pytest.mark.parametrize("t", [0.5, 2.0, 3.0, 0.25, 1.5])
+def test_what_python_decides_from_a_float_argument_is_guarded(t):
+    def warm(x, t):
+        scale = min(t, 1.0)
+        lr = 0.1 * t if t < 1 else 0.1
+        return x * scale + lr
+    got, want = _calls(warm, [(_X, 0.5), (_X, t), (_X, 0.75)], _lazy_first)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+def test_a_new_float_on_the_same_branch_is_still_a_run_time_parameter():
+    def warm(x, t):
+        return x * min(t, 1.0)
+    compiled = lazyx.compile(warm)
+    compiled(lnp.asarray(_X), 0.5)
+    lazyx.reset_metrics()
+    for t in (0.25, 0.125, 0.375):
+        np.testing.assert_allclose(np.asarray(compiled(lnp.asarray(_X), t)), _X * t)
+    assert lazyx.metrics()["replays"] == 3
+    assert lazyx.metrics()["replay_misses"] == 0
+
+
+def test_numpy_scalars_are_arguments_with_numpys_dtype_rules():
+    x = _X.astype(np.float32)
+
+    def scaled(x, i, lr):
+        return x[i] * lr
+    args = [(x, 1, np.float64(0.5)), (x, np.int64(2), 0.5), (x, 1, np.float32(0.25)),
+            (x, np.int64(3), np.float32(0.25))]
+    got, want = _calls(scaled, args, _lazy_first)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w)
+
+
+def test_a_counter_the_step_keeps_on_an_object_runs_lazily_with_a_warning():
+    class Adam:
+        def __init__(self, w):
+            self.w, self.m, self.t = w, w * 0, 0
+
+        def step(self, g, lr):
+            self.t += 1
+            self.m = 0.9 * self.m + 0.1 * g
+            self.w = self.w - lr * self.m / (1 - 0.9 ** self.t)
+            return self.w
+
+    ref, lazy = Adam(np.zeros(2)), Adam(lnp.asarray(np.zeros(2)))
+    step = lazyx.compile(lazy.step)
+    with pytest.warns(RuntimeWarning, match=r"Adam\.t changed while it ran"):
+        step(lnp.asarray(_X[0]), 0.1)
+    ref.step(_X[0], 0.1)
+    for g in _X[1:]:
+        np.testing.assert_allclose(np.asarray(step(lnp.asarray(g), 0.1)), ref.step(g, 0.1))
+    assert lazy.t == ref.t == 4
+
+
+def test_numpys_own_random_generators_drawn_inside_the_step_are_not_frozen():
+    def noisy(x, rng):
+        return x + rng.normal(size=x.shape) + np.random.rand(*x.shape)
+
+    def run(make, compile_):
+        rng = np.random.default_rng(0)
+        np.random.seed(3)
+        step = lazyx.compile(lambda x: noisy(x, rng)) if compile_ else \
+            (lambda x: noisy(x, rng))
+        return [np.asarray(step(make(_X))) for _ in range(3)]
+    want = run(np.asarray, False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(lnp.asarray, True)
+    assert any("drew numbers" in str(w.message) for w in caught)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
+
+
+_MASK = np.ones(2)
+
+
+def _masked(x):
+    return (x * _MASK).sum(axis=0)
+
+
+def test_a_host_array_in_a_global_changed_between_calls_is_a_guard_miss():
+    compiled = lazyx.compile(_masked)
+    try:
+        for k in range(4):
+            np.testing.assert_allclose(np.asarray(compiled(lnp.asarray(_X))), _masked(_X))
+            _MASK[k % 2] = 10.0 * (k + 1)
+        lazyx.reset_metrics()
+        compiled(lnp.asarray(_X))
+        compiled(lnp.asarray(_X))  # unchanged since: replayed
+        assert lazyx.metrics()["replays"] >= 1
+    finally:
+        _MASK[:] = 1.0
