@@ -184,9 +184,13 @@ class LazyArray:
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
         if self.ndim == 1:
-            # Element-wise Python loops want host scalars: one sync, not one graph per element.
-            return iter(self._host("convert"))
+            # Element-wise Python loops want host scalars: one sync, not one graph per element
+            # -- at the first element, not at iter() (np.iterable asks for an iterator only)
+            return self._host_items()
         return (self[i] for i in range(self.shape[0]))
+
+    def _host_items(self):
+        yield from self._host("convert")
 
     def __repr__(self):
         text = repr(self._host("print"))

@@ -24,6 +24,15 @@ def _ndim(a):
     return as_lazy(a).ndim
 
 
+def _shares_memory(a, b, max_work=None):
+    """np.shares_memory / np.may_share_memory: a lazy array holds a value of its own (views
+    are copies: docs/numpy.md), so it shares memory with itself only -- answered without
+    running anything (sklearn and scipy ask it of every input they may write to)."""
+    if isinstance(a, LazyArray) or isinstance(b, LazyArray):
+        return a is b and a.size > 0
+    return np.shares_memory(a, b, max_work)
+
+
 def _size(a, axis=None):
     x = as_lazy(a)
     return x.size if axis is None else x.shape[axis]
@@ -151,6 +160,7 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     # comparisons and facts
     np.isclose: _isclose, np.allclose: _allclose, np.array_equal: _array_equal,
     np.shape: _shape, np.ndim: _ndim, np.size: _size, np.result_type: _result_type,
+    np.shares_memory: _shares_memory, np.may_share_memory: _shares_memory,
     np.can_cast: _can_cast, np.round: _elementwise.round, np.around: _elementwise.round,
     np.real: _elementwise.real, np.imag: _elementwise.imag,
 })

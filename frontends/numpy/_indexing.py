@@ -456,7 +456,9 @@ def unique(ar, *args, **kwargs):
 
 
 def unique_values(x, /):
-    return _to_device(np.unique_values(_host_dd(x)))
+    # sorted, as unique_counts/inverse/all are (NumPy 2.4's own is hash-ordered), so that the
+    # namespace's four agree (scikit-learn's array-API path pairs them)
+    return _to_device(np.unique(_host_dd(x)))
 
 
 def unique_counts(x, /):

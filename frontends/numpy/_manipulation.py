@@ -28,8 +28,11 @@ def _shape_arg(shape):
 
 @traced("a")
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    if order not in ("C", None):
-        raise NotImplementedError("lazyx.frontends.numpy: only order='C' reshapes are lowered")
+    # 'A' follows the array's layout, which for a lazy array is C's
+    if order == "K":
+        raise ValueError("order 'K' is not permitted for reshaping")
+    if order not in ("C", "F", "A", None):
+        raise ValueError("order must be one of 'C', 'F', 'A', or 'K' (got '%s')" % (order,))
     node = a
     shape = _shape_arg(shape if shape is not None else newshape)
     unknown = [i for i, d in enumerate(shape) if d < 0]
@@ -43,6 +46,13 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         shape = tuple(node.size // known if d < 0 else d for d in shape)
     if math.prod(shape) != node.size:
         raise ValueError(f"cannot reshape array of size {node.size} into shape {_fmt(shape)}")
+    if order == "F" and node.ndim > 1 or order == "F" and len(shape) > 1:
+        # column-major: the reversed axes, reshaped row-major to the reversed shape, reversed
+        reverse = tuple(range(node.ndim))[::-1]
+        flipped = ops.transpose(node, permutation=reverse) if node.ndim > 1 else node
+        out = ops.reshape(flipped, new_sizes=shape[::-1])
+        return ops.transpose(out, permutation=tuple(range(len(shape)))[::-1]) \
+            if len(shape) > 1 else out
     return node if node.shape == shape else ops.reshape(node, new_sizes=shape)
 
 
@@ -51,7 +61,7 @@ def _fmt(shape):
 
 
 def ravel(a, order="C"):
-    return reshape(a, (-1,), order)
+    return reshape(a, (-1,), "C" if order == "K" else order)
 
 
 @traced("x")
