@@ -78,6 +78,10 @@ class LazyArray:
     def itemsize(self):
         return self.dtype.itemsize
 
+    # a lazy array owns its value (views are copies: docs/numpy.md), as an array NumPy made
+    # does: libraries test `x.base is None` before they write into x
+    base = None
+
     @property
     def nbytes(self):
         return self.size * self.dtype.itemsize

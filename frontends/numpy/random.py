@@ -35,7 +35,33 @@ class Generator:
     def __init__(self, seed=None):
         if seed is None:
             seed = int.from_bytes(os.urandom(8), "little")
+        elif isinstance(seed, np.random.BitGenerator):  # Generator(np.random.PCG64(0))
+            seed = seed.seed_seq
+        if isinstance(seed, np.random.SeedSequence) or \
+                not isinstance(seed, (int, np.integer)):  # ([1, 2, 3]: NumPy's entropy list)
+            seq = seed if isinstance(seed, np.random.SeedSequence) else \
+                np.random.SeedSequence(seed)
+            seed = int(seq.generate_state(1, np.uint64)[0])
         self._stream = Stream(operator.index(seed) & _MASK64)
+
+    def __getattr__(self, name):
+        """The distributions without a lowering (gamma, beta, poisson, binomial, dirichlet,
+        multivariate_normal, ...): drawn on the host by NumPy's own method from a generator
+        keyed like a draw of this stream, uploaded; a counted fallback (so lazyx.compile
+        runs a step that draws one lazily, never replaying frozen numbers)."""
+        method = getattr(np.random.Generator, name, None)
+        if name.startswith("_") or not callable(method):
+            raise AttributeError(f"'Generator' object has no attribute '{name}'")
+        from ._fallback import run_eagerly
+
+        def draw(*args, **kwargs):
+            stream = self._stream
+            host = np.random.Generator(np.random.PCG64([stream.seed, stream.counter]))
+            stream.counter += 1
+            return run_eagerly(getattr(host, name), f"numpy.random.Generator.{name}", args,
+                               kwargs)
+        draw.__name__ = name
+        return draw
 
     def _key(self):
         # the key every frontend derives for draw k after seeding with s (core.prng.seed_key)
@@ -106,14 +132,17 @@ class Generator:
         return (k + low).astype(target) if _any_lazy(low) or np.ndim(low) else \
             k.astype(target) + np.asarray(low).astype(np.dtype(target))[()]
 
-    def permutation(self, x):
+    def permutation(self, x, axis=0):
         if isinstance(x, (int, np.integer)):
             n = operator.index(x)
             return self._order(n)
         x = as_lazy(x)
         if x.ndim == 0:
             raise IndexError("x must be an integer or at least 1-dimensional")
-        return x[self._order(x.shape[0])]
+        axis = operator.index(axis)
+        if not -x.ndim <= axis < x.ndim:
+            raise np.exceptions.AxisError(axis, x.ndim)
+        return take(x, self._order(x.shape[axis]), axis=axis)
 
     def shuffle(self, x, axis=0):
         if not isinstance(x, LazyArray):

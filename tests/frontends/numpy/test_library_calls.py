@@ -62,3 +62,8 @@ def test_questions_that_need_no_values_run_nothing():
     m = lazyx.metrics()
     assert m["syncs"] == 0 and m["fallback_ops"] == {}
     assert list(y) == [0.0, 2.0, 4.0, 6.0]  # iterating still reads the values
+
+
+def test_a_lazy_array_owns_its_value():
+    x = lnp.asarray(np.arange(4.0))
+    assert x.base is None and x[1:].base is None

@@ -79,3 +79,32 @@ def test_shuffle_and_choice_of_array():
     assert sorted(np.asarray(x).tolist()) == list(np.arange(10.0))
     picks = np.asarray(g.choice(lnp.asarray(np.array([10, 20, 30])), size=5))
     assert set(picks.tolist()) <= {10, 20, 30}
+
+
+@pytest.mark.parametrize("name, args, mean", [
+    ("gamma", (2.0, 1.5), 3.0), ("poisson", (3.0,), 3.0), ("beta", (2.0, 6.0), 0.25),
+    ("binomial", (10, 0.3), 3.0), ("geometric", (0.25,), 4.0),
+])
+def test_distributions_without_a_lowering_are_numpys_counted(name, args, mean):
+    lazyx.reset_metrics()
+    draws = np.asarray(getattr(lnp.random.default_rng(1), name)(*args, size=20000))
+    again = np.asarray(getattr(lnp.random.default_rng(1), name)(*args, size=20000))
+    assert draws.shape == (20000,)
+    assert abs(draws.mean() - mean) < 0.05 * mean
+    np.testing.assert_array_equal(draws, again)  # keyed by the seed, like every draw
+    assert lazyx.metrics()["fallback_ops"] == {f"numpy.random.Generator.{name}": 2}
+    with pytest.raises(AttributeError):
+        lnp.random.default_rng(1).no_such_distribution
+
+
+def test_seeds_numpy_accepts_and_permutation_along_an_axis():
+    a = np.asarray(lnp.random.default_rng(np.random.SeedSequence(7)).random(3))
+    b = np.asarray(lnp.random.Generator(np.random.PCG64(7)).random(3))
+    np.testing.assert_array_equal(a, b)
+    assert np.asarray(lnp.random.default_rng([1, 2, 3]).random(2)).shape == (2,)
+    x = np.arange(12).reshape(3, 4)
+    p = np.asarray(lnp.random.default_rng(0).permutation(lnp.asarray(x), axis=1))
+    assert sorted(p[0].tolist()) == [0, 1, 2, 3]  # whole columns moved
+    assert sorted(map(tuple, p.T)) == sorted(map(tuple, x.T))
+    with pytest.raises(np.exceptions.AxisError):
+        lnp.random.default_rng(0).permutation(lnp.asarray(x), axis=2)
