@@ -144,6 +144,8 @@ def install():
     _wrap_keras_rnn()
     _wrap_custom_gradient()
     _wrap_jacobians()
+    _wrap_output_gradients()
+    _wrap_stop_recording()
     _wrap_keras_cond()
     _wrap_tf_function()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
@@ -317,3 +319,53 @@ def _wrap_jacobians():
         return jacobians.batch_jacobian(jacobians.tape_gradient(self, target, [source]),
                                         target, source, unconnected_gradients)
     cls.jacobian, cls.batch_jacobian = jacobian, batch_jacobian
+
+
+def _wrap_output_gradients():
+    """tf.GradientTape.gradient with lazy output_gradients: TF flattens them into their
+    composite components (a lazy value's is its gradient token, a zero), so the seed was lost.
+    Lazy targets take the sum of each target times its seed as their one target -- recorded
+    on the tape, so its gradient is the seeded one, in the same program; other targets get
+    the seeds' values."""
+    from . import tape as lazy_tape
+    from .tensor import wrap
+    original = tf.GradientTape.gradient
+
+    @functools.wraps(original)
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+        seeds = tf.nest.flatten(output_gradients) if output_gradients is not None else ()
+        if isinstance(self, lazy_tape.GradientTape) or \
+                not any(isinstance(s, LazyTensor) for s in seeds):
+            return original(self, target, sources, output_gradients, unconnected_gradients)
+        targets = tf.nest.flatten(target)
+        if all(isinstance(t, LazyTensor) for t in targets) and len(seeds) == len(targets):
+            with self._ensure_recording():
+                target = wrap(lazy_tape._summed(targets, seeds), *targets)
+            output_gradients = None
+        else:
+            output_gradients = tf.nest.map_structure(
+                lambda s: tf.convert_to_tensor(s) if isinstance(s, LazyTensor) else s,
+                output_gradients)
+        return original(self, target, sources, output_gradients, unconnected_gradients)
+    tf.GradientTape.gradient = gradient
+
+
+def _wrap_stop_recording():
+    """tape.stop_recording(): lazy values made inside it are stop_gradient nodes (tensor.py's
+    STOPPED), since the IR, not TF's tape, differentiates them -- for every tape, where TF
+    stops only the one (nested tapes that should see them are rare)."""
+    import contextlib
+    from . import tensor
+    original = tf.GradientTape.stop_recording
+
+    @functools.wraps(original)
+    @contextlib.contextmanager
+    def stop_recording(self):
+        with original(self):
+            tensor.STOPPED[0] += 1
+            try:
+                yield
+            finally:
+                tensor.STOPPED[0] -= 1
+    tf.GradientTape.stop_recording = stop_recording

@@ -113,6 +113,10 @@ class LazySpec(type_spec.TypeSpec):
 
 _TOKEN_OWNERS = weakref.WeakValueDictionary()  # id(gradient token) -> its lazy tensor
 
+# > 0 inside a tape's stop_recording() (hooks.py): values made there are constants to every
+# gradient of the IR, as TF's tape records none of their ops
+STOPPED = [0]
+
 
 class _GradientHook:
     """What tf.GradientTape differentiates for a lazy value: its token (see module doc)."""
@@ -143,6 +147,8 @@ class LazyTensor(composite_tensor.CompositeTensor):
     is_tensor_like = True  # tf.is_tensor (and so keras) treat it as a tensor
 
     def __init__(self, node, sources=()):
+        if STOPPED[0] and dt.is_float(node.dtype):  # made inside tape.stop_recording()
+            node, sources = ops.stop_gradient(node), ()
         self._handle = runtime.LazyHandle(node)
         self._sources = sources      # ((tf tensor, IR node), ...) watched by a tape
         self._token = None
@@ -319,7 +325,10 @@ def _tf_leaf(tensor, operand=False):
     if len(_lift_cache) > 512:
         _lift_cache.clear()
     dtype = ir_dtype(tensor.dtype)
-    if operand and tensor.shape.rank == 0 and dtype in dt.REAL:  # (not complex)
+    if operand and tensor.shape.rank == 0 and dtype in dt.REAL and not (
+            record.could_possibly_record() and record.should_record_backprop([tensor])):
+        # (not complex; not one a tape watches -- a 0-d variable's read, a learnable
+        # temperature: the IR differentiates for data leaves, not run-time scalars)
         node = ir.param(tensor.numpy(), dtype)
     else:
         node = runtime.from_host(tensor.numpy(), dtype)

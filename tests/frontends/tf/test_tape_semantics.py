@@ -178,3 +178,43 @@ def test_an_embedding_under_the_plain_tape_gets_indexed_slices_as_eager(optimize
         return emb.embeddings.numpy()
     results = [train(make, Tape) for _, make, Tape in _TAPES]
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+def test_a_scalar_variable_and_a_watched_scalar_get_their_gradients():
+    # a 0-d tensor lifted as a run-time scalar was no node the IR differentiated for: a
+    # learnable temperature (Keras' Attention(use_scale=True)) got a zero gradient
+    def grad(make, Tape):
+        temperature, s = tf.Variable(2.0), tf.constant(3.0)
+        x = make(_X)
+        with Tape() as t:
+            t.watch(s)
+            loss = tf.reduce_sum(x * temperature * s + x * x)
+        return t.gradient(loss, [temperature, s])
+    eager = _eager_and(grad)[0]
+    np.testing.assert_allclose([float(g) for g in eager], [3 * _X.sum(), 2 * _X.sum()])
+
+
+def test_lazy_output_gradients_seed_the_gradient():
+    # TF flattened lazy seeds into their components (a zero token): all-zero gradients
+    def grad(make, Tape):
+        x, w = make(_X), tf.Variable(_X[::-1].copy())
+        with Tape() as t:
+            t.watch(x)
+            y = x * x * w
+            z = tf.reduce_sum(x)
+        seed = make(np.array([1.0, 10.0, 100.0], np.float32))
+        return t.gradient([y, z], [x, w], output_gradients=[seed, make(2.0)])
+    _eager_and(grad)
+
+
+def test_values_made_inside_stop_recording_are_constants():
+    def grad(make, Tape):
+        x = make(_X)
+        w = tf.Variable(_X + 1.0)
+        with Tape() as t:
+            t.watch(x)
+            with t.stop_recording():
+                k = x * 2.0 + w
+            y = tf.reduce_sum(k * x * w)
+        return t.gradient(y, [x, w])
+    _eager_and(grad)
