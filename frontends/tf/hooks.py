@@ -228,8 +228,19 @@ def _wrap_keras_rnn():
 
     def rnn(*args, **kwargs):
         bound = parameters.bind(*args, **kwargs)
-        if isinstance(bound.arguments.get("inputs"), LazyTensor):
-            bound.arguments["unroll"] = True  # a Python loop over the (static) time steps
+        arguments = bound.arguments
+        if isinstance(arguments.get("inputs"), LazyTensor):
+            arguments["unroll"] = True  # a Python loop over the (static) time steps
+            if arguments.get("go_backwards") and arguments.get("mask") is not None:
+                # Keras' unrolled loop zeroes a backward pass's masked outputs with the mask in
+                # forward order (Bidirectional over Embedding(mask_zero=True)); its while_loop
+                # reverses the mask first. Iterating over the reversed sequence forwards is
+                # what go_backwards means, with the mask reversed alongside
+                axis = 0 if arguments.get("time_major") else 1
+                arguments["inputs"] = tf.nest.map_structure(
+                    lambda t: tf.reverse(t, [axis]), arguments["inputs"])
+                arguments["mask"] = tf.reverse(arguments["mask"], [axis])
+                arguments["go_backwards"] = False
         return keras_rnn(*bound.args, **bound.kwargs)
     rnn.__wrapped__ = keras_rnn
     keras_backend.rnn = rnn

@@ -15,6 +15,14 @@ LAYERS = {
                               keras.layers.GlobalAveragePooling1D()],
     "simple_rnn_backwards": lambda: [keras.layers.SimpleRNN(5, go_backwards=True)],
     "bidirectional": lambda: [keras.layers.Bidirectional(keras.layers.LSTM(4))],
+    # a backward pass's every output: Keras' unrolled loop zeroed masked steps in the wrong
+    # order (hooks._wrap_keras_rnn reverses the sequence itself)
+    "bidirectional_sequences": lambda: [
+        keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True)),
+        keras.layers.GlobalAveragePooling1D()],
+    "gru_backwards_sequences": lambda: [
+        keras.layers.GRU(4, go_backwards=True, return_sequences=True),
+        keras.layers.Flatten()],
 }
 
 
