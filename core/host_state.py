@@ -33,7 +33,8 @@ def snapshot(roots):
             get = _item
         else:
             attrs = getattr(obj, "__dict__", None)
-            if type(attrs) is not dict or isinstance(obj, (type, types.ModuleType)):
+            if type(attrs) is not dict or isinstance(obj, (type, types.ModuleType)) or \
+                    getattr(type(obj), "_lazyx_compiled", False):  # (a step's own counters)
                 continue
             items, get = list(attrs.items()), _attr
         for key, value in items:

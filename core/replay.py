@@ -525,6 +525,8 @@ def _replay(entry, tensors, handles, numbers, call):
                 capture.store_child(holders[holder], step, new)
         else:
             slot.write(t, slot_handles[s], outs[k])
+    for where in entry.removals:
+        capture.store(objects, where, None)
     for k, o in entry.arg_updates:
         t = tensors[k]
         spec = _spec(type(t))[1]

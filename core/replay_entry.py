@@ -40,6 +40,7 @@ class Entry:
         self.unverified_ints = ()
         self.decisions = []         # (expression, outcome) of what Python decided from numbers
         self.host_arrays = []       # (name, getter, copy): host arrays it read (host_state.py)
+        self.removals = []          # wheres of state the step removed (zero_grad: .grad None)
         self.first_numbers = []
         self.state_numbers = []     # functions reading the numbers found in state, in order
         self.modes = []             # (object, mode function, its value when traced): guarded
@@ -182,6 +183,14 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         written.add(k)
     if any(slot.created and not capture.can_store(objects, slot.where) for slot in entry.slots):
         return False
+    # state found before the step and gone after it (optimizer.zero_grad() inside the step:
+    # each .grad set to None) is removed again after each replay
+    for tid in before:
+        if tid not in after:
+            where = capture.locate(objects, tid)
+            if not capture.can_store(objects, where):
+                return False
+            entry.removals.append(where)
     # each holder of state (a module, an optimizer, a dict) is reached once per replay
     wheres = [slot.where for slot in entry.slots]
     counts = [len(slot.same) for slot in entry.slots]

@@ -180,23 +180,32 @@ def _tracing():
 
 
 def _modes(module):
-    """The train/eval flag and the number of parameters, buffers and submodules of each
-    module of `module`'s tree, in a fixed order: a replay's guard, so that `model.eval()`,
-    `Sequential.append(...)` or a parameter registered between calls trace again. Checked
-    at every replay, so a plain walk of `_modules` (Module.modules() is a recursive
-    generator, 3x slower)."""
+    """The class, the train/eval flag, the number of buffers and submodules, and which
+    parameters require grad, of each module of `module`'s tree, in a fixed order: a replay's
+    guard, so that `model.eval()`, `Sequential.append(...)`, a parameter registered, a layer
+    frozen (`requires_grad_(False)`) or an activation swapped (`model.act = nn.ReLU()`)
+    between calls trace again. Checked at every replay, so a plain walk of `_modules`
+    (Module.modules() is a recursive generator, 3x slower)."""
     flags, stack = [], [module]
     while stack:
         m = stack.pop()
-        flags.append((m.training, len(m._parameters), len(m._buffers), len(m._modules)))
+        flags.append((type(m), m.training, len(m._buffers), len(m._modules),
+                      tuple([p is not None and p.requires_grad
+                             for p in m._parameters.values()])))
         stack.extend([c for c in m._modules.values() if c is not None])
     return tuple(flags)
 
 
 def _param_groups(opt):
-    """How many parameters each param group holds: a group added between calls
-    (`add_param_group`) traces again, instead of being left out of the replayed update."""
-    return tuple([len(group["params"]) for group in opt.param_groups])
+    """How many parameters each param group holds, and its settings other than the scheduled
+    numbers (weight_decay, eps, nesterov, maximize, ...): a group added between calls
+    (`add_param_group`) or a setting changed traces again, instead of replaying the old
+    update. (The scheduled numbers are numbers of each call: _symbolic.)"""
+    return tuple([(len(group["params"]),) + tuple(
+        [(key, value) for key, value in group.items()
+         if key != "params" and key not in _SCHEDULED and
+         isinstance(value, (bool, int, float, str, type(None), tuple))])
+        for group in opt.param_groups])
 
 
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)

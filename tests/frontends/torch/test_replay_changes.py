@@ -1,0 +1,99 @@
+"""lazyx.compile with torch when things change between calls, against eager torch: optimizer
+settings other than the scheduled numbers (weight_decay, eps, maximize, nesterov), a layer
+frozen and unfrozen, an activation swapped, and gradient accumulation whose optimizer step
+and zero_grad sit inside the step on every k-th call. Each one replayed the traced call's
+program silently before (the wrong update, a .grad never reset)."""
+import copy
+
+import pytest
+import torch
+
+import lazyx
+import lazyx.frontends.torch as lt
+
+torch.manual_seed(0)
+_BASE = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
+_X = torch.randn(5, 4)
+
+
+def _run(device, compiled, make_opt, between, steps=6, capturable=True):
+    """Train a copy of _BASE; between(k, model, opt) runs before call k. The lazy runs use
+    the capturable optimizer path lazyx.compile switches to, as the uncompiled run does."""
+    model = copy.deepcopy(_BASE).to(device)
+    opt = make_opt(model.parameters(), device != "cpu" and capturable)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    run = lazyx.compile(step) if compiled else step
+    for k in range(steps):
+        between(k, model, opt)
+        run(_X.to(device))
+    return [p.detach().cpu() for p in model.parameters()]
+
+
+def _same(a, b, **tol):
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x, y, **tol)
+
+
+@pytest.mark.parametrize("make_opt, key, value", [
+    (lambda p, c: torch.optim.SGD(p, lr=0.1), "weight_decay", 0.5),
+    (lambda p, c: torch.optim.SGD(p, lr=0.1, momentum=0.9), "nesterov", True),
+    (lambda p, c: torch.optim.SGD(p, lr=0.1), "maximize", True),
+    (lambda p, c: torch.optim.AdamW(p, lr=0.1, capturable=c), "weight_decay", 0.5),
+    (lambda p, c: torch.optim.Adam(p, lr=0.1, capturable=c), "eps", 1e-2),
+], ids=["sgd-weight_decay", "sgd-nesterov", "sgd-maximize", "adamw-weight_decay", "adam-eps"])
+def test_an_optimizer_setting_changed_between_calls_is_followed(make_opt, key, value):
+    def between(k, model, opt):
+        if k == 3:
+            opt.param_groups[0][key] = value
+    lazy = _run(lt.device, False, make_opt, between)
+    lazyx.reset_metrics()
+    compiled = _run(lt.device, True, make_opt, between)
+    assert lazyx.metrics()["replays"] >= 2
+    _same(compiled, lazy, rtol=1e-5, atol=1e-6)
+    _same(compiled, _run("cpu", False, make_opt, between), rtol=1e-3, atol=1e-4)
+
+
+def test_a_layer_frozen_and_unfrozen_between_calls():
+    def between(k, model, opt):
+        if k in (2, 4):
+            model[0].requires_grad_(k == 4)
+    make = lambda p, c: torch.optim.SGD(p, lr=0.1, momentum=0.9)  # noqa: E731
+    _same(_run(lt.device, True, make, between), _run("cpu", False, make, between),
+          rtol=1e-5, atol=1e-6)
+
+
+def test_an_activation_swapped_between_calls():
+    def between(k, model, opt):
+        if k == 2:
+            model[1] = torch.nn.ReLU()
+    make = lambda p, c: torch.optim.SGD(p, lr=0.1)  # noqa: E731
+    _same(_run(lt.device, True, make, between), _run("cpu", False, make, between),
+          rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_accumulation_with_the_update_inside_the_step():
+    def train(device, compiled):
+        model = copy.deepcopy(_BASE).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, update):
+            model(x).pow(2).mean().backward()
+            if update:
+                opt.step()
+                opt.zero_grad()
+        run = lazyx.compile(step) if compiled else step
+        grads = []
+        for k in range(8):
+            run(_X.to(device) * (k + 1), k % 2 == 1)
+            grads.append(model[0].weight.grad is None)
+        return [p.detach().cpu() for p in model.parameters()], grads
+    want, want_grads = train("cpu", False)
+    got, got_grads = train(lt.device, True)
+    assert got_grads == want_grads == [False, True] * 4
+    _same(got, want, rtol=1e-5, atol=1e-6)
