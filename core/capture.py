@@ -19,6 +19,8 @@
 The hooks are installed on the module attributes frontends call (`ir.param`, `ir.splat`,
 `compose.random_key`) only while some thread traces, and act only for that thread.
 """
+import collections
+import dataclasses
 import dis
 import threading
 import types
@@ -300,6 +302,38 @@ def _spec(cls):
 
 # ---------------------------------------------------------------- arguments
 
+def _structured(obj):
+    """(kind, names, values) for a namedtuple, a dict subclass (OrderedDict, HF's
+    ModelOutput) or a dataclass -- containers a step takes or returns as it does tuples and
+    dicts -- else None. `_built` makes one again from its kind, class and names."""
+    cls = type(obj)
+    if isinstance(obj, tuple):
+        return ("namedtuple", None, tuple(obj)) if hasattr(cls, "_fields") else None
+    is_dataclass = dataclasses.is_dataclass(cls)
+    if isinstance(obj, dict):
+        if is_dataclass:
+            kind = "fields"
+        elif cls.__init__ in (dict.__init__, collections.OrderedDict.__init__):
+            kind = "pairs"
+        else:
+            return None
+        return (kind, tuple(obj), tuple(obj.values()))
+    if is_dataclass:
+        fields = dataclasses.fields(cls)
+        if all(f.init for f in fields):
+            names = tuple(f.name for f in fields)
+            return ("fields", names, tuple(getattr(obj, n) for n in names))
+    return None
+
+
+def _built(kind, cls, names, values):
+    if kind == "namedtuple":
+        return cls(*values)
+    if kind == "pairs":
+        return cls(zip(names, values))
+    return cls(**dict(zip(names, values)))
+
+
 def _flatten(obj, tensors, numbers, path="args"):
     """The structure key of `obj`, collecting its tensors and Python numbers. `path` names
     `obj` in an error: a string, or (its container's path, its index or key), spelled out
@@ -315,6 +349,12 @@ def _flatten(obj, tensors, numbers, path="args"):
         numbers.append(obj)
         return cls
     spec = _spec(cls)
+    structured = _structured(obj) if spec is None else None
+    if structured is not None:
+        kind, names, values = structured
+        return ("structured", kind, cls, names,
+                tuple([_flatten(v, tensors, numbers, (path, n if names else i))
+                       for i, (n, v) in enumerate(zip(names or values, values))]))
     if spec is not None and spec[0] == "tensor":
         if not spec[1][0](obj):
             raise TypeError(f"lazyx.compile: {_spelled(path)} is a {cls.__module__}."
@@ -359,6 +399,9 @@ def _rebuild(key, items):
         return {name: _rebuild(k, items) for name, k in zip(key[1], key[2])}
     if type(key) is tuple and key and key[0] == "value":
         return key[1]
+    if type(key) is tuple and key and key[0] == "structured":
+        _, kind, cls, names, keys = key
+        return _built(kind, cls, names, [_rebuild(k, items) for k in keys])
     return next(items)
 
 
@@ -376,6 +419,10 @@ def _substitute(obj, numbers, copies=None):
         k = len(numbers)
         numbers.append(obj)
         return sym(obj, lambda n, _k=k: n[_k])
+    structured = _structured(obj) if _spec(cls) is None else None
+    if structured is not None:  # (the numbers inside, in _flatten's order)
+        kind, names, values = structured
+        return _built(kind, cls, names, [_substitute(v, numbers, copies) for v in values])
     return obj
 
 
@@ -403,7 +450,8 @@ def _rebound(original, copy, copies, path=()):
             inner, more = _rebound(old, new, copies, path + (k,))
             changes += inner
             structural |= more
-        elif new is not old and not (type(old) in (int, float) and plain(new) == old):
+        elif new is not old and not (type(old) in (int, float) and plain(new) == old) and \
+                not (type(new) is type(old) and _structured(old) is not None):
             if cls is tuple:  # a tuple's entries cannot be rebound: the step made a new one
                 continue
             changes.append((path + (k,), new))
@@ -418,7 +466,13 @@ def _plain_deep(x):
         return cls(_plain_deep(i) for i in x)
     if cls is dict:
         return {k: _plain_deep(v) for k, v in x.items()}
-    return plain(x)
+    if cls is int or cls is float or cls is SymFloat or cls is SymInt or _spec(cls) is not None:
+        return plain(x)
+    structured = _structured(x)
+    if structured is not None:
+        kind, names, values = structured
+        return _built(kind, cls, names, [_plain_deep(v) for v in values])
+    return x
 
 
 # ---------------------------------------------------------------- what the function refers to

@@ -56,6 +56,7 @@ def sym(value, expr):
     out = SymFloat(value) if isinstance(value, float) else SymInt(value)
     out._lazyx_expr = expr
     rec = current()
+    out._lazyx_rec = rec
     if rec is not None and linkable(value):
         rec.derived.setdefault(float(value), expr)
         # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
@@ -119,8 +120,12 @@ def _decided(op, reflected=False):
         args = (other[0], self) if reflected else (self,) + other
         result = op(*[plain(a) for a in args])
         rec = current()
-        if rec is not None and op is not float and op is not hash:
-            exprs = [_expr_of(a) for a in args]
+        if rec is not None and op is not float and op is not hash and \
+                any(getattr(a, "_lazyx_rec", None) is rec for a in args):
+            # (a number of an earlier trace -- one a framework cached, TF's constants -- is a
+            # constant here: its expression reads another call's numbers)
+            exprs = [_expr_of(a) if getattr(a, "_lazyx_rec", None) is rec else
+                     (lambda n, _v=plain(a): _v) for a in args]
             guard = (lambda n: op(*[e(n) for e in exprs]), result)
             # (one computed from a value a split step read is checked once that is read)
             if any(getattr(a, "_lazyx_read", False) for a in args):

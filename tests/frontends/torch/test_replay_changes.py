@@ -97,3 +97,19 @@ def test_gradient_accumulation_with_the_update_inside_the_step():
     got, got_grads = train(lt.device, True)
     assert got_grads == want_grads == [False, True] * 4
     _same(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_step_returning_a_huggingface_model_output():
+    modeling_outputs = pytest.importorskip("transformers.modeling_outputs")
+    model = copy.deepcopy(_BASE).to(lt.device)
+
+    @lazyx.compile
+    def forward(x):
+        logits = model(x)
+        return modeling_outputs.CausalLMOutput(loss=logits.pow(2).mean(), logits=logits)
+    outs = [forward(_X.to(lt.device) * k) for k in (1.0, 2.0, 3.0)]
+    for k, out in zip((1.0, 2.0, 3.0), outs):
+        want = _BASE(_X * k)
+        assert type(out) is modeling_outputs.CausalLMOutput and list(out) == ["loss", "logits"]
+        torch.testing.assert_close(out.logits.cpu(), want, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(out["loss"].cpu(), want.pow(2).mean(), rtol=1e-5, atol=1e-6)
