@@ -283,6 +283,19 @@ def register_trace_hook(factory):
     _TRACE_HOOKS.append(factory)
 
 
+_AMBIENT = []  # functions giving a framework's global modes (torch's grad mode, autocast)
+
+
+def register_ambient(mode):
+    """`mode()` (hashable) is part of every call's guard: a framework's global state that
+    changes what a step records (torch.no_grad, torch.autocast around the call)."""
+    _AMBIENT.append(mode)
+
+
+def ambient():
+    return tuple([mode() for mode in _AMBIENT]) if _AMBIENT else ()
+
+
 def _spec(cls):
     try:
         return _lookup_cache[cls]

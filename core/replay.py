@@ -33,7 +33,8 @@ import numpy as np
 from . import capture, config, host_state, ir, metrics, runtime, split_steps
 from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  # noqa: F401
                       _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
-                      register_container, register_tensor, register_trace_hook)
+                      register_ambient, register_container, register_tensor,
+                      register_trace_hook)
 from .replay_entry import Entry, build_entry, handle_of
 from .source import format_line, user_line
 from .split_steps import same_values
@@ -57,6 +58,8 @@ class Compiled:
         self.max_entries = max_entries
         self.entries = {}   # structure key -> [entry, ...]
         self.calls = 0
+        self.warned_grad_args = False
+        self.warned_graph_results = False
         self.split = False  # the step observes values it cannot replay: run lazily
         self.read_misses = 0  # replays in a row that read another value than their trace's
         self.__wrapped__ = fn
@@ -94,15 +97,29 @@ class Compiled:
             handle = handle_of(t)
             handles.append(handle)
             node = handle.node
-            shapes.append((node.shape, node.dtype))
+            # (requires_grad: torch records a backward for such an argument -- saliency maps)
+            shapes.append((node.shape, node.dtype, getattr(t, "requires_grad", False)))
         # which arguments hold the same value: the program reads such a value once (f(a, a)
         # traced, then f(a, b) replayed, computed a * a)
         first = {}
         aliases = tuple([first.setdefault(id(h.node), k) for k, h in enumerate(handles)])
-        full = (key, tuple(shapes), aliases if len(first) < len(handles) else None)
+        full = (key, tuple(shapes), aliases if len(first) < len(handles) else None,
+                capture.ambient())
+        if _records_backward(tensors):
+            # (an argument that requires grad gets its .grad from the call: saliency maps,
+            # FGSM; a functional step with its parameters as arguments)
+            if not self.warned_grad_args:
+                self.warned_grad_args = True
+                warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)} "
+                              f"takes a tensor that requires grad; calls with one run lazily "
+                              f"(a replay cannot make its .grad). Keep parameters in a module "
+                              f"or a closure to replay the step", RuntimeWarning,
+                              stacklevel=2)
+            return self.fn(*args, **kwargs)
         candidates = self.entries.get(full)
         verify = self.verify_every and self.calls % self.verify_every == 0
-        miss = "no traced variant has this argument structure, shapes and dtypes"
+        miss = "no traced variant has this argument structure, shapes, dtypes and " \
+            "requires_grad flags (or the grad mode or autocast around the call)"
         read_missed = False
         if candidates:
             for entry in candidates:
@@ -119,6 +136,8 @@ class Compiled:
                     out = _replay(entry, tensors, handles, nums, (args, kwargs))
                     if type(out) is not _Miss:
                         self.read_misses = 0
+                        if entry.graph_results and not self.warned_graph_results:
+                            self._warn_graph_results()
                         return out
                     miss = out.why
                     read_missed |= out.read
@@ -278,6 +297,9 @@ class Compiled:
                             f"which a replay, running no Python, would not change again; "
                             f"step it outside the compiled function", stacklevel=4)
             return _plain_deep(result), None
+        # (a step that updates state -- a training step -- took its own backward; a result's
+        # backward graph is for logging there)
+        entry.graph_results = not slot_out and _result_needs_grad(result)
         changed = host_state.changed_by_step(host)
         if changed is not None:
             self._stay_lazy(None, None, f"{changed}, which a replay, running no Python, "
@@ -348,6 +370,14 @@ class Compiled:
                 return False
         return False
 
+    def _warn_graph_results(self):
+        self.warned_graph_results = True
+        warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)}: the traced "
+                      f"call returned tensors with a backward graph; replayed results have "
+                      f"none, so backward() after the call fails. Call backward inside the "
+                      f"step (a training step), or run the call under torch.no_grad() "
+                      f"(inference)", RuntimeWarning, stacklevel=4)
+
     def _stay_lazy(self, args, kwargs, why, result=None, stacklevel=3):
         """Give up replaying this step: run it lazily now (unless `result` is this call's)
         and at every later call."""
@@ -357,6 +387,26 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
+
+
+def _result_needs_grad(result):
+    """Whether a result of the traced call has a backward graph (torch's grad_fn), which a
+    replay's results cannot have."""
+    found = []
+    try:
+        _flatten(result, found, [])
+    except TypeError:
+        return False
+    return any(getattr(t, "grad_fn", None) is not None for t in found)
+
+
+def _records_backward(tensors):
+    """Whether torch would record a backward through these arguments (one requires grad, grad
+    mode on): their .grad is made by the call, which a replay cannot make."""
+    if not any(getattr(t, "requires_grad", False) for t in tensors):
+        return False
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.is_grad_enabled()
 
 
 def _state_numbers_changed(numbers, reads):

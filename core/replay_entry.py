@@ -41,6 +41,7 @@ class Entry:
         self.decisions = []         # (expression, outcome) of what Python decided from numbers
         self.host_arrays = []       # (name, getter, copy): host arrays it read (host_state.py)
         self.removals = []          # wheres of state the step removed (zero_grad: .grad None)
+        self.graph_results = False  # the traced results had a backward graph (warned once)
         self.first_numbers = []
         self.state_numbers = []     # functions reading the numbers found in state, in order
         self.modes = []             # (object, mode function, its value when traced): guarded

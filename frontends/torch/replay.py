@@ -214,3 +214,13 @@ replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_mo
 replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,
                           child=_optimizer_child)
 replay.register_trace_hook(_tracing)
+
+
+def _ambient():
+    """Torch's global modes that change what a step records: grad mode (a call under
+    torch.no_grad records no backward) and autocast on the lazyx device and the CPU."""
+    return (torch.is_grad_enabled(), torch.is_autocast_enabled("lazyx"),
+            torch.get_autocast_dtype("lazyx"), torch.is_autocast_enabled("cpu"))
+
+
+replay.register_ambient(_ambient)

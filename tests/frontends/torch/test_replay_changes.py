@@ -3,6 +3,7 @@ settings other than the scheduled numbers (weight_decay, eps, maximize, nesterov
 frozen and unfrozen, an activation swapped, and gradient accumulation whose optimizer step
 and zero_grad sit inside the step on every k-th call. Each one replayed the traced call's
 program silently before (the wrong update, a .grad never reset)."""
+import contextlib
 import copy
 
 import pytest
@@ -113,3 +114,61 @@ def test_a_step_returning_a_huggingface_model_output():
         assert type(out) is modeling_outputs.CausalLMOutput and list(out) == ["loss", "logits"]
         torch.testing.assert_close(out.logits.cpu(), want, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(out["loss"].cpu(), want.pow(2).mean(), rtol=1e-5, atol=1e-6)
+
+
+def test_an_argument_that_requires_grad_gets_its_grad():
+    model = copy.deepcopy(_BASE).to(lt.device)
+
+    def step(x):
+        model(x).pow(2).sum().backward()
+    compiled = lazyx.compile(step)
+    with pytest.warns(RuntimeWarning, match="requires grad"):
+        for k in range(4):
+            x = (_X * (k + 1)).to(lt.device)
+            if k >= 2:  # a saliency map: d loss / d input
+                x.requires_grad_()
+            compiled(x)
+            want = (_X * (k + 1)).requires_grad_()
+            _BASE(want).pow(2).sum().backward()
+            assert (x.grad is None) == (k < 2)
+            if k >= 2:
+                torch.testing.assert_close(x.grad.cpu(), want.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_replayed_results_without_a_backward_graph_are_explained():
+    model = copy.deepcopy(_BASE).to(lt.device)
+    loss_fn = lazyx.compile(lambda x: model(x).pow(2).mean())
+    loss_fn(_X.to(lt.device)).backward()  # the traced call's result has one
+    with pytest.warns(RuntimeWarning, match="backward inside the step"):
+        loss = loss_fn(_X.to(lt.device))
+    assert loss.grad_fn is None
+
+
+def test_the_grad_mode_around_a_call_is_guarded():
+    def train(device, compiled):
+        model = copy.deepcopy(_BASE).to(device)
+
+        def step(x):
+            loss = model(x).pow(2).mean()
+            if torch.is_grad_enabled():  # (an evaluation under no_grad takes no backward)
+                loss.backward()
+            return loss.detach()
+        run = lazyx.compile(step) if compiled else step
+        for k in range(6):
+            with torch.no_grad() if k % 2 else contextlib.nullcontext():
+                run(_X.to(device) * (k + 1))
+        return model[0].weight.grad.cpu()
+    torch.testing.assert_close(train(lt.device, True), train("cpu", False), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_autocast_around_a_call_is_guarded():
+    model = copy.deepcopy(_BASE).to(lt.device)
+    forward = lazyx.compile(lambda x: model(x).detach())
+    plain = forward(_X.to(lt.device))
+    with torch.autocast("lazyx", dtype=torch.bfloat16):
+        inside = forward(_X.to(lt.device))
+        again_inside = forward(_X.to(lt.device))
+    again = forward(_X.to(lt.device))
+    assert plain.dtype == again.dtype == torch.float32
+    assert inside.dtype == again_inside.dtype == torch.bfloat16
