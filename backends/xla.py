@@ -820,6 +820,16 @@ class _Inline:
 
     def __call__(self, leaf_values):
         args = _arguments(self.steps, leaf_values)
+        try:
+            return self._run(args)
+        except ValueError:
+            # an argument on the other client (a buffer an earlier segment of a torch.compile
+            # graph left there, around an eagerly run op): its host value instead
+            if not any(isinstance(a, jax.Array) for a in args):
+                raise
+            return self._run([np.asarray(a) if isinstance(a, jax.Array) else a for a in args])
+
+    def _run(self, args):
         if self.x64:
             with jax.enable_x64(True):
                 return self.compiled(*args)

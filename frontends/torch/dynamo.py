@@ -668,7 +668,47 @@ def backend(gm, example_inputs, **kwargs):
     if _symbolic(example_inputs):
         return _per_shape(gm)
     from torch._guards import detect_fake_mode
-    return _compile_static(gm, example_inputs, detect_fake_mode(example_inputs))
+    gm, lifted = _lift_lazy_attributes(gm)
+    compiled = _compile_static(gm, list(example_inputs) + lifted,
+                               detect_fake_mode(example_inputs))
+    if not lifted:
+        return compiled
+    return lambda *args: compiled(*args, *lifted)
+
+
+def _lift_lazy_attributes(gm):
+    """(gm, []) -- or, when gm holds lt.device tensors as attributes (the parameters an
+    optimizer step updates, which Dynamo installs on the graph module as static tensors), a
+    graph taking them as its last inputs instead, and those tensors. AOTAutograd fakes a
+    graph's attributes itself, and refused these (they are functional tensors already); as
+    inputs they are faked by _unwrap, and their in-place updates reach them."""
+    attrs = {n.target: n for n in gm.graph.nodes if n.op == "get_attr"}
+    lazy = []
+    for target, node in attrs.items():
+        value = gm
+        for part in target.split("."):
+            value = getattr(value, part)
+        if isinstance(value, torch.Tensor) and torch._is_functional_tensor(value):
+            lazy.append((node, value))
+    if not lazy:
+        return gm, []
+    # on a copy: Dynamo reads its own graph's placeholders after the backend returns
+    import copy
+    graph = copy.deepcopy(gm.graph)
+    copies = {n.target: n for n in graph.nodes if n.op == "get_attr"}
+    lazy = [(copies[node.target], value) for node, value in lazy]
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    anchor = placeholders[-1] if placeholders else None
+    for node, _ in lazy:
+        with graph.inserting_after(anchor) if anchor is not None else \
+                graph.inserting_before(next(iter(graph.nodes))):
+            placeholder = graph.placeholder(f"lazyx_{node.name}")
+        anchor = placeholder
+        placeholder.meta.update(node.meta)
+        node.replace_all_uses_with(placeholder)
+        graph.erase_node(node)
+    graph.lint()
+    return torch.fx.GraphModule(gm, graph), [value for _, value in lazy]
 
 
 def _compile_static(gm, example_inputs, fake_mode):

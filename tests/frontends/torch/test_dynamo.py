@@ -429,3 +429,55 @@ def test_a_graphs_literals_are_constants_of_its_executable():
     # ... the program XLA runs has them as constants: only the input is fed
     assert [kind for kind, _, _ in executed.leaves] == ["data"]
     assert sum(1 for ins in executed.instructions if ins[0] == "constant") == 3
+
+
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_a_compiled_train_step_updates_lazy_parameters_like_eager(opt_name):
+    """Dynamo installs the parameters an optimizer updates on the graph module; on lt.device
+    they are functional tensors, which AOTAutograd refused to fake ("x must not already be a
+    functional tensor"): they are the graph's inputs instead."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    data = [(torch.randn(5, 4), torch.randint(0, 3, (5,))) for _ in range(4)]
+
+    def train(device, compiled):
+        model = copy.deepcopy(base).to(device)
+        opt = getattr(torch.optim, opt_name)(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        run = torch.compile(step, backend="lazyx") if compiled else step
+        losses = [float(run(x.to(device), y.to(device))) for x, y in data]
+        return losses, [p.detach().cpu() for p in model.parameters()]
+    want_losses, want = train("cpu", False)
+    got_losses, got = train(lt.device, True)
+    torch.testing.assert_close(torch.tensor(got_losses), torch.tensor(want_losses),
+                               rtol=1e-5, atol=1e-6)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_masked_and_indexed_assignment_on_cpu_inputs_match_eager():
+    """A boolean-mask write runs eagerly between two compiled segments; the second segment
+    ran on the calling thread's XLA client and refused the first's buffers (xla: "compiled
+    for input shardings that disagree")."""
+    torch._dynamo.reset()
+
+    def clamp_negative(x):
+        y = x.clone()
+        y[y < 0] = 0
+        return y * 2.0
+
+    def bump(x):
+        x[torch.tensor([0, 2])] += 1
+        return x.sum(0)
+    for fn in (clamp_negative, bump):
+        compiled = torch.compile(fn, backend="lazyx")
+        for seed in range(3):
+            x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
+            torch.testing.assert_close(compiled(x.clone()), fn(x.clone()))
