@@ -346,6 +346,36 @@ def _reduce_extreme(n, g):
     return (ops.mul(hit, _restore_reduced(share, x, axes)),)
 
 
+@rule("reduce_prod")
+def _reduce_prod(n, g):
+    """The product of every other element, from exclusive products on both sides (no division:
+    exact with zeros among the elements, as TF's ProdGrad)."""
+    x = n.inputs[0]
+    axes = tuple(sorted(n.attrs["axes"]))
+    kept = [i for i in range(x.ndim) if i not in axes]
+    moved = ops.transpose(x, permutation=kept + list(axes)) if axes != tuple(
+        range(x.ndim - len(axes), x.ndim)) else x
+    rest = tuple(x.shape[i] for i in kept)
+    flat = ops.reshape(moved, new_sizes=rest + (math.prod(x.shape[i] for i in axes),))
+    last = flat.ndim - 1
+    ones = _full(1, ops.slice_(flat, start_indices=(0,) * flat.ndim,
+                               limit_indices=rest + (1,)))
+
+    def exclusive(reverse):
+        inclusive = ops.cumprod(flat, axis=last, reverse=reverse)
+        size = flat.shape[-1]
+        cut = ops.slice_(inclusive, start_indices=(0,) * last + ((1,) if reverse else (0,)),
+                         limit_indices=rest + ((size,) if reverse else (size - 1,)))
+        parts = (cut, ones) if reverse else (ones, cut)
+        return ops.concatenate(*parts, dimension=last)
+    others = ops.mul(exclusive(False), exclusive(True))
+    others = ops.reshape(others, new_sizes=moved.shape)
+    if moved is not x:
+        order = kept + list(axes)
+        others = ops.transpose(others, permutation=[order.index(i) for i in range(x.ndim)])
+    return (ops.mul(_restore_reduced(g, x, axes), others),)
+
+
 @rule("cumsum")
 def _cumsum(n, g):
     return (ops.cumsum(g, axis=n.attrs["axis"], reverse=not n.attrs["reverse"]),)

@@ -171,3 +171,26 @@ def _lu(n, gs):
                     dtype=a.dtype)
     return (_mm(_mT(p), z),)
 
+
+
+@rule("triangular_solve")
+def _triangular_solve(n, g):
+    """x = op(a)^-1 b: gb = op(a)^-T g (one solve), ga = -gb x^T (or -x gb^T for op = a^T),
+    kept to a's triangle (its strict part for a unit diagonal, which a does not hold)."""
+    a = n.inputs[0]
+    lower, transpose, unit = n.attrs["lower"], n.attrs["transpose_a"], n.attrs["unit_diagonal"]
+    gb = ops.triangular_solve(a, g, lower=lower, transpose_a=not transpose, unit_diagonal=unit)
+    outer = _mm(n, _mT(gb)) if transpose else _mm(gb, _mT(n))
+    keep = _lower if lower else _upper
+    return ops.neg(keep(outer, strict=unit)), gb
+
+
+@rule("cholesky")
+def _cholesky(n, g):
+    """a = L L^T: with P = L^T gL, its lower triangle with the diagonal halved, and
+    S = L^-T P L^-1, the cotangent of a is (S + S^T) / 2 (TF's CholeskyGrad)."""
+    middle = _mm(_mT(n), g)
+    middle = ops.sub(_lower(middle), ops.mul(_const(0.5, middle), _diagonal_only(middle)))
+    left = ops.triangular_solve(n, middle, lower=True, transpose_a=True)   # L^-T P
+    s = _mT(ops.triangular_solve(n, _mT(left), lower=True, transpose_a=True))  # (L^-T (..)^T)^T
+    return (ops.mul(_const(0.5, s), ops.add(s, _mT(s))),)
