@@ -146,6 +146,7 @@ def install():
     _wrap_jacobians()
     _wrap_output_gradients()
     _wrap_stop_recording()
+    _wrap_checkpoints()
     _wrap_keras_cond()
     _wrap_tf_function()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
@@ -380,3 +381,18 @@ def _wrap_stop_recording():
             finally:
                 tensor.STOPPED[0] -= 1
     tf.GradientTape.stop_recording = stop_recording
+
+
+def _wrap_checkpoints():
+    """tf.train.Checkpoint's save/write/restore/read reach variables through their resource
+    handles, under lazyx's shadows (variables.py): a save stored the values before the pending
+    updates, a restore was undone by them. Each first stores the pending shadows."""
+    cls = tf.train.Checkpoint
+    for name in ("save", "write", "restore", "read"):
+        original = getattr(cls, name)
+
+        @functools.wraps(original)
+        def method(self, *args, _original=original, **kwargs):
+            variables.write_back(cause="explicit")
+            return _original(self, *args, **kwargs)
+        setattr(cls, name, method)
