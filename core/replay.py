@@ -38,6 +38,7 @@ from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  
 from .replay_entry import Entry, build_entry, handle_of
 from .source import format_line, user_line
 from .split_steps import same_values
+from .symbolic import decided_alike
 
 # ---------------------------------------------------------------- the compiled step
 
@@ -488,14 +489,9 @@ def _guard_miss(entry, numbers):
         why = host_state.arrays_changed(entry.host_arrays)
         if why is not None:
             return why
-    for expr, outcome in entry.decisions:
-        try:
-            same = expr(numbers) == outcome
-        except (ArithmeticError, ValueError):  # (a new value the trace's math refuses)
-            same = False
-        if not same:
-            return ("what the step decided from a Python number argument (a comparison, "
-                    "min/max, an int) comes out otherwise for this call's numbers")
+    if entry.decisions and not decided_alike(entry.decisions, numbers):
+        return ("what the step decided from a Python number argument (a comparison, "
+                "min/max, an int) comes out otherwise for this call's numbers")
     return None
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import ir, metrics, prng, runtime
 from .source import user_line
-from .symbolic import current, linkable, sym
+from .symbolic import current, decided_alike, linkable, sym
 
 
 # ---------------------------------------------------------------- while tracing
@@ -220,12 +220,7 @@ def run_pieces(entry, handles, slot_handles, numbers):
             elif value != traced and not (value != value and traced != traced):
                 return early, numbers, seconds, (f"a value the step reads was {traced!r} "
                                                  f"when traced and is {value!r} now")
-    for expr, outcome in entry.guards:
-        try:
-            same = expr(numbers) == outcome
-        except (ArithmeticError, ValueError):  # (a new value the trace's math refuses)
-            same = False
-        if not same:
-            return early, numbers, seconds, ("what the step decided from a value it reads (a "
-                                             "comparison, a conversion) comes out otherwise now")
+    if not decided_alike(entry.guards, numbers):
+        return early, numbers, seconds, ("what the step decided from a value it reads (a "
+                                         "comparison, a conversion) comes out otherwise now")
     return early, numbers, seconds, None

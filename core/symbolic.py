@@ -136,6 +136,18 @@ def _decided(op, reflected=False):
     return method
 
 
+def decided_alike(guards, numbers):
+    """Whether each (expression, outcome) recorded by _decided comes out the same for these
+    numbers (a new value the trace's math refuses does not)."""
+    for expr, outcome in guards:
+        try:
+            if expr(numbers) != outcome:
+                return False
+        except (ArithmeticError, ValueError):
+            return False
+    return True
+
+
 class SymFloat(float):
     """A float argument of a compiled step (or a number computed from one) while it traces."""
 
