@@ -14,13 +14,12 @@
   (`Recording.pieces`), and so is each scalar the step reads from them
   (core/split_steps.py).
 * Frontends register their tensor types and state containers here; `_discover` finds the
-  state a step can reach from what its function refers to, `_flatten` its arguments.
+  state a step can reach from what its function refers to; core/capture_args.py flattens
+  its arguments and rebuilds its results.
 
 The hooks are installed on the module attributes frontends call (`ir.param`, `ir.splat`,
 `compose.random_key`) only while some thread traces, and act only for that thread.
 """
-import collections
-import dataclasses
 import dis
 import threading
 import types
@@ -313,181 +312,6 @@ def _spec(cls):
     return found
 
 
-# ---------------------------------------------------------------- arguments
-
-def _structured(obj):
-    """(kind, names, values) for a namedtuple, a dict subclass (OrderedDict, HF's
-    ModelOutput) or a dataclass -- containers a step takes or returns as it does tuples and
-    dicts -- else None. `_built` makes one again from its kind, class and names."""
-    cls = type(obj)
-    if isinstance(obj, tuple):
-        return ("namedtuple", None, tuple(obj)) if hasattr(cls, "_fields") else None
-    is_dataclass = dataclasses.is_dataclass(cls)
-    if isinstance(obj, dict):
-        if is_dataclass:
-            kind = "fields"
-        elif cls.__init__ in (dict.__init__, collections.OrderedDict.__init__):
-            kind = "pairs"
-        else:
-            return None
-        return (kind, tuple(obj), tuple(obj.values()))
-    if is_dataclass:
-        fields = dataclasses.fields(cls)
-        if all(f.init for f in fields):
-            names = tuple(f.name for f in fields)
-            return ("fields", names, tuple(getattr(obj, n) for n in names))
-    return None
-
-
-def _built(kind, cls, names, values):
-    if kind == "namedtuple":
-        return cls(*values)
-    if kind == "pairs":
-        return cls(zip(names, values))
-    return cls(**dict(zip(names, values)))
-
-
-def _flatten(obj, tensors, numbers, path="args"):
-    """The structure key of `obj`, collecting its tensors and Python numbers. `path` names
-    `obj` in an error: a string, or (its container's path, its index or key), spelled out
-    only when there is an error to name it in (every replayed call flattens its arguments)."""
-    cls = type(obj)
-    if cls is tuple or cls is list:
-        return (cls, tuple([_flatten(x, tensors, numbers, (path, i))
-                            for i, x in enumerate(obj)]))
-    if cls is dict:
-        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, (path, k))
-                                         for k, v in obj.items()]))
-    if cls is int or cls is float or cls is SymFloat or cls is SymInt:  # (Sym: a result's)
-        numbers.append(obj)
-        return cls
-    spec = _spec(cls)
-    structured = _structured(obj) if spec is None else None
-    if structured is not None:
-        kind, names, values = structured
-        return ("structured", kind, cls, names,
-                tuple([_flatten(v, tensors, numbers, (path, n if names else i))
-                       for i, (n, v) in enumerate(zip(names or values, values))]))
-    if spec is not None and spec[0] == "tensor":
-        if not spec[1][0](obj):
-            raise TypeError(f"lazyx.compile: {_spelled(path)} is a {cls.__module__}."
-                            f"{cls.__name__} that is not a lazyx tensor; a host value would "
-                            f"be baked into the compiled program. Pass lazy tensors "
-                            f"(lnp.asarray(x), x.to(lt.device), ltf.constant(x)).")
-        tensors.append(obj)
-        return spec[1]
-    if isinstance(obj, np.generic) and cls.__module__ == "numpy":
-        # a NumPy scalar (a learning rate from np.linspace, an index from a permutation):
-        # NumPy's rules give it its own dtype (np.float32(0.1) * x is not 0.1 * x), which a
-        # Python-number parameter would lose; so it is part of the guard, by type and value
-        # (float(lr) makes it a run-time parameter: README)
-        return ("scalar", cls, obj)
-    if cls.__module__ == "numpy" or hasattr(obj, "__array_interface__"):
-        raise TypeError(f"lazyx.compile: {_spelled(path)} is a host array ({cls.__name__}); "
-                        f"pass a lazy tensor (lnp.asarray(x), x.to(lt.device), "
-                        f"ltf.constant(x)) so new data is a new input rather than a constant "
-                        f"of the program")
-    try:
-        hash(obj)
-    except TypeError:
-        raise TypeError(f"lazyx.compile: {_spelled(path)} ({cls.__name__}) is neither a "
-                        f"tensor, a number, nor a hashable value that can be part of the "
-                        f"guard") from None
-    return ("value", obj)
-
-
-def _spelled(path):
-    """A _flatten path as Python would write it: args[0]['x']."""
-    if type(path) is str:
-        return path
-    container, k = path
-    return f"{_spelled(container)}[{k!r}]"
-
-
-def _rebuild(key, items):
-    """Inverse of _flatten: `items` is an iterator over the replacements, in order."""
-    if type(key) is tuple and key and key[0] in (tuple, list):
-        return key[0](_rebuild(k, items) for k in key[1])
-    if type(key) is tuple and key and key[0] is dict:
-        return {name: _rebuild(k, items) for name, k in zip(key[1], key[2])}
-    if type(key) is tuple and key and key[0] == "value":
-        return key[1]
-    if type(key) is tuple and key and key[0] == "structured":
-        _, kind, cls, names, keys = key
-        return _built(kind, cls, names, [_rebuild(k, items) for k in keys])
-    return next(items)
-
-
-def _substitute(obj, numbers, copies=None):
-    """`obj` with each Python number replaced by a symbolic one (argument k of `numbers`);
-    `copies` records id(container copy) -> (the original, the copy) (what _rebound compares)."""
-    cls = type(obj)
-    if cls is tuple or cls is list or cls is dict:
-        out = cls(_substitute(x, numbers, copies) for x in obj) if cls is not dict else \
-            {k: _substitute(v, numbers, copies) for k, v in obj.items()}
-        if copies is not None:
-            copies[id(out)] = (obj, out)  # (holding the copy keeps its id from being reused)
-        return out
-    if cls is int or cls is float:
-        k = len(numbers)
-        numbers.append(obj)
-        return sym(obj, lambda n, _k=k: n[_k])
-    structured = _structured(obj) if _spec(cls) is None else None
-    if structured is not None:  # (the numbers inside, in _flatten's order)
-        kind, names, values = structured
-        return _built(kind, cls, names, [_substitute(v, numbers, copies) for v in values])
-    return obj
-
-
-def _rebound(original, copy, copies, path=()):
-    """What the step wrote into the list and dict arguments it was given, found by comparing
-    the user's containers with the copies _substitute handed it (`copies`, from _substitute):
-    [(path, new value)] for each entry it rebound (`params["w"] = params["w"] - lr * g`), and
-    whether it also added or removed entries. Each change is applied to the user's container,
-    as the uncompiled step would have made it, so the first call behaves like the function."""
-    changes, structural = [], False
-    cls = type(original)
-    if cls is list and len(original) != len(copy) or \
-            cls is dict and original.keys() != copy.keys():
-        # (the next call's structure key differs, so it traces again: nothing to replay)
-        if cls is list:
-            original[:] = [_plain_deep(x) for x in copy]
-        else:
-            original.clear()
-            original.update({k: _plain_deep(v) for k, v in copy.items()})
-        return changes, True
-    for k in (copy if cls is dict else range(len(copy))):
-        new, old = copy[k], original[k]
-        pair = copies.get(id(new))
-        if pair is not None and pair[0] is old and pair[1] is new:  # the copy the step got
-            inner, more = _rebound(old, new, copies, path + (k,))
-            changes += inner
-            structural |= more
-        elif new is not old and not (type(old) in (int, float) and plain(new) == old) and \
-                not (type(new) is type(old) and _structured(old) is not None):
-            if cls is tuple:  # a tuple's entries cannot be rebound: the step made a new one
-                continue
-            changes.append((path + (k,), new))
-            original[k] = _plain_deep(new)
-    return changes, structural
-
-
-def _plain_deep(x):
-    """`x` with symbolic numbers (SymFloat, SymInt) made plain, also inside containers."""
-    cls = type(x)
-    if cls is tuple or cls is list:
-        return cls(_plain_deep(i) for i in x)
-    if cls is dict:
-        return {k: _plain_deep(v) for k, v in x.items()}
-    if cls is int or cls is float or cls is SymFloat or cls is SymInt or _spec(cls) is not None:
-        return plain(x)
-    structured = _structured(x)
-    if structured is not None:
-        kind, names, values = structured
-        return _built(kind, cls, names, [_plain_deep(v) for v in values])
-    return x
-
-
 # ---------------------------------------------------------------- what the function refers to
 
 def _code_names(code, out):
@@ -710,3 +534,7 @@ def _child_setter(parent, step):
     if kind == "attr":
         return lambda value: setattr(parent, step[1], value) or True
     return None
+
+
+from .capture_args import (_built, _flatten, _plain_deep, _rebound, _rebuild,  # noqa: E402,F401
+                           _spelled, _structured, _substitute)
