@@ -152,6 +152,18 @@ def _per_row(count, like):
     return ops.broadcast_in_dim(count, shape=like.shape, broadcast_dimensions=(0,))
 
 
+def _check_ids(api, arguments, ids, num=None):
+    """Ids known at the call that TF's kernel refuses (unsorted or negative for the sorted
+    ops, past num_segments for the unsorted ones) raise TF's own error here, at the call."""
+    known = host_values.known(ids)
+    if known is None or not known.size:
+        return
+    bad = known.max() >= num if num is not None else \
+        (known.min() < 0 or np.any(np.diff(known) < 0))
+    if bad:
+        raise_for_values(api, arguments, {"segment_ids": known})
+
+
 def _unsorted(api, mode, post=None):
     @lower(api, "data", "segment_ids")
     def lowering(data, segment_ids, num_segments):
@@ -164,6 +176,7 @@ def _unsorted(api, mode, post=None):
         num = static_ints(num_segments)
         if not isinstance(num, int) or num < 0:
             raise Reject()
+        _check_ids(api, dict(data=data, segment_ids=segment_ids, num_segments=num), ids, num)
         out = _segment(d, ids, num, mode)
         if post is not None:
             out = post(out, d, ids, num)
@@ -200,6 +213,7 @@ def _sorted(api, mode, post=None):
         known = host_values.known(ids)  # the output length is max(id) + 1: a value
         if known is None or ids.ndim != 1:
             raise Reject()
+        _check_ids(api, dict(data=data, segment_ids=segment_ids), ids)
         num = int(np.max(known)) + 1 if known.size else 0
         out = _segment(d, ids, num, mode)
         if post is not None:
