@@ -292,7 +292,11 @@ def register_ambient(mode):
 
 
 def ambient():
-    return tuple([mode() for mode in _AMBIENT]) if _AMBIENT else ()
+    if not _AMBIENT:
+        return ()
+    if len(_AMBIENT) == 1:
+        return _AMBIENT[0]()
+    return tuple([mode() for mode in _AMBIENT])
 
 
 def _spec(cls):

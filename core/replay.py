@@ -93,19 +93,22 @@ class Compiled:
         key = (_flatten(args, tensors, numbers), _flatten(kwargs, tensors, numbers, "kwargs"))
         shapes = []
         handles = []
+        needs_grad = False
         for t in tensors:
             handle = handle_of(t)
             handles.append(handle)
             node = handle.node
             # (requires_grad: torch records a backward for such an argument -- saliency maps)
-            shapes.append((node.shape, node.dtype, getattr(t, "requires_grad", False)))
+            grad = getattr(t, "requires_grad", False)
+            needs_grad = needs_grad or grad
+            shapes.append((node.shape, node.dtype, grad))
         # which arguments hold the same value: the program reads such a value once (f(a, a)
         # traced, then f(a, b) replayed, computed a * a)
         first = {}
         aliases = tuple([first.setdefault(id(h.node), k) for k, h in enumerate(handles)])
         full = (key, tuple(shapes), aliases if len(first) < len(handles) else None,
                 capture.ambient())
-        if _records_backward(tensors):
+        if needs_grad and _records_backward():
             # (an argument that requires grad gets its .grad from the call: saliency maps,
             # FGSM; a functional step with its parameters as arguments)
             if not self.warned_grad_args:
@@ -131,7 +134,7 @@ class Compiled:
                         miss = "a split step replays once a second trace agrees with its first"
                         continue
                     if verify or (entry.value_linked and entry.first_numbers != nums) or \
-                            _new_int(entry, nums):
+                            entry.unverified_ints and _new_int(entry, nums):
                         return self._verify(entry, full, args, kwargs, nums)
                     out = _replay(entry, tensors, handles, nums, (args, kwargs))
                     if type(out) is not _Miss:

@@ -20,11 +20,9 @@ def _result_needs_grad(result):
     return any(getattr(t, "grad_fn", None) is not None for t in found)
 
 
-def _records_backward(tensors):
-    """Whether torch would record a backward through these arguments (one requires grad, grad
-    mode on): their .grad is made by the call, which a replay cannot make."""
-    if not any(getattr(t, "requires_grad", False) for t in tensors):
-        return False
+def _records_backward():
+    """For arguments of which one requires grad: whether torch would record a backward through
+    them (grad mode on) -- their .grad is made by the call, which a replay cannot make."""
     torch = sys.modules.get("torch")
     return torch is not None and torch.is_grad_enabled()
 

@@ -219,8 +219,13 @@ replay.register_trace_hook(_tracing)
 def _ambient():
     """Torch's global modes that change what a step records: grad mode (a call under
     torch.no_grad records no backward) and autocast on the lazyx device and the CPU."""
+    if not _any_autocast():  # (the usual call: one C call for every device's)
+        return torch.is_grad_enabled()
     return (torch.is_grad_enabled(), torch.is_autocast_enabled("lazyx"),
             torch.get_autocast_dtype("lazyx"), torch.is_autocast_enabled("cpu"))
+
+
+_any_autocast = torch._C._is_any_autocast_enabled
 
 
 replay.register_ambient(_ambient)
