@@ -181,6 +181,13 @@ class Compiled:
         start_leaf = {id(handle_of(t).node): tid for tid, (t, _) in before.items()}
         tensors = []
         _flatten((args, kwargs), tensors, [])
+        # an argument whose value is still a computation -- a torch view (`data[i]`), which
+        # functionalization makes from its base when asked -- is run first, so that it is a
+        # leaf of its own: otherwise the program read the base, baked, and every replay
+        # computed the traced call's view (as each replay runs its arguments, see __call__)
+        computed = [h for h in map(handle_of, tensors) if h.node.op != "data"]
+        if computed:
+            runtime.sync(*computed, cause="explicit", source=user_line(3))
         arg_leaf = {}
         for k, t in enumerate(tensors):
             arg_leaf.setdefault(id(handle_of(t).node), k)

@@ -122,12 +122,8 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
                     feed.append(("slot", slot_of(start_leaf[nid])))
                 else:
                     if leaf.serial <= serial0:
-                        where = format_line(leaf.source) if leaf.source else "an unknown line"
-                        warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at "
-                                      f"{where} that it neither received nor found among the "
-                                      f"objects it refers to; its current value is baked into "
-                                      f"the compiled step. Pass it as an argument.",
-                                      RuntimeWarning, stacklevel=5)
+                        unknown.append(format_line(leaf.source) if leaf.source else
+                                       "an unknown line")
                     feed.append(("const", leaf.value))
             elif nid in rec.keys:
                 _, stream, counter = rec.keys[nid]
@@ -143,7 +139,18 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
                 feed.append(("baked", leaf.value))  # a number of the code, or of a global
         return feed
 
+    unknown = []  # lines of lazy tensors made before the step that it found nowhere
     feeds = [feed_of(piece.template) for piece in pieces] + [feed_of(leaves)]
+    if unknown:
+        # a replay would read this call's value of it (the base of a view argument,
+        # `step(data[i])`, which torch makes the view from; a tensor deeper in an object):
+        # the call stays lazy, and so does the next, which traces again
+        warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at {unknown[0]} that "
+                      f"it neither received nor found among the objects it refers to (the "
+                      f"base of a view argument, such as data[i]?); a replay would read its "
+                      f"value of this call, so calls are not replayed. Pass it as an argument "
+                      f"(a view: data[i].clone())", RuntimeWarning, stacklevel=5)
+        return False
 
     def inputs(part, feed):
         # a key is drawn at (the stream's counter at the replay + its offset in the trace),

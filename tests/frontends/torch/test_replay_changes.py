@@ -172,3 +172,33 @@ def test_autocast_around_a_call_is_guarded():
     again = forward(_X.to(lt.device))
     assert plain.dtype == again.dtype == torch.float32
     assert inside.dtype == again_inside.dtype == torch.bfloat16
+
+
+def test_a_view_argument_is_never_replayed_with_the_traced_views_values():
+    # torch makes a view from its base inside the step: the program read the base, baked,
+    # and every replay returned data[0]'s numbers
+    data = torch.arange(12.0).reshape(4, 3)
+    lazy = data.to(lt.device)
+    step = lazyx.compile(lambda x: (x * 2).sum(0))
+    with pytest.warns(RuntimeWarning, match="view argument"):
+        got = [step(lazy[i]).cpu() for i in range(4)]
+    for i, g in enumerate(got):
+        torch.testing.assert_close(g, (data[i] * 2).sum(0))
+    lazyx.reset_metrics()
+    cloned = [step(lazy[i].clone()).cpu() for i in range(4)]  # (what the warning advises)
+    assert lazyx.metrics()["replays"] >= 2
+    for i, g in enumerate(cloned):
+        torch.testing.assert_close(g, (data[i] * 2).sum(0))
+
+
+def test_a_view_argument_updated_in_place_updates_its_own_rows():
+    base = torch.zeros(3, 2).to(lt.device)
+
+    def update(v, d):
+        v.add_(d)
+        return v.sum()
+    step = lazyx.compile(update)
+    with pytest.warns(RuntimeWarning, match="view argument"):
+        for i in range(3):
+            step(base[i], torch.full((2,), float(i + 1)).to(lt.device))
+    torch.testing.assert_close(base.cpu(), torch.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]))
