@@ -311,26 +311,26 @@ def _wrap_jacobians():
     a lazy value into its graph."""
     from . import jacobians
     cls = tf.GradientTape
-    original_jacobian, original_batch = cls.jacobian, cls.batch_jacobian
 
-    @functools.wraps(original_jacobian)
-    def jacobian(self, target, sources, unconnected_gradients=tf.UnconnectedGradients.NONE,
-                 parallel_iterations=None, experimental_use_pfor=True):
-        if not isinstance(target, LazyTensor):
-            return original_jacobian(self, target, sources, unconnected_gradients,
-                                     parallel_iterations, experimental_use_pfor)
-        return jacobians.jacobian(jacobians.tape_gradient(self, target, sources), target,
-                                  sources, unconnected_gradients)
+    def lazy_target(original, ours):
+        parameters = inspect.signature(original)  # (TF's names: sources, source)
 
-    @functools.wraps(original_batch)
-    def batch_jacobian(self, target, source, unconnected_gradients=tf.UnconnectedGradients.NONE,
-                       parallel_iterations=None, experimental_use_pfor=True):
-        if not isinstance(target, LazyTensor):
-            return original_batch(self, target, source, unconnected_gradients,
-                                  parallel_iterations, experimental_use_pfor)
-        return jacobians.batch_jacobian(jacobians.tape_gradient(self, target, [source]),
-                                        target, source, unconnected_gradients)
-    cls.jacobian, cls.batch_jacobian = jacobian, batch_jacobian
+        @functools.wraps(original)
+        def method(*args, **kwargs):
+            bound = parameters.bind(*args, **kwargs)
+            bound.apply_defaults()
+            self, target, sources, how = list(bound.arguments.values())[:4]
+            if not isinstance(target, LazyTensor):
+                return original(*args, **kwargs)
+            return ours(self, target, sources, how)
+        return method
+
+    cls.jacobian = lazy_target(cls.jacobian, lambda tape, target, sources, how: (
+        jacobians.jacobian(jacobians.tape_gradient(tape, target, sources), target, sources,
+                           how)))
+    cls.batch_jacobian = lazy_target(cls.batch_jacobian, lambda tape, target, source, how: (
+        jacobians.batch_jacobian(jacobians.tape_gradient(tape, target, [source]), target,
+                                 source, how)))
 
 
 def _wrap_output_gradients():
