@@ -210,7 +210,7 @@ class recording:
 
 # ---------------------------------------------------------------- frontends' types
 
-_TENSORS = {}     # type -> (is_lazy, handle, wrap, write): see register_tensor
+_TENSORS = {}     # type -> (is_lazy, handle, wrap, write, takes_grad, has_backward)
 _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _CHILD = {}       # type -> child(obj, name) -> the child called name, or None
@@ -223,12 +223,22 @@ def _set_node(tensor, handle, node):
     handle.node = node
 
 
-def register_tensor(cls, handle, wrap, is_lazy=None, write=None):
+def _never(t):
+    return False
+
+
+def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None,
+                    has_backward=None):
     """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
     replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
     False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
-    node)` stores a replay's new value (default: rebind the handle)."""
-    _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node)
+    node)` stores a replay's new value (default: rebind the handle).
+    For a framework whose tensors carry their own autograd (torch): `takes_grad(t)` whether a
+    call given `t` as an argument records a backward into it now (its .grad is made by the
+    call, which a replay cannot make), `has_backward(t)` whether a result carries a backward
+    graph (which a replay's results cannot carry)."""
+    _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node,
+                     takes_grad or _never, has_backward or _never)
     _lookup_cache.clear()
 
 

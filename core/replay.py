@@ -34,7 +34,7 @@ from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  
                       register_ambient, register_container, register_tensor,
                       register_trace_hook)
 from .replay_entry import Entry, build_entry, handle_of
-from .replay_guard import (_Miss, _guard_miss, _new_int, _predict, _records_backward,
+from .replay_guard import (_Miss, _guard_miss, _new_int, _predict,
                            _result_needs_grad, _state_numbers_changed, _with_state_numbers)
 from .source import format_line, user_line
 from .split_steps import same_values
@@ -95,11 +95,12 @@ class Compiled:
         handles = []
         needs_grad = False
         for t in tensors:
-            handle = handle_of(t)
+            spec = _spec(type(t))[1]
+            handle = spec[1](t)
             handles.append(handle)
             node = handle.node
-            # (requires_grad: torch records a backward for such an argument -- saliency maps)
-            grad = getattr(t, "requires_grad", False)
+            # (a torch argument that requires grad gets its .grad from the call -- saliency)
+            grad = spec[4](t)
             needs_grad = needs_grad or grad
             shapes.append((node.shape, node.dtype, grad))
         # which arguments hold the same value: the program reads such a value once (f(a, a)
@@ -108,7 +109,7 @@ class Compiled:
         aliases = tuple([first.setdefault(id(h.node), k) for k, h in enumerate(handles)])
         full = (key, tuple(shapes), aliases if len(first) < len(handles) else None,
                 capture.ambient())
-        if needs_grad and _records_backward():
+        if needs_grad:
             # (an argument that requires grad gets its .grad from the call: saliency maps,
             # FGSM; a functional step with its parameters as arguments)
             if not self.warned_grad_args:

@@ -1,11 +1,9 @@
 """lazyx.compile's guard: whether a traced entry fits a call (core/replay.py), and what a
 trace's end says about whether it can be replayed at all."""
-import sys
-
 import numpy as np
 
 from . import host_state
-from .capture import _flatten
+from .capture import _flatten, _spec
 from .symbolic import decided_alike
 
 
@@ -17,14 +15,7 @@ def _result_needs_grad(result):
         _flatten(result, found, [])
     except TypeError:
         return False
-    return any(getattr(t, "grad_fn", None) is not None for t in found)
-
-
-def _records_backward():
-    """For arguments of which one requires grad: whether torch would record a backward through
-    them (grad mode on) -- their .grad is made by the call, which a replay cannot make."""
-    torch = sys.modules.get("torch")
-    return torch is not None and torch.is_grad_enabled()
+    return any(_spec(type(t))[1][5](t) for t in found)
 
 
 def _state_numbers_changed(numbers, reads):

@@ -208,7 +208,17 @@ def _param_groups(opt):
         for group in opt.param_groups])
 
 
-replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write)
+def _takes_grad(t):
+    """A call given `t` records a backward into it (saliency maps, FGSM: x.requires_grad_())."""
+    return t.requires_grad and torch.is_grad_enabled()
+
+
+def _has_backward(t):
+    return t.grad_fn is not None
+
+
+replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write, _takes_grad,
+                       _has_backward)
 replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
                           set_child=_set_module_child)
 replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,
