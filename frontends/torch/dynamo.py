@@ -100,7 +100,7 @@ class CompiledGraph:
         for kind_, where, _ in outputs:
             if kind_ == _SLOT:
                 uses[where] = uses.get(where, 0) + 1
-        self.lendable = [kind_ == _SLOT and uses[where] == 1 and
+        self.lendable = [kind_ == _SLOT and uses[where] == 1 and where >= n_inputs and
                          _nbytes(*slot_types[where][:2]) >= _LEND_MIN_BYTES
                          for kind_, where, _ in outputs]
         # a CPU caller gets every result as a CPU tensor (none saved for backward stays on
@@ -183,6 +183,9 @@ class CompiledGraph:
                 value = runtime.get_backend().from_host(value)
             lazy_value = tensor.from_node(ir.data(value, shape, ir_dtype), torch_dtype)
             return torch._to_functional_tensor(lazy_value)
+        if where < self.n_inputs and isinstance(env[where], np.ndarray):
+            # an input's value (x.clone()), borrowed from the caller's tensor: a copy
+            return dtypes.from_numpy_array(env[where].copy(), torch_dtype)
         return _to_cpu(env[where], torch_dtype, lend=self.lendable[k])
 
     def _run_eager(self, step, env):
@@ -381,15 +384,16 @@ class _Capture:
         self.env[marker] = tuple(_map(outputs, self.env))
         self.close(lambda n: n is marker)
         spec = []
-        placeholders = {id(self.env[n]._lazyx_handle.node): k
-                        for k, n in enumerate(n for n in self.gm.graph.nodes
-                                              if n.op == "placeholder")
-                        if isinstance(self.env.get(n), tensor.LazyTensor)}
-        for value in self.env[marker]:
+        # an output that *is* an input is handed back as it is; one computed to the same
+        # value (x.clone(): no op in the IR) is a slot, a new tensor -- resize_ on the clone
+        # resized the caller's input
+        placeholders = {n: k for k, n in enumerate(n for n in self.gm.graph.nodes
+                                                   if n.op == "placeholder")}
+        for fx_node, value in zip(outputs, self.env[marker]):
             if isinstance(value, tensor.LazyTensor):
                 node = value._lazyx_handle.node
-                if id(node) in placeholders:
-                    spec.append((_INPUT, placeholders[id(node)], value.dtype))
+                if isinstance(fx_node, torch.fx.Node) and fx_node in placeholders:
+                    spec.append((_INPUT, placeholders[fx_node], value.dtype))
                 elif id(node) in self.slot_of:
                     spec.append((_SLOT, self.slot_of[id(node)], value.dtype))
                 else:  # a constant: made once, handed out at every call

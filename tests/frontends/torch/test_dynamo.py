@@ -481,3 +481,29 @@ def test_masked_and_indexed_assignment_on_cpu_inputs_match_eager():
         for seed in range(3):
             x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
             torch.testing.assert_close(compiled(x.clone()), fn(x.clone()))
+
+
+@pytest.mark.parametrize("on_device", [False, True])
+def test_a_clone_of_an_input_is_a_new_tensor(on_device):
+    # x.clone() is no op in the IR: the graph's output was the caller's input itself, and
+    # the resize_ Dynamo runs eagerly after the graph resized the caller's tensor
+    def g(x):
+        return x.clone().resize_(2, 3).sum()
+
+    x = torch.arange(20.).view(4, 5)
+    if on_device:
+        x = x.to(lt.device)
+    before = x.cpu().clone()
+    out = _compile(g)(x)
+    assert out.item() == 15.0
+    assert x.shape == (4, 5)
+    torch.testing.assert_close(x.cpu(), before)
+
+    def h(x):
+        y = x.clone()
+        return y, x
+
+    y, same = _compile(h)(x)
+    assert same is x or on_device  # (AOT hands an input back as itself on the CPU)
+    y.add_(1)
+    torch.testing.assert_close(x.cpu(), before)
