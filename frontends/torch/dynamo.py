@@ -22,7 +22,7 @@ from torch._decomp import core_aten_decompositions
 from ...core import config, ir, metrics, runtime
 from ...core import dtypes as ir_dtypes
 from . import dtypes, tensor
-from .aten import random as lazy_random
+from .aten import prims as aten_prims, random as lazy_random
 
 
 class _Segment:
@@ -80,7 +80,7 @@ class CompiledGraph:
     """An FX graph lowered to lazyx programs; calling it runs them on the given inputs."""
 
     def __init__(self, kind, n_inputs, steps, n_slots, outputs, slot_types, n_user_outputs=None,
-                 tangents=None):
+                 tangents=None, on_host=None):
         self.kind = kind              # "forward", "backward" or "inference"
         # the inputs whose device is the caller's: all, or a backward graph's tangents (its
         # saved activations are lazy even for a CPU caller, see below)
@@ -92,6 +92,10 @@ class CompiledGraph:
         self.steps = steps            # [_Segment | _Eager] in order
         self.n_slots = n_slots
         self.outputs = outputs        # [(kind, where, torch dtype)]
+        # the outputs torch computes on the CPU whatever the caller's device: an updated Adam
+        # step counter (a CPU tensor beside lt.device parameters) comes back on the CPU, not
+        # as a lazy value AOTAutograd's epilogue then copied into it with a read per step
+        self.on_host = on_host or [False] * len(outputs)
         self.slot_types = slot_types  # slot -> (shape, ir dtype, torch dtype)
         # outputs whose buffer a CPU caller may take over instead of a copy: large, and the
         # only output of their slot (a value returned twice, or returned and saved for the
@@ -166,8 +170,12 @@ class CompiledGraph:
         # CPU tensors in, CPU tensors out (like Inductor); lt.device tensors in, lazy ones out
         # -- also beside CPU ones (a CPU scalar the model made, lifted into the graph: Falcon's
         # backward then returned its parameters' gradients on the CPU, which autograd refused)
-        n_user = self.n_user_outputs if cpu_caller else -1
-        return tuple(self._output(k, env, args, k >= n_user)
+        if cpu_caller:
+            n_user = self.n_user_outputs
+            return tuple(self._output(k, env, args, k >= n_user)
+                         for k in range(len(self.outputs)))
+        on_host = self.on_host
+        return tuple(self._output(k, env, args, not on_host[k])
                      for k in range(len(self.outputs)))
 
     def _output(self, k, env, args, lazy):
@@ -511,8 +519,12 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     tangents = [i for i, n in enumerate(placeholders) if n.name.startswith("tangents")] \
         if kind == "backward" else None  # (AOTAutograd's names for the incoming gradients)
+    results = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    results = results if isinstance(results, (list, tuple)) else [results]
+    on_host = [isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val"), torch.Tensor)
+               and n.meta["val"].device.type == "cpu" for n in results]
     compiled = CompiledGraph(kind, len(placeholders), capture.steps, capture.n_slots, outputs,
-                             capture.slot_types, n_user_outputs, tangents)
+                             capture.slot_types, n_user_outputs, tangents, on_host)
     RECENT.append(compiled)
     del RECENT[:-_RECENT_MAX]
     return compiled
@@ -668,6 +680,7 @@ def _uncompiled(gm, err):
 
 def backend(gm, example_inputs, **kwargs):
     """The `lazyx` TorchDynamo backend: `torch.compile(model, backend="lazyx")`."""
+    aten_prims.lower_inductor_prims()
     _note_graph_break(gm)
     if _symbolic(example_inputs):
         return _per_shape(gm)

@@ -79,3 +79,18 @@ def _transpose(out, x, permutation):
     return ops.transpose(node_of(x), permutation=tuple(permutation))
 
 
+
+
+def _fma(out, a, b, c):
+    x, y, z = operands(out, a, b, c)
+    return ops.add(ops.mul(x, y), z)
+
+
+def lower_inductor_prims():
+    """prims.fma(a, b, c) = a * b + c: Dynamo writes `p.addcmul_(g, g, value=v)` (Adam, AdamW,
+    RMSprop) as it, and the op exists only once torch._inductor.inductor_prims is imported
+    (3 s: not at lazyx's import) -- Dynamo imports it before it traces such a call, so the
+    backend registers the lowering at each graph it gets."""
+    fma = getattr(prims, "fma", None)
+    if fma is not None and fma.default not in LOWERINGS:
+        LOWERINGS.add(fma.default, _fma, caller(0))
