@@ -317,7 +317,8 @@ def test_dynamic_shapes_compile_once_per_shape_and_train_like_eager(dynamic, mon
     specialized = []
     static_compile = dynamo._static_compile
     monkeypatch.setattr(dynamo, "_static_compile",
-                        lambda gm, args: specialized.append(args) or static_compile(gm, args))
+                        lambda gm, args, *rest: specialized.append(args) or
+                        static_compile(gm, args, *rest))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
     eager = copy.deepcopy(model)
@@ -341,6 +342,36 @@ def test_dynamic_shapes_compile_once_per_shape_and_train_like_eager(dynamic, mon
     assert lazyx.metrics()["fallback_ops"] == {}
 
 
+@pytest.mark.parametrize("layer", ["batchnorm", "transformer"])
+def test_dynamic_true_compiles_layers_whose_floats_dynamo_passes_as_tensors(layer):
+    """dynamic=True makes a module's float attributes (BatchNorm's momentum and eps) 0-d CPU
+    tensor inputs read by .item(): each value is baked like a shape, so the graph compiles
+    (it ran uncompiled every call) and its running statistics follow eager's."""
+    torch.manual_seed(0)
+    if layer == "batchnorm":
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8),
+                                    torch.nn.ReLU())
+        shapes = [(2, 8), (3, 8), (5, 8), (3, 8)]
+    else:
+        model = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
+                                                 batch_first=True)
+        shapes = [(2, 3, 8), (2, 5, 8), (3, 4, 8), (2, 5, 8)]
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend=lt.dynamo_backend, dynamic=True)
+    for shape in shapes:
+        x = torch.randn(*shape)
+        got, want = compiled(x), eager(x)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        got.square().mean().backward()
+        want.square().mean().backward()
+    for (name, a), b in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5, msg=name)
+    for a, b in zip(model.buffers(), eager.buffers()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert lazyx.metrics()["compiles"] > 0
+
+
 def test_a_dynamic_graph_of_lazy_inputs_gives_lazy_results_per_shape():
     fn = torch.compile(lambda x: torch.tanh(x) * 2 + x.sum(0), backend=lt.dynamo_backend,
                        dynamic=True)
@@ -357,8 +388,8 @@ def test_specializations_kept_per_dynamic_graph_are_bounded(monkeypatch):
     made = []
     static_compile = dynamo._static_compile
     monkeypatch.setattr(dynamo, "_static_compile",
-                        lambda gm, args: made.append(args[-1].shape[0]) or
-                        static_compile(gm, args))
+                        lambda gm, args, *rest: made.append(args[-1].shape[0]) or
+                        static_compile(gm, args, *rest))
     fn = torch.compile(lambda x: x * 2, backend=lt.dynamo_backend, dynamic=True)
     for n in (2, 3, 4, 2, 4):
         torch.testing.assert_close(fn(torch.ones(n)), torch.full((n,), 2.0))
