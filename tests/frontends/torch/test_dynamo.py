@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 import lazyx
 import lazyx.frontends.torch as lt
 from lazyx.core import runtime
-from lazyx.frontends.torch import dynamo
+from lazyx.frontends.torch import dynamic_shapes, dynamo
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
@@ -315,8 +315,8 @@ def test_dynamic_shapes_compile_once_per_shape_and_train_like_eager(dynamic, mon
     and dynamic=True: each concrete shape gets its own static lazyx compile, kept; forward and
     gradients match eager torch; nothing falls back."""
     specialized = []
-    static_compile = dynamo._static_compile
-    monkeypatch.setattr(dynamo, "_static_compile",
+    static_compile = dynamic_shapes._static_compile
+    monkeypatch.setattr(dynamic_shapes, "_static_compile",
                         lambda gm, args, *rest: specialized.append(args) or
                         static_compile(gm, args, *rest))
     torch.manual_seed(0)
@@ -384,10 +384,10 @@ def test_a_dynamic_graph_of_lazy_inputs_gives_lazy_results_per_shape():
 
 
 def test_specializations_kept_per_dynamic_graph_are_bounded(monkeypatch):
-    monkeypatch.setattr(dynamo, "_SHAPES_KEPT", 2)
+    monkeypatch.setattr(dynamic_shapes, "_SHAPES_KEPT", 2)
     made = []
-    static_compile = dynamo._static_compile
-    monkeypatch.setattr(dynamo, "_static_compile",
+    static_compile = dynamic_shapes._static_compile
+    monkeypatch.setattr(dynamic_shapes, "_static_compile",
                         lambda gm, args, *rest: made.append(args[-1].shape[0]) or
                         static_compile(gm, args, *rest))
     fn = torch.compile(lambda x: x * 2, backend=lt.dynamo_backend, dynamic=True)
