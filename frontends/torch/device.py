@@ -10,6 +10,8 @@
 * What lazyx changes in torch's own classes and functions (Tensor.numpy, repr,
   nn.Module.to, the autograd engine's entry) is all in hooks.py.
 """
+import contextlib
+
 import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
@@ -48,6 +50,33 @@ class _BackendModule:
         lazy_random.manual_seed(seed)
 
     manual_seed = manual_seed_all
+
+    # The RNG state, for torch.utils.checkpoint (which saves and restores a device's state
+    # only where `_initialized` is true: without it the recomputed forward drew a new dropout
+    # mask, and the gradients were silently those of another mask) and torch.random.fork_rng.
+    # As CUDA's, a CPU uint8 tensor: here the stream's (seed, counter).
+    _initialized = True
+
+    @staticmethod
+    def get_rng_state(device=None):
+        return lazy_random.get_state()
+
+    @staticmethod
+    def set_rng_state(new_state, device=None):
+        lazy_random.set_state(new_state)
+
+    @staticmethod
+    def get_rng_state_all():
+        return [lazy_random.get_state()]
+
+    @staticmethod
+    def set_rng_state_all(new_states):
+        lazy_random.set_state(new_states[0])
+
+    @staticmethod
+    def device(index):
+        """`with torch.lazyx.device(0):` -- one device: nothing to switch."""
+        return contextlib.nullcontext()
 
     @staticmethod
     def get_amp_supported_dtype():

@@ -2,6 +2,7 @@
 draws under key seed_key(seed, counter++) fed as a run-time parameter, so the numbers are the
 same on both backends (and, for one seed, the same as lnp.random.default_rng(seed) and TF's
 stateless ops with seed (seed, k)), and a training step with dropout never recompiles."""
+import numpy as np
 import torch
 
 from ....core import compose, ops
@@ -14,6 +15,23 @@ _rng = Stream()
 def manual_seed(seed):
     _rng.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
     _rng.counter = 0
+
+
+def get_state():
+    """(seed, counter) as a CPU uint8 tensor (torch.lazyx.get_rng_state)."""
+    words = np.array([_rng.seed, _rng.counter], dtype=np.uint64)
+    return torch.from_numpy(words.view(np.uint8).copy())
+
+
+def set_state(state):
+    if not isinstance(state, torch.Tensor) or state.dtype != torch.uint8 or \
+            state.numel() != 16:
+        raise RuntimeError(f"lazyx: an RNG state is a uint8 tensor of 16 bytes (from "
+                           f"torch.lazyx.get_rng_state()), got "
+                           f"{getattr(state, 'dtype', type(state).__name__)} "
+                           f"{tuple(getattr(state, 'shape', ()))}")
+    seed, counter = state.detach().cpu().contiguous().numpy().view(np.uint64)
+    _rng.seed, _rng.counter = int(seed), int(counter)
 
 
 def _next_key():

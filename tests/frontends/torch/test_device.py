@@ -271,3 +271,39 @@ def test_tied_weights_stay_tied_on_the_way_back_to_the_cpu(back):
     assert model.emb.weight.device.type == "cpu"
     torch.testing.assert_close(model.emb.weight.detach().float(), start)
     assert lazyx.metrics()["fallbacks"] == 0
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_checkpointed_dropout_recomputes_the_forwards_mask(reentrant):
+    """torch.utils.checkpoint saves and restores a device's RNG state only where the device
+    module says `_initialized`: without it the recomputation drew a new dropout mask, and the
+    gradients were those of another mask (HF gradient checkpointing with dropout)."""
+    from torch.utils.checkpoint import checkpoint
+    grads = []
+    for use_checkpoint in (True, False):
+        torch.manual_seed(5)
+        w = torch.randn(8, 8).to(lt.device).requires_grad_()
+        x = torch.randn(4, 8).to(lt.device).requires_grad_()  # (the reentrant form needs one)
+
+        def f(x):
+            return torch.nn.functional.dropout(x @ w, p=0.5, training=True)
+        torch.manual_seed(7)
+        y = checkpoint(f, x, use_reentrant=reentrant) if use_checkpoint else f(x)
+        y.square().sum().backward()
+        grads.append(w.grad.cpu())
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_fork_rng_restores_the_lazyx_stream():
+    torch.manual_seed(3)
+    with torch.random.fork_rng(device_type="lazyx"):
+        torch.rand(5, device=lt.device).cpu()
+    after_fork = torch.rand(5, device=lt.device).cpu()
+    torch.manual_seed(3)
+    torch.testing.assert_close(after_fork, torch.rand(5, device=lt.device).cpu())
+    state = torch.lazyx.get_rng_state()
+    a = torch.rand(3, device=lt.device).cpu()
+    torch.lazyx.set_rng_state(state)
+    torch.testing.assert_close(torch.rand(3, device=lt.device).cpu(), a)
+    with pytest.raises(RuntimeError, match="uint8 tensor of 16 bytes"):
+        torch.lazyx.set_rng_state(torch.zeros(3))
