@@ -5,7 +5,8 @@ forward pass; any frontend can use it (the TF frontend hands the result to tf.Gr
 
 A rule is `rule(node, g) -> tuple of cotangents, one per input (None = no gradient)`, where
 `node` is the forward node (its inputs are `node.inputs`) and `g` its cotangent (same shape and
-dtype as `node`). Only floating-point values carry cotangents. A node with several results
+dtype as `node`). Only floating-point and complex values carry cotangents (complex ones as in
+JAX: the linear transpose, no conjugation; core/autodiff_math.py). A node with several results
 (core/ir.py) gets `g` as a tuple, one cotangent per result: what its projections (`result`
 nodes) collected, zeros for an unused floating result, None for an integer one (indices).
 
@@ -31,6 +32,11 @@ def _full(value, like):
 
 def zeros_like(node):
     return _full(0, node)
+
+
+def _carries(dtype):
+    """Whether values of `dtype` take cotangents (integers and bools do not)."""
+    return dt.is_float(dtype) or dt.is_complex(dtype)
 
 
 def _restore_reduced(g, x, axes):
@@ -126,11 +132,6 @@ def _cos(n, g):
     return (ops.neg(ops.mul(g, ops.sin(n.inputs[0]))),)
 
 
-@rule("abs")
-def _abs(n, g):
-    return (ops.mul(g, ops.sign(n.inputs[0])),)
-
-
 @rule("erf")
 def _erf(n, g):
     x = n.inputs[0]
@@ -141,7 +142,7 @@ def _erf(n, g):
 def _pow(n, g):
     x, y = n.inputs
     gx = ops.mul(g, ops.mul(y, ops.pow_(x, ops.sub(y, _full(1, y)))))
-    positive = ops.gt(x, zeros_like(x))
+    positive = (ops.ne if dt.is_complex(x.dtype) else ops.gt)(x, zeros_like(x))
     safe_x = ops.select(positive, x, _full(1, x))
     gy = ops.select(positive, ops.mul(g, ops.mul(n, ops.log(safe_x))), zeros_like(g))
     return gx, gy
@@ -195,7 +196,7 @@ def _custom_vjp(n, g):
 @rule("convert")
 def _convert(n, g):
     x = n.inputs[0]
-    return (ops.convert(g, dtype=x.dtype) if dt.is_float(x.dtype) else None,)
+    return (ops.convert(g, dtype=x.dtype) if _carries(x.dtype) else None,)
 
 
 # ---------------------------------------------------------------- shapes and layout
@@ -563,7 +564,7 @@ def _vjp(outputs, cotangents, wrt, order):
     needs = _needs_gradient(order, {id(w) for w in wrt})
     acc = {}
     for out, g in zip(outputs, cotangents):
-        if id(out) in needs and dt.is_float(out.dtype):
+        if id(out) in needs and _carries(out.dtype):
             _accumulate(acc, out, g)
     wrt_ids = {id(w) for w in wrt}
     for node in reversed(order):
@@ -576,17 +577,18 @@ def _vjp(outputs, cotangents, wrt, order):
             _collect(acc, node, g)
             continue
         if node.is_multi:
-            g = tuple(gi if gi is not None else _zeros(s, d) if dt.is_float(d) else None
+            g = tuple(gi if gi is not None else _zeros(s, d) if _carries(d) else None
                       for gi, s, d in zip(g, node.shape, node.dtype))
         fn = VJP.get(node.op)
         if fn is None:
             raise NotImplementedError(f"lazyx autodiff: no gradient rule for op {node.op!r} "
                                       f"(add one to core/autodiff.py VJP)")
         for inp, gi in zip(node.inputs, fn(node, g)):
-            if gi is not None and id(inp) in needs and dt.is_float(inp.dtype):
+            if gi is not None and id(inp) in needs and _carries(inp.dtype):
                 _accumulate(acc, inp, gi)
     return [acc.get(id(w)) if acc.get(id(w)) is not None else zeros_like(w) for w in wrt]
 
 
 from . import autodiff_linalg  # noqa: E402,F401  (registers the factorizations' rules)
+from . import autodiff_math  # noqa: E402,F401  (the math functions', sort's and complex rules)
 from . import autodiff_memo  # noqa: E402
