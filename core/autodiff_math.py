@@ -1,5 +1,5 @@
 """VJP rules of the element-wise math ops (trigonometric, hyperbolic, special functions, atan2,
-rem) and of the complex ops (abs, real, imag, conj, complex).
+rem), of sort, and of the complex ops (abs, real, imag, conj, complex).
 
 Formulas and their values at the domain's edges are JAX's (inf where the derivative is, NaN
 for atan2 at the origin). Complex values follow JAX's convention, the linear transpose without
@@ -11,7 +11,7 @@ import math
 
 from . import dtypes as dt
 from . import ops
-from .autodiff import _full, rule, zeros_like
+from .autodiff import _along_axis_indices, _full, rule, zeros_like
 
 
 def _one_plus_square(x):
@@ -133,6 +133,18 @@ def _trigamma(x):
     s = ops.sin(ops.mul(_full(math.pi, x), ops.sub(x, ops.round(x))))
     mirrored = ops.sub(ops.div(_full(math.pi ** 2, x), ops.mul(s, s)), psi1)
     return ops.select(reflect, mirrored, psi1)
+
+
+# ---------------------------------------------------------------- sort
+
+@rule("sort")
+def _sort(n, g):
+    # the permutation the stable sort applied is argsort's (the same stable order): each
+    # cotangent goes back to the place its value came from
+    x = n.inputs[0]
+    axis = n.attrs["axis"]
+    order = ops.argsort(x, axis=axis, descending=n.attrs["descending"])
+    return (ops.scatter(zeros_like(x), _along_axis_indices(order, axis), g, mode="add"),)
 
 
 # ---------------------------------------------------------------- complex values

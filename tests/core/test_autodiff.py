@@ -167,8 +167,8 @@ def test_unused_input_gets_zeros_and_missing_rule_is_named():
     x, y = runtime.from_host(_a(2)), runtime.from_host(_a(2))
     gx, gy = autodiff.vjp([ops.exp(x)], [runtime.from_host(np.ones(2))], [x, y])
     np.testing.assert_array_equal(_eval(gy), [0.0, 0.0])
-    with pytest.raises(NotImplementedError, match="sort"):
-        autodiff.vjp([ops.sort(x, axis=0)], [runtime.from_host(np.ones(2))], [x])
+    with pytest.raises(NotImplementedError, match="cbrt"):
+        autodiff.vjp([ops.cbrt(x)], [runtime.from_host(np.ones(2))], [x])
     m = runtime.from_host(_a(3, 2))
     with pytest.raises(NotImplementedError, match="svd with full_matrices=True"):
         autodiff.vjp([ops.svd(m, full_matrices=True)[0]], [runtime.from_host(np.ones((3, 3)))],

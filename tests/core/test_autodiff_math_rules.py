@@ -1,4 +1,4 @@
-"""The math and complex VJP rules (core/autodiff_math.py) against jax.vjp, in float32 and
+"""The math, sort and complex VJP rules (core/autodiff_math.py) against jax.vjp, in float32 and
 float64, at random points of each op's domain with a random cotangent.
 
 The reference is JAX in float64 at the same (rounded) inputs, so a float32 gradient is held to
@@ -117,6 +117,23 @@ def test_digamma_gradient_near_poles_and_far_out():
         _check(ops.digamma, lax.digamma, [x], np.ones_like(x), dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axis,descending", [(0, False), (1, False), (1, True), (0, True)])
+@EXAMPLES
+@given(seed=st.integers(0, 2**32 - 1))
+def test_sort_sends_each_cotangent_to_its_source(axis, descending, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.permutation(np.arange(15.0)).reshape(SHAPE).astype(dtype)  # distinct values
+    if descending:
+        def fn(v):
+            return -jnp.sort(-v, axis=axis)
+    else:
+        def fn(v):
+            return jnp.sort(v, axis=axis)
+    _check(lambda v: ops.sort(v, axis=axis, descending=descending), fn, [x],
+           rng.standard_normal(SHAPE).astype(dtype), dtype)
+
+
 def _complex_args(rng, dtype):
     parts = rng.standard_normal((2,) + SHAPE)
     return (parts[0] + 1j * parts[1]).astype(COMPLEX[dtype])
@@ -173,13 +190,16 @@ def _negated(rule):
     return wrong
 
 
-@pytest.mark.parametrize("name", sorted(CASES) + ["real", "imag", "abs", "complex"])
+@pytest.mark.parametrize("name", sorted(CASES) + ["sort", "real", "imag", "abs", "complex"])
 def test_a_sign_error_in_the_rule_would_fail(name):
     """The checks above catch a rule that returns the negated cotangents."""
     rng = np.random.default_rng(0)
     if name in CASES:
         build, fn, args = CASES[name]
         arrays, cot = args(rng, "float64"), rng.standard_normal(SHAPE)
+    elif name == "sort":
+        build, fn = (lambda v: ops.sort(v, axis=1)), (lambda v: jnp.sort(v, axis=1))
+        arrays, cot = [rng.standard_normal(SHAPE)], rng.standard_normal(SHAPE)
     else:
         build, fn, args, make_cot = COMPLEX_CASES[name]
         arrays, cot = args(rng, "float64"), make_cot(rng, "float64")
