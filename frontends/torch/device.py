@@ -165,7 +165,10 @@ def _factory(op):
 FACTORIES = ("arange.default", "arange.start", "arange.start_step", "linspace.default",
              "eye.default", "eye.m", "full.default", "zeros.default", "ones.default",
              "randn.default", "rand.default", "randint.default", "randint.low",
-             "scalar_tensor.default", "normal.float_float")
+             "scalar_tensor.default", "normal.float_float",
+             # forward-mode AD's zero tangent of a constant (torch.func.jvp, jacfwd, hessian):
+             # a plain zero tensor here (torch's marks it to skip work; only slower)
+             "_efficientzerotensor.default")
 
 _registered = []
 

@@ -787,7 +787,14 @@ def _fused_sdp_choice(*args, **kwargs):
     return 0  # SDPBackend.MATH: attention as ordinary ops that we lower
 
 
+def _has_same_storage_numel(a, b):
+    # forward AD's check at make_dual: a lazy tensor's storage is its own values (views are
+    # resolved by functionalization before us), so its numel -- no read of the values
+    return a.numel() == b.numel()
+
+
 SPECIAL = {
+    torch.ops.aten._has_same_storage_numel.default: _has_same_storage_numel,
     torch.ops.aten._local_scalar_dense.default: _local_scalar_dense,
     torch.ops.prims.item.default: _local_scalar_dense,  # torch._refs' Tensor.item
     torch.ops.aten._to_copy.default: _to_copy,
