@@ -60,6 +60,8 @@ class Recording:
         self.unread = None     # an "item" cut whose value no frontend handed to `observed`
         self.numbers = None   # the call's numbers (lazyx.compile's trace), then state numbers
         self.state_numbers = []  # per state number: a function reading its current value
+        self.start_nodes = ()  # ids of the state's and arguments' nodes when the trace began
+        self.serial0 = 0       # ir.CREATED when it began: older nodes were made before the step
 
 
 # ---------------------------------------------------------------- hooks
@@ -129,6 +131,28 @@ class _Observer:
             f"after the call), or pass lazyx.compile(fn, on_observe='split').")
 
 
+    def on_read(self, cause, source, handle):
+        """A value read with no cut: an argument's or state's value, which a replay would
+        never read again -- every replay returned the first call's np.unique(x), x[:int(n)]."""
+        rec = current()
+        if rec is None or rec.unreplayable is not None:
+            return  # (a frontend's host read of state already keeps the step lazy)
+        node = handle.node
+        if id(node) not in rec.start_nodes and node.serial > rec.serial0:
+            return  # made by the step itself (a constant it uploaded, a split piece's result)
+        where = format_line(source) if source else "an unknown line"
+        if rec.on_observe == "split":
+            rec.observed = rec.observed or (cause, where)
+            rec.unreplayable = ("the value of an argument or of state read into Python", where)
+            return
+        raise CompileError(
+            f"lazyx.compile: the step observes a value at {where}: the value of an argument "
+            f"or of state is read into Python (.item(), float(), int(), np.asarray, an op run "
+            f"eagerly on it). A compiled step is replayed without running Python, so every "
+            f"replay would reuse this call's value. Pass the number as a Python number, move "
+            f"that line out of the compiled function, or pass "
+            f"lazyx.compile(fn, on_observe='split').")
+
     def on_results(self, cause, roots, results):
         rec = current()
         if rec is None or rec.on_observe != "split":
@@ -153,7 +177,9 @@ def _fixed_by_the_trace(program, roots, rec):
     state numbers such as an optimizer's lr: rec.numbers) -- so from the step's structure and
     the numbers its code spells alone. (HF's BART decoder builds a mask of ones and asks
     whether it is all ones.) A number met earlier could hide in any number of the graph
-    (torch folds `ones * lr` into one), so then the read is refused as any other."""
+    (torch folds `ones * lr` into one), so then the read is refused as any other. So is a
+    read of state, even state still held as a constant (AveragedModel's `n_averaged == 0`:
+    its counter, made by torch.tensor(0), was baked at 0 and every replay copied)."""
     if rec.numbers or any(kind == "data" for kind, _, _ in program.leaves):
         return False
     seen, stack = set(), list(roots)
@@ -162,7 +188,7 @@ def _fixed_by_the_trace(program, roots, rec):
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if id(node) in rec.keys:
+        if id(node) in rec.keys or id(node) in rec.start_nodes:
             return False
         stack.extend(node.inputs)
     return True
@@ -210,7 +236,7 @@ class recording:
 
 # ---------------------------------------------------------------- frontends' types
 
-_TENSORS = {}     # type -> (is_lazy, handle, wrap, write, takes_grad, has_backward)
+_TENSORS = {}     # type -> (is_lazy, handle, wrap, write, takes_grad, has_backward, version)
 _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _CHILD = {}       # type -> child(obj, name) -> the child called name, or None
@@ -228,7 +254,7 @@ def _never(t):
 
 
 def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None,
-                    has_backward=None):
+                    has_backward=None, version=None):
     """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
     replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
     False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
@@ -236,9 +262,12 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None
     For a framework whose tensors carry their own autograd (torch): `takes_grad(t)` whether a
     call given `t` as an argument records a backward into it now (its .grad is made by the
     call, which a replay cannot make), `has_backward(t)` whether a result carries a backward
-    graph (which a replay's results cannot carry)."""
+    graph (which a replay's results cannot carry). `version(t)`, for an instance that is not
+    lazy (a CPU tensor kept in state), changes whenever it is written in place (torch's
+    version counter): a step that writes one cannot be replayed, one written between calls
+    traces again."""
     _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node,
-                     takes_grad or _never, has_backward or _never)
+                     takes_grad or _never, has_backward or _never, version)
     _lookup_cache.clear()
 
 
@@ -390,10 +419,11 @@ _SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, flo
          complex, type(None), np.ndarray, np.generic)
 
 
-def _discover(objects, limit=200_000, modes=None, aliases=None):
+def _discover(objects, limit=200_000, modes=None, aliases=None, host=None):
     """{path: (tensor, stable)} for the lazy tensors reachable from `objects` (and, into
     `modes`, (object, mode function) for each container with a registered mode; into
-    `aliases`, {path: [other paths to the same tensor]}).
+    `aliases`, {path: [other paths to the same tensor]}; into `host`, (tensor, its version
+    function) for each tensor that is not lazy and has one: a CPU counter in a module).
 
     State is keyed by where it is found (root, then keys, attributes or positions), so a step
     that rebinds `params["w"] = params["w"] - g` keeps one slot whose tensor is replaced."""
@@ -414,6 +444,8 @@ def _discover(objects, limit=200_000, modes=None, aliases=None):
                 if spec[1][0](obj):
                     found[path] = (obj, stable)
                     first[id(obj)] = path
+                elif host is not None and spec[1][6] is not None:
+                    host.append((obj, spec[1][6]))
             else:
                 children = [(c, stable and s, path + (k,)) for k, c, s in spec[1](obj)]
                 stack.extend(reversed(children))

@@ -178,7 +178,10 @@ class Compiled:
         runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
         arg_roots = _arg_roots(full[0])
         host = host_state.snapshot(_roots(self.fn) + arg_roots)
-        before = _discover([o for _, o in _roots(self.fn) + arg_roots])
+        host_tensors = []
+        before = _discover([o for _, o in _roots(self.fn) + arg_roots], host=host_tensors)
+        host_versions = [(t, version, version(t)) for t, version in host_tensors]
+        _own_leaves(before)
         start_leaf = {id(handle_of(t).node): tid for tid, (t, _) in before.items()}
         tensors = []
         _flatten((args, kwargs), tensors, [])
@@ -200,6 +203,8 @@ class Compiled:
             sym_args = _substitute(args, numbers, copies)
             sym_kwargs = _substitute(kwargs, numbers, copies)
             rec.numbers = numbers  # state numbers (capture.state_number) follow the call's
+            rec.start_nodes = set(start_leaf) | set(arg_leaf)
+            rec.serial0 = serial0
             hooks = [factory() for factory in capture._TRACE_HOOKS]
             for hook in hooks:
                 hook.__enter__()
@@ -316,7 +321,19 @@ class Compiled:
             self._stay_lazy(None, None, f"{changed}, which a replay, running no Python, "
                             f"would not do again", stacklevel=4)
             return _plain_deep(result), None
+        written = next((t for t, version, was in host_versions if version(t) != was), None)
+        if written is not None:
+            self._stay_lazy(None, None, f"it writes a {type(written).__name__} of shape "
+                            f"{tuple(getattr(written, 'shape', ()))} kept in state off the "
+                            f"lazyx device (a CPU counter, AveragedModel's n_averaged) while it "
+                            f"runs, which a replay, running no Python, would not do again; "
+                            f"keep such state on the lazyx device", stacklevel=4)
+            return _plain_deep(result), None
         entry.host_arrays = host_state.array_guards(host)
+        # (only those next to the step, as host arrays: deeper ones -- a CPU model's
+        # parameters reachable through a shared list -- are rarely what it reads)
+        near = {id(t) for t in _near_host_tensors(roots)}
+        entry.host_tensors = [v for v in host_versions if id(v[0]) in near]
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -398,6 +415,38 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
+
+
+def _near_host_tensors(roots):
+    """Tensors that are not lazy one level from the step's roots (a closure cell, a global,
+    an attribute of self, a dict's value): a CPU `scale` the step reads with float()."""
+    for _, obj in roots:
+        values = [obj]
+        if isinstance(obj, dict):
+            values += list(obj.values())
+        elif type(getattr(obj, "__dict__", None)) is dict:
+            values += list(obj.__dict__.values())
+        for value in values:
+            spec = _spec(type(value))
+            if spec is not None and spec[0] == "tensor" and spec[1][6] is not None and \
+                    not spec[1][0](value):
+                yield value
+
+
+def _own_leaves(state):
+    """Give each state tensor a leaf of its own. Two tensors holding one value (an EMA model
+    deep-copied from the model: the copy shares the buffer, and so the IR node) made one leaf
+    of the traced program, and every replay fed both the first one's current value."""
+    nodes, handles = set(), set()
+    for t, _ in state.values():
+        h = handle_of(t)
+        if id(h) in handles:
+            continue
+        handles.add(id(h))
+        node = h.node
+        if id(node) in nodes and node.op == "data":
+            h.node = node = ir.data(node.value, node.shape, node.dtype)
+        nodes.add(id(node))
 
 
 # ---------------------------------------------------------------- replaying

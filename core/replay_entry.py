@@ -40,6 +40,7 @@ class Entry:
         self.unverified_ints = ()
         self.decisions = []         # (expression, outcome) of what Python decided from numbers
         self.host_arrays = []       # (name, getter, copy): host arrays it read (host_state.py)
+        self.host_tensors = []      # (tensor, version function, version): state off the device
         self.removals = []          # wheres of state the step removed (zero_grad: .grad None)
         self.graph_results = False  # the traced results had a backward graph (warned once)
         self.first_numbers = []

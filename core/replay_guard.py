@@ -95,6 +95,10 @@ def _guard_miss(entry, numbers):
         why = host_state.arrays_changed(entry.host_arrays)
         if why is not None:
             return why
+    for t, version, was in entry.host_tensors:
+        if version(t) != was:
+            return (f"a {type(t).__name__} kept in state off the lazyx device (the traced "
+                    f"call read it) was written since")
     if entry.decisions and not decided_alike(entry.decisions, numbers):
         return ("what the step decided from a Python number argument (a comparison, "
                 "min/max, an int) comes out otherwise for this call's numbers")

@@ -198,6 +198,8 @@ def to_host(handle, cause="observe", source=None):
     """The handle's value as a NumPy array, syncing first if it is pending."""
     if handle.pending:
         sync(handle, cause=cause, source=source or user_line(2), sharing=True)
+    elif LISTENERS:  # (lazyx.compile: reading an argument's value needs no cut, but it is read)
+        _notify("on_read", cause, source or user_line(2), handle)
     start = time.perf_counter() if LISTENERS else 0.0
     host = get_backend().to_host(handle.node.value)
     _transferred("to_host", host.nbytes, start)
@@ -215,6 +217,8 @@ def to_host_shared(handle, cause="observe"):
         return None
     if handle.pending:
         sync(handle, cause=cause, source=user_line(2), sharing=True)
+    elif LISTENERS:
+        _notify("on_read", cause, user_line(2), handle)
     buffer = lend(handle.node.value)
     if buffer is None:
         return None

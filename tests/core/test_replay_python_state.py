@@ -147,3 +147,40 @@ def test_a_host_array_in_a_global_changed_between_calls_is_a_guard_miss():
         assert lazyx.metrics()["replays"] >= 1
     finally:
         _MASK[:] = 1.0
+
+
+_READS = {
+    "np.unique (run by NumPy)": lambda x, m, k, i: np.unique(x) * 1.0,
+    "np.bincount": lambda x, m, k, i: np.bincount(i, minlength=9) * 1.0,
+    "x[mask] (a data-dependent shape)": lambda x, m, k, i: x[m].sum(),
+    "float() of an argument": lambda x, m, k, i: x * float(k),
+    "int() of an argument": lambda x, m, k, i: x[:int(k)].sum(),
+    "np.asarray of state": lambda x, m, k, i: x * np.asarray(_STATE[0]).sum(),
+}
+_STATE = [None]
+
+
+@pytest.mark.parametrize("name", list(_READS))
+def test_a_step_reading_an_arguments_value_is_not_replayed_with_the_first_value(name):
+    """Reading the value of an argument (or of state) into Python needs no cut when it is
+    already data, and so no observation was seen: every replay returned the first call's
+    np.unique(x), x[mask].sum(), x * float(k). Such a read is an observation now: an error
+    by default, and a lazily run step, with each call's numbers, under on_observe='split'."""
+    fn = _READS[name]
+    calls = [(np.array([[1.0, 2.0], [2.0, 5.0]]), np.array([True, False]), np.array(1),
+              np.array([0, 3, 3])),
+             (np.array([[3.0, 3.0], [7.0, 1.0]]), np.array([False, True]), np.array(2),
+              np.array([8, 1, 1])),
+             (np.array([[2.0, 8.0], [4.0, 4.0]]), np.array([True, True]), np.array(0),
+              np.array([2, 2, 5]))]
+    _STATE[0] = lnp.asarray(np.arange(3.0))
+    with pytest.raises(lazyx.CompileError, match="argument or of state"):
+        lazyx.compile(fn)(*map(lnp.asarray, calls[0]))
+    split = lazyx.compile(fn, on_observe="split")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for j, args in enumerate(calls):
+            _STATE[0] = lnp.asarray(np.arange(3.0) * (j + 1))
+            got = np.asarray(split(*map(lnp.asarray, args)))
+            _STATE[0] = np.arange(3.0) * (j + 1)
+            np.testing.assert_allclose(got, fn(*args))

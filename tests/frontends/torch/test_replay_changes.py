@@ -176,12 +176,12 @@ def test_autocast_around_a_call_is_guarded():
 
 def test_a_view_argument_is_never_replayed_with_the_traced_views_values():
     # torch makes a view from its base inside the step: the program read the base, baked,
-    # and every replay returned data[0]'s numbers
+    # and every replay returned data[0]'s numbers (the view is now synced from its base
+    # before the trace reads it, so it is a leaf of its own, and replays)
     data = torch.arange(12.0).reshape(4, 3)
     lazy = data.to(lt.device)
     step = lazyx.compile(lambda x: (x * 2).sum(0))
-    with pytest.warns(RuntimeWarning, match="view argument"):
-        got = [step(lazy[i]).cpu() for i in range(4)]
+    got = [step(lazy[i]).cpu() for i in range(4)]
     for i, g in enumerate(got):
         torch.testing.assert_close(g, (data[i] * 2).sum(0))
     lazyx.reset_metrics()
@@ -202,3 +202,99 @@ def test_a_view_argument_updated_in_place_updates_its_own_rows():
         for i in range(3):
             step(base[i], torch.full((2,), float(i + 1)).to(lt.device))
     torch.testing.assert_close(base.cpu(), torch.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]))
+
+
+def _sgd(params, capturable):
+    return torch.optim.SGD(params, lr=0.1)
+
+
+@pytest.mark.parametrize("write", ["data", "detach", "no_grad"])
+def test_a_write_through_an_alias_between_calls_is_what_the_replay_reads(write):
+    """`p.data.clamp_(...)` (WGAN weight clipping), `p.detach().mul_(0)`: the write lands in
+    the functional storage, not in p's inner tensor, which the replay read stale."""
+    def between(k, model, opt):
+        if k % 2 == 0:
+            for p in model.parameters():
+                if write == "data":
+                    p.data.clamp_(-0.05, 0.05)
+                elif write == "detach":
+                    p.detach().mul_(0.5)
+                else:
+                    with torch.no_grad():
+                        p.mul_(0.5)
+    want = _run("cpu", False, _sgd, between)
+    _same(_run(lt.device, True, _sgd, between), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("how", ["detach", "data", "foreach_lerp"])
+def test_an_ema_written_through_an_alias_inside_the_step_replays_like_eager(how):
+    """EMA weights updated inside the step through a detached alias (timm's ModelEmaV3,
+    torch.optim.swa_utils' multi-average functions): every replay read the EMA's value from
+    the trace."""
+    def run(device, compiled):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2).to(device)
+        ema = copy.deepcopy(model)
+
+        def step(x):
+            with torch.no_grad():
+                model.weight.add_(x.mean())
+            pairs = list(zip(ema.parameters(), model.parameters()))
+            if how == "detach":
+                for e, p in pairs:
+                    e.detach().mul_(0.9).add_(p.detach(), alpha=0.1)
+            elif how == "data":
+                for e, p in pairs:
+                    e.data.mul_(0.9).add_(p.data, alpha=0.1)
+            else:
+                torch._foreach_lerp_([e.detach() for e, _ in pairs],
+                                     [p.detach() for _, p in pairs], 0.1)
+        fn = lazyx.compile(step) if compiled else step
+        for k in range(5):
+            fn(torch.full((2,), float(k + 1)).to(device))
+        return [p.detach().cpu() for p in ema.parameters()]
+    _same(run(lt.device, True), run("cpu", False), rtol=1e-5, atol=1e-6)
+
+
+def test_a_step_writing_a_cpu_counter_in_state_runs_lazily_like_eager():
+    """AveragedModel keeps n_averaged on the CPU (device=None) and asks `n_averaged == 0`:
+    the trace took the copy branch, baked it, and no replay advanced the counter -- the
+    average stayed a copy of the model. Now the write is seen: a warning, lazy runs."""
+    from torch.optim import swa_utils
+
+    def run(device, compiled):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 1).to(device)
+        avg = swa_utils.AveragedModel(model)
+
+        def step():
+            with torch.no_grad():
+                model.weight.add_(1.0)
+            avg.update_parameters(model)
+        fn = lazyx.compile(step) if compiled else step
+        out = []
+        for _ in range(4):
+            fn()
+            out.append(avg.module.weight.detach().cpu().clone())
+        return out, int(avg.n_averaged)
+    want, n = run("cpu", False)
+    with pytest.warns(RuntimeWarning, match="off the lazyx device"):
+        got, m = run(lt.device, True)
+    assert m == n == 4
+    _same(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_cpu_tensor_in_state_written_between_calls_traces_again():
+    """A CPU tensor the step reads (its value baked into the program) written between calls:
+    a guard miss, not the old value."""
+    scale = torch.tensor(2.0)
+    w = torch.ones(3, device=lt.device)
+
+    @lazyx.compile
+    def step():
+        w.mul_(float(scale))
+    for k in range(4):
+        if k == 2:
+            scale.fill_(3.0)
+        step()
+    torch.testing.assert_close(w.cpu(), torch.full((3,), 2.0 * 2 * 3 * 3))
