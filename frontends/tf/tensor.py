@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.eager import record
 from tensorflow.python.framework import composite_tensor, type_spec
+from tensorflow.python.util import object_identity
 
 from ...core import ir, ops, origins, runtime, source
 from ...core.split_steps import observed
@@ -249,7 +250,20 @@ class LazyTensor(composite_tensor.CompositeTensor):
         return f"lazyx.tf.Tensor({value}, shape={tuple(self.node.shape)}, " \
                f"dtype={self.dtype.name})"
 
+    def __format__(self, format_spec):
+        # EagerTensor.__format__ formats its NumPy array (not the scalar .numpy() gives):
+        # f"{loss:.4f}" works on a 0-d tensor, "" prints the value, and a spec on a
+        # non-scalar raises NumPy's TypeError -- object's default raised for every spec
+        return np.asarray(_observe(self._handle, cause="print")).__format__(format_spec)
+
     __hash__ = object.__hash__  # hashable by identity (keras keeps tensors in dicts)
+
+    def ref(self):
+        """tf.Tensor.ref: the identity-keyed Reference TF code uses for tensors in sets."""
+        return object_identity.Reference(self)
+
+    def experimental_ref(self):  # TF's deprecated name for ref()
+        return self.ref()
 
     def __iter__(self):
         if not self.node.ndim:
