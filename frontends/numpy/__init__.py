@@ -28,11 +28,12 @@ from ._info import (DTYPES as _DTYPES, __array_namespace_info__, bool, can_cast,
 from ._linalg import (diag, diagonal, dot, einsum, inner, matmul, norm, outer, tensordot,
                       trace, vecdot)
 from ._manipulation import (append, array_split, astype, atleast_1d, atleast_2d, atleast_3d,
-                            broadcast_arrays, broadcast_to, clip, column_stack, concat,
+                            broadcast_arrays, broadcast_to, column_stack, concat,
                             concatenate, copy, diff, dstack, expand_dims, flip, hstack,
                             matrix_transpose, moveaxis, pad, permute_dims, ravel, repeat,
                             reshape, roll, split, squeeze, stack, swapaxes, tile, transpose,
-                            unstack, vstack, where)
+                            unstack, vstack)
+from ._choosing import clip, where
 from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  # noqa: A004
                           cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,
                           sort, std, sum, var)

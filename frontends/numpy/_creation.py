@@ -82,6 +82,8 @@ def _like(a, dtype, shape):
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     shape, dtype = _like(a, dtype, shape)
+    if type(fill_value) is int:  # NumPy's copyto: OverflowError out of an integer dtype's range
+        return full(shape, fill_value, dtype)
     return full(shape, np.asarray(fill_value).astype(np.dtype(dtype)) if np.ndim(fill_value)
                 else np.array(fill_value).astype(np.dtype(dtype))[()], dtype)
 

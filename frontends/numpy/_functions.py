@@ -5,7 +5,7 @@ import functools
 import numpy as np
 
 from ...core.tables import Table
-from . import (_assembly, _creation, _elementwise, _elementwise_routines, _histograms,
+from . import (_assembly, _choosing, _creation, _elementwise, _elementwise_routines, _histograms,
                _indexing, _linalg, _manipulation, _numpy_linalg, _polynomials, _products,
                _reductions, _sorting, _statistics)
 from . import fft as _fft
@@ -64,7 +64,7 @@ def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     both_inf = (a == b)
     result = apply(np.logical_or, (close, both_inf))
     finite = apply(np.logical_and, (apply(np.isfinite, (a,)), apply(np.isfinite, (b,))))
-    result = _manipulation.where(finite, result, both_inf)
+    result = _choosing.where(finite, result, both_inf)
     if equal_nan:
         result = apply(np.logical_or, (result, apply(np.logical_and, (
             apply(np.isnan, (a,)), apply(np.isnan, (b,))))))
@@ -95,7 +95,7 @@ def _amin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 def _copyto(dst, src, casting="same_kind", where=True):
     if where is not True:
-        src = _manipulation.where(where, src, dst)
+        src = _choosing.where(where, src, dst)
     assign(dst, src, casting=casting)
 
 
@@ -107,7 +107,7 @@ def _nan_reduce(reduce, fill_value):
     def fn(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         x = as_lazy(a)
         if x.dtype.kind == "f":
-            x = _manipulation.where(apply(np.isnan, (x,)), fill_value, x)
+            x = _choosing.where(apply(np.isnan, (x,)), fill_value, x)
         kw = {"keepdims": keepdims, "out": out}
         if dtype is not None:
             kw["dtype"] = dtype
@@ -139,9 +139,9 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     np.roll: _manipulation.roll, np.tile: _manipulation.tile, np.repeat: _manipulation.repeat,
     np.split: _manipulation.split, np.array_split: _manipulation.array_split,
     np.pad: _manipulation.pad, np.diff: _manipulation.diff, np.append: _manipulation.append,
-    np.copy: _manipulation.copy, np.where: _manipulation.where, np.clip: _manipulation.clip,
+    np.copy: _manipulation.copy, np.where: _choosing.where, np.clip: _choosing.clip,
     np.matrix_transpose: _manipulation.matrix_transpose, np.astype: _astype,
-    np.copyto: _copyto, np.select: _manipulation.select, np.piecewise: _manipulation.piecewise,
+    np.copyto: _copyto, np.select: _choosing.select, np.piecewise: _choosing.piecewise,
     np.lib.stride_tricks.sliding_window_view: _manipulation.sliding_window_view,
     # creation from arrays
     np.zeros_like: _creation.zeros_like, np.ones_like: _creation.ones_like,
@@ -188,7 +188,7 @@ def _nan_scan(scan, fill_value, numpy_fn):
                 axis=axis, dtype=dtype, out=out))
         x = as_lazy(a)
         if x.dtype.kind in "fc":
-            x = _manipulation.where(apply(np.isnan, (x,)), fill_value, x)
+            x = _choosing.where(apply(np.isnan, (x,)), fill_value, x)
         return scan(x, axis, dtype)
     return call
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from . import _complex, _creation, _indexing, _linalg, _manipulation, _reductions
+from . import _choosing, _complex, _creation, _indexing, _linalg, _manipulation, _reductions
 from ._base import LazyArray, wrap
 from ._elementwise import round as round_
 from ._entry import apply, array_ufunc, binary
@@ -245,7 +245,7 @@ METHODS = {
     "reshape": _reshape, "transpose": _transpose, "astype": _astype,
     "ravel": _manipulation.ravel, "flatten": _manipulation.ravel,
     "squeeze": _manipulation.squeeze, "swapaxes": _manipulation.swapaxes,
-    "repeat": _manipulation.repeat, "clip": _manipulation.clip, "copy": _manipulation.copy,
+    "repeat": _manipulation.repeat, "clip": _choosing.clip, "copy": _manipulation.copy,
     "take": _indexing.take, "nonzero": _indexing.nonzero, "dot": _linalg.dot,
     "diagonal": _linalg.diagonal, "trace": _linalg.trace, "round": _round,
     "conj": _conj, "conjugate": _conj,

@@ -328,10 +328,14 @@ def searchsorted(a, v, side="left", sorter=None):
         raise ValueError("object too deep for desired array")
     if sorter is not None:
         a = take(a, sorter)
+    n = a.shape[0]
+    if type(v) is int and dt.is_int(a._node.dtype):
+        info = np.iinfo(a.dtype)
+        if not info.min <= v <= info.max:  # NumPy compares it exactly: before or after all
+            return wrap(fill(0 if v < info.min else n, "int64", ()))
     dtype = result_ir_dtype(a, v)
     a_node, v_node = as_node(a, dtype), as_node(v, dtype)
     v_shape = v_node.shape
-    n = a_node.shape[0]
     a_b = ops.broadcast_in_dim(a_node, shape=v_shape + (n,), broadcast_dimensions=(len(v_shape),))
     v_b = ops.broadcast_in_dim(v_node, shape=v_shape + (n,),
                                broadcast_dimensions=tuple(range(len(v_shape))))

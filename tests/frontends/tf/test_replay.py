@@ -177,3 +177,54 @@ def test_a_split_step_branching_on_a_bool_it_reads_replays_like_the_uncompiled_r
     np.testing.assert_allclose(comp_w.numpy(), plain_w.numpy(), rtol=1e-6)
     np.testing.assert_allclose(comp_b.numpy(), plain_b.numpy(), rtol=1e-6)
     assert lazyx.metrics()["replays"] >= 2
+
+
+_CHANGES = {
+    "layer.trainable = False": (lambda: keras.optimizers.SGD(0.1),
+                                lambda m, o: setattr(m.layers[0], "trainable", False)),
+    "optimizer weight_decay": (lambda: keras.optimizers.AdamW(0.05, weight_decay=0.0),
+                               lambda m, o: setattr(o, "weight_decay", 0.5)),
+    "optimizer momentum": (lambda: keras.optimizers.SGD(0.1, momentum=0.9),
+                           lambda m, o: setattr(o, "momentum", 0.0)),
+    "optimizer clipnorm": (lambda: keras.optimizers.SGD(0.5, clipnorm=10.0),
+                           lambda m, o: setattr(o, "clipnorm", 0.01)),
+    "activation swapped": (lambda: keras.optimizers.SGD(0.1),
+                           lambda m, o: setattr(m.layers[0], "activation",
+                                                keras.activations.relu)),
+}
+
+
+@pytest.mark.parametrize("name", list(_CHANGES))
+def test_keras_settings_changed_between_calls_trace_again(name):
+    """Freezing a layer (fine-tuning), an optimizer's weight decay, momentum or clipnorm, a
+    layer's activation, changed between calls: the replay kept the traced call's update (the
+    frozen layer kept training), with no miss."""
+    make_opt, change = _CHANGES[name]
+
+    def run(compiled):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(6, activation="tanh"),
+                                  keras.layers.Dense(3)])
+        opt = make_opt()
+        tape = ltf.GradientTape if compiled else tf.GradientTape
+        make = ltf.constant if compiled else tf.constant
+
+        def step(x, y):
+            with tape() as t:
+                loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
+            grads = t.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        fn = lazyx.compile(step) if compiled else step
+        losses = []
+        for k, (x, y) in enumerate(_data(6)):
+            if k == 3:
+                change(model, opt)
+            losses.append(float(np.asarray(fn(make(x), make(y)))))
+        ltf.sync()
+        return losses, [v.numpy() for v in model.weights]
+    want, want_weights = run(False)
+    got, got_weights = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(got_weights, want_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

@@ -1,0 +1,78 @@
+"""Divergences from NumPy a user found (an exploratory test report), each checked against
+the installed NumPy itself on real inputs."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lazyx.frontends.numpy as lnp
+
+_INTS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+def _outcome(fn, *args):
+    """fn's result as a host array, or its exception's type and message."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*args)
+        return "ok", np.asarray(out).dtype, np.asarray(out).tolist()
+    except Exception as err:  # noqa: BLE001 -- the exception is what is compared
+        return type(err), str(err)
+
+
+def _same_as_numpy(fn, *hosts):
+    expected = _outcome(fn, *hosts)
+    got = _outcome(fn, *[lnp.asarray(h) if isinstance(h, np.ndarray) else h for h in hosts])
+    assert got == expected
+
+
+# ---------------------------------------------------------------- out-of-range Python ints
+
+_BOUND = st.one_of(st.none(), st.integers(-2**64, 2**64), st.sampled_from(
+    [-1, 0, 127, 128, 255, 256, -129, -32769, 65536, 2**31, 2**63 - 1, 2**63, 2**64 - 1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_INTS), _BOUND, _BOUND, st.sampled_from([None, "int16", "float32"]))
+def test_clip_drops_a_python_int_bound_past_the_dtype_end(dtype, lo, hi, out_dtype):
+    # np.clip(uint8_image, -5, 150) clips in NumPy 2 (the bound is never reached); a bound
+    # inside the far side of the range still raises the ufunc's OverflowError
+    host = np.array([0, 1, 100, np.iinfo(dtype).max, np.iinfo(dtype).min], dtype)
+    kwargs = {} if out_dtype is None else {"dtype": out_dtype}
+    _same_as_numpy(lambda a: np.clip(a, lo, hi, **kwargs), host)
+    _same_as_numpy(lambda a: a.clip(lo, hi), host)
+
+
+def test_clip_repro():
+    img = np.array([200, 100, 3], np.uint8)
+    for lo, hi in ((-5, 150), (0, 1000), (300, 400), (-400, -300)):
+        _same_as_numpy(lambda a: np.clip(a, lo, hi), img)
+    _same_as_numpy(lambda a: np.clip(a, -5, 150, out=np.empty(3, np.int8)), img)
+    _same_as_numpy(lambda a: np.clip(a, 1.5, 150, out=np.empty(3, np.uint8)), img)
+
+
+_CALLS = {
+    "minimum": lambda a, v: np.minimum(a, v), "maximum": lambda a, v: np.maximum(a, v),
+    "gt": lambda a, v: a > v, "lt": lambda a, v: a < v, "eq": lambda a, v: a == v,
+    "rne": lambda a, v: v != a, "add": lambda a, v: a + v, "radd": lambda a, v: v + a,
+    "mul": lambda a, v: a * v, "and": lambda a, v: a & v,
+    "add16": lambda a, v: np.add(a, v, dtype=np.int16),
+    "where": lambda a, v: np.where(a > 1, a, v), "where2": lambda a, v: np.where(a > 1, v, a),
+    "select": lambda a, v: np.select([a > 1], [a], v),
+    "full_like": lambda a, v: np.full_like(a, v),
+    "searchsorted": lambda a, v: np.searchsorted(np.sort(a), v),
+    "searchsorted_r": lambda a, v: np.searchsorted(np.sort(a), v, side="right"),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(_INTS), st.sampled_from(sorted(_CALLS)),
+       st.sampled_from([-2**63 - 1, -2**63, -129, -5, -1, 0, 3, 200, 300, 1000, 2**63, 2**64]))
+def test_out_of_range_python_ints_as_numpy(dtype, call, value):
+    # each NumPy function's own rule: ufuncs raise OverflowError, comparisons answer,
+    # where/select wrap the value, full_like raises, searchsorted places it exactly
+    host = np.array([0, 1, 100, np.iinfo(dtype).max], dtype)
+    _same_as_numpy(_CALLS[call], host, value)
