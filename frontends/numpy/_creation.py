@@ -8,8 +8,8 @@ import numpy as np
 
 from ...core import compose, ops, runtime
 from ._base import LazyArray, wrap
-from ._manipulation import broadcast_to
-from ._promote import as_lazy, as_node, ir_dtype
+from ._manipulation import astype as _manipulation_astype, broadcast_to
+from ._promote import UnsupportedDtype, as_lazy, as_node, holdable, ir_dtype
 from ._ufuncs import fill
 
 
@@ -23,6 +23,11 @@ def _shape(shape):
 
 
 def asarray(obj, /, dtype=None, device=None, copy=None, *, order=None, like=None):
+    if dtype is not None and not isinstance(dtype, LazyArray) and not holdable(dtype):
+        return _host_array(obj, dtype, copy)
+    if not isinstance(obj, LazyArray) and isinstance(obj, (np.ndarray, np.generic)) and \
+            not holdable(obj.dtype):
+        return _host_array(obj, None, copy)
     target = ir_dtype(dtype) if dtype is not None else None
     if isinstance(obj, LazyArray):
         if copy is False and target is not None and target != obj._node.dtype:
@@ -37,11 +42,24 @@ def asarray(obj, /, dtype=None, device=None, copy=None, *, order=None, like=None
     if target is None and not isinstance(obj, (np.ndarray, np.generic, list, tuple)) \
             and isinstance(obj, (bool, int, float)):
         return wrap(runtime.from_host(np.asarray(obj)))
-    return as_lazy(obj, target)
+    try:
+        return as_lazy(obj, target)
+    except UnsupportedDtype:  # a list of strings or dates
+        return _host_array(obj, dtype, copy)
+
+
+def _host_array(obj, dtype, copy):
+    """datetime64, timedelta64, strings: the IR has no such types, so the value stays
+    NumPy's own array (a lazy one converted by NumPy's cast: a counted fallback)."""
+    if isinstance(obj, LazyArray):
+        return _manipulation_astype(obj, dtype)
+    return np.array(obj, dtype, copy=copy if copy is not None else None)
 
 
 def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs):
     out = asarray(obj, dtype)
+    if not isinstance(out, LazyArray):
+        return np.array(out, copy=False, ndmin=ndmin)
     if out.ndim < ndmin:
         out = wrap(ops.reshape(out._node, new_sizes=(1,) * (ndmin - out.ndim) + out.shape))
     return out

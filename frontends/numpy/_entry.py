@@ -27,8 +27,8 @@ from ...core.tables import Table, caller
 from ._base import LazyArray, wrap
 from ._complex import lowering as complex_lowering
 from ._fallback import run_eagerly
-from ._promote import (as_node, assign, broadcast_node, broadcast_shapes, dtype_key,
-                       resolve_ufunc, shape_of)
+from ._promote import (UnsupportedDtype, as_node, assign, broadcast_node, broadcast_shapes,
+                       dtype_key, resolve_ufunc, shape_of)
 from ._ufuncs import UFUNCS, fill
 
 _maybe_cut = runtime.maybe_cut
@@ -172,7 +172,11 @@ def _apply_general(ufunc, args, dtype=None):
     signature = None
     if dtype is not None:
         signature = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
-    loop = resolve_ufunc(ufunc, keys, signature)
+    try:
+        loop = resolve_ufunc(ufunc, keys, signature)
+    except UnsupportedDtype:  # np.timedelta64(1, 'h') * lazy: NumPy's, a host result
+        return run_eagerly(ufunc, f"numpy.{ufunc.__name__}", args,
+                           {} if dtype is None else {"dtype": dtype})
     lower = complex_lowering(ufunc, loop, ufunc.nin)
     if ufunc in _COMPARISONS and dtype is None:
         decided = _compare_out_of_range(ufunc, args, loop)

@@ -9,7 +9,7 @@ import numpy as np
 from ...core import runtime
 from ...core.source import user_line
 from ._base import LazyArray, wrap
-from ._promote import assign
+from ._promote import assign, holdable
 
 
 def _lazy_in(obj, found):
@@ -49,8 +49,9 @@ def observe_with(fn, args, kwargs):
 
 
 def rewrap(obj):
-    """Host results back as lazy arrays (device data); scalars and other objects unchanged."""
-    if isinstance(obj, np.ndarray) and obj.dtype != object:
+    """Host results back as lazy arrays (device data); scalars, other objects and arrays of
+    dtypes the IR has no type for (datetime64, strings: they stay NumPy's) unchanged."""
+    if isinstance(obj, np.ndarray) and holdable(obj.dtype):
         return wrap(runtime.from_host(obj))
     if isinstance(obj, list):
         return [rewrap(v) for v in obj]

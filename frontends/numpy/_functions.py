@@ -13,7 +13,7 @@ from . import linalg as _linalg_api
 from ._base import LazyArray
 from ._entry import apply
 from ._fallback import observe_with, run_eagerly
-from ._promote import as_lazy, assign, ir_dtype, result_ir_dtype
+from ._promote import UnsupportedDtype, as_lazy, assign, ir_dtype, result_ir_dtype
 
 
 def _shape(a):
@@ -281,7 +281,10 @@ def array_function(func, types, args, kwargs):
             return NotImplemented
     impl = FUNCTIONS.get(func)
     if impl is not None:
-        return impl(*args, **kwargs)
+        try:
+            return impl(*args, **kwargs)
+        except UnsupportedDtype:  # a datetime64 or string operand or dtype=: NumPy's own
+            pass
     if func in HOST_OUTPUTS:
         return observe_with(func, args, kwargs)
     name = f"{func.__module__.replace('numpy._core', 'numpy').split('.')[0]}.{func.__name__}" \

@@ -15,7 +15,7 @@ from ._fallback import run_eagerly
 from ._entry import apply, traced
 from ._indexing import take
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, ir_dtype, normalize_axis_tuple,
+                       broadcast_shapes, holdable, ir_dtype, normalize_axis_tuple,
                        result_ir_dtype, shape_of)
 
 
@@ -458,6 +458,10 @@ def append(arr, values, axis=None):
 
 
 def astype(x, dtype, /, *, copy=True, device=None):
+    if not isinstance(dtype, LazyArray) and not holdable(dtype):
+        # datetime64 / strings: NumPy's cast of the values, a host array (counted)
+        return run_eagerly(lambda a: np.asarray(a).astype(dtype), "numpy.ndarray.astype",
+                           (x,), {})
     target = ir_dtype(dtype)
     node = as_node(x)
     return wrap(node if node.dtype == target else ops.convert(node, dtype=target))

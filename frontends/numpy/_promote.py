@@ -21,6 +21,17 @@ _SUPPORTED = frozenset(dt.ALL)
 _WEAK = {int: "int64", float: "float64", complex: "complex128"}  # NEP 50 defaults
 
 
+class UnsupportedDtype(TypeError):
+    """A dtype the IR has no type for (datetime64, timedelta64, strings, objects): the
+    callers that can hand the work to NumPy (a counted fallback) catch it; it stays a
+    TypeError for the others."""
+
+
+def holdable(dtype):
+    """Whether a lazy array can hold `dtype` (else the value stays a NumPy array)."""
+    return np.dtype(dtype).name in _SUPPORTED
+
+
 def ir_dtype(dtype):
     """The IR dtype name for anything NumPy accepts as a dtype; TypeError for unsupported ones."""
     if isinstance(dtype, str) and dtype in _SUPPORTED:
@@ -29,7 +40,7 @@ def ir_dtype(dtype):
         return dtype._node.dtype
     d = np.dtype(dtype)
     if d.name not in _SUPPORTED:
-        raise TypeError(f"lazyx.frontends.numpy: dtype {d.name} is not supported (lazy arrays "
+        raise UnsupportedDtype(f"lazyx.frontends.numpy: dtype {d.name} is not supported (lazy arrays "
                         f"hold {', '.join(dt.ALL)})")
     return d.name
 
