@@ -7,6 +7,7 @@ len) is known at trace time and never syncs. Operators and methods are attached 
 """
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -158,8 +159,13 @@ class LazyArray:
         return value if args else observed(value, self.__lazyx_handle__, number=True)
 
     def _scalar(self, kind):
-        if self.size != 1:
-            raise TypeError("only length-1 arrays can be converted to Python scalars")
+        if self.ndim and (_SCALAR_NEEDS_0D or self.size != 1):
+            raise TypeError(_SCALAR_MESSAGE)
+        if self.ndim:
+            warnings.warn("Conversion of an array with ndim > 0 to a scalar is deprecated, "
+                          "and will error in future. Ensure you extract a single element "
+                          "from your array before performing this operation. (Deprecated "
+                          "NumPy 1.25.)", DeprecationWarning, stacklevel=3)
         value = kind(self._host("item").reshape(()).item())
         # (plain: __float__ and __int__ must return exactly a float or an int)
         return plain(observed(value, self.__lazyx_handle__))
@@ -179,6 +185,9 @@ class LazyArray:
         return observed(int(self._host("item")), self.__lazyx_handle__)
 
     def __bool__(self):
+        if self.size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
         if self.size != 1:  # decided from the shape alone, before any sync
             raise ValueError("The truth value of an array with more than one element is "
                              "ambiguous. Use a.any() or a.all()")
@@ -221,6 +230,25 @@ class LazyArray:
         return (_from_host_array, (self._host("convert"),))
 
 
+def _numpy_scalar_rule():
+    """(whether float() needs a 0-d array, the TypeError's wording) of the installed NumPy:
+    its 1.25 deprecation of float(np.ones(1)) ended in a TypeError later."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            float(np.ones(1))
+        except TypeError:
+            needs_0d = True
+        else:
+            needs_0d = False
+        try:
+            float(np.ones(2))
+        except TypeError as err:
+            return needs_0d, str(err)
+    return needs_0d, "only length-1 arrays can be converted to Python scalars"
+
+
+_SCALAR_NEEDS_0D, _SCALAR_MESSAGE = _numpy_scalar_rule()
 _LAZYX_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _NUMPY_TESTING = os.path.join(_NUMPY_DIR, "testing") + os.sep

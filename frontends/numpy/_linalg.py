@@ -15,7 +15,8 @@ from ._fallback import run_eagerly
 from ._entry import GUFUNCS, apply, register, traced
 from ._manipulation import expand_dims, ravel
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, nodes_result_dtype, result_ir_dtype)
+                       broadcast_shapes, dtype_key, nodes_result_dtype, result_ir_dtype,
+                       shape_of)
 from ._reductions import sum as sum_
 from ._ufuncs import fill
 
@@ -235,6 +236,12 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
                            {"out": out, "dtype": dtype, "optimize": optimize}
                            if out is not None else {"dtype": dtype, "optimize": optimize})
     runtime.maybe_cut()
+    if dtype is not None:  # NumPy's iterator casts every operand to dtype under `casting`
+        for i, o in enumerate(operands):
+            src = dtype_key(o)  # (a Python number is weak: NumPy casts it as it likes)
+            if isinstance(src, np.dtype) and not np.can_cast(src, dtype, casting=casting):
+                raise TypeError(f"Iterator operand {i} dtype could not be cast from {src!r} to "
+                                f"{np.dtype(dtype)!r} according to the rule '{casting}'")
     result_dtype = dtype and np.dtype(dtype).name or result_ir_dtype(*operands)
     compute = "int64" if result_dtype == dt.BOOL else result_ir_dtype(*operands)
     if dtype is not None:
@@ -388,6 +395,8 @@ def _diagonal_first(node, i, j, offset=0):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if len(shape_of(a)) < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
     return sum_(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype, out=out)
 
 

@@ -299,6 +299,8 @@ def tile(A, reps):
     node = A
     reps = (operator.index(reps),) if isinstance(reps, (int, np.integer)) else \
         tuple(operator.index(r) for r in reps)
+    if any(r < 0 for r in reps):
+        raise ValueError("negative dimensions are not allowed")
     ndim = builtins.max(node.ndim, len(reps))
     reps = (1,) * (ndim - len(reps)) + reps
     shape = (1,) * (ndim - node.ndim) + node.shape
@@ -431,6 +433,9 @@ def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=Fa
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
     runtime.maybe_cut()
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
     x = as_lazy(a)
     ax = axis_index(axis, x.ndim)
     pieces = []

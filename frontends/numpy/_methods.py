@@ -4,17 +4,23 @@ Kept apart from ``_base.py`` so the class's observation protocols and these API 
 read separately; ``install()`` runs once when the package is imported.
 """
 import math
+import operator
 
 import numpy as np
 
+from ...core import compose, ops
+from ...core import dtypes as dt
 from . import _choosing, _complex, _creation, _indexing, _linalg, _manipulation, _reductions
 from ._base import LazyArray, wrap
 from ._elementwise import round as round_
 from ._entry import apply, array_ufunc, binary
 from ._functions import array_function
 from ._promote import assign
+from ._ufuncs import fill
 
-_OPERANDS = (LazyArray, np.ndarray, np.generic, int, float, complex, bool, list, tuple)
+# (a string too: NumPy's resolver raises its own no-loop error for x + "a")
+_OPERANDS = (LazyArray, np.ndarray, np.generic, int, float, complex, bool, list, tuple, str,
+             bytes)
 
 
 def _binary(ufunc):
@@ -39,6 +45,49 @@ def _binary(ufunc):
         assign(self, apply(ufunc, (self, other)), ufunc)
         return self
     return forward, reverse, inplace
+
+
+def _equality(ufunc):
+    # `mask = arr == None` (and a string) is NumPy's element-wise answer, all False (all True
+    # for !=), known without the values; other operands as the other comparisons
+    forward = _binary(ufunc)[0]
+    answer = ufunc is np.not_equal
+
+    def compare(self, other):
+        if other is None or isinstance(other, (str, bytes)):
+            return wrap(fill(answer, dt.BOOL, self.shape))
+        return forward(self, other)
+    return compare
+
+
+def _setflags(self, write=None, align=None, uic=None):
+    # a lazy array is always writeable (x[i] = v rebinds its value): a read-only one would
+    # need a flag every write checks, so it is refused rather than silently ignored
+    if uic:
+        raise ValueError("cannot set WRITEBACKIFCOPY flag to True")
+    if write is not None and not write:
+        raise ValueError("lazyx: a lazy array cannot be made read-only (setflags(write=False)); "
+                         "copy it to NumPy with np.asarray(x) and set the flag there")
+
+
+def _resize(self, *new_shape, refcheck=True):
+    """NumPy's in-place ndarray.resize: the flattened values, cut or padded with zeros
+    (np.resize repeats them instead). A lazy array owns its value (views are copies), so
+    NumPy's refusal for an array that does not own its data never applies; `refcheck` has
+    no references to count."""
+    if len(new_shape) == 1 and (new_shape[0] is None or not isinstance(new_shape[0], int)):
+        new_shape = () if new_shape[0] is None else new_shape[0]
+    shape = tuple(operator.index(d) for d in new_shape)
+    if any(d < 0 for d in shape):
+        raise ValueError("negative dimensions not allowed")
+    size = math.prod(shape)
+    flat = compose.flatten(self._node)
+    n = flat.shape[0]
+    if size <= n:
+        flat = compose.slice_axis(flat, 0, 0, size)
+    else:
+        flat = ops.concatenate(flat, fill(0, self._node.dtype, (size - n,)), dimension=0)
+    self.__lazyx_handle__.set(ops.reshape(flat, new_sizes=shape))
 
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
@@ -250,7 +299,8 @@ METHODS = {
     "diagonal": _linalg.diagonal, "trace": _linalg.trace, "round": _round,
     "conj": _conj, "conjugate": _conj,
     "partition": _partition, "argpartition": _argpartition, "searchsorted": _searchsorted,
-    "compress": _compress, "choose": _choose, "put": _put,
+    "compress": _compress, "choose": _choose, "put": _put, "setflags": _setflags,
+    "resize": _resize,
 }
 
 
@@ -281,6 +331,8 @@ def install():
         setattr(LazyArray, f"__i{name}__", inp)
     for name, ufunc in _COMPARE.items():
         setattr(LazyArray, f"__{name}__", _binary(ufunc)[0])
+    for name, ufunc in (("eq", np.equal), ("ne", np.not_equal)):
+        setattr(LazyArray, f"__{name}__", _equality(ufunc))
     for name, ufunc in _UNARY.items():
         setattr(LazyArray, f"__{name}__", lambda self, _u=ufunc: apply(_u, (self,)))
     for name, fn in METHODS.items():

@@ -117,3 +117,55 @@ def test_asarray_of_an_unsupported_dtype_is_numpy_own(host):
     assert type(out) is np.ndarray and out.tolist() == np.asarray(host).tolist()
     assert lnp.asarray(np.arange(3), dtype="datetime64[D]").dtype == np.dtype("datetime64[D]")
 
+
+# ---------------------------------------------------------------- small divergences
+
+_X = np.arange(6.0).reshape(2, 3)
+_SMALL = {
+    "diff_negative": lambda a: np.diff(a, n=-1), "diff_zero": lambda a: np.diff(a, n=0),
+    "einsum_cast": lambda a: np.einsum("ij,jk->ik", a, a.T, dtype=np.float32),
+    "einsum_int_cast": lambda a: np.einsum("ij->", a.astype(int), dtype=np.float32),
+    "einsum_same_kind": lambda a: np.einsum("ij,jk->ik", a, a.T, dtype=np.float32,
+                                            casting="same_kind"),
+    "einsum_up": lambda a: np.einsum("ij->", a.astype(np.float32), dtype=np.float64),
+    "int_1d": lambda a: int(a[0, :1]), "float_1d": lambda a: float(a[0, :1]),
+    "float_2": lambda a: float(a[0, :2]), "complex_1d": lambda a: complex(a[0, :1]),
+    "float_0d": lambda a: float(a[0, 1]),
+    "bool_empty": lambda a: bool(a[:0]), "bool_one": lambda a: bool(a[0, :1]),
+    "bool_many": lambda a: bool(a),
+    "eq_none": lambda a: a == None, "ne_none": lambda a: a != None,  # noqa: E711
+    "eq_str": lambda a: a == "x", "ne_bytes": lambda a: a != b"x",
+    "add_str": lambda a: a + "x", "lt_str": lambda a: a < "x",
+    "trace_1d": lambda a: np.trace(a[0]), "tile_negative": lambda a: np.tile(a, -1),
+    "tile_negative2": lambda a: np.tile(a, (2, -1)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(_SMALL))
+def test_small_divergences_as_numpy(call):
+    _same_as_numpy(_SMALL[call], _X)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["float64", "int32", "uint8", "bool"]),
+       st.lists(st.integers(0, 4), min_size=0, max_size=3),
+       st.lists(st.integers(0, 5), min_size=0, max_size=3))
+def test_resize_in_place_as_numpy(dtype, shape, new_shape):
+    host = (np.arange(int(np.prod(shape))) % 7 + 1).astype(dtype).reshape(shape).copy()
+    lazy = lnp.asarray(host)
+    host.resize(new_shape, refcheck=False)
+    lazy.resize(new_shape)
+    assert lazy.dtype == host.dtype and lazy.shape == host.shape
+    np.testing.assert_array_equal(np.asarray(lazy), host)
+    lazy2 = lnp.asarray(np.arange(4.0))
+    lazy2.resize(2, 3)
+    assert np.asarray(lazy2).tolist() == [[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]]
+
+
+def test_setflags():
+    x = lnp.asarray(_X)
+    assert x.setflags(write=True) is None and x.setflags(align=True) is None
+    with pytest.raises(ValueError, match="WRITEBACKIFCOPY"):
+        x.setflags(uic=True)
+    with pytest.raises(ValueError, match="read-only"):
+        x.setflags(write=False)
