@@ -8,6 +8,8 @@ shadows (variables.read), and `gradient()` of a lazy target differentiates the I
 them and its assigns then stay lazy too, and the whole training step is one program at the
 barrier. Targets that are not lazy get TF's own gradient.
 """
+import weakref
+
 import numpy as np
 import tensorflow as tf
 
@@ -20,7 +22,7 @@ from .tensor import TAPED_LEAVES, LazyTensor
 class GradientTape(tf.GradientTape):
     def __enter__(self):
         variables._lazy_tapes[0] += 1
-        runtime.KEEP_ORIGINS[0] += 1
+        self._keep_origins()
         self._lazyx_recording = True
         return super().__enter__()
 
@@ -32,10 +34,29 @@ class GradientTape(tf.GradientTape):
         if getattr(self, "_lazyx_recording", False):
             self._lazyx_recording = False
             variables._lazy_tapes[0] -= 1
-            runtime.KEEP_ORIGINS[0] -= 1
+
+    def _keep_origins(self):
+        """Realized values remember their graphs (runtime.KEEP_ORIGINS) from the block's start
+        until this tape's gradient is taken, not only while it records: the loss read after
+        the block (logged, NaN-checked) before tape.gradient() is a data leaf then, and
+        without its origin no source was behind it -- every gradient was None. Released by
+        the gradient of a non-persistent tape, or when the tape dies (an origin keeps its
+        graph alive, so an unbounded keep would hold every step's graph)."""
+        keep = getattr(self, "_lazyx_origins", None)
+        if keep is None or not keep.alive:
+            runtime.KEEP_ORIGINS[0] += 1
+            self._lazyx_origins = weakref.finalize(self, _release_origins)
 
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
+        try:
+            return self._gradient(target, sources, output_gradients, unconnected_gradients)
+        finally:
+            keep = getattr(self, "_lazyx_origins", None)
+            if keep is not None and not self._persistent:  # TF allows no second gradient
+                keep()
+
+    def _gradient(self, target, sources, output_gradients, unconnected_gradients):
         if not isinstance(target, LazyTensor):
             targets = tf.nest.flatten(target)
             if not targets or not all(isinstance(t, LazyTensor) for t in targets):
@@ -111,6 +132,10 @@ class GradientTape(tf.GradientTape):
         reals = [TAPED_LEAVES[b] for b in bridges]
         seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
         return super().gradient(reals, flat, output_gradients=seeds)
+
+
+def _release_origins():
+    runtime.KEEP_ORIGINS[0] -= 1
 
 
 def _summed(targets, seeds):

@@ -49,3 +49,55 @@ def test_ref_and_deref():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert x.experimental_ref().deref() is x
+
+
+def _dense_step(make, Tape, read_loss_first, persistent=False):
+    """One Dense layer's loss and gradients; the loss read (float) after the tape's block."""
+    import keras
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((8, 4), np.float32), rng.standard_normal((8, 2), np.float32)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    with Tape(persistent=persistent) as tape:
+        loss = tf.reduce_mean((model(make(x)) - make(y)) ** 2)
+    seen = float(loss) if read_loss_first else None
+    grads = tape.gradient(loss, model.trainable_variables)
+    if persistent:  # a second gradient after another read of the (realized) loss
+        float(loss)
+        grads += tape.gradient(loss, model.trainable_variables)
+    return seen, [None if g is None else np.asarray(g) for g in grads]
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("read_loss_first", [False, True])
+def test_ltf_tape_loss_read_before_gradient(read_loss_first, persistent):
+    """Reading the loss between the block and tape.gradient() realizes it: it was a data
+    leaf with no path back to the variables, and every gradient was None."""
+    want = _dense_step(tf.constant, tf.GradientTape, read_loss_first, persistent)
+    got = _dense_step(ltf.constant, ltf.GradientTape, read_loss_first, persistent)
+    if read_loss_first:
+        assert got[0] == pytest.approx(want[0], rel=1e-5)
+    assert len(got[1]) == len(want[1])
+    for g, w in zip(got[1], want[1]):
+        assert g is not None
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_ltf_tape_gradient_releases_origins():
+    """The origins kept past the block end with a non-persistent tape's gradient (or the
+    tape): kept forever, every later step's graph would stay alive."""
+    from lazyx.core import runtime
+    before = runtime.KEEP_ORIGINS[0]
+    v = tf.Variable([1.0, 2.0])
+    with ltf.GradientTape() as tape:
+        loss = tf.reduce_sum(v * ltf.constant([3.0, 4.0]))
+    assert runtime.KEEP_ORIGINS[0] == before + 1
+    float(loss)
+    np.testing.assert_allclose(np.asarray(tape.gradient(loss, v)), [3.0, 4.0])
+    assert runtime.KEEP_ORIGINS[0] == before
+    with ltf.GradientTape(persistent=True) as tape:
+        loss = tf.reduce_sum(v * ltf.constant([3.0, 4.0]))
+    tape.gradient(loss, v)
+    assert runtime.KEEP_ORIGINS[0] == before + 1
+    del tape
+    assert runtime.KEEP_ORIGINS[0] == before
