@@ -187,20 +187,30 @@ def _tracing():
 
 
 def _modes(module):
-    """The class, the train/eval flag, the number of buffers and submodules, and which
-    parameters require grad, of each module of `module`'s tree, in a fixed order: a replay's
-    guard, so that `model.eval()`, `Sequential.append(...)`, a parameter registered, a layer
-    frozen (`requires_grad_(False)`) or an activation swapped (`model.act = nn.ReLU()`)
-    between calls trace again. Checked at every replay, so a plain walk of `_modules`
+    """The class, the train/eval flag, the number of buffers and submodules, which
+    parameters require grad, and the hooks registered (on modules and parameters), of each
+    module of `module`'s tree, in a fixed order: a replay's guard, so that `model.eval()`,
+    `Sequential.append(...)`, a parameter registered, a layer frozen (`requires_grad_(False)`),
+    an activation swapped (`model.act = nn.ReLU()`) or a hook added between calls trace
+    again. Checked at every replay, so a plain walk of `_modules`
     (Module.modules() is a recursive generator, 3x slower)."""
     flags, stack = [], [module]
     while stack:
         m = stack.pop()
+        hooks = (tuple(m._forward_hooks), tuple(m._forward_pre_hooks),
+                 tuple(m._backward_hooks), tuple(m._backward_pre_hooks)) \
+            if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or \
+            m._backward_pre_hooks else ()
         flags.append((type(m), m.training, len(m._buffers), len(m._modules),
-                      tuple([p is not None and p.requires_grad
-                             for p in m._parameters.values()])))
+                      tuple([p is not None and (p.requires_grad, _tensor_hooks(p))
+                             for p in m._parameters.values()]), hooks))
         stack.extend([c for c in m._modules.values() if c is not None])
     return tuple(flags)
+
+
+def _tensor_hooks(p):
+    hooks = p._backward_hooks
+    return tuple(hooks) if hooks else ()
 
 
 def _param_groups(opt):

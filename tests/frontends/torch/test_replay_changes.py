@@ -298,3 +298,19 @@ def test_a_cpu_tensor_in_state_written_between_calls_traces_again():
             scale.fill_(3.0)
         step()
     torch.testing.assert_close(w.cpu(), torch.full((3,), 2.0 * 2 * 3 * 3))
+
+
+@pytest.mark.parametrize("hook", ["forward", "forward_pre", "parameter"])
+def test_a_hook_registered_between_calls_traces_again(hook):
+    """A hook registered after the trace (debugging, gradient masking) was ignored: the
+    replay ran the graph traced without it."""
+    def between(k, model, opt):
+        if k == 3:
+            if hook == "forward":
+                model[0].register_forward_hook(lambda m, i, out: out * 0.5)
+            elif hook == "forward_pre":
+                model[2].register_forward_pre_hook(lambda m, args: (args[0] + 1.0,))
+            else:
+                model[0].weight.register_hook(lambda g: g * 0)
+    want = _run("cpu", False, _sgd, between)
+    _same(_run(lt.device, True, _sgd, between), want, rtol=1e-5, atol=1e-6)
