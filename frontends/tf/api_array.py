@@ -2,6 +2,7 @@
 where, slicing, tf.shape (answered from the IR's static shape, without running anything)."""
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import array_ops
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops
@@ -32,9 +33,22 @@ def shape(input, out_type=None):  # noqa: A002 - TF's name
                        dtype=out_type or tf.int32)
 
 
+@lower(array_ops.shape, "input")
+def shape_v1(input, out_type=None):  # noqa: A002
+    """tf.compat.v1.shape, which TF's own code calls (tf.image.image_gradients, sobel_edges,
+    tf.nn.sampled_softmax_loss): a fallback made it a lazy int tensor, which no reshape
+    could take as its shape."""
+    return shape(input, out_type)
+
+
 @lower(tf.size, "input")
 def size(input, out_type=None):  # noqa: A002
     return tf.constant(int(np.prod(input.shape)), dtype=out_type or tf.int32)
+
+
+@lower(array_ops.size, "input")
+def size_v1(input, out_type=None):  # noqa: A002 - tf.compat.v1.size (array_ops.size)
+    return size(input, out_type)
 
 
 @lower(tf.rank, "input")
@@ -196,6 +210,18 @@ def ones_like(input, dtype=None, layout=None):  # noqa: A002
     return wrap(compose.const(1, ir_dtype(dtype or input.dtype), x.shape))
 
 
+# tf.compat.v1's (TF's own code calls them: tf.nn.sampled_softmax_loss); `optimize` only
+# picks how a graph builds the same values
+@lower(array_ops.zeros_like, "tensor")
+def zeros_like_v1(tensor, dtype=None, optimize=True):
+    return zeros_like(tensor, dtype)
+
+
+@lower(array_ops.ones_like, "tensor")
+def ones_like_v1(tensor, dtype=None, optimize=True):
+    return ones_like(tensor, dtype)
+
+
 @lower(tf.reverse, "tensor")
 def reverse(tensor, axis):
     (x,) = operand_nodes(tensor)
@@ -207,12 +233,40 @@ def reverse(tensor, axis):
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
     (x,) = operand_nodes(tensor)
     pads = np.asarray(static_ints(paddings)).reshape(-1, 2) if x.ndim else np.zeros((0, 2))
-    if mode.upper() != "CONSTANT" or pads.shape[0] != x.ndim or (pads < 0).any():
+    mode = mode.upper()
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC") or pads.shape[0] != x.ndim or \
+            (pads < 0).any():
         raise Reject()
+    if mode != "CONSTANT":
+        return wrap(_mirror_pad(x, pads, mode == "REFLECT"), tensor)
     (value,) = operand_nodes(constant_values) if isinstance(constant_values, LazyTensor) \
         else [ir.param(constant_values, x.dtype)]
     config = [(int(lo), int(hi), 0) for lo, hi in pads]
     return wrap(ops.pad(x, value, padding_config=config), tensor)
+
+
+def _mirror_pad(x, pads, reflect):
+    """TF's REFLECT (the edge not repeated) and SYMMETRIC padding: each axis joined with its
+    reversed edge slices (tf.image.sobel_edges pads by REFLECT)."""
+    skip = 1 if reflect else 0
+    for axis, (lo, hi) in enumerate(pads.tolist()):
+        n = x.shape[axis]
+        if lo + skip > n or hi + skip > n:
+            raise Reject()  # TF's own error: the padding is wider than the axis allows
+        parts = [ops.rev(compose.slice_axis(x, axis, skip, skip + lo), dimensions=(axis,))] \
+            if lo else []
+        parts.append(x)
+        if hi:
+            parts.append(ops.rev(compose.slice_axis(x, axis, n - hi - skip, n - skip),
+                                 dimensions=(axis,)))
+        x = ops.concatenate(*parts, dimension=axis) if len(parts) > 1 else x
+    return x
+
+
+@lower(array_ops.pad, "tensor")
+def pad_v1(tensor, paddings, mode="CONSTANT", constant_values=0):
+    """tf.compat.v1.pad, which TF's own code calls (tf.image.sobel_edges)."""
+    return pad(tensor, paddings, mode, constant_values)
 
 
 # ---------------------------------------------------------------- gather, where, one_hot

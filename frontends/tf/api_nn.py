@@ -5,6 +5,8 @@ import math
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import gen_nn_ops as _gen_nn_ops  # the Conv2D op (raw_conv2d)
+from tensorflow.python.ops import embedding_ops as _embedding_ops  # TF 1 APIs TF's own
+from tensorflow.python.ops import nn_impl as _nn_impl  # code calls (sobel_edges, sampled softmax)
 from tensorflow.python.ops import nn_ops as _tf_nn_ops  # tf.nn.pool's argument helper
 
 from ...core import dtypes as dt
@@ -330,6 +332,16 @@ def depthwise_conv2d(input, filter, strides, padding, data_format=None,  # noqa:
     return wrap(_to_channels_last(out, last), input, filter)
 
 
+@lower(_nn_impl.depthwise_conv2d, "input", "filter")
+def depthwise_conv2d_v1(input, filter, strides, padding, rate=None,  # noqa: A002
+                        data_format=None, dilations=None):
+    """tf.compat.v1.nn.depthwise_conv2d, which TF's own tf.image.sobel_edges calls."""
+    if rate is not None and dilations is not None:
+        raise Reject()  # TF's ValueError: both names of one argument
+    return depthwise_conv2d(input, filter, strides, padding, data_format,
+                            rate if dilations is None else dilations)
+
+
 @lower(tf.nn.separable_conv2d, "input", "depthwise_filter", "pointwise_filter")
 def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,  # noqa: A002
                      data_format=None, dilations=None):
@@ -542,6 +554,18 @@ def embedding_lookup(params, ids, max_norm=None):
     if max_norm is not None or isinstance(params, (list, tuple)):
         raise Reject()
     return gather(params, ids)
+
+
+@lower(_embedding_ops.embedding_lookup, "ids", lists=("params",))
+def embedding_lookup_v1(params, ids, partition_strategy="mod", validate_indices=True,
+                        max_norm=None):
+    """tf.compat.v1.nn.embedding_lookup, as tf.nn.sampled_softmax_loss calls it: one table
+    (or a list of one), which has no partitions to choose among, so it is the v2 lookup."""
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise Reject()
+        params = params[0]
+    return embedding_lookup(params, ids, max_norm)
 
 
 @lower(tf.nn.local_response_normalization, "input")

@@ -42,9 +42,13 @@ LOWERED = Table("lazyx.frontends.tf LOWERED (the TF API table)")  # "tf.math.add
 
 
 def api_name(api):
-    names = getattr(tf_decorator.unwrap(api)[1], "_tf_api_names", None) or \
-        getattr(api, "_tf_api_names", None)
-    return "tf." + names[0] if names else getattr(api, "__name__", repr(api))
+    inner = tf_decorator.unwrap(api)[1]
+    names = getattr(inner, "_tf_api_names", None) or getattr(api, "_tf_api_names", None)
+    if names:
+        return "tf." + names[0]
+    # a TF 1 API that TF's own modules still call (array_ops.shape is tf.compat.v1.shape)
+    names = getattr(inner, "_tf_api_names_v1", None)
+    return "tf.compat.v1." + names[0] if names else getattr(api, "__name__", repr(api))
 
 
 def lower(api, *params, lists=(), direct=None):
@@ -86,7 +90,9 @@ def lower(api, *params, lists=(), direct=None):
             except ops.TooLarge as err:  # TF's type for an allocation it cannot make
                 raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
             except (Reject, TypeError, ValueError):
-                return _rejected(api, args, kwargs)
+                return _rejected(api, args, kwargs, values=any(
+                    _has_lazy(v) for k, v in arguments.items()
+                    if k not in params and k not in lists))
         target.__name__ = f"lazyx_{fn.__name__}"
         tf.experimental.dispatch_for_api(api, annotations)(target)
         TARGETS[api] = target if direct is None else _operator(api, direct, target)
@@ -184,10 +190,14 @@ def _as_api(call, original):
 _PLAIN = frozenset({LazyTensor, float, int, bool})  # operands that are surely not variables
 
 
-def _rejected(api, args, kwargs):
+def _rejected(api, args, kwargs, values=False):
     """A lowering refused the call: TF's own error for a bad call; a call TF accepts but the
-    IR cannot express (strings, complex, an unsupported mode) runs eagerly instead."""
-    if _tf_accepts(api, args, kwargs):
+    IR cannot express (strings, complex, an unsupported mode) runs eagerly instead.
+    `values`: a lazy value sits where TF reads its values (tf.reshape's shape, tf.tile's
+    multiples), which the lowerings need static. The replay on zeros would judge another
+    call (a reshape to a shape of zeros: a bogus InvalidArgumentError for a valid call), so
+    it runs eagerly: TF computes it, or raises its own error for the real values."""
+    if values or _tf_accepts(api, args, kwargs):
         return run_eagerly(api, args, kwargs)
     raise_like_tf(api, args, kwargs)
 
@@ -243,7 +253,9 @@ def _scan(arguments, params, lists):
             lazy = lazy or variables.is_lazy(value)
     for p in lists:
         values = arguments.get(p)
-        if isinstance(values, (list, tuple)):
+        if isinstance(values, LazyTensor):  # one tensor where TF also takes a list
+            lazy = True                     # (tf.compat.v1.nn.embedding_lookup's params)
+        elif isinstance(values, (list, tuple)):
             for value in values:
                 if isinstance(value, LazyTensor):
                     lazy = True

@@ -101,3 +101,53 @@ def test_ltf_tape_gradient_releases_origins():
     assert runtime.KEEP_ORIGINS[0] == before + 1
     del tape
     assert runtime.KEEP_ORIGINS[0] == before
+
+
+_IMG = np.arange(2 * 4 * 5 * 3, dtype=np.float32).reshape(2, 4, 5, 3) ** 1.5 / 50
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: tf.reshape(x, tf.compat.v1.shape(x)[::-1][::-1]),
+    lambda x: tf.reshape(x, [tf.compat.v1.size(x)]),
+    tf.image.image_gradients,
+    tf.image.sobel_edges,
+    lambda x: tf.compat.v1.pad(x, [[0, 0], [1, 2], [2, 0], [0, 0]], mode="REFLECT"),
+    lambda x: tf.pad(x, [[1, 0], [0, 3], [4, 5], [0, 0]], mode="SYMMETRIC"),
+], ids=["v1.shape", "v1.size", "image_gradients", "sobel_edges", "reflect", "symmetric"])
+def test_tf1_apis_tf_calls_stay_lazy(fn):
+    """TF's own code calls tf.compat.v1.shape (array_ops.shape): a fallback made it a lazy
+    int tensor, and the reshape taking it raised a bogus InvalidArgumentError."""
+    from .conftest import same_as_eager
+    same_as_eager(fn, _IMG, rtol=1e-5, atol=1e-5)
+
+
+def test_sampled_softmax_loss_stays_lazy():
+    from .conftest import same_as_eager
+    rng = np.random.default_rng(0)
+    labels = np.array([[1], [3], [5], [7]], np.int64)
+    sampled = tf.random.log_uniform_candidate_sampler(  # drawn once: both runs get them
+        true_classes=labels, num_true=1, num_sampled=3, unique=True, range_max=10, seed=1)
+
+    def loss(w, b, x):
+        return tf.nn.sampled_softmax_loss(w, b, labels, x, num_sampled=3, num_classes=10,
+                                          sampled_values=sampled)
+    same_as_eager(loss, rng.standard_normal((10, 6), np.float32),
+                  rng.standard_normal(10, np.float32), rng.standard_normal((4, 6), np.float32))
+
+
+def test_lazy_shape_argument_is_a_fallback_not_a_bogus_error():
+    """A lazy value where TF reads values (a reshape's shape) was judged by a replay on
+    zeros: a valid call raised. It runs eagerly now (counted); a bad one raises TF's error."""
+    want = tf.reshape(tf.constant(_IMG), tf.constant([30, 4]))
+    lazyx.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = tf.reshape(ltf.constant(_IMG), ltf.constant([30, 4]))
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+        assert lazyx.metrics()["fallback_ops"] == {"tf.reshape": 1}
+        with pytest.raises(tf.errors.InvalidArgumentError) as eager:
+            tf.reshape(tf.constant(_IMG), tf.constant([7, 4]))
+        with pytest.raises(tf.errors.InvalidArgumentError) as lazy:
+            tf.reshape(ltf.constant(_IMG), ltf.constant([7, 4]))
+    assert "requested shape has 28" in str(eager.value) and \
+        "requested shape has 28" in str(lazy.value)
