@@ -42,6 +42,11 @@ LISTENERS = []
 # was observed (printed, handed to an eager op) mid-step. Off otherwise: an origin keeps its
 # whole graph alive.
 KEEP_ORIGINS = [0]
+# Frontends' own answers to "is a gradient tape recording now?" (TF's plain tf.GradientTape,
+# which lazyx does not enter): while one says yes, a sync's data leaves remember their graphs
+# too -- else a value realized under the plain tape (a tf.cond on a lazy predicate, a NaN
+# check) cut the gradient of everything before it, silently (zeros).
+TAPE_RECORDING = []
 ORIGINS = weakref.WeakKeyDictionary()  # realized data leaf -> the node it was computed as
 
 
@@ -861,7 +866,7 @@ def _run(roots, cause, source, trace_seconds=0.0):
     metrics.record_cut(cause, source, trace_seconds, elapsed, hit)
     if LISTENERS:
         _notify("on_execute", program, run_start, elapsed)
-    keep = KEEP_ORIGINS[0]
+    keep = KEEP_ORIGINS[0] or TAPE_RECORDING and any(f() for f in TAPE_RECORDING)
     # a result is "made" where its value was computed, not where it was synced
     outs = [ir.data(buf, r.shape, r.dtype, source=r.source) for buf, r in zip(results, run_roots)]
     if derivations:

@@ -537,6 +537,10 @@ def to_tf(value, cause="convert"):
     return tensor
 
 
+# a value realized while TF's plain tape records remembers its graph (runtime.TAPE_RECORDING)
+runtime.TAPE_RECORDING.append(record.could_possibly_record)
+
+
 def _record_materialized(tensor, node, sources):
     """Records on the tapes watching `sources` that the real `tensor` holds `node`'s value:
     their gradients through it are the IR's (forward and backward in one run)."""

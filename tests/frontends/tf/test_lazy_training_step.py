@@ -272,3 +272,36 @@ def test_gradients_read_one_by_one_run_one_program():
     assert lazyx.metrics()["executions"] - before["executions"] == 1
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+_REALIZE = {
+    "tf.cond on a lazy predicate": lambda h: tf.cond(tf.reduce_mean(h) > -10.0,
+                                                     lambda: h * 2.0, lambda: h),
+    "bool() (a NaN check)": lambda h: h * 2.0 if bool(tf.reduce_all(tf.math.is_finite(h)))
+    else h,
+    "lazyx.sync()": lambda h: (lazyx.sync(), h * 2.0)[1],
+}
+
+
+@pytest.mark.parametrize("name", list(_REALIZE))
+@pytest.mark.parametrize("tape_type", [tf.GradientTape, ltf.GradientTape],
+                         ids=["tf.GradientTape", "ltf.GradientTape"])
+def test_a_value_realized_under_a_tape_keeps_the_gradient_behind_it(name, tape_type):
+    """An activation realized inside the tape (a cond on it, a NaN check, a barrier) and used
+    further: under the plain tf.GradientTape the layers before it got all-zero gradients,
+    silently (only ltf.GradientTape kept the realized value's graph)."""
+    x = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+
+    def grads(tape, make):
+        keras.utils.set_random_seed(0)
+        first, second = keras.layers.Dense(5, activation="tanh"), keras.layers.Dense(1)
+        first.build((None, 4))
+        second.build((None, 5))
+        with tape() as t:
+            h = _REALIZE[name](first(make(x)))
+            loss = tf.reduce_mean(second(h) ** 2)
+        return [np.asarray(g) for g in t.gradient(loss, [first.kernel, second.kernel])]
+    want = grads(tf.GradientTape, tf.constant)
+    got = grads(tape_type, ltf.constant)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
