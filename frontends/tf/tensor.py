@@ -211,6 +211,16 @@ class LazyTensor(composite_tensor.CompositeTensor):
         return self.node.shape[0]
 
     # ---- observation: these materialize
+    def __reduce__(self):
+        # pickling materializes, as NumPy's frontend does: the default pickled the IR node
+        # with its backend buffer, which jax (without x64) brought back as float32 under a
+        # float64 node -- that value's sync failed, and with it every later barrier
+        return _from_host, (np.asarray(_observe(self._handle, cause="convert")),
+                            self.node.dtype)
+
+    def __deepcopy__(self, memo):
+        return LazyTensor(self.node, sources_of(self))  # (values are immutable: no copy)
+
     def numpy(self):
         value = _observe(self._handle, cause="convert")
         # TF's EagerTensor.numpy() of a 0-d tensor is a NumPy scalar (np.float32(3.0)):
@@ -460,6 +470,10 @@ def _exact(value, bounds):
     """Whether a Python int or float converts as NumPy converts it, within `bounds`
     (_scalar_ranges: low, high, floats allowed)."""
     return bounds[0] <= value <= bounds[1] and (type(value) is int or bounds[2])
+
+
+def _from_host(host, dtype):
+    return LazyTensor(runtime.from_host(host, dtype))
 
 
 def wrap(node, *inputs):
