@@ -16,7 +16,7 @@ import tensorflow as tf
 from ...core import autodiff, ir, ops, origins, runtime
 from ...core import dtypes as dt
 from . import indexed_slices, variables
-from .tensor import TAPED_LEAVES, LazyTensor
+from .tensor import TAPED_LEAVES, LazyTensor, tf_convention
 
 
 class GradientTape(tf.GradientTape):
@@ -99,7 +99,8 @@ class GradientTape(tf.GradientTape):
                       and any(id(a) in reachable for a in origins.aliases(n))]
             # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates
             # up to them, TF's own tape from them back to the sources
-            bridges = [n for n in order if n in TAPED_LEAVES and dt.is_float(n.dtype)]
+            bridges = [n for n in order if n in TAPED_LEAVES and
+                       (dt.is_float(n.dtype) or dt.is_complex(n.dtype))]
 
             def vjp(wrt):
                 return origins.vjp(target.node, seed, wrt)
@@ -127,7 +128,7 @@ class GradientTape(tf.GradientTape):
     def _through_tf(self, bridges, cotangents, flat):
         """The part of each source's gradient that flows through eagerly run ops: TF's tape
         takes the IR's cotangents of their results back to the sources (a sync for them)."""
-        handles = [runtime.LazyHandle(c) for c in cotangents]
+        handles = [runtime.LazyHandle(tf_convention(c)) for c in cotangents]
         runtime.sync(*handles, cause="fallback", sharing=True)
         reals = [TAPED_LEAVES[b] for b in bridges]
         seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]

@@ -491,6 +491,7 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
     from . import indexed_slices
     grads = indexed_slices.gradients(origins.order_through(node), [n for _, n in sources],
                                      lambda wrt: origins.vjp(node, cotangent, wrt))
+    grads = {k: tf_convention(g) for k, g in grads.items()}
     handles = {}  # id(a gradient's node or lazy part) -> a handle of it (synced together)
     for g in grads.values():
         if g is None:  # (a gathered source no gather's cotangent reached: no gradient)
@@ -518,6 +519,16 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
             # second-order gradient) sees the gradient as computed from the sources
             _record_materialized(out[-1], g, sources)
     return out
+
+
+def tf_convention(g):
+    """A cotangent between the IR and TF's tape: the IR's complex gradients follow JAX (the
+    conjugate of TF's and torch's: d|z|/dz is conj(z)/|z| there, z/|z| in TF), so a complex
+    one is conjugated where it crosses (a spectral loss on tf.signal.stft's result, run by TF,
+    gave another number); real ones pass as they are. The map is its own inverse."""
+    if isinstance(g, ir.Node) and dt.is_complex(g.dtype):
+        return ops.conj(g)
+    return g
 
 
 def _record_token(lazy, node, sources):
