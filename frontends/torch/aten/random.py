@@ -171,3 +171,37 @@ def _randint_like(out, x, *bounds, **kwargs):
     _on_device(kwargs)
     low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
     return _randint_nodes(out, low, high)
+
+
+@lower(aten.multinomial.default)
+def _multinomial(out, probs, num_samples, replacement=False, generator=None):
+    """Gumbel-max: argmax(log p + Gumbel noise) draws one index with probability p / sum(p)
+    (unnormalized weights are fine, zeros are never drawn); the top k of one noisy row draw k
+    without replacement, in the order sequential draws would give. On the device, keyed like
+    every draw: sampling (HF generate(do_sample=True)) no longer syncs once per token. The
+    numbers are not CPU torch's, as for every random op; the value checks torch makes on the
+    weights (negative, inf, all zero) need the values and are not made."""
+    p = node_of(probs)
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not p.dtype.startswith(("float", "bfloat")):
+        name = torch.empty(0, dtype=probs.dtype).type().split(".")[-1][:-len("Tensor")]
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{name}")  # (torch's scalar type names: Long, Int, Bool)
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    k = p.shape[-1]
+    if not replacement and num_samples > k:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    p = ops.convert(p, dtype="float32") if p.dtype != "float64" else p
+    noise_shape = p.shape if not replacement else p.shape[:-1] + (num_samples, k)
+    u = uniform01(noise_shape)
+    u = ops.convert(u, dtype=p.dtype) if p.dtype != "float32" else u
+    gumbel = ops.neg(ops.log(ops.neg(ops.log(u))))
+    if not replacement:
+        _, index = ops.top_k(ops.add(ops.log(p), gumbel), k=num_samples)
+        return index
+    logp = ops.broadcast_in_dim(ops.log(p), shape=noise_shape,
+                                broadcast_dimensions=tuple(range(p.ndim - 1)) + (p.ndim,))
+    return ops.argmax(ops.add(logp, gumbel), axis=p.ndim, index_dtype="int64")
