@@ -907,12 +907,31 @@ def _deserialize(payload, device):
     return compiled, jax.tree_util.tree_leaves(compiled.in_avals)
 
 
+# The parent's pid in a child forked after the backend started (os.fork, multiprocessing's
+# default 'fork' start method on Linux): XLA's compiler threads do not survive a fork, and the
+# child's first compile hung forever.
+_FORKED_FROM = [None]
+
+
+def _note_fork():
+    if _FORKED_FROM[0] is None:
+        _FORKED_FROM[0] = _PARENT[0]
+
+
+_PARENT = [os.getpid()]
+_FORK_HOOKED = []
+
+
 class XlaBackend:
     name = "xla"
 
     def __init__(self):
         self.device = jax.local_devices()[0]  # this process's first (jax.devices()[0] may not be)
         self._context = None
+        _PARENT[0] = os.getpid()
+        if not _FORK_HOOKED:
+            _FORK_HOOKED.append(True)
+            os.register_at_fork(after_in_child=_note_fork)
         preload.start(lambda payload: _deserialize(payload, self.device))
 
     def from_host(self, array):
@@ -1012,6 +1031,13 @@ class XlaBackend:
 
     def compile_now(self, program, signature, x64, cache=None, key=None):
         """Trace, lower and compile with XLA (timed apart), then store the result on disk."""
+        if _FORKED_FROM[0] is not None:
+            raise RuntimeError(
+                f"lazyx: this process was forked (pid {_FORKED_FROM[0]} is its parent) after "
+                f"the XLA backend started there, and XLA cannot compile in a forked child: it "
+                f"hangs. Start workers with multiprocessing's 'spawn' or 'forkserver' method "
+                f"(multiprocessing.get_context('spawn'), DataLoader(multiprocessing_context="
+                f"'spawn')), or set LAZYX_BACKEND=reference in them")
         start = time.perf_counter()
         with jax.enable_x64(x64):
             lowered = self._lower(program, signature)
