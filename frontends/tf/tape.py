@@ -16,7 +16,8 @@ import tensorflow as tf
 from ...core import autodiff, ir, ops, origins, runtime
 from ...core import dtypes as dt
 from . import indexed_slices, variables
-from .tensor import TAPED_LEAVES, LazyTensor, tf_convention
+from .tape_bridge import tf_convention
+from .tensor import TAPED_LEAVES, LazyTensor
 
 
 class GradientTape(tf.GradientTape):

@@ -1,0 +1,146 @@
+"""Where lazy values meet TF's own tape: a lazy value made from watched tensors records a
+token op whose gradient is the IR's (forward and backward in one run), a value materialized
+for TF (to_tf) records that TF's real tensor holds the node's value, and cotangents crossing
+between the two are put in TF's complex convention. Split from tensor.py."""
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.eager import record
+
+from ...core import dtypes as dt
+from ...core import ir, ops, origins, runtime
+from .tensor import LazyTensor, sources_of, tf_dtype
+
+
+def _vjp_to_tf(node, cotangent, sources, also_sync=()):
+    """Gradients (real tf tensors) of `node` w.r.t. the sources, forward+backward in one run.
+    A source only gathered along axis 0 (an Embedding's table) gets TF's IndexedSlices, as
+    eager TF's gather gradient gives it: Keras' optimizers update such a table sparsely (Adam
+    touches only the rows gathered), so a dense gradient gave other numbers."""
+    from . import indexed_slices
+    grads = indexed_slices.gradients(origins.order_through(node), [n for _, n in sources],
+                                     lambda wrt: origins.vjp(node, cotangent, wrt))
+    grads = {k: tf_convention(g) for k, g in grads.items()}
+    handles = {}  # id(a gradient's node or lazy part) -> a handle of it (synced together)
+    for g in grads.values():
+        if g is None:  # (a gathered source no gather's cotangent reached: no gradient)
+            continue
+        for part in (g.values, g.indices) if isinstance(g, tf.IndexedSlices) else (g,):
+            handles[id(part)] = runtime.LazyHandle(part.node if isinstance(part, LazyTensor)
+                                                   else part)
+    runtime.sync(*handles.values(), *[h for h in also_sync if h.pending], cause="convert",
+                 sharing=True)
+
+    def real(part, dtype):
+        return tf.constant(runtime.to_host(handles[id(part)], cause="convert"), dtype=dtype)
+    out = []
+    for _, wrt in sources:
+        g = grads[id(wrt)]
+        # the source's own dtype: a watched variable is a resource handle on TF's tape
+        if g is None:
+            out.append(None)
+        elif isinstance(g, tf.IndexedSlices):
+            out.append(tf.IndexedSlices(real(g.values, tf_dtype(wrt.dtype)),
+                                        real(g.indices, g.indices.dtype), g.dense_shape))
+        else:
+            out.append(real(g, tf_dtype(wrt.dtype)))
+            # an outer tape recording while this one differentiates (nested tapes: a
+            # second-order gradient) sees the gradient as computed from the sources
+            _record_materialized(out[-1], g, sources)
+    return out
+
+
+def tf_convention(g):
+    """A cotangent between the IR and TF's tape: the IR's complex gradients follow JAX (the
+    conjugate of TF's and torch's: d|z|/dz is conj(z)/|z| there, z/|z| in TF), so a complex
+    one is conjugated where it crosses (a spectral loss on tf.signal.stft's result, run by TF,
+    gave another number); real ones pass as they are. The map is its own inverse."""
+    if isinstance(g, ir.Node) and dt.is_complex(g.dtype):
+        return ops.conj(g)
+    return g
+
+
+def _record_token(lazy, node, sources):
+    token = tf.zeros((), tf_dtype(node.dtype))
+    handle = lazy._handle
+
+    def backward(d_token):
+        # the tape's seed (ones), or the user's output_gradients for the whole value -- TF
+        # hands it to the token unchecked
+        d_token = np.asarray(tf.convert_to_tensor(d_token))
+        if d_token.shape == tuple(node.shape):
+            g = runtime.from_host(d_token, node.dtype)
+        else:
+            g = ops.broadcast_in_dim(ir.param(d_token, node.dtype), shape=node.shape,
+                                     broadcast_dimensions=())
+        alive = (handle,) if handle.node is node else ()
+        return _vjp_to_tf(node, g, sources, also_sync=alive)
+
+    record.record_operation("LazyxGraph", [token], [t for t, _ in sources], backward)
+    return token
+
+
+def to_tf(value, cause="convert"):
+    """A real tf.Tensor for a lazy value; under a tape, gradients still flow through it."""
+    # the pending graph, before the sync swaps in its result (a value realized earlier under a
+    # tape is a leaf: origins' walks continue to what it was computed from)
+    node = value.node
+    host = runtime.to_host(value._handle, cause=cause)
+    tensor = tf.constant(host, dtype=value.dtype)
+    _record_materialized(tensor, node, sources_of(value) or _shadowed_sources(node))
+    return tensor
+
+
+# a value realized while TF's plain tape records remembers its graph (runtime.TAPE_RECORDING)
+runtime.TAPE_RECORDING.append(record.could_possibly_record)
+
+
+def _record_materialized(tensor, node, sources):
+    """Records on the tapes watching `sources` that the real `tensor` holds `node`'s value:
+    their gradients through it are the IR's (forward and backward in one run)."""
+    if not (sources and dt.is_float(node.dtype) and record.could_possibly_record()):
+        return
+
+    def backward(d_tensor):
+        # a gather of the real tensor (tape.jacobian's while_loop takes one row at a time)
+        # hands back TF's sparse IndexedSlices
+        d_tensor = tf.convert_to_tensor(d_tensor)
+        if not tf.executing_eagerly():
+            return _vjp_in_graph(node, d_tensor, sources)
+        g = runtime.from_host(np.asarray(d_tensor), node.dtype)
+        return _vjp_to_tf(node, g, sources)
+
+    record.record_operation("LazyxMaterialize", [tensor], [t for t, _ in sources], backward)
+
+
+def _vjp_in_graph(node, d_tensor, sources):
+    """The backward of a materialized value called while TF builds a graph: tape.jacobian's
+    pfor vectorizes the gradient of a real value computed from lazy ones (the Hessian of TF's
+    guide: outer.jacobian(inner.gradient(...))). The IR's gradient runs as a py_function,
+    which pfor runs once per row."""
+    kinds = [tf_dtype(n.dtype) for _, n in sources]
+
+    def run(d):
+        grads = _vjp_to_tf(node, runtime.from_host(d.numpy(), node.dtype), sources)
+        return [tf.zeros(n.shape, kind) if g is None else tf.convert_to_tensor(g)
+                for g, (_, n), kind in zip(grads, sources, kinds)]
+    outs = tf.py_function(run, [d_tensor], kinds)
+    for out, (_, n) in zip(outs, sources):
+        out.set_shape(n.shape)
+    return outs
+
+
+def _shadowed_sources(node):
+    """Under an ltf.GradientTape variable reads are lazy shadows (no TF tape sources): a value
+    materialized for an eager op is tied to the variables whose shadows it reads, so TF's
+    tape can carry a gradient from that op's result back to them."""
+    from . import variables
+    if not variables._lazy_tapes[0] or not record.could_possibly_record():
+        return ()
+    shadows = {}  # every name of each shadow's node (origins.aliases) -> its variable
+    for v in list(variables._SHADOWED.values()):
+        if v._lazyx_shadow is not None and v.trainable:
+            for name in origins.aliases(v._lazyx_shadow.node):
+                shadows[id(name)] = v
+    found = {id(shadows[id(n)]): shadows[id(n)] for n in origins.order_through(node)
+             if id(n) in shadows}
+    return tuple((v.__dict__["_handle"], v._lazyx_shadow.node) for v in found.values())
