@@ -121,7 +121,10 @@ class _Observer:
             return  # every replay would read the same value: nothing to refuse
         where = format_line(source) if source else "an unknown line"
         what = {"fallback": "an op with no lowering runs eagerly there (its inputs are read)",
-                "data_dependent": "an op whose result shape depends on values",
+                "data_dependent": "an op that needs values on the host (a result shape that "
+                                  "depends on values -- nonzero, unique, x[mask] -- or a "
+                                  "check that raises on them: torch.linalg's singular-matrix "
+                                  "check, which solve_ex/inv_ex/cholesky_ex skip)",
                 "explicit": "a barrier (lazyx.sync / mark_step) cuts the step"}.get(
                     cause, "a lazy value is read into Python (.item(), float(), print, bool/if)")
         raise CompileError(

@@ -314,3 +314,19 @@ def test_a_hook_registered_between_calls_traces_again(hook):
                 model[0].weight.register_hook(lambda g: g * 0)
     want = _run("cpu", False, _sgd, between)
     _same(_run(lt.device, True, _sgd, between), want, rtol=1e-5, atol=1e-6)
+
+
+def test_linalg_checks_inside_a_compiled_step_are_named_and_the_ex_forms_replay():
+    """torch.linalg.solve reads its `info` to raise LinAlgError: the CompileError said "an op
+    whose result shape depends on values", which sent users looking for a shape. It names the
+    check and the _ex forms now, and those replay."""
+    a = torch.tensor([[3.0, 1.0], [1.0, 2.0]])
+    lazy_a = a.to(lt.device)
+    with pytest.raises(lazyx.CompileError, match="solve_ex"):
+        lazyx.compile(lambda b: torch.linalg.solve(lazy_a, b))(torch.ones(2).to(lt.device))
+    step = lazyx.compile(lambda b: torch.linalg.solve_ex(lazy_a, b)[0])
+    lazyx.reset_metrics()
+    for k in range(4):
+        b = torch.tensor([1.0, float(k)])
+        torch.testing.assert_close(step(b.to(lt.device)).cpu(), torch.linalg.solve(a, b))
+    assert lazyx.metrics()["replays"] >= 2
