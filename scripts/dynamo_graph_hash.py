@@ -50,14 +50,14 @@ def compare(name, model, inputs, pick, fastpath=True):
         lazy_out = pick(lazy(*(x.to(lt.device) for x in inputs)))
         lazy_program = lazyx.core.runtime.program_of(lazy_out)[0]
         torch._dynamo.reset()
-        before = len(dynamo.RECENT)
+        before = dynamo.COMPILED[0]
         compiled = torch.compile(model, backend=lt.dynamo_backend, dynamic=False)
         torch.backends.mha.set_fastpath_enabled(fastpath)
         try:
             pick(compiled(*inputs))
         finally:
             torch.backends.mha.set_fastpath_enabled(True)
-    graphs = dynamo.RECENT[before:]
+    graphs = dynamo.compiled_since(before)
     lazyx.sync()
     if len(graphs) != 1 or graphs[0].graph_hash is None:
         eager = [s.name for g in graphs for s in g.steps if isinstance(s, dynamo._Eager)]

@@ -489,6 +489,14 @@ def _static(out):
 
 RECENT = []  # the last compiled graphs (for graph-hash comparisons and debugging)
 _RECENT_MAX = 64
+COMPILED = [0]  # graphs compiled in this process: a mark for compiled_since
+
+
+def compiled_since(mark):
+    """The graphs compiled since COMPILED[0] was `mark` (RECENT is capped: an index into it
+    taken before found nothing once 64 graphs had been compiled)."""
+    n = COMPILED[0] - mark
+    return RECENT[max(len(RECENT) - n, 0):] if n > 0 else []
 
 
 def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
@@ -527,6 +535,7 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
                              capture.slot_types, n_user_outputs, tangents, on_host)
     RECENT.append(compiled)
     del RECENT[:-_RECENT_MAX]
+    COMPILED[0] += 1
     return compiled
 
 

@@ -447,12 +447,12 @@ def test_dynamo_forward_hashes_like_the_lazy_forward(name):
 
 
 def test_a_graphs_literals_are_constants_of_its_executable():
-    before = len(dynamo.RECENT)
+    before = dynamo.COMPILED[0]
     compiled = _compile(lambda x: torch.tanh(x * 0.9 + 0.1) - 0.25)
     x = torch.randn(4, 5)
     for _ in range(2):
         torch.testing.assert_close(compiled(x), torch.tanh(x * 0.9 + 0.1) - 0.25)
-    (graph,) = dynamo.RECENT[before:]
+    (graph,) = dynamo.compiled_since(before)
     (segment,) = graph.steps
     executed = segment.exe.program  # (no fixed leaf is left to bind)
     # the IR as lowered keeps them as leaves (its graph_hash is the lazy path's) ...
