@@ -461,7 +461,7 @@ def _map(x, env):
 def _lower(func, args, kwargs, out):
     """The aten table with FX's recorded output metadata; what it does not cover goes
     through the lazy dispatcher (decompositions), which raises NeedsEager for a CPU fallback."""
-    lowering = tensor.LOWERINGS.get(func)
+    lowering = tensor.LOWERINGS.get(func) or aten_prims.GRAPH_ONLY.get(func)
     if lowering is not None and func not in tensor.EAGER_ONLY and _static(out):
         meta = tensor._as_meta(out)  # what lowerings read: shape, torch and IR dtypes
         try:
