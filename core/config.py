@@ -67,6 +67,17 @@ def node_cap():
     return max(1, _int("LAZYX_NODE_CAP", 100_000))
 
 
+def slow_compile_seconds():
+    """LAZYX_SLOW_COMPILE: seconds a compile runs before a warning says why (0: never)."""
+    raw = _env("LAZYX_SLOW_COMPILE")
+    if raw is None or raw == "":
+        return 10.0
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"LAZYX_SLOW_COMPILE={raw!r} must be a number of seconds") from None
+
+
 def debug():
     """LAZYX_DEBUG=1: explain recompiles and syncs on stderr as they happen."""
     return os.environ.get("LAZYX_DEBUG", "0") not in ("", "0", "false", "False")

@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from . import config, ir, metrics, observation
+from . import compile_watch, config, ir, metrics, observation
 from . import dtypes as dt
 from .source import user_line
 
@@ -639,10 +639,11 @@ def bind_fixed(exe, fixed):
     return bind(fixed) if bind is not None and fixed else exe
 
 
-def compile_program(program, fixed=None):
+def compile_program(program, fixed=None, cause=None, source=None):
     """Compile (or fetch from the cache) an executable for `program`; `fixed` (leaf index ->
     value): leaves the caller will never change and will bind (exe.bind), which the backend
-    may specialize the executable to (XLA reads equal ones as one)."""
+    may specialize the executable to (XLA reads equal ones as one). `cause` and `source`
+    (the cut's) go into the warning about a compile that runs long (core/compile_watch.py)."""
     exe = CACHE.get(program.key)
     if exe is not None:
         metrics.count("cache_hits")
@@ -654,8 +655,9 @@ def compile_program(program, fixed=None):
     if backend.code_mappings_short():
         CACHE.shed()
         metrics.count("cache_sheds")
-    exe = backend.compile(program, fixed) if fixed and _takes_fixed(backend) else \
-        backend.compile(program)
+    with compile_watch.watch(program, cause, source):
+        exe = backend.compile(program, fixed) if fixed and _takes_fixed(backend) else \
+            backend.compile(program)
     elapsed = time.perf_counter() - start
     exe.program = program
     metrics.count("compiles")
@@ -856,7 +858,7 @@ def _run(roots, cause, source, trace_seconds=0.0):
         _notify("on_sync", cause, source, program, run_roots)
     hit = exe is not None
     if not hit:
-        exe, _ = compile_program(program)
+        exe, _ = compile_program(program, cause=cause, source=source)
         metrics.record_compile(source)
     if alias is not None:
         CACHE.put_alias(alias[0], exe, alias[1])
