@@ -68,8 +68,20 @@ def array(obj, dtype=None, *, copy=True, ndmin=0, **kwargs):
 _PY_SCALARS = frozenset((int, float, bool))
 
 
+def _on_host(dtype, *values):
+    """Whether a creation yields a dtype the IR has no type for (datetime64, timedelta64,
+    strings): then the result is NumPy's own array, as lnp.asarray's is."""
+    if dtype is not None:
+        return not isinstance(dtype, LazyArray) and not holdable(dtype)
+    return any(isinstance(v, (str, bytes)) or isinstance(v, (np.ndarray, np.generic))
+               and not holdable(v.dtype) for v in values)
+
+
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     shape = _shape(shape)
+    if _on_host(dtype, fill_value):
+        return np.full(shape, np.asarray(fill_value) if isinstance(fill_value, LazyArray)
+                       else fill_value, dtype)
     if type(fill_value) in _PY_SCALARS and dtype is not None:  # zeros_like & co.: no NumPy calls
         return wrap(compose.scalar(fill_value, ir_dtype(dtype), shape))
     if isinstance(fill_value, LazyArray):
@@ -93,6 +105,9 @@ def empty(shape, dtype=None, order="C", *, device=None, like=None):
 
 
 def _like(a, dtype, shape):
+    if _on_host(dtype, a):  # (the lazy array's shape only: no values read)
+        return (tuple(np.shape(a)) if shape is None else _shape(shape),
+                np.dtype(a.dtype if dtype is None else dtype))
     node = as_node(a)
     return (node.shape if shape is None else _shape(shape),
             node.dtype if dtype is None else ir_dtype(dtype))
@@ -100,6 +115,8 @@ def _like(a, dtype, shape):
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     shape, dtype = _like(a, dtype, shape)
+    if not isinstance(dtype, str):  # a datetime64, timedelta64 or string dtype
+        return np.full(shape, fill_value, dtype)
     if type(fill_value) is int:  # NumPy's copyto: OverflowError out of an integer dtype's range
         return full(shape, fill_value, dtype)
     return full(shape, np.asarray(fill_value).astype(np.dtype(dtype)) if np.ndim(fill_value)
@@ -108,11 +125,15 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 
 def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     shape, dtype = _like(a, dtype, shape)
+    if not isinstance(dtype, str):  # a datetime64, timedelta64 or string dtype
+        return np.zeros(shape, dtype)
     return full(shape, 0, dtype)
 
 
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     shape, dtype = _like(a, dtype, shape)
+    if not isinstance(dtype, str):  # a datetime64, timedelta64 or string dtype
+        return np.ones(shape, dtype)
     return full(shape, 1, dtype)
 
 
@@ -124,6 +145,8 @@ def arange(start, /, stop=None, step=None, *, dtype=None, device=None, like=None
     host = np.arange(start, stop, step, dtype=dtype) if step is not None else (
         np.arange(start, stop, dtype=dtype) if stop is not None else np.arange(start,
                                                                                dtype=dtype))
+    if not holdable(host.dtype):  # datetime64 bounds: NumPy's own array
+        return host
     return wrap(runtime.from_host(host, ir_dtype(host.dtype)))
 
 
@@ -176,6 +199,8 @@ def _lazy_linspace(start, stop, num, endpoint, retstep, dtype, axis):
 
 
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
+    if _on_host(dtype):
+        return np.eye(N, M, k, dtype)
     M = N if M is None else M
     shape = _shape((N, M))
     target = ir_dtype(dtype) if dtype is not None else "float64"

@@ -74,6 +74,8 @@ def test_axis_error_is_numpys():
 
 def test_unsupported_dtype_is_a_type_error():
     with pytest.raises(TypeError, match="timedelta64.* is not supported"):
-        lnp.zeros(3, dtype=np.timedelta64)
-    # (strings and dates stay NumPy's own arrays: docs/numpy.md, test_user_reports.py)
+        lnp.sum(lnp.ones(3), dtype="timedelta64[D]")  # (NumPy: a TypeError too)
+    # (strings and dates stay NumPy's own arrays: docs/numpy.md, test_user_reports.py,
+    # test_host_dtypes_and_iter.py)
     assert type(lnp.asarray(np.array(["a", "b"]))) is np.ndarray
+    assert type(lnp.zeros(3, dtype=np.timedelta64)) is np.ndarray
