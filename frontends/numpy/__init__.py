@@ -37,11 +37,12 @@ from ._choosing import clip, where
 from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  # noqa: A004
                           cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,
                           sort, std, sum, var)
-from . import fft, linalg, random  # noqa: E402
+from . import fft, hooks, linalg, random  # noqa: E402
 from . import _replay  # noqa: E402,F401  (lazyx.compile learns lazy arrays)
 
 _methods.install()
 _layout.install()  # strides, flags, view, flat, `in`
+hooks.install()  # numpy.nditer over lazy operands
 globals().update(_ELEMENTWISE)
 
 __array_api_version__ = "2023.12"
