@@ -33,15 +33,14 @@ Installed here, once:
       lazy tensor's time dimension is always static, so the unrolled loop is one graph, the
       same numbers as eager TF. Any other input goes to Keras' own function unchanged.
 
-  keras.src.backend.tensorflow.core.cond is wrapped for a lazy predicate (Keras hands
-      `smart_cond` only tensors or bools, so `ops.cond` on a lazy value was a TypeError).
-      Called from keras.src.losses / keras.src.metrics (pure branches: Hinge and
-      SquaredHinge check for 0/1 labels), both branches are built and the results
-      selected per element (tf.where) when they have one structure, shapes and dtypes.
-      Anywhere else -- a branch may assign variables (gradient accumulation), so building
-      both would apply both -- and for mismatched branches, the predicate is read (a
-      counted fallback named after Keras' caller) and only its branch runs. The caller is
-      found by walking the stack past keras.src.ops, .backend and .utils.
+  keras.src.backend.tensorflow.core.cond is wrapped, and tf.compat.v1.cond (which tf.cond
+      calls) gets a dispatch target, for a lazy predicate (Keras hands `smart_cond` only
+      tensors or bools, so `ops.cond` on a lazy value was a TypeError): both branches are
+      traced and their results and variable assigns selected (control_flow.py).
+  BaseResourceVariable.assign/assign_add/assign_sub and the scatters lazyx does not already
+      wrap: while a lazy cond's branch is traced (control_flow.py), a write to a plain
+      variable makes it lazy-aware first, so the write is recorded instead of reaching
+      TF's buffer (it could not be undone); every other call is TF's own.
 
   Function.__call__ (tensorflow/python/eager/polymorphic_function) is wrapped: a
       tf.function called with lazy arguments runs on their materialized values -- a counted
@@ -100,7 +99,6 @@ Reached by TF internals, and so re-read on a TF upgrade:
 """
 import functools
 import inspect
-import sys
 
 import tensorflow as tf
 from tensorflow.python.util import dispatch, tf_decorator
@@ -152,6 +150,28 @@ def install():
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
         indexed_slices.densify)
     _wrap_variable_scatters()
+    _redirect_branch_writes()
+
+
+def _redirect_branch_writes():
+    from tensorflow.python.ops import resource_variable_ops
+    from . import control_flow
+    tf.experimental.dispatch_for_api(tf.compat.v1.cond, {"pred": LazyTensor})(
+        control_flow.tf_cond)
+    # (tensorflow/python/ops/weak_tensor_ops.py gives ResourceVariable assign methods of its
+    # own, calling the base class's as they were: both classes' are wrapped)
+    for cls in (resource_variable_ops.BaseResourceVariable, resource_variable_ops.ResourceVariable):
+        for name in ("assign", "assign_add", "assign_sub", *variables.STORED_FIRST):
+            if name not in cls.__dict__:
+                continue
+            original = cls.__dict__[name]
+
+            def method(self, *args, _original=original, _name=name, **kwargs):
+                if control_flow.DEPTH[0] and control_flow.redirect_write(self):
+                    return getattr(self, _name)(*args, **kwargs)  # the lazy-aware method
+                return _original(self, *args, **kwargs)
+            method.__name__, method.__wrapped__ = name, original
+            setattr(cls, name, method)
 
 
 def _wrap_variable_scatters():
@@ -256,38 +276,14 @@ def _wrap_keras_cond():
         return
     keras_cond = keras_tf_core.cond
 
+    from . import control_flow
+
     def cond(pred, true_fn, false_fn):
         if not isinstance(pred, LazyTensor):
             return keras_cond(pred, true_fn, false_fn)
-        if not _called_from(("keras.src.losses", "keras.src.metrics")):
-            return true_fn() if bool(pred) else false_fn()
-        on_true, on_false = true_fn(), false_fn()
-        a, b = tf.nest.flatten(on_true), tf.nest.flatten(on_false)
-        try:
-            tf.nest.assert_same_structure(on_true, on_false)
-        except (TypeError, ValueError):
-            a = None
-        if a is not None and all(isinstance(x, (tf.Tensor, LazyTensor)) and
-                                 isinstance(y, (tf.Tensor, LazyTensor)) and
-                                 x.shape == y.shape and x.dtype == y.dtype
-                                 for x, y in zip(a, b)):
-            picked = [tf.where(pred, x, y) for x, y in zip(a, b)]
-            return tf.nest.pack_sequence_as(on_true, picked)
-        return on_true if bool(pred) else on_false
+        return control_flow.cond(pred, true_fn, false_fn)
     cond.__wrapped__ = keras_cond
     keras_tf_core.cond = cond
-
-
-def _called_from(packages):
-    """Whether the first caller outside Keras' ops and backend lives in one of `packages`."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if not module.startswith(("keras.src.ops", "keras.src.backend", "keras.src.utils",
-                                  "lazyx.")):
-            return module.startswith(packages)
-        frame = frame.f_back
-    return False
 
 
 def _wrap_custom_gradient():

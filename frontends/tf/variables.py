@@ -39,6 +39,7 @@ from tensorflow.python.eager import record
 from tensorflow.python.eager import tape as tf_tape
 
 from ...core import capture, ir, ops, runtime
+from . import control_flow
 from . import tensor as _tensor
 from .tensor import LazyTensor, _tf_leaf, ir_dtype, to_tf, wrap
 
@@ -205,6 +206,8 @@ def record_assign(var, kind, value):
     (a dtype or shape mismatch: materializing lets TF raise its own error)."""
     if not _compatible(var, value):
         return False
+    if control_flow.DEPTH[0]:
+        control_flow.note_assign(var)  # a traced cond branch restores it afterwards
     _make_lazy(var)
     current = var._lazyx_shadow
     if kind != "assign":
@@ -292,6 +295,10 @@ class _LazyMethods:
     """Shadow-aware assign and read methods, placed before the variable's own class."""
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
+        if control_flow.tracing():  # a lazy cond's branch: recorded, never written to TF
+            if not record_assign(self, "assign", control_flow.value_for(self, value)):
+                control_flow.untraceable(f"tf.Variable.assign of {self.name!r}")
+            return self if read_value else None
         if self._lazyx_shadow is not None and not tf.executing_eagerly():
             write_back([self])  # a tf.function being traced: stored first, as a read is
         if self._lazyx_shadow is not None and isinstance(value, tf.Tensor) and \
@@ -313,6 +320,10 @@ class _LazyMethods:
         return super().assign(value, use_locking, name, read_value)
 
     def _assign_delta(self, kind, delta, use_locking, name, read_value):
+        if control_flow.tracing():  # a lazy cond's branch: recorded, never written to TF
+            if not record_assign(self, kind, control_flow.value_for(self, delta)):
+                control_flow.untraceable(f"tf.Variable.{kind} of {self.name!r}")
+            return self if read_value else None
         if self._lazyx_shadow is not None and not tf.executing_eagerly():
             write_back([self])  # a tf.function being traced: stored first, as a read is
         if isinstance(delta, LazyTensor) or self._lazyx_shadow is not None:
@@ -461,7 +472,7 @@ def scatter_lazily(var, name, sparse_delta):
         return False
     values, indices = sparse_delta.values, sparse_delta.indices
     if getattr(var, "_lazyx_shadow", None) is None and not isinstance(values, LazyTensor) and \
-            not isinstance(indices, LazyTensor):
+            not isinstance(indices, LazyTensor) and not control_flow.tracing():
         return False
     if values.dtype != var.dtype or not indices.dtype.is_integer or \
             len(indices.shape) != 1 or \
@@ -470,6 +481,8 @@ def scatter_lazily(var, name, sparse_delta):
     known = None if isinstance(indices, LazyTensor) else indices.numpy()
     if known is not None and np.any((known < 0) | (known >= var.shape[0])):
         return False  # TF's own out-of-range error (a lazy index cannot be checked: dropped)
+    if control_flow.DEPTH[0]:
+        control_flow.note_assign(var)
     _make_lazy(var)
     current = var._lazyx_shadow
     if current is None:
@@ -491,6 +504,7 @@ def _stored_first(name):
         delta = args[0] if args else kwargs.get("sparse_delta")
         if scatter_lazily(self, name, delta):
             return self
+        control_flow.untraceable(f"tf.Variable.{name}")  # (in a lazy cond's branch)
         if self._lazyx_shadow is not None:
             capture.host_read(f"tf.Variable.{name} on {self.name!r}")
             write_back([self])
@@ -499,9 +513,10 @@ def _stored_first(name):
     return method
 
 
-for _name in ("scatter_sub", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
-              "scatter_div", "scatter_update", "batch_scatter_update", "scatter_nd_sub",
-              "scatter_nd_add", "scatter_nd_update", "scatter_nd_max", "scatter_nd_min"):
+STORED_FIRST = ("scatter_sub", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
+                "scatter_div", "scatter_update", "batch_scatter_update", "scatter_nd_sub",
+                "scatter_nd_add", "scatter_nd_update", "scatter_nd_max", "scatter_nd_min")
+for _name in STORED_FIRST:
     setattr(_LazyMethods, _name, _stored_first(_name))
 
 

@@ -1,0 +1,248 @@
+"""tf.cond and keras.ops.cond on a lazy predicate: both branches traced, their results selected.
+
+Reading the predicate would be a sync mid-step (and a step lazyx.compile cannot replay: Keras'
+warm-up learning-rate schedules, EMA overwrites and gradient accumulation all branch on the
+step counter). So lazyx does what TF's graph mode (tf.function) does with a tensor predicate:
+
+* Both branch functions run, true_fn first -- their Python side effects both happen, as
+  when tf.function traces a cond. What they compute is recorded, not run.
+* Every variable a branch assigns (assign, assign_add/sub, the scatters) gets a lazy value
+  in that branch: a variable holding no lazy value is made lazy first (hooks.py redirects its
+  writes while a branch is traced), so no write reaches TF's buffer. After the true branch
+  each assigned variable's value is noted and the variable restored; then the false branch;
+  then each gets `where(pred, value after true, value after false)`.
+* The results are `where(pred, true result, false result)` per tensor. The two results must
+  have one structure (TF's TypeError otherwise, as tf.function raises it); a pair that
+  cannot be selected (other shapes or dtypes, non-tensors that differ) reads the predicate
+  and takes the chosen branch's results and variable values as recorded.
+
+A branch that needs a value -- a sync, a read of a value, an op with no lowering (run
+eagerly on TF), a write lazyx cannot record -- is stopped there, before the read or write
+happens (`_Watch` below, a runtime listener), its variables are restored, the predicate is
+read (what lazyx did before: a counted fallback, or lazyx.compile's observation error), and
+only the chosen branch counts: one that ran to its end is taken as recorded, else it runs
+again, plainly. The stopped branch's Python side effects up to that point have happened.
+"""
+import threading
+
+import tensorflow as tf
+
+from ...core import runtime
+from . import variables as _vars
+from .tensor import LazyTensor, _tf_leaf
+
+DEPTH = [0]  # branches being traced, in all threads (a cheap test before the thread-local one)
+_local = threading.local()
+_lock = threading.Lock()
+
+
+class _Untraceable(BaseException):
+    """A traced branch needs something only an eager run gives. (BaseException: user and
+    framework code between here and the cond must not swallow it.)"""
+
+
+def _frames():
+    return getattr(_local, "frames", None)
+
+
+def tracing():
+    """Whether this thread is tracing a branch of a lazy cond."""
+    return bool(DEPTH[0] and _frames())
+
+
+def untraceable(what):
+    """Stop the branch being traced: `what` cannot be recorded (called before it happens)."""
+    if tracing():
+        raise _Untraceable(what)
+
+
+def note_assign(var):
+    """`var` is about to get a new lazy value: each open branch keeps its state from before."""
+    for frame in _frames() or ():
+        if id(var) not in frame:
+            frame[id(var)] = (var, getattr(var, "_lazyx_shadow", None),
+                              getattr(var, "_lazyx_left", None))
+
+
+def redirect_write(var):
+    """A write to a plain tf.Variable inside a traced branch: make it lazy-aware, so the write
+    is recorded instead of reaching TF's buffer (hooks.py then calls the method again)."""
+    if not tracing() or isinstance(var, _vars.LazyVariable):
+        return False
+    _vars._make_lazy(var)
+    return True
+
+
+def value_for(var, value):
+    """`value` as a lazy tensor for `var.assign*(value)` inside a traced branch."""
+    if isinstance(value, LazyTensor):
+        return value
+    source = _vars.tf_variable(value)
+    if source is not None:
+        return _value_of(source)
+    from .tensor import node_of
+    shape = tuple(var.shape) if var.shape.is_fully_defined() else ()
+    return LazyTensor(node_of(value, var.dtype, shape=shape))
+
+
+class _Watch:
+    """A runtime listener: a sync, read or eager op in a traced branch stops the branch before
+    it happens (a cut at the node cap only computes, and may go on)."""
+
+    def on_sync(self, cause, source, program, roots=()):
+        if cause != "node_cap" and _frames():
+            raise _Untraceable(f"a sync ({cause})")
+
+    def on_read(self, cause, source, handle):
+        if _frames():
+            raise _Untraceable(f"a read ({cause})")
+
+    def on_fallback(self, op_name, source):
+        if _frames():
+            raise _Untraceable(op_name)
+
+
+_WATCH = _Watch()
+
+
+def _run_branch(fn):
+    """fn() traced: (its results, variables read as values; {id: (var, shadow, left)} from
+    before; {id: value after}). The variables are restored before this returns."""
+    frame = {}
+    frames = _frames()
+    if frames is None:
+        frames = _local.frames = []
+    with _lock:
+        if DEPTH[0] == 0:
+            runtime.LISTENERS.insert(0, _WATCH)
+        DEPTH[0] += 1
+    frames.append(frame)
+    try:
+        out = fn()
+        out = tf.nest.map_structure(
+            lambda x: _value_of(x) if _vars.tf_variable(x) is not None else x, out)
+        after = {k: var._lazyx_shadow for k, (var, _, _) in frame.items()}
+    finally:
+        frames.pop()
+        with _lock:
+            DEPTH[0] -= 1
+            if DEPTH[0] == 0:
+                runtime.LISTENERS.remove(_WATCH)
+        _restore(frame)
+    return out, frame, after
+
+
+def _restore(frame):
+    for var, shadow, left in frame.values():
+        var._lazyx_shadow, var._lazyx_left = shadow, left
+        if shadow is None:
+            _vars._SHADOWED.pop(id(var), None)
+        else:
+            _vars._SHADOWED[id(var)] = var
+
+
+def _value_of(var):
+    """A variable's current value as a lazy tensor (its shadow, else what TF holds)."""
+    var = _vars.tf_variable(var)
+    shadow = getattr(var, "_lazyx_shadow", None)
+    if shadow is not None:
+        return shadow
+    value = _vars.read(var)
+    return value if value is not None else LazyTensor(_tf_leaf(var.value()))
+
+
+def _apply(after):
+    for var, value in after.values():
+        _vars.record_assign(var, "assign", value)
+
+
+def cond(pred, true_fn, false_fn):
+    """`true_fn() if pred else false_fn()` for a lazy `pred`, without reading it (module doc)."""
+    if pred.dtype != tf.bool or pred.shape.num_elements() != 1:
+        return true_fn() if bool(pred) else false_fn()  # (TF's eager truth value of it)
+    if pred.shape.rank:
+        pred = tf.reshape(pred, [])
+    done = {}
+    try:
+        out_t, saved_t, after_t = _run_branch(true_fn)
+        done[True] = (out_t, {k: (saved_t[k][0], v) for k, v in after_t.items()})
+        out_f, saved_f, after_f = _run_branch(false_fn)
+        done[False] = (out_f, {k: (saved_f[k][0], v) for k, v in after_f.items()})
+    except _Untraceable:
+        return _taken(pred, true_fn, false_fn, done)
+    try:
+        tf.nest.assert_same_structure(out_t, out_f)
+    except (TypeError, ValueError) as err:
+        raise TypeError(
+            "true_fn and false_fn arguments to tf.cond must have the same number, type, and "
+            f"overall structure of return values.\n\ntrue_fn output: {out_t}\nfalse_fn output: "
+            f"{out_f}\n\nError details:\n{err}") from None
+    picked = [_select(pred, a, b)
+              for a, b in zip(tf.nest.flatten(out_t), tf.nest.flatten(out_f))]
+    if any(p is _NO for p in picked):
+        return _taken(pred, true_fn, false_fn, done)
+    saved = {**saved_f, **saved_t}
+    for k, (var, _, _) in saved.items():
+        before = None if k in after_t and k in after_f else _value_of(var)
+        on_true = after_t[k] if k in after_t else before
+        on_false = after_f[k] if k in after_f else before
+        _vars.record_assign(var, "assign", tf.where(pred, on_true, on_false))
+    return tf.nest.pack_sequence_as(out_t, picked)
+
+
+def _taken(pred, true_fn, false_fn, done):
+    """The predicate read (the eager way): the chosen branch as recorded, or run plainly."""
+    chosen = bool(pred)
+    if chosen in done:
+        out, after = done[chosen]
+        _apply(after)
+        return out
+    return true_fn() if chosen else false_fn()
+
+
+_NO = object()
+_NUMBERS = (bool, int, float, complex)
+
+
+def _select(pred, a, b):
+    """where(pred, a, b) for one result; `a` itself when both are the same; _NO when the
+    pair cannot be selected."""
+    if a is b:
+        return a
+    if type(a) is type(b) and type(a) in _NUMBERS + (str, bytes, type(None)) and a == b:
+        return a
+    a, b = _tensor(a), _tensor(b)
+    if a is None or b is None or a.dtype != b.dtype or a.shape != b.shape:
+        return _NO
+    return tf.where(pred, a, b)
+
+
+def _tensor(x):
+    if isinstance(x, (LazyTensor, tf.Tensor)):
+        return x
+    if isinstance(x, _NUMBERS) or hasattr(x, "__array__") and not hasattr(x, "numpy"):
+        try:
+            return tf.convert_to_tensor(x)
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def tf_cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, fn2=None):
+    """tf.compat.v1.cond for a lazy predicate (tf.cond calls it with strict=True): TF's
+    dispatch brings the call here (hooks.py registers it)."""
+    for alias, given, what in ((fn1, true_fn, "true_fn"), (fn2, false_fn, "false_fn")):
+        if alias is not None and given is not None:
+            raise TypeError(f"cond(): '{what}' and 'fn{1 if what == 'true_fn' else 2}' may "
+                            f"not be set simultaneously.")
+    true_fn = fn1 if true_fn is None else true_fn
+    false_fn = fn2 if false_fn is None else false_fn
+    for fn, what in ((true_fn, "true_fn"), (false_fn, "false_fn")):
+        if fn is None:
+            raise TypeError(f"cond(): '{what}' argument required")
+        if not callable(fn):
+            raise TypeError(f"'{what}' must be callable.")
+    out = cond(pred, true_fn, false_fn)
+    if not strict and isinstance(out, (list, tuple)) and len(out) == 1:
+        return out[0]  # (TF's _UnpackIfSingleton)
+    return out
