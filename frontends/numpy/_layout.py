@@ -14,7 +14,7 @@ import numpy as np
 
 from ...core import dtypes as dt, ops
 from ._base import LazyArray, wrap
-from ._fallback import run_eagerly
+from ._fallback import observe_with, run_eagerly
 from ._promote import assign
 
 
@@ -93,10 +93,50 @@ def contains(self, value):
     return bool((self == value).any())
 
 
+def byteswap(self, inplace=False):
+    """NumPy's byteswap of the value (a counted fallback); inplace=True writes the array."""
+    out = run_eagerly(lambda host: host.byteswap(), "ndarray.byteswap", (self,), {})
+    if inplace:
+        assign(self, out)
+        return self
+    return out
+
+
+def getfield(self, dtype, offset=0):
+    """NumPy's field of the value (a counted fallback; a new value, not a view)."""
+    return run_eagerly(lambda host: host.getfield(dtype, offset), "ndarray.getfield",
+                       (self,), {})
+
+
+def setfield(self, val, dtype, offset=0):
+    """NumPy's setfield on a host copy, carried back into the array (a counted fallback)."""
+    run_eagerly(lambda host, v: host.setfield(v, dtype, offset), "ndarray.setfield",
+                (self, val), {})
+
+
+def dumps(self):
+    """NumPy's pickle of the value (an observation: it loads as a NumPy array)."""
+    return observe_with(lambda host: host.dumps(), (self,), {})
+
+
+def dump(self, file):
+    return observe_with(lambda host: host.dump(file), (self,), {})
+
+
+def data(self):
+    """A read-only memoryview of a host copy (an observation): a write through it could not
+    reach the lazy array, so it raises rather than being lost. (memoryview(a) itself cannot
+    work: docs/numpy.md.)"""
+    return memoryview(self._host("convert")).toreadonly()
+
+
 def install():
     LazyArray.strides = property(strides)
     LazyArray.flags = property(flags)
     LazyArray.flat = property(flat, lambda self, value: FlatIter(self).__setitem__(
         slice(None), value))
     LazyArray.view = view
+    for fn in (byteswap, getfield, setfield, dumps, dump):
+        setattr(LazyArray, fn.__name__, fn)
+    LazyArray.data = property(data)
     LazyArray.__contains__ = contains

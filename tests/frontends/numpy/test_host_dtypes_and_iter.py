@@ -1,6 +1,9 @@
-"""np.nditer over lazy arrays (writes reach the lazy array, a counted fallback) and lnp's
+"""np.nditer over lazy arrays (writes reach the lazy array, a counted fallback), lnp's
 creation functions with datetime64 / timedelta64 / string dtypes (NumPy's own arrays, as
-lnp.asarray gives), each compared with NumPy on the same inputs."""
+lnp.asarray gives), and the ndarray methods that go through host memory (byteswap, getfield,
+setfield, dump(s), data), each compared with NumPy on the same inputs."""
+import io
+import pickle
 import warnings
 
 import numpy as np
@@ -131,3 +134,45 @@ def test_datetime_and_string_creations_give_numpys_arrays(name):
     assert type(got) is np.ndarray
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def _memory_methods():
+    def byteswap_inplace(a):
+        assert a.byteswap(inplace=True) is a
+        return a
+
+    def setfield(a):
+        a.setfield(7, np.int32, 0)
+        return a
+
+    def dump(a):
+        f = io.BytesIO()
+        a.dump(f)
+        f.seek(0)
+        return pickle.load(f)
+    return {"byteswap": lambda a: a.byteswap(), "byteswap inplace": byteswap_inplace,
+            "getfield": lambda a: a.getfield(np.int32, 4), "setfield": setfield,
+            "dumps": lambda a: pickle.loads(a.dumps()), "dump": dump,
+            "data": lambda a: np.array(a.data)}
+
+
+@pytest.mark.parametrize("name", sorted(_memory_methods()))
+def test_host_memory_methods_match_numpy(name):
+    host = np.array([[1.5, -2.0, 3.25], [0.0, 1e300, -7.0]])
+    fn = _memory_methods()[name]
+    want = fn(host.copy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = fn(lnp.asarray(host) * 1)
+    assert np.asarray(got).dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+    if name.startswith("dump"):  # NumPy's pickle of the value: it loads as NumPy's array
+        assert type(got) is np.ndarray
+
+
+def test_data_is_a_read_only_view_of_a_copy():
+    lazy = lnp.asarray(np.arange(4.0))
+    view = lazy.data
+    assert (view.format, view.shape, view.tolist()) == ("d", (4,), [0.0, 1.0, 2.0, 3.0])
+    with pytest.raises(TypeError):  # a write could not reach the lazy array: refused
+        view[0] = 5.0
