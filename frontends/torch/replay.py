@@ -11,6 +11,7 @@
   the CPU and computes the corrections in Python, which a replay would never advance.
 """
 import contextlib
+import weakref
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -28,20 +29,42 @@ def _handle(t):
     if type(t) is _tensor.LazyTensor:
         return t._lazyx_handle
     # a write through an alias (p.data.mul_(0), p.detach().lerp_(...): EMA, weight clipping)
-    # updated the functional storage, not p's inner tensor: sync applies it (0.3 us when
-    # nothing is pending), or a replay read p's value from before the write
-    _sync(t)
+    # updated the functional storage, not p's inner tensor: sync applies it, or a replay read
+    # p's value from before the write. When the only mutation since the last replay is that
+    # replay's own commit (_write), the inner tensor holds the value already: the sync would
+    # only regenerate it (25 us per tensor, measured, against 0.2 for the counter's read)
+    if not _own_commit_only(t):
+        _sync(t)
     return torch._from_functional_tensor(t)._lazyx_handle
 
 
 _sync = torch._functionalize_sync
+_mutations = torch._functionalize_mutation_counter  # +1 per mutation of t's storage
 
 
 def _wrap(template, node):
     return _device.user_tensor(_tensor.from_node(node, template.dtype))
 
 
-_commits = {}  # id(tensor) -> updates committed since its functional storage last synced
+class _Commits:
+    """What a replay's writes left queued on a tensor's functional storage: how many commits
+    since it last synced, and the storage's mutation count right after the latest (so _handle
+    can tell "only our own commit since" from a write through an alias). Keyed by id, with a
+    weak reference to tell a tensor from a later one at the same address."""
+    __slots__ = ("ref", "queued", "mutations")
+
+    def __init__(self, t):
+        self.ref = weakref.ref(t, lambda _, key=id(t): _commits.pop(key, None))
+        self.queued = 0
+        self.mutations = None
+
+
+_commits = {}  # id(tensor) -> _Commits
+
+
+def _own_commit_only(t):
+    entry = _commits.get(id(t))
+    return entry is not None and entry.mutations == _mutations(t) and entry.ref() is t
 
 
 def _write(t, handle, node):
@@ -57,11 +80,14 @@ def _write(t, handle, node):
     inner = torch._from_functional_tensor(t)
     torch._functionalize_replace(t, inner)
     torch._functionalize_commit_update(t)
-    n = _commits.get(id(t), 0) + 1
-    if n >= 256:
+    entry = _commits.get(id(t))
+    if entry is None or entry.ref() is not t:
+        entry = _commits[id(t)] = _Commits(t)
+    entry.queued += 1
+    if entry.queued >= 256:
         torch._functionalize_sync(t)
-        n = 0
-    _commits[id(t)] = n
+        entry.queued = 0
+    entry.mutations = _mutations(t)
 
 
 def _module_state(module):
