@@ -81,8 +81,7 @@ def value_for(var, value):
     if source is not None:
         return _value_of(source)
     from .tensor import node_of
-    shape = tuple(var.shape) if var.shape.is_fully_defined() else ()
-    return LazyTensor(node_of(value, var.dtype, shape=shape))
+    return LazyTensor(node_of(value, var.dtype))  # (another shape: TF's error, see assign)
 
 
 class _Watch:
@@ -246,3 +245,10 @@ def tf_cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None
     if not strict and isinstance(out, (list, tuple)) and len(out) == 1:
         return out[0]  # (TF's _UnpackIfSingleton)
     return out
+
+
+def tf_cond_v2(pred, true_fn=None, false_fn=None, name=None):
+    """tf.cond itself: dispatched here too, or a TypeError or ValueError raised inside a
+    branch would send the whole call to TF's fallback dispatch (registry._Fallback), which
+    runs it again, eagerly."""
+    return tf_cond(pred, true_fn, false_fn, strict=True)

@@ -158,6 +158,7 @@ def _redirect_branch_writes():
     from . import control_flow
     tf.experimental.dispatch_for_api(tf.compat.v1.cond, {"pred": LazyTensor})(
         control_flow.tf_cond)
+    tf.experimental.dispatch_for_api(tf.cond, {"pred": LazyTensor})(control_flow.tf_cond_v2)
     # (tensorflow/python/ops/weak_tensor_ops.py gives ResourceVariable assign methods of its
     # own, calling the base class's as they were: both classes' are wrapped)
     for cls in (resource_variable_ops.BaseResourceVariable, resource_variable_ops.ResourceVariable):

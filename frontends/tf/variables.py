@@ -301,6 +301,10 @@ class _LazyMethods:
             return self if read_value else None
         if self._lazyx_shadow is not None and not tf.executing_eagerly():
             write_back([self])  # a tf.function being traced: stored first, as a read is
+        if has_shadow(value) and tf.executing_eagerly():
+            # another variable's lazy value (Keras' EMA overwrite: weight.assign(average));
+            # TF's assign would convert it, a fallback reading it
+            value = tf_variable(value)._lazyx_shadow
         if self._lazyx_shadow is not None and isinstance(value, tf.Tensor) and \
                 not isinstance(value, LazyTensor) and value.shape.rank == 0:
             value = value.numpy()[()]  # Keras casts numbers to eager tensors before assigning
