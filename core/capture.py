@@ -422,6 +422,15 @@ _SKIP = (types.ModuleType, type, types.BuiltinFunctionType, str, bytes, int, flo
          complex, type(None), np.ndarray, np.generic)
 
 
+def host_tensor_version(value):
+    """The version function of a frontend tensor that is not lazy (a CPU tensor kept in
+    state, see register_tensor), else None."""
+    spec = _spec(type(value))
+    if spec is None or spec[0] != "tensor" or spec[1][6] is None or spec[1][0](value):
+        return None
+    return spec[1][6]
+
+
 def _discover(objects, limit=200_000, modes=None, aliases=None, host=None):
     """{path: (tensor, stable)} for the lazy tensors reachable from `objects` (and, into
     `modes`, (object, mode function) for each container with a registered mode; into

@@ -1,11 +1,14 @@
 """Host state a lazyx.compile step reads without the graph seeing it: Python numbers kept on
-objects (`self.t += 1`, `G["step"] += 1`), NumPy's own random generators, and plain host
-arrays (a mask, a lookup table in a global). A replay runs no Python, so
+objects (`self.t += 1`, `G["step"] += 1`), NumPy's own random generators, plain host
+arrays (a mask, a lookup table in a global), and a frontend's tensors off the lazyx device (a
+CPU `scale` read with float()). A replay runs no Python, so
 
 * a number or generator the step itself changes while it traces would never change again:
   the step runs lazily from then on (`changed_by_step`, with a warning that names it);
 * a host array the graph took as a constant must still hold the traced values at each replay:
-  a change between calls is a guard miss, and the step traces again (`arrays_changed`).
+  a change between calls is a guard miss, and the step traces again (`arrays_changed`); so
+  must a host tensor, by its version counter (`tensor_guards`; one the step writes is caught
+  with the deeper ones, by capture's walk).
 
 Only what lies one level from the step's roots is looked at: its closure cells, the globals
 its code names, the object of a bound method and the dicts among them -- where such state
@@ -22,12 +25,14 @@ ARRAY_GUARD_BYTES = 1 << 20
 _GENERATORS = (np.random.Generator, np.random.RandomState)
 
 
-def snapshot(roots):
-    """[(name, getter, kind, value)] for the numbers, generators and arrays one level from
-    `roots` ((getter, object) pairs: capture._roots), values copied as they are now."""
+def snapshot(roots, tensor_version=lambda value: None):
+    """[(name, getter, kind, value)] for the numbers, generators, arrays and host tensors one
+    level from `roots` ((getter, object) pairs: capture._roots), values copied as they are
+    now (a host tensor's: (tensor, version function, version)). `tensor_version(value)`: a
+    host tensor's version function, else None."""
     out = []
     for k, (getter, obj) in enumerate(roots):
-        _add(out, f"root {k}", getter, obj)
+        _add(out, f"root {k}", getter, obj, tensor_version)
         if isinstance(obj, dict):
             items = [(key, value) for key, value in obj.items()]
             get = _item
@@ -38,10 +43,9 @@ def snapshot(roots):
                 continue
             items, get = list(attrs.items()), _attr
         for key, value in items:
-            if isinstance(value, (int, float, np.ndarray) + _GENERATORS) and \
-                    type(value) is not bool:
+            if type(value) is not bool:
                 _add(out, _name(obj, key), lambda g=getter, key=key, get=get: get(g(), key),
-                     value)
+                     value, tensor_version)
     out.append(("np.random's global generator", _global_state, "rng", _global_state()))
     return out
 
@@ -74,6 +78,11 @@ def array_guards(before):
     return [(name, getter, value) for name, getter, kind, value in before if kind == "array"]
 
 
+def tensor_guards(before):
+    """(tensor, version function, version) for the host tensors to check at each replay."""
+    return [value for _name, _getter, kind, value in before if kind == "tensor"]
+
+
 def arrays_changed(guards):
     """A guard-miss message when a guarded host array holds other values now, else None."""
     for name, getter, value in guards:
@@ -86,7 +95,7 @@ def arrays_changed(guards):
     return None
 
 
-def _add(out, name, getter, value):
+def _add(out, name, getter, value, tensor_version):
     if isinstance(value, _GENERATORS):
         out.append((name, getter, "rng", _state(value)))
     elif isinstance(value, np.ndarray):
@@ -94,6 +103,10 @@ def _add(out, name, getter, value):
             out.append((name, getter, "array", value.copy()))
     elif isinstance(value, (int, float)) and type(value) is not bool:
         out.append((name, getter, "number", value))
+    else:
+        version = tensor_version(value)
+        if version is not None:
+            out.append((name, getter, "tensor", (value, version, version(value))))
 
 
 def _same_array(a, b):

@@ -177,7 +177,7 @@ class Compiled:
         created state -- a warm-up call -- or observes values)."""
         runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
         arg_roots = _arg_roots(full[0])
-        host = host_state.snapshot(_roots(self.fn) + arg_roots)
+        host = host_state.snapshot(_roots(self.fn) + arg_roots, capture.host_tensor_version)
         host_tensors = []
         before = _discover([o for _, o in _roots(self.fn) + arg_roots], host=host_tensors)
         host_versions = [(t, version, version(t)) for t, version in host_tensors]
@@ -332,8 +332,7 @@ class Compiled:
         entry.host_arrays = host_state.array_guards(host)
         # (only those next to the step, as host arrays: deeper ones -- a CPU model's
         # parameters reachable through a shared list -- are rarely what it reads)
-        near = {id(t) for t in _near_host_tensors(roots)}
-        entry.host_tensors = [v for v in host_versions if id(v[0]) in near]
+        entry.host_tensors = host_state.tensor_guards(host)
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -415,22 +414,6 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
-
-
-def _near_host_tensors(roots):
-    """Tensors that are not lazy one level from the step's roots (a closure cell, a global,
-    an attribute of self, a dict's value): a CPU `scale` the step reads with float()."""
-    for _, obj in roots:
-        values = [obj]
-        if isinstance(obj, dict):
-            values += list(obj.values())
-        elif type(getattr(obj, "__dict__", None)) is dict:
-            values += list(obj.__dict__.values())
-        for value in values:
-            spec = _spec(type(value))
-            if spec is not None and spec[0] == "tensor" and spec[1][6] is not None and \
-                    not spec[1][0](value):
-                yield value
 
 
 def _own_leaves(state):
