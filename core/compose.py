@@ -9,7 +9,7 @@ import math
 
 from . import dtypes as dt
 from . import ir, ops
-from .prng import seed_key
+from .prng import PARITY, ROTATIONS, seed_key
 
 
 # ---------------------------------------------------------------- shapes
@@ -239,6 +239,44 @@ def random_key(seed, counter=0, stream=None):
     """seed_key as a run-time parameter leaf: a new seed or counter never recompiles.
     `stream` (a prng.Stream) names the generator it came from, for lazyx.compile's replays."""
     return ir.param(seed_key(seed, counter), "uint32")
+
+
+def traced_seed_key(seed):
+    """seed_key(s, k) computed by the program, for a seed pair (s, k) that is itself a lazy
+    value: an int32/int64/uint32 node of shape (2,). A Keras SeedGenerator's state is one
+    under lazyx.compile (a captured variable), a plain value in the uncompiled run: both must
+    draw the same numbers. (~100 integer ops, which XLA fuses into one small kernel.)"""
+    if seed.dtype in ("int64", "uint64"):
+        wide = ops.bitcast_convert(seed, dtype="uint64") if seed.dtype == "int64" else seed
+        high = ops.convert(ops.shift_right_logical(wide, const(32, "uint64", (2,))),
+                           dtype="uint32")
+        low = ops.convert(ops.and_(wide, const(0xFFFFFFFF, "uint64", (2,))), dtype="uint32")
+    else:
+        signed = seed.dtype in dt.SIGNED
+        if seed.dtype not in ("int32", "uint32"):
+            seed = ops.convert(seed, dtype="int32" if signed else "uint32")
+        low = ops.bitcast_convert(seed, dtype="uint32") if signed else seed
+        # int(s) & 0xFFFFFFFFFFFFFFFF of a negative 32-bit s: the high word is all ones
+        high = const(0, "uint32", (2,)) if not signed else \
+            ops.select(ops.lt(seed, const(0, "int32", (2,))),
+                       const(0xFFFFFFFF, "uint32", (2,)), const(0, "uint32", (2,)))
+
+    def word(x, i):  # element i, kept 1-d (NumPy warns on 0-d unsigned overflow)
+        return slice_axis(x, 0, i, i + 1)
+
+    k0, k1, counter = word(high, 0), word(low, 0), word(low, 1)
+    ks = (k0, k1, ops.xor(ops.xor(k0, k1), const(PARITY, "uint32", (1,))))
+    x0 = ops.add(const(0, "uint32", (1,)), ks[0])
+    x1 = ops.add(counter, ks[1])
+    for i in range(5):
+        for r in ROTATIONS[i % 2]:
+            x0 = ops.add(x0, x1)
+            rotated = ops.or_(ops.shift_left(x1, const(r, "uint32", (1,))),
+                              ops.shift_right_logical(x1, const(32 - r, "uint32", (1,))))
+            x1 = ops.xor(rotated, x0)
+        x0 = ops.add(x0, ks[(i + 1) % 3])
+        x1 = ops.add(ops.add(x1, ks[(i + 2) % 3]), const(i + 1, "uint32", (1,)))
+    return ops.concatenate(x0, x1, dimension=0)
 
 
 def uniform(key, shape, dtype="float32"):

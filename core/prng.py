@@ -10,15 +10,18 @@ def _rotl(x, r):
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
+PARITY = 0x1BD11BDA  # Threefry's key-schedule constant
+ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
 def threefry2x32(k0, k1, x0, x1):
     """Threefry-2x32, 20 rounds (Salmon et al. 2011), on uint32 arrays (wrapping arithmetic)."""
     k0, k1 = np.uint32(k0), np.uint32(k1)
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
+    ks = (k0, k1, k0 ^ k1 ^ np.uint32(PARITY))
     with np.errstate(over="ignore"):
         x0, x1 = x0 + ks[0], x1 + ks[1]
         for i in range(5):
-            for r in rotations[i % 2]:
+            for r in ROTATIONS[i % 2]:
                 x0 = x0 + x1
                 x1 = _rotl(x1, r) ^ x0
             x0 = x0 + ks[(i + 1) % 3]

@@ -483,7 +483,9 @@ def key_from_seed(seed):
         return compose.random_key(int(host[0]), int(host[1]))
     if node.shape != (2,) or not dt.is_int(node.dtype):
         raise Reject()
-    return ops.convert(node, dtype="uint32")
+    # the key a host seed of the same value gets: a lazy seed (a Keras SeedGenerator's state
+    # under lazyx.compile) draws what the uncompiled run draws
+    return compose.traced_seed_key(node)
 
 
 def uniform_node(key, shape, dtype):

@@ -228,3 +228,39 @@ def test_keras_settings_changed_between_calls_trace_again(name):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     for a, b in zip(got_weights, want_weights):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_keras_dropout_draws_the_uncompiled_runs_masks():
+    """Keras draws a dropout mask from a SeedGenerator whose state is a variable: a plain value
+    in the uncompiled run, a lazy one (captured state) while lazyx.compile traces. Both must
+    make the same key from it (issue 13: a replay draws exactly the uncompiled run's numbers);
+    the lazy seed made a key of its own, so even the traced call drew another mask."""
+    rng = np.random.default_rng(3)
+    data = [(rng.standard_normal((6, 5)).astype(np.float32),
+             rng.standard_normal((6, 2)).astype(np.float32)) for _ in range(5)]
+    results = {}
+    for mode in ("lazy", "compiled"):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((5,)), keras.layers.Dense(16, activation="relu"),
+                                  keras.layers.Dropout(0.5, seed=7), keras.layers.Dense(2)])
+        opt = keras.optimizers.SGD(0.1)
+
+        def step(x, y):
+            with ltf.GradientTape() as tape:
+                hidden = model(x, training=True)
+                loss = tf.reduce_mean(tf.square(hidden - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        run = lazyx.compile(step) if mode == "compiled" else step
+        lazyx.reset_metrics()
+        losses = [float(np.asarray(run(ltf.constant(x), ltf.constant(y)))) for x, y in data]
+        results[mode] = (losses, [v.numpy() for v in model.trainable_variables],
+                         lazyx.metrics()["replays"])
+    lazy, compiled = results["lazy"], results["compiled"]
+    assert compiled[2] >= len(data) - 2  # replayed, not run lazily
+    assert len(set(lazy[0])) == len(data)  # (each step drew another mask)
+    np.testing.assert_allclose(compiled[0], lazy[0], rtol=1e-6)
+    for got, want in zip(compiled[1], lazy[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
