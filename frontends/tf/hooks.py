@@ -196,6 +196,8 @@ def _wrap_tf_function():
 
     def __call__(self, *args, **kwargs):
         if not (registry._has_lazy(args) or registry._has_lazy(kwargs)):
+            if variables._SHADOWED:
+                variables.store_captured()
             return original(self, *args, **kwargs)
         return registry.run_eagerly(functools.partial(original, self), args, kwargs,
                                     name=f"tf.function({getattr(self, '_name', '?')})")

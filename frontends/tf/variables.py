@@ -244,6 +244,17 @@ def held_elsewhere(var):
     return sys.getrefcount(var.__dict__["_handle"]) > _FREE_REFS
 
 
+def store_captured():
+    """Before a tf.function runs: store each pending shadow whose variable's handle a graph
+    function may hold (a function traced before the lazy assign reads the TF buffer with no
+    Python on its way: Keras' fit/evaluate/predict after lazy steps, a user's tf.function
+    train step between lazy ones). Others stay lazy."""
+    held = [var for var in list(_SHADOWED.values())
+            if var._lazyx_shadow is not None and held_elsewhere(var)]
+    if held:
+        write_back(held, cause="convert")
+
+
 def after_barrier(cause="explicit"):
     """What the barrier (`ltf.sync`) does for variables once the step's program is on its
     way: store each shadow a captured handle could read unseen; the others stay lazy."""
