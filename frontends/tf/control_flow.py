@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from ...core import runtime
 from . import variables as _vars
-from .tensor import LazyTensor, _tf_leaf
+from .tensor import LazyTensor, _tf_leaf, silent_turn
 
 DEPTH = [0]  # branches being traced, in all threads (a cheap test before the thread-local one)
 _local = threading.local()
@@ -155,10 +155,12 @@ def _apply(after):
         _vars.record_assign(var, "assign", value)
 
 
-def cond(pred, true_fn, false_fn):
-    """`true_fn() if pred else false_fn()` for a lazy `pred`, without reading it (module doc)."""
+def cond(pred, true_fn, false_fn, name=None):
+    """`true_fn() if pred else false_fn()` for a lazy `pred`, without reading it (module doc).
+    `name`: what a read of the predicate is counted as (None: the TF or Keras function that
+    called, found on the stack)."""
     if pred.dtype != tf.bool or pred.shape.num_elements() != 1:
-        return true_fn() if bool(pred) else false_fn()  # (TF's eager truth value of it)
+        return _taken(pred, true_fn, false_fn, {}, name)  # (TF's eager truth value of it)
     if pred.shape.rank:
         pred = tf.reshape(pred, [])
     done = {}
@@ -168,7 +170,7 @@ def cond(pred, true_fn, false_fn):
         out_f, saved_f, after_f = _run_branch(false_fn)
         done[False] = (out_f, {k: (saved_f[k][0], v) for k, v in after_f.items()})
     except _Untraceable:
-        return _taken(pred, true_fn, false_fn, done)
+        return _taken(pred, true_fn, false_fn, done, name)
     try:
         tf.nest.assert_same_structure(out_t, out_f)
     except (TypeError, ValueError) as err:
@@ -179,7 +181,7 @@ def cond(pred, true_fn, false_fn):
     picked = [_select(pred, a, b)
               for a, b in zip(tf.nest.flatten(out_t), tf.nest.flatten(out_f))]
     if any(p is _NO for p in picked):
-        return _taken(pred, true_fn, false_fn, done)
+        return _taken(pred, true_fn, false_fn, done, name)
     saved = {**saved_f, **saved_t}
     for k, (var, _, _) in saved.items():
         before = None if k in after_t and k in after_f else _value_of(var)
@@ -189,8 +191,10 @@ def cond(pred, true_fn, false_fn):
     return tf.nest.pack_sequence_as(out_t, picked)
 
 
-def _taken(pred, true_fn, false_fn, done):
+def _taken(pred, true_fn, false_fn, done, name):
     """The predicate read (the eager way): the chosen branch as recorded, or run plainly."""
+    if name is not None:
+        silent_turn(name)  # a counted fallback, as TF's own cond reading it was
     chosen = bool(pred)
     if chosen in done:
         out, after = done[chosen]
@@ -241,7 +245,7 @@ def tf_cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None
             raise TypeError(f"cond(): '{what}' argument required")
         if not callable(fn):
             raise TypeError(f"'{what}' must be callable.")
-    out = cond(pred, true_fn, false_fn)
+    out = cond(pred, true_fn, false_fn, name="tf.cond")
     if not strict and isinstance(out, (list, tuple)) and len(out) == 1:
         return out[0]  # (TF's _UnpackIfSingleton)
     return out

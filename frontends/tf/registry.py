@@ -21,7 +21,7 @@ from tensorflow.python.util import dispatch as tf_dispatch, tf_decorator
 
 from ...core import ops, runtime, source
 from ...core.tables import Table, caller
-from . import variables
+from . import control_flow, variables
 from .lowering import Reject
 from .tensor import _IR_DTYPES, TARGETS, LazyTensor, silent_turn, sources_of, to_tf, _tf_leaf
 
@@ -410,6 +410,7 @@ def wrap_result(value):
 def run_eagerly(api, args, kwargs, name=None):
     """Run the real TF api on materialized inputs and wrap the result: a counted fallback
     (named `name`, or the api's public name)."""
+    control_flow.untraceable(name or api_name(api))  # a lazy cond's branch stops before it
     runtime.fallback(name or api_name(api), "tensorflow")
     return wrap_result(api(*_materialize(tuple(args)), **_materialize(kwargs)))
 

@@ -41,6 +41,8 @@ def framework_request():
 def silent_turn(what):
     """A conversion TF or Keras asked for, not the user: a counted fallback named after the
     function that asked (principle 9: no silent eager turn)."""
+    from . import control_flow
+    control_flow.untraceable(what)  # (a lazy cond's branch stops before the read: uncounted)
     runtime.fallback(what, "tensorflow", read=True)
 
 

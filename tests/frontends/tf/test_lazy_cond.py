@@ -245,3 +245,25 @@ def test_a_compiled_step_with_a_cond_replays_both_outcomes():
         np.testing.assert_allclose(np.asarray(got), want.numpy())
         np.testing.assert_allclose(v.numpy(), ve.numpy())
     assert lazyx.metrics()["replays"] >= 3
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_branch_with_an_op_run_eagerly_stops_before_it(flag):
+    """tf.where(x) (a result shape that depends on values) runs eagerly on TF: the true branch
+    stops before it, and only the branch the predicate picks counts, fallbacks included."""
+    def run(make):
+        v = tf.Variable(np.ones(3, np.float32))
+        x = make(X[0])
+
+        def on_true():
+            v.assign_add(x)
+            return tf.cast(tf.size(tf.where(v > 1.0)), tf.float32)
+        out = tf.cond(make(flag), on_true, lambda: v.assign(x * 2.0) * 0.0 + 5.0)
+        return out, v
+    lazyx.reset_metrics()
+    got, gv = run(ltf.constant)
+    ops = lazyx.metrics()["fallback_ops"]
+    assert sum(ops.values()) == (2 if flag else 1), ops  # the predicate, and tf.where if run
+    want, wv = run(tf.constant)
+    np.testing.assert_allclose(np.asarray(got), want.numpy())
+    np.testing.assert_allclose(gv.numpy(), wv.numpy())
