@@ -284,16 +284,18 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
     idx = _index_node(indices)
     (a,) = axes_of(static_ints(axis) if axis is not None else batch_dims, x.ndim,
                    allow_none=False)
-    if batch_dims and batch_dims == a == x.ndim - 1 == idx.ndim - 1:
-        # per-row gather along the last axis: take_along_axis (NumPy's and torch.gather's)
-        return wrap(compose.take_along_axis(x, idx, a), params)
-    if batch_dims != 0 or x.ndim == 0:
+    if x.ndim == 0 or not isinstance(batch_dims, int):
         raise Reject()
     known = host_values.known(idx)
     if known is not None and host_values.out_of_range(known, 0, x.shape[a]):
         # TF (on CPU) refuses indices outside [0, n): so do we, where they are known
-        raise_for_values(tf.gather, dict(params=params, indices=indices, axis=axis),
-                         {"indices": known})
+        raise_for_values(tf.gather, dict(params=params, indices=indices, axis=axis,
+                                         batch_dims=batch_dims), {"indices": known})
+    if batch_dims and batch_dims == a == x.ndim - 1 == idx.ndim - 1:
+        # per-row gather along the last axis: take_along_axis (NumPy's and torch.gather's)
+        return wrap(compose.take_along_axis(x, idx, a), params)
+    if batch_dims != 0:
+        return wrap(_batched_gather(x, idx, a, batch_dims), params)
     # Negative indices wrap as in NumPy and torch (TF would raise on CPU and give 0 on GPU;
     # a lazy index can do neither, and this keeps the three frontends' graphs equal).
     idx = compose.wrap_index(idx, x.shape[a])
@@ -307,6 +309,24 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0):
     order = list(range(k, k + a)) + list(range(k)) + list(range(k + a, rows.ndim))
     out = ops.transpose(rows, permutation=order) if a else rows
     return wrap(out, params)
+
+
+def _batched_gather(x, idx, a, b):
+    """tf.gather with batch_dims b: out[B, M, J, T] = x[B, M, idx[B, J], T] for params
+    (B, M, n, T) (n at axis a) and indices (B, J): one gather whose coordinates are the batch
+    positions (iotas) beside the wrapped index."""
+    b = b + idx.ndim if b < 0 else b
+    if not 0 <= b <= a or b > idx.ndim or x.shape[:b] != idx.shape[:b]:
+        raise Reject()
+    moved = ops.transpose(x, permutation=[*range(b), a, *range(b, a), *range(a + 1, x.ndim)])
+    coords = [ops.iota(dtype=idx.dtype, shape=idx.shape, dimension=d) for d in range(b)]
+    coords.append(compose.wrap_index(idx, x.shape[a]))
+    coords = ops.concatenate(*[ops.reshape(c, new_sizes=idx.shape + (1,)) for c in coords],
+                             dimension=idx.ndim)
+    rows = ops.gather(moved, coords)  # (B, J, M, T)
+    k, m = idx.ndim - b, a - b
+    order = [*range(b), *range(b + k, b + k + m), *range(b, b + k), *range(b + k + m, rows.ndim)]
+    return ops.transpose(rows, permutation=order)
 
 
 @lower(tf.sequence_mask, "lengths")

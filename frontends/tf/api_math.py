@@ -8,7 +8,7 @@ from ...core import dtypes as dt
 from ...core import cephes, compose, host_values, ops
 from .lowering import (Reject, axes_of, binary_operands, broadcast_to, const, operand_nodes,
                        scalar)
-from .registry import lower, lower_varargs, raise_for_values, require_dtype
+from .registry import lower, lower_varargs, raise_for_values, raise_like_tf, require_dtype
 from .tensor import LazyTensor, ir_dtype, wrap
 
 # ---------------------------------------------------------------- element-wise, binary
@@ -457,7 +457,7 @@ def diag_part(input, k=0, padding_value=0, align="RIGHT_LEFT"):  # noqa: A002
 __all__ = ["scalar"]
 
 
-# ---------------------------------------------------------------- einsum (one or two operands)
+# ---------------------------------------------------------------- einsum
 
 def _sum_unused(node, labels, keep):
     drop = tuple(i for i, c in enumerate(labels) if c not in keep)
@@ -467,31 +467,85 @@ def _sum_unused(node, labels, keep):
     return node, labels
 
 
+def _diagonal(node, labels):
+    """A label repeated in one operand ("bii"): the diagonal of its axes, as masked sums (the
+    same select-and-reduce _diag_part records, so its gradient is the IR's own)."""
+    for c in set(labels):
+        while labels.count(c) > 1:
+            i, j = labels.index(c), labels.index(c, labels.index(c) + 1)
+            if node.shape[i] != node.shape[j]:
+                raise Reject()  # (einsum replays the call for TF's error)
+            on = ops.eq(ops.iota(dtype="int32", shape=node.shape, dimension=i),
+                        ops.iota(dtype="int32", shape=node.shape, dimension=j))
+            node = ops.reduce_sum(ops.select(on, node, const(0, node)), axes=(j,))
+            labels = labels[:j] + labels[j + 1:]
+    return node, labels
+
+
+def _expand_ellipses(subs, out, nodes):
+    """Each "..." as fresh labels (characters no equation uses), right-aligned across the
+    operands; an operand's size-1 ellipsis axis broadcast to the others' size, as TF does."""
+    spans = [n.ndim - len(s) + 3 if "..." in s else 0 for s, n in zip(subs, nodes)]
+    rank = max(spans, default=0)
+    if min(spans, default=0) < 0 or "." in "".join(subs).replace("...", ""):
+        raise Reject()
+    fresh = "".join(chr(0x100 + k) for k in range(rank))
+    if out is None:  # implicit output: the ellipsis, then the labels used once, sorted
+        used = "".join(s.replace("...", "") for s in subs)
+        out = "..." + "".join(sorted(c for c in set(used) if used.count(c) == 1))
+    elif "..." not in out and any(spans):
+        raise Reject()  # (TF's own rule for a dropped ellipsis: run it)
+    subs = [s.replace("...", fresh[rank - k:]) for s, k in zip(subs, spans)]
+    sizes = {}
+    for s, n in zip(subs, nodes):
+        for c, d in zip(s, n.shape):
+            if c in fresh and d != 1:
+                sizes[c] = d
+    grown = []
+    for s, n in zip(subs, nodes):
+        shape = tuple(sizes.get(c, d) if c in fresh else d for c, d in zip(s, n.shape))
+        if shape != n.shape:
+            if any(d not in (1, sizes[c]) for c, d in zip(s, n.shape) if c in fresh):
+                raise Reject()
+            n = ops.broadcast_in_dim(n, shape=shape, broadcast_dimensions=tuple(range(n.ndim)))
+        grown.append(n)
+    return subs, out.replace("...", fresh), grown
+
+
 @lower_varargs(tf.einsum)
 def einsum(equation, *inputs, **kwargs):
+    """Any number of operands, folded left to right: each pair one dot_general (the labels
+    no later operand and not the output uses, contracted); ellipses as labels of their own;
+    a label repeated in one operand its diagonal."""
     if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
         inputs = tuple(inputs[0])
     eq = equation.replace(" ", "")
-    if "->" not in eq or "." in eq or not 1 <= len(inputs) <= 2:
-        raise Reject()
-    ins, out = eq.split("->")
+    ins, out = eq.split("->") if "->" in eq else (eq, None)
     subs = ins.split(",")
     nodes = operand_nodes(*inputs)
-    if len(subs) != len(nodes) or any(len(s) != n.ndim or len(set(s)) != len(s)
-                                      for s, n in zip(subs, nodes)):
+    if not inputs or len(subs) != len(nodes) or (out is not None and out.count("->")):
         raise Reject()
-    if len(nodes) == 1:
-        node, labels = _sum_unused(nodes[0], subs[0], out)
-    else:
-        (a, la), (b, lb) = [_sum_unused(n, s, set(out) | set("".join(subs[1 - i])))
-                            for i, (n, s) in enumerate(zip(nodes, subs))]
-        batch = [c for c in la if c in lb and c in out]
-        contract = [c for c in la if c in lb and c not in out]
-        node = ops.dot_general(a, b, contracting_dimensions=(
-            tuple(la.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
-            batch_dimensions=(tuple(la.index(c) for c in batch),
+    subs, out, nodes = _expand_ellipses(subs, out, nodes)
+    sizes = {}
+    for s, n in zip(subs, nodes):
+        for c, d in zip(s, n.shape):
+            if sizes.setdefault(c, d) != d:  # TF's own error, at the call, not a fallback
+                raise_like_tf(tf.einsum, (equation, *inputs))
+    if any(len(s) != n.ndim for s, n in zip(subs, nodes)) or len(set(out)) != len(out):
+        raise Reject()
+    pairs = [_diagonal(n, s) for n, s in zip(nodes, subs)]
+    node, labels = _sum_unused(*pairs[0], set(out).union(*(s for _, s in pairs[1:])))
+    for k, (b, lb) in enumerate(pairs[1:], 2):
+        keep = set(out).union(*(s for _, s in pairs[k:]))
+        node, labels = _sum_unused(node, labels, keep | set(lb))
+        b, lb = _sum_unused(b, lb, keep | set(labels))
+        batch = [c for c in labels if c in lb and c in keep]
+        contract = [c for c in labels if c in lb and c not in keep]
+        node = ops.dot_general(node, b, contracting_dimensions=(
+            tuple(labels.index(c) for c in contract), tuple(lb.index(c) for c in contract)),
+            batch_dimensions=(tuple(labels.index(c) for c in batch),
                               tuple(lb.index(c) for c in batch)))
-        labels = "".join(batch) + "".join(c for c in la if c not in batch + contract) + \
+        labels = "".join(batch) + "".join(c for c in labels if c not in batch + contract) + \
             "".join(c for c in lb if c not in batch + contract)
     if sorted(labels) != sorted(out):
         raise Reject()

@@ -230,12 +230,28 @@ def _same_padding(size, k, stride, dilation):
     return total // 2, total - total // 2
 
 
-def _padding_of(padding, sizes, window, strides, dilations):
+def _padding_of(padding, sizes, window, strides, dilations, last=None):
+    """(low, high) per spatial axis. `last`: whether the API takes explicit padding (a pair
+    per axis of the input's layout, none on batch or channels: tf.nn.conv2d), and that
+    layout is channels last."""
+    if last is not None and not isinstance(padding, str):
+        return _explicit_padding(padding, len(sizes), last)
     if not isinstance(padding, str) or padding.upper() not in ("SAME", "VALID"):
-        raise Reject()  # explicit padding lists: TF's own handling, eagerly
+        raise Reject()  # TF's own error
     if padding.upper() == "VALID":
         return [(0, 0)] * len(sizes)
     return [_same_padding(n, k, s, d) for n, k, s, d in zip(sizes, window, strides, dilations)]
+
+
+def _explicit_padding(padding, n, last):
+    pads = static_ints(padding)
+    if np.shape(padding) != (n + 2, 2) or any(p < 0 for p in pads):
+        raise Reject()  # TF's ValueError or InvalidArgumentError
+    pairs = [tuple(pads[i:i + 2]) for i in range(0, len(pads), 2)]
+    outer = (pairs[0], pairs[-1]) if last else pairs[:2]
+    if any(p != (0, 0) for p in outer):
+        raise Reject()  # TF refuses padding the batch or channel axis
+    return pairs[1:-1] if last else pairs[2:]
 
 
 def _to_channels_first(x, last):
@@ -246,7 +262,7 @@ def _to_channels_last(x, last):
     return ops.transpose(x, permutation=(0, *range(2, x.ndim), 1)) if last else x
 
 
-def _conv(value, kernel, strides, padding, dilations, data_format):
+def _conv(value, kernel, strides, padding, dilations, data_format, explicit=False):
     x, w = operand_nodes(value, kernel)
     nsp = x.ndim - 2
     if nsp < 1 or w.ndim != x.ndim or not dt.is_float(x.dtype):
@@ -257,7 +273,8 @@ def _conv(value, kernel, strides, padding, dilations, data_format):
     w = ops.transpose(w, permutation=(w.ndim - 1, w.ndim - 2, *range(w.ndim - 2)))
     if x.shape[1] % w.shape[1]:
         raise Reject()
-    pads = _padding_of(padding, x.shape[2:], w.shape[2:], strides, dilations)
+    pads = _padding_of(padding, x.shape[2:], w.shape[2:], strides, dilations,
+                       last if explicit else None)
     out = ops.conv(x, w, window_strides=strides, padding=pads, rhs_dilation=dilations,
                    feature_group_count=x.shape[1] // w.shape[1])
     return wrap(_to_channels_last(out, last), value, kernel)
@@ -288,7 +305,7 @@ def conv1d(input, filters, stride, padding, data_format="NWC", dilations=None): 
 
 @lower(tf.nn.conv2d, "input", "filters")
 def conv2d(input, filters, strides, padding, data_format="NHWC", dilations=None):  # noqa: A002
-    return _conv(input, filters, strides, padding, dilations, data_format)
+    return _conv(input, filters, strides, padding, dilations, data_format, explicit=True)
 
 
 @lower_varargs(_gen_nn_ops.conv2d)
@@ -304,7 +321,7 @@ def conv3d(input, filters, strides, padding, data_format="NDHWC", dilations=None
     return _conv(input, filters, strides, padding, dilations, data_format)
 
 
-def _depthwise_nodes(x, kernel, strides, padding, dilations):
+def _depthwise_nodes(x, kernel, strides, padding, dilations, last=None):
     """x (N, C, *S), TF's depthwise kernel (*K, C, M): a conv with C groups, output channel
     c * M + m, as TF orders them."""
     nsp = x.ndim - 2
@@ -314,7 +331,7 @@ def _depthwise_nodes(x, kernel, strides, padding, dilations):
     w = ops.reshape(kernel, new_sizes=(*window, channels * mult))
     w = ops.transpose(w, permutation=(nsp, *range(nsp)))
     w = ops.reshape(w, new_sizes=(channels * mult, 1, *window))
-    pads = _padding_of(padding, x.shape[2:], window, strides, dilations)
+    pads = _padding_of(padding, x.shape[2:], window, strides, dilations, last)
     return ops.conv(x, w, window_strides=strides, padding=pads, rhs_dilation=dilations,
                     feature_group_count=channels)
 
@@ -328,7 +345,7 @@ def depthwise_conv2d(input, filter, strides, padding, data_format=None,  # noqa:
     last = _channels_last(data_format)
     xs = _to_channels_first(x, last)
     out = _depthwise_nodes(xs, w, _spatial(strides, 2, last), padding,
-                           _spatial(dilations, 2, last))
+                           _spatial(dilations, 2, last), last)
     return wrap(_to_channels_last(out, last), input, filter)
 
 
