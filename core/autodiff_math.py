@@ -1,5 +1,6 @@
 """VJP rules of the element-wise math ops (trigonometric, hyperbolic, special functions, atan2,
-rem), of sort, and of the complex ops (abs, real, imag, conj, complex).
+rem), of sort, of the complex ops (abs, real, imag, conj, complex) and of the Fourier
+transforms.
 
 Formulas and their values at the domain's edges are JAX's (inf where the derivative is, NaN
 for atan2 at the origin). Complex values follow JAX's convention, the linear transpose without
@@ -9,8 +10,10 @@ core/autodiff.py is imported.
 """
 import math
 
+import numpy as np
+
 from . import dtypes as dt
-from . import ops
+from . import ir, ops
 from .autodiff import _along_axis_indices, _full, rule, zeros_like
 
 
@@ -176,3 +179,29 @@ def _conj(n, g):
 @rule("complex")
 def _complex(n, g):
     return ops.real(g), ops.neg(ops.imag(g))
+
+
+# ---------------------------------------------------------------- Fourier transforms
+
+@rule("fft")
+def _fft(n, g):
+    """The linear transpose, as JAX's (no conjugation, see the module docstring): the DFT
+    matrix is symmetric, so fft and ifft send g through themselves; rfft (a real input made
+    complex, a full fft, the first n//2+1 frequencies kept) sends back the real part of the
+    fft of g zero-padded to n; irfft sends back rfft(g), its inner frequencies (which stand
+    for two) doubled, over prod(fft_lengths), conjugated (irfft is linear over the reals
+    only: JAX conjugates there, and TF's tape bridge conjugates back, see tape_bridge.py)."""
+    kind, lengths = n.attrs["fft_type"], n.attrs["fft_lengths"]
+    if kind in ("fft", "ifft"):
+        return (ops.fft(g, fft_type=kind, fft_lengths=lengths),)
+    last = g.ndim - 1
+    if kind == "rfft":
+        config = [(0, 0, 0)] * last + [(0, lengths[-1] - g.shape[-1], 0)]
+        padded = ops.pad(g, ir.constant(0, g.dtype), padding_config=config)
+        return (ops.real(ops.fft(padded, fft_type="fft", fft_lengths=lengths)),)
+    x = ops.fft(g, fft_type="rfft", fft_lengths=lengths)
+    m, odd = x.shape[-1], lengths[-1] % 2
+    weights = np.array([1.0] + [2.0] * (m - 2 + odd) + [1.0] * (1 - odd)) / math.prod(lengths)
+    scale = ops.broadcast_in_dim(ir.constant(weights, x.dtype), shape=x.shape,
+                                 broadcast_dimensions=(last,))
+    return (ops.conj(ops.mul(x, scale)),)

@@ -214,3 +214,54 @@ def test_a_sign_error_in_the_rule_would_fail(name):
     finally:
         dict.__setitem__(autodiff.VJP, name, rule)
         autodiff_memo._RECIPES.clear()
+
+
+# ---------------------------------------------------------------- Fourier transforms
+
+_JAX_FFT = {"fft": "FFT", "ifft": "IFFT", "rfft": "RFFT", "irfft": "IRFFT"}
+
+
+def _fft_case(kind, lengths, dtype, rng):
+    """(input, cotangent) arrays for one fft of `kind` over `lengths` with a batch axis."""
+    complex_dtype = COMPLEX[dtype]
+
+    def draw(shape, cplx):
+        real = rng.standard_normal(shape)
+        return (real + 1j * rng.standard_normal(shape)).astype(complex_dtype) if cplx else \
+            real.astype(dtype)
+    half = lengths[:-1] + (lengths[-1] // 2 + 1,)
+    shapes = {"fft": (lengths, lengths), "ifft": (lengths, lengths),
+              "rfft": (lengths, half), "irfft": (half, lengths)}[kind]
+    kinds = {"fft": (True, True), "ifft": (True, True), "rfft": (False, True),
+             "irfft": (True, False)}[kind]
+    return draw((2,) + shapes[0], kinds[0]), draw((2,) + shapes[1], kinds[1])
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**16))
+@pytest.mark.parametrize("lengths", [(8,), (7,), (4, 6), (3, 5)], ids=str)
+@pytest.mark.parametrize("kind", sorted(_JAX_FFT))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fft_rule_matches_jax(kind, lengths, dtype, seed):
+    """Even and odd last lengths (irfft's Nyquist term), one and two axes."""
+    x, cot = _fft_case(kind, lengths, dtype, np.random.default_rng(seed))
+    fft_type = getattr(lax.FftType, _JAX_FFT[kind])
+    _check(lambda v: ops.fft(v, fft_type=kind, fft_lengths=lengths),
+           lambda v: lax.fft(v, fft_type, lengths), [x], cot, dtype)
+
+
+@pytest.mark.parametrize("kind", sorted(_JAX_FFT))
+def test_a_wrong_fft_rule_would_fail(kind):
+    x, cot = _fft_case(kind, (6,), "float64", np.random.default_rng(1))
+    build = lambda v: ops.fft(v, fft_type=kind, fft_lengths=(6,))  # noqa: E731
+    fn = lambda v: lax.fft(v, getattr(lax.FftType, _JAX_FFT[kind]), (6,))  # noqa: E731
+    _check(build, fn, [x], cot, "float64")
+    rule = autodiff.VJP["fft"]
+    dict.__setitem__(autodiff.VJP, "fft", _negated(rule))
+    autodiff_memo._RECIPES.clear()
+    try:
+        with pytest.raises(AssertionError):
+            _check(build, fn, [x], cot, "float64")
+    finally:
+        dict.__setitem__(autodiff.VJP, "fft", rule)
+        autodiff_memo._RECIPES.clear()
