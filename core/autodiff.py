@@ -308,7 +308,24 @@ def _scatter(n, g):
     if mode == "set":
         return ops.scatter(g, indices, zeros_like(updates), mode="set"), None, \
             ops.gather(g, indices)
+    if mode in ("max", "min"):
+        return _scatter_extremal(n, g)
     raise NotImplementedError(f"lazyx autodiff: no gradient for scatter mode {mode!r}")
+
+
+def _scatter_extremal(n, g):
+    """scatter max/min (TF's segment_max, torch's scatter_reduce amax): each result's
+    cotangent goes to the values equal to it, shared evenly among ties -- the operand's
+    element and every update sent there (TF's segment rule, whose operand is the lowest
+    value and so never ties)."""
+    operand, indices, updates = n.inputs
+    chosen_operand = ops.eq(operand, n)
+    chosen_updates = ops.eq(updates, ops.gather(n, indices))
+    count = ops.scatter(ops.convert(chosen_operand, dtype=g.dtype), indices,
+                        ops.convert(chosen_updates, dtype=g.dtype), mode="add")
+    share = ops.div(g, count)
+    return (ops.select(chosen_operand, share, zeros_like(g)), None,
+            ops.select(chosen_updates, ops.gather(share, indices), zeros_like(updates)))
 
 
 def _along_axis_indices(order, axis):

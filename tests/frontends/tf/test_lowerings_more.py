@@ -77,6 +77,34 @@ def test_unsorted_segments(name):
               data, np.array([0, 0, 2, 2, 3], np.int32))
 
 
+@pytest.mark.parametrize("tape", ["ltf", "tf"])
+@pytest.mark.parametrize("name", ["unsorted_segment_max", "unsorted_segment_min",
+                                  "segment_max", "segment_min"])
+def test_segment_extremum_gradients_split_ties_like_tf(name, tape):
+    """core/autodiff.py's scatter max/min rule (NotImplementedError before): each segment's
+    cotangent goes to the elements equal to its result, split evenly among ties."""
+    data = np.array([[1, 5], [3, 5], [3, 2], [0, 9], [7, 7]], np.float32)
+    fn = getattr(tf.math, name)
+    ids = np.array([0, 0, 1, 1, 3] if name.startswith("unsorted") else [0, 0, 1, 1, 2])
+
+    def loss_of(d):
+        out = fn(d, tf.constant(ids), 4) if name.startswith("unsorted") else \
+            fn(d, tf.constant(ids))
+        weights = np.arange(1, 1 + out.shape.num_elements(), dtype=np.float32)
+        return tf.reduce_sum(out * weights.reshape(tuple(out.shape)))
+    grads = []
+    for tape_cls, make in ((tf.GradientTape, tf.constant),
+                           (ltf.GradientTape if tape == "ltf" else tf.GradientTape,
+                            ltf.constant)):
+        d = make(data)
+        with tape_cls() as t:
+            t.watch(d)
+            loss = loss_of(d)
+        grads.append(np.asarray(t.gradient(loss, d)))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+    assert grads[0][0, 1] == grads[0][1, 1] != 0  # (a tie, shared)
+
+
 def test_scatter_nd_family():
     t = np.arange(12, dtype=np.float32).reshape(3, 4)
     idx = np.array([[0, 1], [2, 3], [0, 1]], np.int32)  # a repeated index: scatter_nd sums
