@@ -87,7 +87,7 @@ class GradientTape(tf.GradientTape):
             order = ir.topo_order([target.node])
             reachable = {id(n) for n in order}
             wanted = [n for n in nodes if n is not None and id(n) in reachable
-                      and dt.is_float(n.dtype)]
+                      and _differentiable(n.dtype)]
             bridges = []
 
             def vjp(wrt):
@@ -96,12 +96,11 @@ class GradientTape(tf.GradientTape):
             order = origins.order_through(target.node)
             reachable = {id(n) for n in order}
             # a source's shadow realized mid-step has two names (its leaf, its computation)
-            wanted = [n for n in nodes if n is not None and dt.is_float(n.dtype)
+            wanted = [n for n in nodes if n is not None and _differentiable(n.dtype)
                       and any(id(a) in reachable for a in origins.aliases(n))]
             # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates
             # up to them, TF's own tape from them back to the sources
-            bridges = [n for n in order if n in TAPED_LEAVES and
-                       (dt.is_float(n.dtype) or dt.is_complex(n.dtype))]
+            bridges = [n for n in order if n in TAPED_LEAVES and _differentiable(n.dtype)]
 
             def vjp(wrt):
                 return origins.vjp(target.node, seed, wrt)
@@ -116,14 +115,14 @@ class GradientTape(tf.GradientTape):
             if more is not None:
                 if isinstance(g, tf.IndexedSlices):  # a dense part too: TF's sum is dense
                     g = tf.convert_to_tensor(g).node
-                more = _node(more, more.dtype)
+                more = tf_convention(_node(more, more.dtype))  # TF's, made the IR's
                 g = more if g is None else ops.add(g, ops.convert(more, dtype=g.dtype))
             if isinstance(g, tf.IndexedSlices):
                 out.append(g)
             elif g is None:
                 out.append(tf.zeros_like(tf.convert_to_tensor(s)) if zeros else None)
             else:
-                out.append(LazyTensor(g))
+                out.append(LazyTensor(tf_convention(g)))  # (a complex source: TF's)
         return tf.nest.pack_sequence_as(sources, out)
 
     def _through_tf(self, bridges, cotangents, flat):
@@ -134,6 +133,10 @@ class GradientTape(tf.GradientTape):
         reals = [TAPED_LEAVES[b] for b in bridges]
         seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
         return super().gradient(reals, flat, output_gradients=seeds)
+
+
+def _differentiable(dtype):
+    return dt.is_float(dtype) or dt.is_complex(dtype)
 
 
 def _release_origins():

@@ -72,6 +72,7 @@ def _record_token(lazy, node, sources):
         else:
             g = ops.broadcast_in_dim(ir.param(d_token, node.dtype), shape=node.shape,
                                      broadcast_dimensions=())
+        g = tf_convention(g)  # (TF's cotangent, made the IR's)
         alive = (handle,) if handle.node is node else ()
         return _vjp_to_tf(node, g, sources, also_sync=alive)
 
@@ -97,7 +98,8 @@ runtime.TAPE_RECORDING.append(record.could_possibly_record)
 def _record_materialized(tensor, node, sources):
     """Records on the tapes watching `sources` that the real `tensor` holds `node`'s value:
     their gradients through it are the IR's (forward and backward in one run)."""
-    if not (sources and dt.is_float(node.dtype) and record.could_possibly_record()):
+    if not (sources and (dt.is_float(node.dtype) or dt.is_complex(node.dtype)) and
+            record.could_possibly_record()):
         return
 
     def backward(d_tensor):
@@ -106,7 +108,7 @@ def _record_materialized(tensor, node, sources):
         d_tensor = tf.convert_to_tensor(d_tensor)
         if not tf.executing_eagerly():
             return _vjp_in_graph(node, d_tensor, sources)
-        g = runtime.from_host(np.asarray(d_tensor), node.dtype)
+        g = tf_convention(runtime.from_host(np.asarray(d_tensor), node.dtype))
         return _vjp_to_tf(node, g, sources)
 
     record.record_operation("LazyxMaterialize", [tensor], [t for t, _ in sources], backward)
@@ -120,7 +122,8 @@ def _vjp_in_graph(node, d_tensor, sources):
     kinds = [tf_dtype(n.dtype) for _, n in sources]
 
     def run(d):
-        grads = _vjp_to_tf(node, runtime.from_host(d.numpy(), node.dtype), sources)
+        grads = _vjp_to_tf(node, tf_convention(runtime.from_host(d.numpy(), node.dtype)),
+                           sources)
         return [tf.zeros(n.shape, kind) if g is None else tf.convert_to_tensor(g)
                 for g, (_, n), kind in zip(grads, sources, kinds)]
     outs = tf.py_function(run, [d_tensor], kinds)
