@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import compose
-from .tensor import LazyTensor, node_of, scalar_splat
+from .tensor import LazyTensor, ir_dtype, node_of, scalar_splat, sources_of
 
 TENSORS = (LazyTensor, tf.Tensor, tf.Variable)
 
@@ -136,3 +136,35 @@ def static_ints(value):
     if arr.dtype.kind not in "iu" and arr.size:
         raise Reject()
     return [int(v) for v in arr.reshape(-1)] if arr.ndim else int(arr)
+
+
+
+def pack(values):
+    """A (nested) list or tuple holding lazy tensors as one lazy tensor, as TF packs one it
+    converts (array_ops._autopacking_conversion_function): in the dtype of the first tensor
+    met depth first, which Python numbers and arrays take (with TF's conversion errors); a
+    tensor of another dtype, or elements of unequal shapes: Reject (TF's own error)."""
+    dtype = _first_dtype(values)
+    if dtype is None:
+        raise Reject()
+    flat = tf.nest.flatten(values)
+    return LazyTensor(_packed(values, dtype), sources_of(*flat))
+
+
+def _packed(values, dtype):
+    nodes = [_packed(v, dtype) if isinstance(v, (list, tuple)) and _first_dtype(v) is not None
+             else node_of(v, dtype) for v in values]  # (a tensor keeps its own dtype)
+    if not nodes or any(n.shape != nodes[0].shape or n.dtype != ir_dtype(dtype) for n in nodes):
+        raise Reject()
+    return compose.stack(nodes, 0)
+
+
+def _first_dtype(values):
+    for v in values:
+        if type(v) is LazyTensor or isinstance(v, TENSORS):
+            return v.dtype.base_dtype
+        if isinstance(v, (list, tuple)):
+            found = _first_dtype(v)
+            if found is not None:
+                return found
+    return None

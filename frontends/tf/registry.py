@@ -22,7 +22,7 @@ from tensorflow.python.util import dispatch as tf_dispatch, tf_decorator
 from ...core import ops, runtime, source
 from ...core.tables import Table, caller
 from . import control_flow, variables
-from .lowering import Reject
+from .lowering import Reject, pack
 from .tensor import _IR_DTYPES, TARGETS, LazyTensor, silent_turn, sources_of, to_tf, _tf_leaf
 
 _OP_LINE = source.OP_LINE
@@ -86,6 +86,9 @@ def lower(api, *params, lists=(), direct=None):
                 return api(**arguments)
             try:
                 with _OP_LINE:  # one user-line lookup for every node this op makes
+                    for p in params:  # a list holding lazy values: TF's packing, lazily
+                        if type(arguments.get(p)) in (list, tuple) and _has_lazy(arguments[p]):
+                            arguments[p] = pack(_read_lazy_variables(arguments[p]))
                     return fn(**arguments)
             except ops.TooLarge as err:  # TF's type for an allocation it cannot make
                 raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
@@ -251,6 +254,8 @@ def _scan(arguments, params, lists):
         elif isinstance(value, VARIABLES):
             variable = True
             lazy = lazy or variables.is_lazy(value)
+        elif type(value) in (list, tuple):  # TF packs it into one tensor (lowering.pack)
+            lazy = lazy or _has_lazy(value)
     for p in lists:
         values = arguments.get(p)
         if isinstance(values, LazyTensor):  # one tensor where TF also takes a list
