@@ -34,6 +34,22 @@ def same_as_eager(fn, *arrays, rtol=1e-5, atol=1e-6, constants=()):
         np.testing.assert_allclose(g, w.numpy(), rtol=rtol, atol=atol)
 
 
+def gradients_both_ways(loss_of, array, tape="ltf"):
+    """(eager TF's gradient, lazyx's) of loss_of(x) at x = `array`, as NumPy arrays: eager
+    under tf.GradientTape on a tf.constant, lazy under `tape` ("ltf": ltf.GradientTape, "tf":
+    TF's own tape) on an ltf.constant, each watching x."""
+    out = []
+    for tape_cls, make in ((tf.GradientTape, tf.constant),
+                           (ltf.GradientTape if tape == "ltf" else tf.GradientTape,
+                            ltf.constant)):
+        x = make(array)
+        with tape_cls() as t:
+            t.watch(x)
+            loss = loss_of(x)
+        out.append(np.asarray(t.gradient(loss, x)))
+    return tuple(out)
+
+
 def train_keras(model, optimizer, x, y, lazy, steps, loss_fn=None):
     """`steps` training steps of a Keras classifier on (x, y), eagerly or lazily (an
     ltf.GradientTape, ltf.sync() per step): (losses, trained weights, each first gradient's

@@ -7,7 +7,7 @@ from hypothesis.extra import numpy as hnp
 
 import lazyx
 import lazyx.frontends.tf as ltf
-from .conftest import assert_matches
+from .conftest import assert_matches, gradients_both_ways
 
 # Parts are 0 or at least 1e-30 in magnitude: at float32's smallest normals eager TF's
 # vectorized complex sqrt gives inf (measured: sqrt(1.18e-38j) -> inf j on 4 of 6 elements, 0 on
@@ -121,18 +121,8 @@ SPECTRAL_LOSSES = {
 def test_spectral_loss_gradients_match_tf(name, tape):
     """Gradients through tf.signal's transforms (core/autodiff_math.py's fft rule; before it,
     NotImplementedError), under both tapes, against eager TF."""
-    loss_of = SPECTRAL_LOSSES[name]
     x = np.random.default_rng(4).standard_normal((2, 8)).astype(np.float32)
-    grads = []
-    for tape_cls, make in ((tf.GradientTape, tf.constant),
-                           (ltf.GradientTape if tape == "ltf" else tf.GradientTape,
-                            ltf.constant)):
-        v = make(x)
-        with tape_cls() as t:
-            t.watch(v)
-            loss = loss_of(v)
-        grads.append(np.asarray(t.gradient(loss, v)))
-    want, got = grads
+    want, got = gradients_both_ways(SPECTRAL_LOSSES[name], x, tape)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
@@ -149,15 +139,7 @@ COMPLEX_SOURCE_LOSSES = {
 def test_gradients_for_complex_sources_match_tf(name):
     """A watched complex tensor under ltf.GradientTape got None (only float sources were
     differentiated); its gradient is TF's (the conjugate of the IR's JAX convention)."""
-    loss_of = COMPLEX_SOURCE_LOSSES[name]
     rng = np.random.default_rng(5)
     z0 = (rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))).astype(np.complex64)
-    grads = []
-    for tape_cls, make in ((tf.GradientTape, tf.constant), (ltf.GradientTape, ltf.constant)):
-        z = make(z0)
-        with tape_cls() as t:
-            t.watch(z)
-            loss = loss_of(z)
-        grads.append(t.gradient(loss, z))
-    want, got = (np.asarray(g) for g in grads)
+    want, got = gradients_both_ways(COMPLEX_SOURCE_LOSSES[name], z0)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())

@@ -8,7 +8,7 @@ from hypothesis.extra import numpy as hnp
 
 import lazyx
 import lazyx.frontends.tf as ltf
-from .conftest import assert_matches
+from .conftest import assert_matches, gradients_both_ways
 
 FLOATS = st.floats(-3, 3, width=32, allow_subnormal=False)
 
@@ -92,15 +92,7 @@ def test_segment_extremum_gradients_split_ties_like_tf(name, tape):
             fn(d, tf.constant(ids))
         weights = np.arange(1, 1 + out.shape.num_elements(), dtype=np.float32)
         return tf.reduce_sum(out * weights.reshape(tuple(out.shape)))
-    grads = []
-    for tape_cls, make in ((tf.GradientTape, tf.constant),
-                           (ltf.GradientTape if tape == "ltf" else tf.GradientTape,
-                            ltf.constant)):
-        d = make(data)
-        with tape_cls() as t:
-            t.watch(d)
-            loss = loss_of(d)
-        grads.append(np.asarray(t.gradient(loss, d)))
+    grads = gradients_both_ways(loss_of, data, tape)
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
     assert grads[0][0, 1] == grads[0][1, 1] != 0  # (a tie, shared)
 
