@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from ...core import runtime
 from . import variables as _vars
-from .tensor import LazyTensor, _tf_leaf, silent_turn
+from .tensor import LazyTensor, _tf_leaf, framework_request, silent_turn
 
 DEPTH = [0]  # branches being traced, in all threads (a cheap test before the thread-local one)
 _local = threading.local()
@@ -193,8 +193,10 @@ def cond(pred, true_fn, false_fn, name=None):
 
 def _taken(pred, true_fn, false_fn, done, name):
     """The predicate read (the eager way): the chosen branch as recorded, or run plainly."""
-    if name is not None:
-        silent_turn(name)  # a counted fallback, as TF's own cond reading it was
+    if name is not None and framework_request() is None:
+        # the user's tf.cond: a counted fallback, as TF's own cond reading it was (TF's or
+        # Keras' code calling it: the read below is counted, named after that caller)
+        silent_turn(name)
     chosen = bool(pred)
     if chosen in done:
         out, after = done[chosen]
