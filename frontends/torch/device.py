@@ -177,7 +177,8 @@ def register():
     if _registered:
         return
     _registered.append(True)
-    _setup_privateuseone_for_python_backend("lazyx", backend_module=_BackendModule())
+    _setup_privateuseone_for_python_backend("lazyx", backend_module=_BackendModule(),
+                                            device_guard=hooks.DeviceGuard())
     tensor.DEVICE = torch.device("lazyx", 0)
     lib = torch.library.Library("aten", "IMPL")
     lib.impl("empty.memory_format", _empty, "PrivateUse1")

@@ -14,7 +14,8 @@ upgrade, re-read those:
   Tensor.__lazyx_handle__      new attribute: the IR handle behind a lazyx tensor
   torch._mirror_autograd_meta_to       Dynamo fakes lazyx parameters (torch.compile)
   nn.Module.to, nn.Module.cpu  tied weights stay tied when a model moves to or from the device
-  autograd._engine_run_backward        lazy backward runs on the calling thread
+  autograd._engine_run_backward        lazy backward runs on the calling thread; an error
+                               raised in it is re-raised (see DeviceGuard)
   Tensor._reduce_ex_internal   torch.save/pickle of lazy tensors: values go through the CPU
   Tensor.__deepcopy__          copy.deepcopy of lazy tensors (a model's buffers): a clone
   Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first
@@ -28,6 +29,7 @@ not patches.
 import contextlib
 import copy
 import copyreg
+import ctypes
 import itertools
 import sys
 import threading
@@ -90,12 +92,75 @@ def _run_backward(outputs, *args, **kwargs):
     non-CPU device's backward on a worker thread of its own (torch 2.13); there it would
     record into that thread's trace and pending handles: a training step's cut could not use
     the expression ids (it would walk the whole graph every step), and a barrier on the
-    user's thread would not see the gradients as pending."""
+    user's thread would not see the gradients as pending.
+    A Python exception raised in the backward (a hook, a fallback's error, lazyx.compile's
+    CompileError) was taken out of the engine by DeviceGuard.type_ (below); it is raised
+    here, in place of the engine's "returned NULL without setting an exception"."""
     original = _ORIGINAL["run_backward"]
-    if any(isinstance(t, torch.Tensor) and tensor.on_device(t) for t in outputs):
-        with torch.autograd.set_multithreading_enabled(False):
-            return original(outputs, *args, **kwargs)
-    return original(outputs, *args, **kwargs)
+    _RAISED_IN_BACKWARD.clear()
+    try:
+        if any(isinstance(t, torch.Tensor) and tensor.on_device(t) for t in outputs):
+            with torch.autograd.set_multithreading_enabled(False):
+                return original(outputs, *args, **kwargs)
+        return original(outputs, *args, **kwargs)
+    except BaseException:
+        if not _RAISED_IN_BACKWARD:
+            raise
+        exc = _RAISED_IN_BACKWARD.pop()
+        _RAISED_IN_BACKWARD.clear()
+        raise exc from None
+
+
+# A Python exception raised inside the autograd engine on a lazyx node (a hook, our
+# dispatcher) leaves CPython's error indicator set while the engine unwinds; torch 2.13's
+# engine then restores its stream guard (InlineStreamGuard's destructor, noexcept), which for
+# a Python-registered PrivateUse1 device calls the device guard's `type_` in Python --
+# and a call made with an error pending fails, so the process died in std::terminate
+# ("terminate called without an active exception"), or on some paths lost the error
+# (SystemError: run_backward returned NULL without setting an exception). The device guard's
+# `type_` (torch.acc.PythonDeviceGuard calls it for exchangeStream, getStream,
+# exchangeDevice, getDevice) therefore first takes a pending error out of the interpreter
+# (PyErr_Fetch, through ctypes: the first call it makes, so nothing runs with the error
+# set) and keeps it for _run_backward to raise. Checked against torch 2.13.0 (engine.cpp's
+# evaluate_function; torch/csrc/acc/Module.cpp's PythonDeviceGuard), CPython 3.11.
+_RAISED_IN_BACKWARD = []
+_ERR_SLOTS = [ctypes.c_void_p() for _ in range(3)]
+_ERR_REFS = tuple(ctypes.byref(s) for s in _ERR_SLOTS)
+_PYERR_FETCH = ctypes.pythonapi.PyErr_Fetch
+_PYERR_FETCH.restype = None
+_PY_DECREF = ctypes.pythonapi.Py_DecRef
+_PY_DECREF.argtypes = (ctypes.c_void_p,)
+_PY_DECREF.restype = None
+
+
+def _take_pending_error():
+    """The error PyErr_Fetch put in _ERR_SLOTS, as an exception with its traceback."""
+    parts = []
+    for slot in _ERR_SLOTS:
+        address, slot.value = slot.value, None
+        if address is None:
+            parts.append(None)
+            continue
+        parts.append(ctypes.cast(address, ctypes.py_object).value)  # a new reference
+        _PY_DECREF(address)  # PyErr_Fetch's
+    kind, value, traceback = parts
+    if not isinstance(value, BaseException):
+        value = kind() if value is None else kind(*(value if isinstance(value, tuple)
+                                                    else (value,)))
+    if traceback is not None:
+        value = value.with_traceback(traceback)
+    _RAISED_IN_BACKWARD.append(value)
+
+
+class DeviceGuard(torch._C._acc.DeviceGuard):
+    """The lazyx device's guard (device.register passes it to torch's registration)."""
+
+    def type_(self, _fetch=_PYERR_FETCH, _refs=_ERR_REFS, _slots=_ERR_SLOTS,
+              _type=torch._C._autograd.DeviceType.PrivateUse1):
+        _fetch(*_refs)  # first: with an error pending, any other call would fail
+        if _slots[0].value is not None:
+            _take_pending_error()
+        return _type
 
 
 def _mirror_autograd_meta_to(source, target):
