@@ -5,7 +5,7 @@ import warnings
 import torch
 
 from ....core import ops
-from .table import Unsupported, aten, bcast, const, dim_of, lower, node_of
+from .table import Unsupported, aten, bcast, const, dim_of, lower, node_of, scalar
 
 
 def _wrap_negative(index, size):
@@ -40,6 +40,38 @@ def _index_select(out, x, dim, index):
                         ops.reshape(idx, new_sizes=(idx.shape[0], 1)))
     inverse = tuple(perm.index(i) for i in range(a.ndim))
     return ops.transpose(picked, permutation=inverse)
+
+
+@lower(aten.index_add.default)
+def _index_add(out, x, dim, index, source, *, alpha=1):
+    """Rows of source added into self's rows at index (repeats accumulate): one row scatter.
+    A direct lowering: torch._decomp's went through index_put, which refused a 0-d index
+    with a (1, ...) source -- the backward of index_select with a 0-d index, which
+    nn.AdaptiveLogSoftmaxWithLoss makes (`mask.nonzero().squeeze()`)."""
+    a = node_of(x)
+    if a.dtype == "bool":
+        raise Unsupported("index_add of a bool tensor")
+    src = node_of(source, a.dtype)
+    flat = node_of(index, "int64")
+    if src.ndim != a.ndim:  # torch's Meta kernel lets a 0-d source through, its CPU one not
+        raise RuntimeError(
+            f"source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(a.shape)} source.shape = {list(src.shape)}")
+    if a.ndim == 0:  # torch treats a scalar as one row
+        row = _index_add(out, ops.reshape(a, new_sizes=(1,)), 0, flat,
+                         ops.reshape(src, new_sizes=(1,)), alpha=alpha)
+        return ops.reshape(row, new_sizes=())
+    if flat.size == 0:
+        return a
+    if alpha is not None and not (alpha == 1 and not isinstance(alpha, bool)):
+        src = ops.mul(src, scalar(alpha, a.dtype, src.shape))
+    axis = dim_of(dim, a.ndim)
+    idx = _wrap_negative(ops.reshape(flat, new_sizes=(flat.size,)), a.shape[axis])
+    perm = (axis, *[i for i in range(a.ndim) if i != axis])
+    summed = ops.scatter(ops.transpose(a, permutation=perm),
+                         ops.reshape(idx, new_sizes=(flat.size, 1)),
+                         ops.transpose(src, permutation=perm), mode="add")
+    return ops.transpose(summed, permutation=tuple(perm.index(i) for i in range(a.ndim)))
 
 
 @lower(aten.gather.default)

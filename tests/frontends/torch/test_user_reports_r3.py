@@ -97,3 +97,75 @@ print(json.dumps(res))
         assert out[kind] is not None and "observes a value at" in out[kind], out
         assert "<string>:" in out[kind]  # the user's line (the child's code is "<string>")
 
+
+
+# ------------------------------------------------ 2. index_select / index_add, 0-d index
+
+def _both(fn):
+    """fn(device) on CPU and on lt.device: the results, or the exception types."""
+    out = []
+    for dev in ("cpu", D):
+        try:
+            r = fn(dev)
+            out.append([t.cpu() if isinstance(t, torch.Tensor) else t for t in r])
+        except Exception as e:  # noqa: BLE001 -- compared with eager's
+            out.append(type(e))
+    return out
+
+
+def test_index_select_with_a_0d_index_has_eager_gradients():
+    def run(dev):
+        x = torch.arange(12.).view(4, 3).to(dev).requires_grad_()
+        y = x.index_select(0, torch.tensor(2, device=dev))
+        (y * torch.arange(3.).to(dev)).sum().backward()
+        return y, x.grad
+    eager, lazy = _both(run)
+    for e, g in zip(eager, lazy):
+        torch.testing.assert_close(g, e)
+
+
+@pytest.mark.parametrize("case", [
+    ((4, 3), 0, [2], (1, 3), 1),          # a 0-d index, given below as torch.tensor(2)
+    ((4, 3), 0, [3, 0, 3, 1], (4, 3), 1),  # repeats accumulate
+    ((2, 5, 3), 1, [4, 1], (2, 2, 3), 2.5),
+    ((2, 5, 3), -1, [0, 0, 2], (2, 5, 3), -1),
+    ((5,), 0, [1], (), 1),                # eager refuses a 0-d source here
+    ((), 0, [0], (), 3),
+])
+def test_index_add_matches_eager(case):
+    shape, dim, index, src_shape, alpha = case
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=g)
+    src = torch.randn(src_shape, generator=g)
+    idx = torch.tensor(index[0]) if src_shape in ((1, 3), ()) else torch.tensor(index)
+    for dtype in (torch.float32, torch.int64):
+        a, s = (x, src) if dtype.is_floating_point else ((x * 10).long(), (src * 10).long())
+        al = alpha if dtype.is_floating_point or isinstance(alpha, int) else 2
+        eager, lazy = _both(lambda dev: [a.to(dev).index_add(dim, idx.to(dev), s.to(dev),
+                                                             alpha=al)])
+        if isinstance(eager, type):
+            assert lazy is eager
+        else:
+            torch.testing.assert_close(lazy, eager)
+
+
+def test_index_add_refuses_what_eager_refuses():
+    def run(dev):  # 1 index against 3 source rows
+        return [torch.zeros(4, 3, device=dev).index_add(0, torch.tensor(2, device=dev),
+                                                        torch.ones(3, device=dev))]
+    eager, lazy = _both(run)
+    assert eager is RuntimeError and lazy is RuntimeError
+
+
+def test_adaptive_log_softmax_with_one_target_in_a_tail_cluster_trains():
+    # row_indices = mask.nonzero().squeeze() is 0-d when one target falls in a tail cluster
+    def run(dev):
+        torch.manual_seed(0)
+        asm = nn.AdaptiveLogSoftmaxWithLoss(16, 10, cutoffs=[4, 7]).to(dev)
+        h = torch.randn(5, 16).to(dev).requires_grad_()
+        target = torch.tensor([0, 1, 5, 2, 3]).to(dev)  # one target (5) in the first tail
+        out = asm(h, target)
+        out.loss.backward()
+        return [out.loss.detach(), h.grad, asm.tail[0][1].weight.grad]
+    eager, lazy = _both(run)
+    torch.testing.assert_close(lazy, eager, rtol=1e-4, atol=1e-5)
