@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from ... import core  # noqa: F401
 from ...core import buckets as _buckets, runtime
-from . import (api_array, api_bitwise, api_complex, api_eager_only,  # noqa: F401
+from . import (api_array, api_bitwise, api_complex, api_eager_only, api_image,  # noqa: F401
                api_index, api_linalg, api_losses, api_math, api_nn, api_norms,
                api_space_batch, variables)
 from .tape import GradientTape

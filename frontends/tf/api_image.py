@@ -1,0 +1,203 @@
+"""tf.image's simple ops -- flips, rotations, crops, pads, standardization, grayscale, dtype
+conversion, brightness and contrast -- and tf.dtypes.saturate_cast.
+
+TF writes each in Python over ops lazyx lowers, but its bodies begin with
+ops.convert_to_tensor, which a lazy value refuses (so each call ran eagerly, a counted
+fallback). These follow TF's bodies step for step, as TF calls on the lazy tensor (which
+dispatch back to lazyx), with every size, offset and fraction static."""
+import numpy as np
+import tensorflow as tf
+
+from .lowering import Reject, static_ints
+from .registry import lower
+from .tensor import LazyTensor
+
+
+def _rank(image):
+    """The image's rank, 3 (H, W, C) or 4 (N, H, W, C); anything else is TF's error."""
+    if not isinstance(image, LazyTensor) or len(image.shape) not in (3, 4):
+        raise Reject()
+    return len(image.shape)
+
+
+@lower(tf.image.flip_left_right, "image")
+def flip_left_right(image):
+    return tf.reverse(image, [_rank(image) - 2])
+
+
+@lower(tf.image.flip_up_down, "image")
+def flip_up_down(image):
+    return tf.reverse(image, [_rank(image) - 3])
+
+
+def _swap_hw(rank):
+    return [1, 0, 2] if rank == 3 else [0, 2, 1, 3]
+
+
+@lower(tf.image.transpose, "image")
+def transpose(image):
+    return tf.transpose(image, _swap_hw(_rank(image)))
+
+
+@lower(tf.image.rot90, "image")
+def rot90(image, k=1):
+    rank, k = _rank(image), static_ints(k)
+    if not isinstance(k, int):
+        raise Reject()
+    h, w = rank - 3, rank - 2
+    k %= 4
+    if k == 1:
+        return tf.transpose(tf.reverse(image, [w]), _swap_hw(rank))
+    if k == 2:
+        return tf.reverse(image, [h, w])
+    if k == 3:
+        return tf.reverse(tf.transpose(image, _swap_hw(rank)), [w])
+    return image
+
+
+def _crop(image, top, left, height, width):
+    rank = _rank(image)
+    begin = [top, left, 0] if rank == 3 else [0, top, left, 0]
+    return tf.slice(image, begin, [-1] * (rank - 3) + [height, width, -1])
+
+
+@lower(tf.image.central_crop, "image")
+def central_crop(image, central_fraction):
+    rank, fraction = _rank(image), central_fraction
+    if isinstance(fraction, (LazyTensor, tf.Tensor)) or not 0.0 < fraction <= 1.0:
+        raise Reject()  # a tensor fraction: TF's own (dynamic) call; else TF's ValueError
+    if fraction == 1.0:
+        return image
+    h, w = image.shape[rank - 3], image.shape[rank - 2]
+    top = int((float(h) - float(h) * fraction) / 2)  # TF's own rounding
+    left = int((float(w) - float(w) * fraction) / 2)
+    return _crop(image, top, left, h - 2 * top, w - 2 * left)
+
+
+def _box(image, *values):
+    """Static ints for a bounding box's offsets and sizes, and the image's height and width."""
+    rank = _rank(image)
+    ints = [static_ints(v) for v in values]
+    if not all(isinstance(v, int) for v in ints):
+        raise Reject()
+    return ints, image.shape[rank - 3], image.shape[rank - 2]
+
+
+@lower(tf.image.crop_to_bounding_box, "image")
+def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    (top, left, th, tw), h, w = _box(image, offset_height, offset_width, target_height,
+                                     target_width)
+    if top < 0 or left < 0 or th <= 0 or tw <= 0 or top + th > h or left + tw > w:
+        raise Reject()  # TF's ValueError
+    return _crop(image, top, left, th, tw)
+
+
+@lower(tf.image.pad_to_bounding_box, "image")
+def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    (top, left, th, tw), h, w = _box(image, offset_height, offset_width, target_height,
+                                     target_width)
+    bottom, right = th - top - h, tw - left - w
+    if min(top, left, bottom, right) < 0:
+        raise Reject()  # TF's ValueError
+    pads = [[top, bottom], [left, right], [0, 0]]
+    return tf.pad(image, pads if _rank(image) == 3 else [[0, 0]] + pads)
+
+
+@lower(tf.image.resize_with_crop_or_pad, "image")
+def resize_with_crop_or_pad(image, target_height, target_width):
+    (th, tw), h, w = _box(image, target_height, target_width)
+    if th <= 0 or tw <= 0:
+        raise Reject()
+    cropped = crop_to_bounding_box(image, max(h - th, 0) // 2, max(w - tw, 0) // 2,
+                                   min(th, h), min(tw, w))
+    return pad_to_bounding_box(cropped, max(th - h, 0) // 2, max(tw - w, 0) // 2, th, tw)
+
+
+@lower(tf.image.per_image_standardization, "image")
+def per_image_standardization(image):
+    _rank(image)
+    x = tf.cast(image, tf.float32)
+    pixels = int(np.prod(image.shape[-3:]))
+    mean = tf.reduce_mean(x, axis=[-1, -2, -3], keepdims=True)
+    stddev = tf.math.reduce_std(x, axis=[-1, -2, -3], keepdims=True)
+    adjusted = tf.maximum(stddev, tf.math.rsqrt(tf.cast(pixels, tf.float32)))
+    return tf.divide(x - mean, adjusted)
+
+
+@lower(tf.image.convert_image_dtype, "image")
+def convert_image_dtype(image, dtype, saturate=False):
+    dtype, have = tf.as_dtype(dtype), image.dtype
+    if not (dtype.is_floating or dtype.is_integer) or not (have.is_floating or have.is_integer):
+        raise Reject()  # TF's AttributeError
+    if dtype == have:
+        return image
+    cast = tf.dtypes.saturate_cast if saturate else tf.cast
+    if have.is_integer and dtype.is_integer:
+        if have.max > dtype.max:
+            return cast(tf.math.floordiv(image, (have.max + 1) // (dtype.max + 1)), dtype)
+        return tf.multiply(cast(image, dtype), (dtype.max + 1) // (have.max + 1))
+    if have.is_floating and dtype.is_floating:
+        return tf.cast(image, dtype)
+    if have.is_integer:
+        return tf.multiply(tf.cast(image, dtype), 1.0 / have.max)
+    return cast(tf.multiply(image, dtype.max + 0.5), dtype)
+
+
+@lower(tf.dtypes.saturate_cast, "value")
+def saturate_cast(value, dtype):
+    """TF's clamp to the range both dtypes share (each limit moved toward zero where the
+    input dtype rounds it past the output's), then the cast; complex values: TF's own."""
+    have, dtype = value.dtype, tf.as_dtype(dtype).base_dtype
+    if have.is_complex or dtype.is_complex or have == tf.bool or dtype == tf.bool:
+        raise Reject()
+    kind = have.as_numpy_dtype
+    try:
+        promoted = np.promote_types(kind, dtype.as_numpy_dtype)
+    except TypeError:
+        promoted = float
+    low = kind(np.maximum(have.min, dtype.min))
+    if np.array([low, dtype.min], dtype=promoted)[0] < np.array([low, dtype.min],
+                                                                dtype=promoted)[1]:
+        low = np.nextafter(low, kind(0), dtype=kind)
+    high = kind(np.minimum(float(have.max), float(dtype.max)))
+    if np.array([high, dtype.max], dtype=promoted)[0] > np.array([high, dtype.max],
+                                                                 dtype=promoted)[1]:
+        high = np.nextafter(high, kind(0), dtype=kind)
+    clamped = tf.clip_by_value(value, tf.constant(low, have), tf.constant(high, have))
+    return tf.cast(clamped, dtype)
+
+
+@lower(tf.image.rgb_to_grayscale, "images")
+def rgb_to_grayscale(images):
+    if not isinstance(images, LazyTensor) or not images.shape or images.shape[-1] != 3:
+        raise Reject()
+    flat = convert_image_dtype(images, tf.float32)
+    gray = tf.tensordot(flat, [0.2989, 0.5870, 0.1140], [-1, -1])
+    return convert_image_dtype(tf.expand_dims(gray, -1), images.dtype)
+
+
+def _float_image(image):
+    """The image as TF's adjust_* ops take it: float16/32 as they are, others as float32."""
+    return image if image.dtype in (tf.float16, tf.float32) else \
+        convert_image_dtype(image, tf.float32)
+
+
+@lower(tf.image.adjust_brightness, "image", "delta")
+def adjust_brightness(image, delta):
+    if not isinstance(image, LazyTensor):
+        raise Reject()
+    x = _float_image(image)
+    return convert_image_dtype(tf.add(x, tf.cast(delta, x.dtype)), image.dtype, saturate=True)
+
+
+@lower(tf.image.adjust_contrast, "images", "contrast_factor")
+def adjust_contrast(images, contrast_factor):
+    """AdjustContrastv2: each channel's values moved from its mean over height and width by
+    the factor, in float32."""
+    if not isinstance(images, LazyTensor) or len(images.shape) < 3:
+        raise Reject()
+    x = _float_image(images)
+    wide = tf.cast(x, tf.float32)
+    mean = tf.reduce_mean(wide, axis=[-3, -2], keepdims=True)
+    adjusted = (wide - mean) * tf.cast(contrast_factor, tf.float32) + mean
+    return convert_image_dtype(tf.cast(adjusted, x.dtype), images.dtype, saturate=True)
