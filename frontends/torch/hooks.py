@@ -18,6 +18,7 @@ upgrade, re-read those:
                                raised in it is re-raised (see DeviceGuard)
   Tensor._reduce_ex_internal   torch.save/pickle of lazy tensors: values go through the CPU
   Tensor.__deepcopy__          copy.deepcopy of lazy tensors (a model's buffers): a clone
+  nn.utils.parametrize._maybe_set      no set_ on a lazy parameter (it froze its storage)
   Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first
   torch._dynamo.trace_rules    Dynamo runs lazyx's own code, never compiles it (add)
   Tensor.item                  only while a split lazyx.compile step traces (split_item)
@@ -234,6 +235,25 @@ def _reduce_ex_internal(self, proto):
             (self.detach().cpu(), self.dtype, str(self.device), self.requires_grad))
 
 
+def _maybe_set(dest, src):
+    """nn.utils.parametrize moves a parametrization's right_inverse result into the original
+    parameter with `dest.set_(src)` (torch 2.13's `_maybe_set`), keeping its id for the
+    optimizer; without right_inverse it is `original.set_(original)`. On a functional
+    tensor (lazyx's), set_ freezes the source's storage, so the next optimizer step failed
+    with "cannot mutate tensors with frozen storage" (register_parametrization,
+    parametrizations.weight_norm/spectral_norm/orthogonal added after .to(lt.device)). For a
+    lazyx tensor: a set_ onto itself does nothing; any other takes torch's own swap branch
+    (torch.utils.swap_tensors, as under set_swap_module_params_on_conversion)."""
+    if tensor.on_device(dest):
+        if src is dest:
+            return
+        if isinstance(dest, torch.nn.Parameter) and not isinstance(src, torch.nn.Parameter):
+            src = torch.nn.Parameter(src, requires_grad=dest.requires_grad)
+        torch.utils.swap_tensors(dest, src)
+        return
+    _ORIGINAL["parametrize_maybe_set"](dest, src)
+
+
 def _deepcopy(self, memo):
     """copy.deepcopy of a lazyx tensor (a model with buffers copied for an EMA or a teacher):
     torch's own route for a device with no host storage (the one it takes for "xla"), a clone.
@@ -382,6 +402,9 @@ def install():
     torch.Tensor._reduce_ex_internal = _reduce_ex_internal
     _ORIGINAL["__deepcopy__"] = torch.Tensor.__deepcopy__
     torch.Tensor.__deepcopy__ = _deepcopy
+    import torch.nn.utils.parametrize as parametrize
+    _ORIGINAL["parametrize_maybe_set"] = parametrize._maybe_set
+    parametrize._maybe_set = _maybe_set
     # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
     # torch.compiler patch swaps both names, so we replace both and stay in place under it
     _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward

@@ -169,3 +169,43 @@ def test_adaptive_log_softmax_with_one_target_in_a_tail_cluster_trains():
         return [out.loss.detach(), h.grad, asm.tail[0][1].weight.grad]
     eager, lazy = _both(run)
     torch.testing.assert_close(lazy, eager, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------ 3. parametrizations added on the device
+
+class _Symmetric(nn.Module):
+    def forward(self, X):
+        return X.triu() + X.triu(1).transpose(-1, -2)
+
+
+@pytest.mark.parametrize("foreach", [False, True])
+def test_parametrizations_registered_after_to_device_train_as_eager(foreach):
+    import torch.nn.utils.parametrize as P
+    from torch.nn.utils.parametrizations import orthogonal, spectral_norm, weight_norm
+
+    def run(dev):
+        torch.manual_seed(0)  # all made first: spectral_norm draws on the device below
+        sym, conv, sn, orth = (m.to(dev) for m in (nn.Linear(4, 4), nn.Conv1d(3, 4, 3),
+                                                   nn.Linear(4, 4), nn.Linear(4, 4)))
+        P.register_parametrization(sym, "weight", _Symmetric())  # no right_inverse
+        conv = weight_norm(conv)                                  # right_inverse: (g, v)
+        sn = spectral_norm(sn)                                    # right_inverse: itself
+        orth = orthogonal(orth)                                   # right_inverse: new
+        with torch.no_grad():  # power iteration's start vectors: lt.device draws other numbers
+            sn.parametrizations.weight[0]._u.copy_(torch.tensor([.5, -.5, .5, .5]))
+            sn.parametrizations.weight[0]._v.copy_(torch.tensor([.5, .5, -.5, .5]))
+        params = [*sym.parameters(), *conv.parameters(), *sn.parameters(), *orth.parameters()]
+        opt = torch.optim.Adam(params, lr=0.01, foreach=foreach)
+        x = torch.linspace(-1, 1, 24).view(1, 3, 8).to(dev)
+        for _ in range(2):
+            loss = orth(sn(sym(conv(x).mean(-1)))).square().sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        P.remove_parametrizations(sym, "weight")  # leave_parametrized: a set_ again
+        P.remove_parametrizations(conv, "weight")
+        return [loss.detach(), sym.weight.detach(), conv.weight.detach(),
+                sn.weight.detach(), orth.weight.detach()]
+    eager, lazy = _both(run)
+    assert not isinstance(lazy, type), lazy
+    torch.testing.assert_close(lazy, eager, rtol=1e-4, atol=1e-5)
