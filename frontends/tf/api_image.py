@@ -201,3 +201,19 @@ def adjust_contrast(images, contrast_factor):
     mean = tf.reduce_mean(wide, axis=[-3, -2], keepdims=True)
     adjusted = (wide - mean) * tf.cast(contrast_factor, tf.float32) + mean
     return convert_image_dtype(tf.cast(adjusted, x.dtype), images.dtype, saturate=True)
+
+
+@lower(tf.image.grayscale_to_rgb, "images")
+def grayscale_to_rgb(images):
+    if not isinstance(images, LazyTensor) or len(images.shape) < 2 or images.shape[-1] != 1:
+        raise Reject()  # TF's ValueError
+    return tf.tile(images, [1] * (len(images.shape) - 1) + [3])
+
+
+@lower(tf.image.adjust_gamma, "image")
+def adjust_gamma(image, gamma=1, gain=1):
+    if isinstance(gamma, (LazyTensor, tf.Tensor)) or isinstance(gain, (LazyTensor, tf.Tensor)) \
+            or gamma < 0:
+        raise Reject()  # (tensor arguments: TF's own call; a negative gamma: TF's ValueError)
+    x = _float_image(image)
+    return convert_image_dtype(gain * x ** gamma, image.dtype, saturate=True)

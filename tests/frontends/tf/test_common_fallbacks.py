@@ -206,6 +206,8 @@ _IMAGE = {
     "rgb_to_grayscale": tf.image.rgb_to_grayscale,
     "adjust_brightness": lambda x: tf.image.adjust_brightness(x, 0.1),
     "adjust_contrast": lambda x: tf.image.adjust_contrast(x, 1.7),
+    "adjust_gamma": lambda x: tf.image.adjust_gamma(x, 2.0, 0.9),
+    "grayscale_to_rgb": lambda x: tf.image.grayscale_to_rgb(x[..., :1]),
 }
 
 
