@@ -13,6 +13,7 @@ upgrade, re-read those:
   Tensor.__repr__              lazy tensors print their values (not the functional wrapper)
   Tensor.__lazyx_handle__      new attribute: the IR handle behind a lazyx tensor
   torch._mirror_autograd_meta_to       Dynamo fakes lazyx parameters (torch.compile)
+  meta_utils.MetaTensorDescriber.describe_tensor   lazy tensors are faked as xla's are
   nn.Module.to, nn.Module.cpu  tied weights stay tied when a model moves to or from the device
   autograd._engine_run_backward        lazy backward runs on the calling thread; an error
                                raised in it is re-raised (see DeviceGuard)
@@ -30,6 +31,7 @@ not patches.
 import contextlib
 import copy
 import copyreg
+import dataclasses
 import ctypes
 import itertools
 import sys
@@ -162,6 +164,23 @@ class DeviceGuard(torch._C._acc.DeviceGuard):
         if _slots[0].value is not None:
             _take_pending_error()
         return _type
+
+
+def _describe_tensor(self, t, *, recurse=True, trace=False):
+    """Dynamo and AOTAutograd fake a tensor from torch._subclasses.meta_utils'
+    MetaTensorDescriber.describe_tensor. A FunctionalTensorWrapper is faked as a functional
+    wrapper around a fake -- except on the "xla" and "lazy" devices, whose tensors "present as
+    functional tensors" and are faked as plain tensors of their device (torch 2.13 compares
+    the device type's name). lazyx's are the same kind: faked as functional wrappers, a
+    tensor a compiled function made itself (torch.zeros(..., device=x.device)) was a plain
+    fake, and writing an input into it (`.index_add_(0, idx, x)`, `.add_(x)`) failed on
+    functionalization's internal assert ("mutating a non-functional tensor with a functional
+    tensor"). A lazyx tensor's description is therefore the xla one: not functional."""
+    desc = _ORIGINAL["describe_tensor"](self, t, recurse=recurse, trace=trace)
+    if desc.is_functional and not desc.is_functorch_wrapped and tensor.on_device(t):
+        desc = dataclasses.replace(desc, is_functional=False, unwrapped=None,
+                                   autograd_meta_from=None)
+    return desc
 
 
 def _mirror_autograd_meta_to(source, target):
@@ -392,6 +411,9 @@ def install():
         _ORIGINAL[name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, patched)
     torch.Tensor.__lazyx_handle__ = property(_handle)
+    from torch._subclasses import meta_utils
+    _ORIGINAL["describe_tensor"] = meta_utils.MetaTensorDescriber.describe_tensor
+    meta_utils.MetaTensorDescriber.describe_tensor = _describe_tensor
     _ORIGINAL["mirror_autograd_meta"] = torch._mirror_autograd_meta_to
     torch._mirror_autograd_meta_to = _mirror_autograd_meta_to
     _ORIGINAL["module_to"] = torch.nn.Module.to

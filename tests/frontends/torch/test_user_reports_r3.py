@@ -209,3 +209,23 @@ def test_parametrizations_registered_after_to_device_train_as_eager(foreach):
     eager, lazy = _both(run)
     assert not isinstance(lazy, type), lazy
     torch.testing.assert_close(lazy, eager, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------ 4. torch.compile: a buffer made and written
+
+def test_torch_compile_on_lazy_inputs_writes_into_a_tensor_it_made():
+    def aggregate(x, src, dst):  # GNN message passing: scatter into a fresh buffer
+        return torch.zeros(x.shape[0], x.shape[1], device=x.device).index_add_(0, dst,
+                                                                               x[src] * 2)
+
+    def add_into(x):
+        return torch.zeros(x.shape, device=x.device).add_(x).sum()
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 3, generator=g)
+    src, dst = torch.tensor([0, 1, 2, 4]), torch.tensor([1, 1, 3, 0])
+    for fn, args in ((aggregate, (x, src, dst)), (add_into, (x,))):
+        torch._dynamo.reset()
+        got = torch.compile(fn, backend=lt.dynamo_backend)(*[a.to(D) for a in args])
+        assert got.device == D
+        torch.testing.assert_close(got.cpu(), fn(*args))
