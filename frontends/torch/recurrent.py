@@ -11,6 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch._decomp import decomposition_table
 
+from ...core import runtime
+from . import tensor
+
 aten = torch.ops.aten
 
 
@@ -30,11 +33,24 @@ def _gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return n + z * (hx - n)  # (1 - z) * n + z * hx
 
 
+def _host_lengths(lengths):
+    """torch requires pack_padded_sequence's lengths on the CPU (CUDA refuses others: "'lengths'
+    argument should be a 1D CPU int64 tensor"), and batch_sizes, a shape, depends on their
+    values. Lengths on lt.device are read: a counted data_dependent sync (as nonzero's), and
+    under lazyx.compile a CompileError naming the line (pass them as a Python list, or
+    on_observe='split'). torch's own kernel called with them dispatched back here: a
+    RecursionError."""
+    host = runtime.to_host(lengths.__lazyx_handle__, cause="data_dependent")
+    return torch.from_numpy(host.copy())  # (torch's CPU kernel below checks rank and dtype)
+
+
 def _pack_padded_sequence(input, lengths, batch_first):
     """Time-major rows of the sequences still running at each step. batch_sizes is plain CPU
     data, as PackedSequence requires: computed by torch's CPU kernel on zeros of the input's
     leading shape, which also raises torch's errors for bad lengths (lengths live on the
     CPU, so this never syncs)."""
+    if tensor.on_device(lengths):
+        lengths = _host_lengths(lengths)
     if batch_first:
         input = input.transpose(0, 1)
     _, batch_sizes = aten._pack_padded_sequence(torch.zeros(input.shape[:2]), lengths, False)
