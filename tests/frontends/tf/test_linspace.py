@@ -17,7 +17,10 @@ _ULPS = {np.float32: 4e-7, np.float64: 1e-15}
 @given(st.data(), st.sampled_from([np.float32, np.float64]), st.integers(0, 9))
 def test_linspace_is_tfs(data, dtype, num):
     shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3))
-    elements = st.floats(-50, 50, width=32 if dtype is np.float32 else 64)
+    # (no subnormals: TF's CPU kernels flush them to zero -- start 1e-45, stop 0 gave TF
+    # [1e-45, 0, 0] and lazyx [1e-45, 1e-45, 0], a hypothesis find of 2026-11-29)
+    elements = st.floats(-50, 50, width=32 if dtype is np.float32 else 64,
+                         allow_subnormal=False)
     start = data.draw(hnp.arrays(dtype, shapes.input_shapes[0], elements=elements))
     stop = data.draw(hnp.arrays(dtype, shapes.input_shapes[1], elements=elements))
     rank = len(shapes.result_shape) + 1
