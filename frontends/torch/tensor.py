@@ -18,6 +18,7 @@ import torch
 from torch._decomp import decomposition_table
 
 from ...core import config, ir, runtime, source
+from ...core.capture import CompileError
 from ...core.split_steps import observed
 from ...core.tables import Table
 from . import dtypes
@@ -175,7 +176,35 @@ def _host_value(lazy, cause):
         if asker is not None:  # torch's own code reads the value: a silent eager turn
             runtime.fallback(asker, "torch", read=True)
             cause = "fallback"
+            try:
+                return runtime.to_host(lazy._lazyx_handle, cause=cause)
+            except CompileError as e:
+                raise CompileError(_asked_by(str(e), asker)) from None
     return runtime.to_host(lazy._lazyx_handle, cause=cause)
+
+
+_NO_LOWERING = "an op with no lowering runs eagerly there (its inputs are read)"
+# what to do about a read torch's own code makes, by the asker's name
+_ADVICE = (
+    ("GradScaler", "GradScaler's step reads found_inf on the host unless the optimizer is "
+                   "fused: torch.optim.Adam/AdamW/SGD(..., fused=True) take found_inf as a "
+                   "tensor, and the step replays"),
+    ("_BatchNorm", "BatchNorm with momentum=None reads num_batches_tracked on the host for "
+                   "its averaging factor; give it a momentum"),
+)
+
+
+def _asked_by(message, asker):
+    """lazyx.compile's observation error for a read torch's own Python code made: it names
+    the function that asked (the plain lazy run's warning does) instead of blaming an op
+    with no lowering, and says what to do where lazyx knows."""
+    asked = f"torch's own code, {asker}, reads a lazy value there"
+    if _NO_LOWERING in message:
+        message = message.replace(_NO_LOWERING, asked)
+    else:
+        message = f"{message} (the read: {asked})"
+    advice = [text for name, text in _ADVICE if name in asker]
+    return message + "".join(f" {text}." for text in advice)
 
 
 # an op run eagerly is counted as its aten op already; a data-dependent op's sync is its design

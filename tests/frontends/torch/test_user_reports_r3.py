@@ -267,3 +267,36 @@ def test_pack_padded_sequence_reads_lengths_on_the_device():
         torch.testing.assert_close(run(D, lengths, "split"), eager, rtol=1e-4, atol=1e-5)
     with pytest.raises(lazyx.CompileError, match="observes a value at"):
         run(D, torch.tensor([5, 3, 2]), "raise")
+
+
+# ------------------------------------------------ 6. who read a value inside a compiled step
+
+def test_compile_error_names_torchs_own_code_that_read_a_value():
+    torch.manual_seed(0)
+    x, y = torch.randn(5, 4).to(D), torch.tensor([0, 1, 1, 0, 1]).to(D)
+
+    m = nn.Linear(4, 2).to(D)
+    opt = torch.optim.Adam(m.parameters())  # not fused: GradScaler reads found_inf
+    scaler = torch.amp.GradScaler("lazyx")
+
+    def amp_step(x, y):
+        with torch.autocast("lazyx", dtype=torch.float16):
+            loss = F.cross_entropy(m(x), y)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    bn = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3, momentum=None)).to(D)
+
+    def bn_step(x):
+        return bn(x).sum()
+
+    for step, asker, advice in ((amp_step, "GradScaler._maybe_opt_step", "fused=True"),
+                                (bn_step, "_BatchNorm.forward", "momentum")):
+        with pytest.raises(lazyx.CompileError) as err:
+            lazyx.compile(step)(*((x, y) if step is amp_step else (x,)))
+        message = str(err.value)
+        assert asker in message and advice in message, message
+        assert "no lowering" not in message, message
