@@ -80,6 +80,20 @@ def _param(value, dtype, shape=()):
     return node
 
 
+def linked(node, number):
+    """`node`, a param a frontend made from `number` after its framework converted it (TF's
+    convert_to_tensor hands on a plain NumPy scalar), linked to the number's expression as a
+    param made from the number itself is: a float argument of the call stays a run-time
+    parameter whatever its value (2.0, 0.5: numbers linked by value must not look like code
+    constants)."""
+    rec = current()
+    expr = getattr(number, "_lazyx_expr", None)
+    if rec is not None and expr is not None and node.op == "param" and \
+            getattr(number, "_lazyx_rec", None) is rec:
+        rec.params[id(node)] = (node, expr, False)
+    return node
+
+
 def _splat(scalar, shape):
     # a number's param broadcast to its partner's shape (ops.broadcast_in_dim folds it to a
     # new splat leaf): the leaf in the graph is the splat, so it inherits the number's link

@@ -18,7 +18,8 @@ from tensorflow.python.util import object_identity
 
 from ...core import ir, ops, runtime, source
 from ...core.split_steps import observed
-from ...core.symbolic import plain
+from ...core import capture
+from ...core.symbolic import SymFloat, SymInt, plain
 from ...core import dtypes as dt
 
 
@@ -347,7 +348,13 @@ def _tf_leaf(tensor, operand=False):
     device transfers of one number each per step became one pack)."""
     hit = _lift_cache.get(id(tensor))
     if hit is not None and hit[0] is tensor:
-        return hit[1]
+        rec = capture.current()
+        node = hit[1]
+        if rec is None or node.serial > rec.serial0 or id(node) in rec.start_nodes:
+            return node
+        # (a lazyx.compile trace lifts a constant again, as a leaf of its own program: the
+        # leaf an earlier call lifted -- a Keras model's tf.constant, lifted by an optimizer's
+        # warm-up call -- is a lazy tensor made before the step, which a replay cannot find)
     if len(_lift_cache) > 512:
         _lift_cache.clear()
     dtype = ir_dtype(tensor.dtype)
@@ -416,6 +423,10 @@ def node_of(value, dtype=None, shape=()):
             return ir.param(value, _IR_DTYPES[dtype], shape)
         if dtype == tf.uint64 and kind is int and value < 0:
             return ir.param(_negative_to_uint64(value), "uint64", shape)
+    if kind is SymFloat or kind is SymInt:
+        # a number of a lazyx.compile call: converted as its plain value, its param linked
+        # to the call's numbers (a new value is a run-time parameter, not a new trace)
+        return capture.linked(node_of(plain(value), dtype, shape), value)
     if isinstance(value, LazyTensor):
         return value.node
     if isinstance(value, tf.Variable):
