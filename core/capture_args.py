@@ -44,16 +44,19 @@ def _built(kind, cls, names, values):
     return cls(**dict(zip(names, values)))
 
 
-def _flatten(obj, tensors, numbers, path="args"):
+def _flatten(obj, tensors, numbers, path="args", host=None):
     """The structure key of `obj`, collecting its tensors and Python numbers. `path` names
     `obj` in an error: a string, or (its container's path, its index or key), spelled out
-    only when there is an error to name it in (every replayed call flattens its arguments)."""
+    only when there is an error to name it in (every replayed call flattens its arguments).
+    `host`, a list for a step's results: values computed outside lazyx (a TF EagerTensor, a
+    NumPy array or scalar, any unhashable value) are leaves, collected there and in
+    `tensors`, instead of an error (an argument's key must be hashable; a result's need not)."""
     cls = type(obj)
     if cls is tuple or cls is list:
-        return (cls, tuple([_flatten(x, tensors, numbers, (path, i))
+        return (cls, tuple([_flatten(x, tensors, numbers, (path, i), host)
                             for i, x in enumerate(obj)]))
     if cls is dict:
-        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, (path, k))
+        return (dict, tuple(obj), tuple([_flatten(v, tensors, numbers, (path, k), host)
                                          for k, v in obj.items()]))
     if cls is int or cls is float or cls is SymFloat or cls is SymInt:  # (Sym: a result's)
         numbers.append(obj)
@@ -63,7 +66,7 @@ def _flatten(obj, tensors, numbers, path="args"):
     if structured is not None:
         kind, names, values = structured
         return ("structured", kind, cls, names,
-                tuple([_flatten(v, tensors, numbers, (path, n if names else i))
+                tuple([_flatten(v, tensors, numbers, (path, n if names else i), host)
                        for i, (n, v) in enumerate(zip(names or values, values))]))
     if spec is not None and spec[0] == "tensor":
         if not spec[1][0](obj):
@@ -73,6 +76,11 @@ def _flatten(obj, tensors, numbers, path="args"):
                             f"(lnp.asarray(x), x.to(lt.device), ltf.constant(x)).")
         tensors.append(obj)
         return spec[1]
+    if host is not None and (cls.__module__ == "numpy" or hasattr(obj, "__array__") or
+                             not _hashable(obj)):
+        host.append(obj)
+        tensors.append(obj)
+        return ("host",)
     if isinstance(obj, np.generic) and cls.__module__ == "numpy":
         # a NumPy scalar (a learning rate from np.linspace, an index from a permutation):
         # NumPy's rules give it its own dtype (np.float32(0.1) * x is not 0.1 * x), which a
@@ -91,6 +99,14 @@ def _flatten(obj, tensors, numbers, path="args"):
                         f"tensor, a number, nor a hashable value that can be part of the "
                         f"guard") from None
     return ("value", obj)
+
+
+def _hashable(obj):
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
 
 
 def _spelled(path):

@@ -33,7 +33,7 @@ from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  
                       _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
                       register_ambient, register_container, register_tensor,
                       register_trace_hook)
-from .replay_entry import Entry, build_entry, handle_of
+from .replay_entry import Entry, build_entry, handle_of, same_host_values
 from .replay_guard import (_Miss, _guard_miss, _new_int, _predict,
                            _result_needs_grad, _state_numbers_changed, _with_state_numbers)
 from .source import format_line, user_line
@@ -135,7 +135,8 @@ class Compiled:
                         miss = "a split step replays once a second trace agrees with its first"
                         continue
                     if verify or (entry.value_linked and entry.first_numbers != nums) or \
-                            entry.unverified_ints and _new_int(entry, nums):
+                            entry.unverified_ints and _new_int(entry, nums) or \
+                            entry.host_results:
                         return self._verify(entry, full, args, kwargs, nums)
                     out = _replay(entry, tensors, handles, nums, (args, kwargs))
                     if type(out) is not _Miss:
@@ -347,6 +348,15 @@ class Compiled:
         same = fresh is not None and (fresh.program is None) == (entry.program is None) and \
             (fresh.program is None or fresh.program.key == entry.program.key) and \
             same_values(_predict(fresh, numbers), predicted)
+        if entry.host_results and fresh is not None and \
+                not same_host_values(fresh.host_results, entry.host_results):
+            return self._stay_lazy(
+                None, None, "it returns a value computed outside lazyx (a TF EagerTensor, a "
+                "NumPy array) that differs between calls (made from numbers or state that "
+                "change), and a replay, running no Python, would return the traced call's; "
+                "make it from lazy tensors (ltf.constant(v), lnp.asarray(v)) to have it "
+                "computed", result, stacklevel=4)
+        entry.host_results = ()  # (the step makes the same ones each call)
         bucket = self.entries.get(full, [])
         if not same:
             if entry in bucket:

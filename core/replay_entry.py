@@ -9,6 +9,8 @@ split step read back, and which outputs update state, arguments or live handles 
 import warnings
 import weakref
 
+import numpy as np
+
 from . import capture
 from . import dtypes as dt
 from .capture import _flatten, _spec
@@ -43,6 +45,10 @@ class Entry:
         self.host_tensors = []      # (tensor, version function, version): state off the device
         self.removals = []          # wheres of state the step removed (zero_grad: .grad None)
         self.graph_results = False  # the traced results had a backward graph (warned once)
+        # results computed outside lazyx (a TF EagerTensor, a NumPy array), as the traced call
+        # made them: a replay returns those objects, so the next call traces again to check
+        # that the step makes the same values each call (emptied once it does)
+        self.host_results = ()
         self.first_numbers = []
         self.state_numbers = []     # functions reading the numbers found in state, in order
         self.modes = []             # (object, mode function, its value when traced): guarded
@@ -144,13 +150,17 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     feeds = [feed_of(piece.template) for piece in pieces] + [feed_of(leaves)]
     if unknown:
         # a replay would read this call's value of it (the base of a view argument,
-        # `step(data[i])`, which torch makes the view from; a tensor deeper in an object):
-        # the call stays lazy, and so does the next, which traces again
-        warnings.warn(f"lazyx.compile: the step reads a lazy tensor made at {unknown[0]} that "
-                      f"it neither received nor found among the objects it refers to (the "
-                      f"base of a view argument, such as data[i]?); a replay would read its "
-                      f"value of this call, so calls are not replayed. Pass it as an argument "
-                      f"(a view: data[i].clone())", RuntimeWarning, stacklevel=5)
+        # `step(data[i])`, which torch makes the view from; a tensor deeper in an object;
+        # one a framework cached from an earlier call): the call stays lazy, and so does the
+        # next, which traces again
+        warnings.warn(f"lazyx.compile: the step reads a lazy tensor made before this call "
+                      f"began, at {unknown[0]}, that it neither received nor found among the "
+                      f"objects it refers to (kept in an object lazyx.compile does not search, "
+                      f"or in a framework's cache; torch: the base of a view argument, "
+                      f"data[i]); a replay would read its value of this call, so calls are "
+                      f"not replayed. Pass it as an argument (a torch view: data[i].clone()), "
+                      f"or keep it in a module, layer or closure the step refers to",
+                      RuntimeWarning, stacklevel=5)
         return False
 
     def inputs(part, feed):
@@ -179,13 +189,17 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     entry.decisions = list(rec.decisions)
     slot_by_handle = {id(handle_of(t)): path for path, (t, _) in after.items()}
     result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
-    result_key = _flatten(result, result_leaves, result_leaves, "result")
+    host = []
+    result_key = _flatten(result, result_leaves, result_leaves, "result", host)
+    entry.host_results = tuple(map(host_value, host))
     def out_index(t):
         h = handle_of(t)
         k = out_of.get(id(h))
         return k if k is not None else early_of.get(id(h.node))
 
-    result_outs = {out_index(t) for t in result_leaves if not isinstance(t, (int, float))}
+    host_ids = {id(v) for v in host}
+    result_outs = {out_index(t) for t in result_leaves
+                   if not isinstance(t, (int, float)) and id(t) not in host_ids}
     written = set()
     for path, k in slot_out.items():
         entry.slot_writes.append((k, slot_of(path)))
@@ -231,6 +245,8 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         return ("new", k, t)
 
     def any_item(value):
+        if id(value) in host_ids:
+            return ("obj", value, None)
         spec = _spec(type(value))
         if spec is not None and spec[0] == "tensor" and spec[1][0](value):
             return item(value)
@@ -241,6 +257,33 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         return ("obj", capture._plain_deep(value), None)
     entry.results = (result_key, [any_item(x) for x in result_leaves])
     entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
+    return True
+
+
+def host_value(value):
+    """A copy of a result computed outside lazyx, to compare with another call's."""
+    try:
+        out = np.array(value)
+    except Exception:  # noqa: BLE001 - (whatever the object's __array__ raises)
+        return value
+    return value if out.dtype == object else out
+
+
+def same_host_values(a, b):
+    """Whether two calls' results computed outside lazyx (host_value's) are equal."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, np.ndarray) and isinstance(y, np.ndarray):
+            if x.shape != y.shape or x.dtype != y.dtype or not np.array_equal(
+                    x, y, equal_nan=x.dtype.kind in "fc"):
+                return False
+            continue
+        try:
+            if type(x) is not type(y) or not bool(x == y):
+                return False
+        except Exception:  # noqa: BLE001 - (an object whose == is not a bool)
+            return False
     return True
 
 
