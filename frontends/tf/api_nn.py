@@ -14,7 +14,7 @@ from ...core import autodiff, compose, ir, ops
 from .lowering import (Reject, as_tensor, axes_of, broadcast_to, const, operand_nodes,
                        static_ints)
 from .registry import lower, lower_varargs
-from .tensor import LazyTensor, wrap
+from .tensor import LazyTensor, ir_dtype, wrap
 
 
 def _float_input(value):
@@ -525,6 +525,45 @@ def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
     keep = broadcast_to(keep, node.shape)
     scaled = ops.div(node, broadcast_to(ir.param(1 - float(rate), node.dtype), node.shape))
     return wrap(ops.select(keep, scaled, const(0, node)), x)
+
+
+def _random_shape_and_dtype(shape, dtype):
+    tf_kind = tf.as_dtype(dtype)
+    if not tf_kind.is_floating:
+        raise Reject()  # integer draws: TF's own algorithm, eagerly
+    return tuple(static_ints(shape)), ir_dtype(tf_kind)
+
+
+def _scaled(draw, scale, shift, dtype):
+    """draw * scale + shift, the scale and shift Python numbers (run-time parameters) or
+    tensors (TF's own broadcast)."""
+    out = wrap(draw)
+    if isinstance(scale, (int, float)) and isinstance(shift, (int, float)):
+        if (scale, shift) == (1, 0):
+            return out
+        node = ops.add(ops.mul(draw, broadcast_to(ir.param(scale, draw.dtype), draw.shape)),
+                       broadcast_to(ir.param(shift, draw.dtype), draw.shape))
+        return wrap(node)
+    return out * tf.cast(scale, dtype) + tf.cast(shift, dtype)
+
+
+# A lazy seed (a Keras SeedGenerator's state once a step has assigned it, or under
+# lazyx.compile): keras.random.normal/uniform, GaussianNoise, GaussianDropout, AlphaDropout and
+# an RNN's recurrent dropout draw from it. Keyed Threefry, as every lazyx draw (not TF's Philox).
+@lower(tf.random.stateless_normal, "seed")
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, alg="auto_select"):
+    shape, d = _random_shape_and_dtype(shape, dtype)
+    return _scaled(normal_node(key_from_seed(seed), shape, d), stddev, mean, dtype)
+
+
+@lower(tf.random.stateless_uniform, "seed")
+def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32,
+                      alg="auto_select"):
+    shape, d = _random_shape_and_dtype(shape, dtype)
+    maxval = 1 if maxval is None else maxval
+    scale = maxval - minval if isinstance(maxval, (int, float)) and \
+        isinstance(minval, (int, float)) else tf.cast(maxval, dtype) - tf.cast(minval, dtype)
+    return _scaled(uniform_node(key_from_seed(seed), shape, d), scale, minval, dtype)
 
 
 # ---------------------------------------------------------------- smaller tf.nn functions

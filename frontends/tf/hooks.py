@@ -147,6 +147,7 @@ def install():
     _wrap_checkpoints()
     _wrap_keras_cond()
     _wrap_tf_function()
+    _wrap_random_draws()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
         indexed_slices.densify)
     _wrap_variable_scatters()
@@ -203,6 +204,46 @@ def _wrap_tf_function():
                                     name=f"tf.function({getattr(self, '_name', '?')})")
     __call__.__wrapped__ = original
     function_class.__call__ = __call__
+
+
+# TF's stateful random ops, by the generated function its Python APIs call (random_ops,
+# stateful_random_ops, nn's dropout, tf.image's random_*): each draw changes TF's own state
+_RANDOM_DRAWS = {
+    "gen_random_ops": ("random_standard_normal", "random_uniform", "random_uniform_int",
+                       "truncated_normal", "parameterized_truncated_normal", "multinomial",
+                       "random_shuffle", "random_gamma", "random_poisson",
+                       "random_poisson_v2"),
+    "gen_stateful_random_ops": ("stateful_standard_normal", "stateful_standard_normal_v2",
+                                "stateful_truncated_normal", "stateful_uniform",
+                                "stateful_uniform_full_int", "stateful_uniform_int",
+                                "stateful_random_binomial", "rng_read_and_skip", "rng_skip",
+                                "non_deterministic_ints"),
+}
+
+
+def _wrap_random_draws():
+    """While lazyx.compile traces a step, a draw of TF's own random numbers (tf.random.normal
+    / uniform, a tf.random.Generator, tf.nn.dropout without a seed) keeps the step lazy: TF
+    runs it eagerly, so its result would enter the program as a constant and every replay
+    would reuse the traced call's noise (a VAE's eps, silently). Outside a trace: TF's own."""
+    import importlib
+    from ...core import capture
+    for module_name, names in _RANDOM_DRAWS.items():
+        module = importlib.import_module(f"tensorflow.python.ops.{module_name}")
+        for name in names:
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+
+            def draw(*args, _original=original, _name=name, **kwargs):
+                if capture.current() is not None:
+                    capture.host_read(f"TF's own random numbers ({_name}), which a replay "
+                                      f"would not draw again (keras.random with a "
+                                      f"keras.random.SeedGenerator is replayed)")
+                return _original(*args, **kwargs)
+            draw.__wrapped__ = original
+            functools.update_wrapper(draw, original)
+            setattr(module, name, draw)
 
 
 def _public_names(api):

@@ -264,3 +264,87 @@ def test_keras_dropout_draws_the_uncompiled_runs_masks():
     np.testing.assert_allclose(compiled[0], lazy[0], rtol=1e-6)
     for got, want in zip(compiled[1], lazy[1]):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("draw", ["tf.random.normal", "tf.random.Generator", "tf.nn.dropout",
+                                  "keras.random"])
+def test_random_draws_in_a_compiled_step_are_fresh_at_every_call(draw):
+    """TF's own random ops run eagerly (their shapes are known): under lazyx.compile their
+    result entered the program as a constant, and every replay reused the traced call's
+    noise (a VAE's eps), silently. Such a step now runs lazily, with a warning; a draw from
+    keras.random with a SeedGenerator is lazy itself and is replayed."""
+    def run(compiled):
+        keras.utils.set_random_seed(0)
+        tf.random.set_seed(0)
+        gen = tf.random.Generator.from_seed(1)
+        seeds = keras.random.SeedGenerator(3)
+        w = tf.Variable(np.ones((2, 3), np.float32))
+
+        def step(x):
+            with ltf.GradientTape() as tape:  # (a training step's: Keras' seed is lazy there)
+                noise = {"tf.random.normal": lambda: tf.random.normal((2, 3)),
+                         "tf.random.Generator": lambda: gen.normal((2, 3)),
+                         "tf.nn.dropout": lambda: tf.nn.dropout(tf.ones((2, 3)), 0.5),
+                         "keras.random": lambda: keras.random.normal((2, 3), seed=seeds),
+                         }[draw]()
+                loss = tf.reduce_sum(w * noise * x)
+            w.assign_sub(0.1 * tape.gradient(loss, w))
+            return loss
+        f = lazyx.compile(step) if compiled else step
+        x = np.full((2, 3), 0.1, np.float32)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            # (a first call, then w reset: Keras' SeedGenerator state is still a plain value
+            # at a plain run's first draw -- TF's own numbers -- and lazy from then on)
+            f(ltf.constant(x))
+            w.assign(np.ones((2, 3), np.float32))
+            lazyx.reset_metrics()
+            out = [float(np.asarray(f(ltf.constant(x)))) for _ in range(4)]
+        warned = any("random numbers" in str(c.message) for c in caught)
+        return out, w.numpy(), lazyx.metrics()["replays"], warned
+    plain, compiled = run(False), run(True)
+    assert len(set(plain[0])) == 4  # (fresh noise at each call)
+    np.testing.assert_allclose(compiled[0], plain[0], rtol=1e-6)
+    np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-6)
+    if draw == "keras.random":
+        assert compiled[2] >= 3 and not compiled[3]
+    else:
+        assert compiled[2] == 0 and compiled[3]
+
+
+@pytest.mark.parametrize("noise", ["GaussianNoise", "GaussianDropout", "AlphaDropout"])
+def test_keras_noise_layers_stay_lazy_and_replay(noise):
+    """They draw with tf.random.stateless_normal/uniform from a lazy seed (Keras'
+    SeedGenerator state inside a training step): that was a fallback and a sync per step, and
+    a CompileError under lazyx.compile. Now lowered (keyed Threefry, as Dropout)."""
+    layer_of = {"GaussianNoise": lambda: keras.layers.GaussianNoise(0.3, seed=2),
+                "GaussianDropout": lambda: keras.layers.GaussianDropout(0.3, seed=2),
+                "AlphaDropout": lambda: keras.layers.AlphaDropout(0.3, seed=2)}[noise]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    y = rng.standard_normal((8, 1)).astype(np.float32)
+    results = {}
+    for mode in ("lazy", "compiled"):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(6), layer_of(),
+                                  keras.layers.Dense(1)])
+        opt = keras.optimizers.SGD(0.05)
+
+        def step(a, b):
+            with ltf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(a, training=True) - b))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        f = lazyx.compile(step) if mode == "compiled" else step
+        before = model.get_weights()
+        f(ltf.constant(x), ltf.constant(y))  # (Keras' seed is a plain value at a first draw)
+        model.set_weights(before)
+        lazyx.reset_metrics()
+        losses = [float(np.asarray(f(ltf.constant(x), ltf.constant(y)))) for _ in range(4)]
+        results[mode] = (losses, lazyx.metrics())
+    lazy, compiled = results["lazy"], results["compiled"]
+    assert lazy[1]["fallback_ops"] == {} and compiled[1]["fallback_ops"] == {}
+    assert compiled[1]["replays"] >= 3
+    assert len(set(lazy[0])) == 4
+    np.testing.assert_allclose(compiled[0], lazy[0], rtol=1e-5)
