@@ -5,9 +5,11 @@
   the arguments. When
   one becomes a run-time parameter (`ir.param`), the parameter is linked to that expression,
   so a replay computes its new value from the new arguments (a new learning rate never
-  recompiles). torch's dispatcher turns numbers into plain floats on the way (`alpha=-lr`);
-  such a parameter is linked by value to an expression computed in this trace, unless the
-  value is an integer or +-0.5 (too common among code constants to be told apart).
+  recompiles). torch's dispatcher turns numbers into plain floats on the way (`alpha=-lr`),
+  and TF's conversions into EagerTensors (`tf.constant(k)`, Keras' ops); such a parameter is
+  linked by value to an expression computed in this trace, and the first call with new
+  numbers traces once more to confirm the link (a code constant may equal the number). A
+  number a frontend converts itself keeps its link (`linked`: TF's `x * k`).
 * Every random key is linked to the generator stream and counter it was drawn at.
 * A sync inside the step (an observation) raises, naming the line; or, with
   on_observe="split", ends a piece: the cut's roots and results are remembered

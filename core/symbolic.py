@@ -42,9 +42,8 @@ def plain(x):
 
 def linkable(value):
     """Whether a float can be told from a code constant by its value: not NaN, not an
-    integer, not +-0.5 (too common among constants). Such a number is linked by value to
-    its expression (a parameter torch made plain), and a split step's read of one is a
-    number its replays recompute (core/split_steps)."""
+    integer, not +-0.5 (too common among constants). A split step's read of one is a number
+    its replays recompute (core/split_steps)."""
     return isinstance(value, float) and value == value and not float(value).is_integer() \
         and abs(value) != 0.5
 
@@ -57,7 +56,12 @@ def sym(value, expr):
     out._lazyx_expr = expr
     rec = current()
     out._lazyx_rec = rec
-    if rec is not None and linkable(value):
+    if rec is not None and isinstance(value, float) and value == value:
+        # a parameter a framework made of it as a plain number (torch's `alpha=-lr`, TF's
+        # tf.constant(k), Keras' conversions) is linked by value: whole numbers too, since
+        # the first call with new numbers traces again to confirm the link (a code constant
+        # that equalled the number is then told apart), where guarding such a number by
+        # value traced again at every new value
         rec.derived.setdefault(float(value), expr)
         # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
         rec.derived.setdefault(float(np.float32(value)), expr)
@@ -121,7 +125,11 @@ def _decided(op, reflected=False):
         result = op(*[plain(a) for a in args])
         rec = current()
         if rec is not None and op is not float and op is not hash and \
-                any(getattr(a, "_lazyx_rec", None) is rec for a in args):
+                any(getattr(a, "_lazyx_rec", None) is rec for a in args) and not (
+                    op in _EQUALITY and any(_of_earlier_trace(a, rec) for a in args)):
+            # (equal to a number of an earlier trace: a cache's key lookup -- TF's cache of
+            # scalar EagerTensors compares tf.constant(k)'s k with the k it cached -- which
+            # gives an equal value either way, not a branch; as a guard, every new k missed)
             # (a number of an earlier trace -- one a framework cached, TF's constants -- is a
             # constant here: its expression reads another call's numbers)
             exprs = [_expr_of(a) if getattr(a, "_lazyx_rec", None) is rec else
@@ -134,6 +142,13 @@ def _decided(op, reflected=False):
                 rec.decisions.append(guard)
         return result
     return method
+
+
+_EQUALITY = (operator.eq, operator.ne)
+
+
+def _of_earlier_trace(x, rec):
+    return isinstance(x, (SymFloat, SymInt)) and getattr(x, "_lazyx_rec", None) is not rec
 
 
 def decided_alike(guards, numbers):
@@ -150,10 +165,14 @@ def decided_alike(guards, numbers):
 
 class SymFloat(float):
     """A float argument of a compiled step (or a number computed from one) while it traces."""
+    # Keras reads a number's dtype as getattr(x, "dtype", type(x)) and knows only float
+    # itself (a weak float32): keras.ops.multiply(x, k) raised "Invalid dtype: SymFloat"
+    dtype = float
 
 
 class SymInt(int):
     """An int argument of a compiled step (or a number computed from one) while it traces."""
+    dtype = int
 
 
 _round_to_int = _decided(round)

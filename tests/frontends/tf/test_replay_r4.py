@@ -37,6 +37,32 @@ def test_float_argument_is_a_run_time_parameter(fn, ks):
     assert m["replays"] == len(ks) - 1 and m["replay_misses"] == 0, m
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x, k: keras.ops.multiply(x, k),
+    lambda x, k: x + tf.constant(k),
+    lambda x, k: x * tf.cast(k, tf.float32),
+    lambda x, k: keras.ops.clip(x, -k, k) + keras.ops.convert_to_tensor(k),
+], ids=["keras_multiply", "tf_constant", "tf_cast", "keras_clip"])
+def test_float_argument_converted_by_tf_or_keras_is_a_run_time_parameter(fn):
+    # TF or Keras makes an EagerTensor of the number before lazyx sees it: linked by value,
+    # whole numbers too (the first call with a new value traces once more to confirm); a
+    # number TF's scalar cache holds from an earlier trace is no branch of this one; and
+    # Keras read a symbolic number's dtype as "Invalid dtype: SymFloat"
+    warm = lazyx.compile(lambda x, k: tf.where(x > 0.3, x, k))  # (TF caches its k)
+    for k in (2.0, 3.0):
+        warm(ltf.constant(X), k)
+    g = lazyx.compile(fn)
+    lazyx.reset_metrics()
+    ks = (2.0, 3.0, 4.0, 0.5, 7.0, 1.0)
+    for k in ks:
+        want = np.asarray(fn(tf.constant(X), k))
+        got = np.asarray(g(ltf.constant(X), k))
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    m = lazyx.metrics()
+    assert m["replays"] >= len(ks) - 2 and m["replay_misses"] == 0, m
+
+
 def test_loss_scale_float_in_a_tape_step_replays():
     def make(tape_cls, v):
         def train(x, k):
