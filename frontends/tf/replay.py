@@ -46,6 +46,24 @@ def _variables(obj):
         yield (k, getattr(v, "path", None) or v.name), v, True
 
 
+def _layer_variables(layer):
+    """A Keras layer's variables, and the state variables of the stateful RNNs in its tree:
+    Keras makes those untracked, so they are not in `variables`, and a replay that did not
+    know them baked the traced call's state and dropped every update of it (a stateful
+    SimpleRNN/LSTM/GRU's outputs drifted from eager from the second call, silently)."""
+    yield from _variables(layer)
+    stack = [layer]
+    while stack:
+        node = stack.pop()
+        d = node.__dict__
+        states = d.get("states") if d.get("stateful") else None
+        if states is not None:
+            for j, v in enumerate(tf.nest.flatten(list(states))):
+                if _is_variable(v):
+                    yield ("rnn_state", d.get("name"), j), v, True
+        stack.extend(d.get("_layers", ()))
+
+
 _PLAIN = (bool, int, float, str, type(None))
 
 
@@ -79,6 +97,6 @@ if _vars._KerasTFVariable is not None:
     replay.register_tensor(_vars._KerasTFVariable, _var_handle, _wrap, _is_variable)
 replay.register_container(tf.Module, _variables)
 if keras is not None:
-    replay.register_container(keras.layers.Layer, _variables, mode=_layer_modes)
+    replay.register_container(keras.layers.Layer, _layer_variables, mode=_layer_modes)
     replay.register_container(keras.optimizers.Optimizer, _variables,
                               mode=_optimizer_settings)
