@@ -92,12 +92,10 @@ def _flatten(obj, tensors, numbers, path="args", host=None):
                         f"pass a lazy tensor (lnp.asarray(x), x.to(lt.device), "
                         f"ltf.constant(x)) so new data is a new input rather than a constant "
                         f"of the program")
-    try:
-        hash(obj)
-    except TypeError:
+    if not _hashable(obj):
         raise TypeError(f"lazyx.compile: {_spelled(path)} ({cls.__name__}) is neither a "
                         f"tensor, a number, nor a hashable value that can be part of the "
-                        f"guard") from None
+                        f"guard")
     return ("value", obj)
 
 

@@ -11,6 +11,7 @@ the GIL while XLA compiles, so a timer thread can speak meanwhile.)
 """
 
 import collections
+import contextlib
 import threading
 import warnings
 
@@ -35,21 +36,11 @@ class _Watch:
         return False
 
 
-class _Unwatched:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-_UNWATCHED = _Unwatched()
-
-
 def watch(program, cause=None, source=None):
     """A context manager around one compile of `program`, cut by `cause` at `source`."""
     seconds = config.slow_compile_seconds()
-    return _Watch(program, cause, source, seconds) if seconds > 0 else _UNWATCHED
+    return _Watch(program, cause, source, seconds) if seconds > 0 else \
+        contextlib.nullcontext()
 
 
 def describe(program, cause, source, seconds):

@@ -68,7 +68,7 @@ def changed_by_step(before):
             if type(now) is not type(value) or now != value and now == now:
                 return f"{name} changed while it ran ({value!r} -> {now!r}; keep it in an " \
                        f"argument or a tensor)"
-        elif kind == "array" and isinstance(now, np.ndarray) and not _same_array(now, value):
+        elif kind == "array" and isinstance(now, np.ndarray) and not same_array(now, value):
             return f"{name}, a host array, was written while it ran"
     return None
 
@@ -90,7 +90,7 @@ def arrays_changed(guards):
             now = getter()
         except (LookupError, AttributeError, TypeError):
             now = None
-        if not isinstance(now, np.ndarray) or not _same_array(now, value):
+        if not isinstance(now, np.ndarray) or not same_array(now, value):
             return f"{name}, a host array the program took as a constant, changed"
     return None
 
@@ -109,7 +109,8 @@ def _add(out, name, getter, value, tensor_version):
             out.append((name, getter, "tensor", (value, version, version(value))))
 
 
-def _same_array(a, b):
+def same_array(a, b):
+    """Equal host arrays: shape, dtype and values (NaN equal to NaN)."""
     return a.shape == b.shape and a.dtype == b.dtype and \
         np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
 

@@ -241,8 +241,7 @@ def _wrap_random_draws():
                                       f"would not draw again (keras.random with a "
                                       f"keras.random.SeedGenerator is replayed)")
                 return _original(*args, **kwargs)
-            draw.__wrapped__ = original
-            functools.update_wrapper(draw, original)
+            functools.update_wrapper(draw, original)  # (sets __wrapped__)
             setattr(module, name, draw)
 
 

@@ -138,7 +138,6 @@ def static_ints(value):
     return [int(v) for v in arr.reshape(-1)] if arr.ndim else int(arr)
 
 
-
 def pack(values):
     """A (nested) list or tuple holding lazy tensors as one lazy tensor, as TF packs one it
     converts (array_ops._autopacking_conversion_function): in the dtype of the first tensor
