@@ -23,6 +23,7 @@ read (what lazyx did before: a counted fallback, or lazyx.compile's observation 
 only the chosen branch counts: one that ran to its end is taken as recorded, else it runs
 again, plainly. The stopped branch's Python side effects up to that point have happened.
 """
+import functools
 import threading
 
 import tensorflow as tf
@@ -258,3 +259,79 @@ def tf_cond_v2(pred, true_fn=None, false_fn=None, name=None):
     branch would send the whole call to TF's fallback dispatch (registry._Fallback), which
     runs it again, eagerly."""
     return tf_cond(pred, true_fn, false_fn, strict=True)
+
+
+# --- tf.function called with lazy arguments ------------------------------------------------
+
+class _CreatesVariable(BaseException):
+    """The Python body of a tf.function run lazily is about to create a variable."""
+
+
+def _no_creation(next_creator, **kwargs):
+    raise _CreatesVariable()
+
+
+def function_call(function, original, args, kwargs):
+    """A tf.function called with lazy arguments: its Python function runs on them, recorded --
+    what TF does under tf.config.run_functions_eagerly(True). (A TF graph cannot hold a lazy
+    value; running the graph on materialized arguments split the step at every call.)
+
+    The plain `python_function`, not AutoGraph's conversion of it: AutoGraph's `if`/`while` on
+    a tensor convert it to a TF tensor (a lazy one refuses) and loop over TensorArrays, so it
+    would need lazyx wrappers of AutoGraph's private operators. A Python `if` on a lazy tensor
+    reads it instead (a sync, as in an eager step); tf.cond is traced (module doc).
+
+    TF's graph run on the materialized values (the counted fallback "tf.function(<name>)")
+    stays for: Keras' own tf.functions (fit / train_on_batch / predict drive data iterators
+    and distribution strategies around them), and a call whose body creates a variable (TF
+    creates a tf.function's variables once, on its first trace; rerunning the Python body at
+    each call would create them again): the body is stopped before the creation."""
+    from . import registry
+    python_function = function.python_function
+    fallback = functools.partial(registry.run_eagerly, functools.partial(original, function),
+                                 args, kwargs, name=f"tf.function({function._name})")
+    if getattr(python_function, "__module__", "").startswith("keras."):
+        return fallback()
+    if function.input_signature is not None:
+        _check_signature(function, args, kwargs)
+    try:
+        with tf.variable_creator_scope(_no_creation):
+            return python_function(*args, **kwargs)
+    except _CreatesVariable:
+        return fallback()
+
+
+def _check_signature(function, args, kwargs):
+    """TF's checks of the arguments against an input_signature (its TypeError), which its
+    graph call makes and the Python function does not."""
+    import inspect
+    signature = function.input_signature
+    try:
+        bound = inspect.signature(function.python_function).bind(*args, **kwargs)
+    except TypeError as err:
+        raise TypeError(f"Binding inputs to tf.function failed due to `{err}`.") from None
+    given = list(bound.arguments.values())
+    if len(given) > len(signature):
+        raise TypeError(f"Binding inputs to tf.function failed due to `too many positional "
+                        f"arguments`. Received args: {args} and kwargs: {kwargs} for "
+                        f"signature: {signature}.")
+    for value, spec in zip(given, signature):
+        try:
+            tf.nest.assert_same_structure(spec, value, expand_composites=False)
+        except (TypeError, ValueError):
+            ok = False
+        else:
+            ok = all(_fits(v, s) for v, s in zip(tf.nest.flatten(value), tf.nest.flatten(spec)))
+        if not ok:
+            raise TypeError(f"Binding inputs to tf.function failed due to `Can not cast "
+                            f"{value!r} to {spec}`. Received args: {args} and kwargs: "
+                            f"{kwargs} for signature: {signature}.")
+
+
+def _fits(value, spec):
+    if not isinstance(spec, tf.TensorSpec):
+        return True
+    if not hasattr(value, "dtype") or not hasattr(value, "shape"):
+        value = tf.convert_to_tensor(value, spec.dtype)  # (a Python number: TF's cast)
+    return tf.as_dtype(value.dtype) == spec.dtype and \
+        spec.shape.is_compatible_with(tf.TensorShape(value.shape))

@@ -43,10 +43,11 @@ Installed here, once:
       TF's buffer (it could not be undone); every other call is TF's own.
 
   Function.__call__ (tensorflow/python/eager/polymorphic_function) is wrapped: a
-      tf.function called with lazy arguments runs on their materialized values -- a counted
-      fallback named "tf.function(<name>)", its results lazy again. (A lazy value cannot
-      enter a TF graph: TF rebuilt it from its components and failed.) Calls without lazy
-      arguments go to TF unchanged.
+      tf.function called with lazy arguments runs its Python function on them, as TF's
+      run_functions_eagerly mode does (control_flow.function_call; a lazy value cannot
+      enter a TF graph). Keras' own tf.functions and a body creating a variable run TF's
+      graph on the materialized values instead -- a counted fallback "tf.function(<name>)".
+      Calls without lazy arguments go to TF unchanged.
 
   tf.convert_to_tensor gets a dispatch target for tf.IndexedSlices (indexed_slices.densify):
       IndexedSlices with lazy values or indices (ltf.GradientTape's gradient of a gather)
@@ -192,6 +193,7 @@ def _wrap_variable_scatters():
 
 def _wrap_tf_function():
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
+    from . import control_flow
     function_class = polymorphic_function.Function
     original = function_class.__call__
 
@@ -200,8 +202,7 @@ def _wrap_tf_function():
             if variables._SHADOWED:
                 variables.store_captured()
             return original(self, *args, **kwargs)
-        return registry.run_eagerly(functools.partial(original, self), args, kwargs,
-                                    name=f"tf.function({getattr(self, '_name', '?')})")
+        return control_flow.function_call(self, original, args, kwargs)
     __call__.__wrapped__ = original
     function_class.__call__ = __call__
 

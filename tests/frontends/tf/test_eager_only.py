@@ -1,5 +1,6 @@
-"""TF functions a lazy value cannot enter -- tf.function graphs, map_fn and friends, tf.data,
-string results -- run on its materialized value as counted fallbacks, with TF's numbers."""
+"""TF functions a lazy value cannot enter -- py_function, tf.data, string results -- run on its
+materialized value as counted fallbacks, with TF's numbers; a tf.function runs its Python
+function lazily (test_tf_function_lazy.py)."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -17,7 +18,7 @@ def _same(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
 
 
-def test_a_tf_function_called_with_lazy_values_is_a_counted_fallback():
+def test_a_tf_function_called_with_lazy_values_runs_its_python_function_lazily():
     @tf.function
     def f(t, scale):
         return tf.reduce_sum(t * scale, axis=1), t[0]
@@ -25,7 +26,7 @@ def test_a_tf_function_called_with_lazy_values_is_a_counted_fallback():
     want = f(tf.constant(X), 2.0)
     lazyx.reset_metrics()
     got = f(ltf.constant(X) * 1.0, 2.0)  # a pending lazy value
-    assert lazyx.metrics()["fallback_ops"] == {"tf.function(f)": 1}
+    assert lazyx.metrics()["fallback_ops"] == {}  # (until 2026-11-29: "tf.function(f)")
     assert all(isinstance(g, ltf.Tensor) for g in got)  # results are lazy again
     _same(got, want)
     lazyx.reset_metrics()
