@@ -33,10 +33,12 @@ _SHOWN_SIZES = 8   # sizes listed in that advice
 
 
 def _skeleton(program):
-    """Ops and wiring, without shapes, dtypes or attributes: equal when only types changed."""
+    """Ops and wiring, without shapes, dtypes or attributes: equal when only types changed.
+    Outputs are compared as a set: a cut returns its live values in the order the live
+    registry holds them, which may change from step to step without changing the program."""
     return (tuple(kind for kind, _shape, _dtype in program.leaves),
             tuple((op, ins) for op, _attrs, ins, *_rest in program.instructions),
-            program.outputs)
+            tuple(sorted(program.outputs)))
 
 
 def _leaf_changes(new, old):

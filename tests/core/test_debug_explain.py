@@ -220,3 +220,20 @@ def test_lazyx_debug_explains_on_stderr_and_analyses_at_exit(tmp_path):
     assert "! most steps compile: 3 of 4 graph runs" in analysis
     assert "! syncs from .item()/print dominate: 4 of 4 syncs" in analysis
     assert "     4  train.py:6  (item)" in analysis
+
+
+def test_recompile_names_the_changed_input_when_the_outputs_come_in_another_order(explainer):
+    # A cut returns the live values in the live registry's order, which a training loop may
+    # change from step to step (observed: an Adam step with a changing batch size). The
+    # explanation must still name the input whose shape changed, not "other values".
+    lines = {}
+    for rows, flip in ((3, False), (5, True)):
+        host = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+        x = runtime.from_host(host); lines["x"] = here()  # noqa: E702
+        total = runtime.LazyHandle(ops.reduce_sum(x, axes=(0,)))
+        square = runtime.LazyHandle(ops.reduce_sum(ops.mul(x, x), axes=(0,)))
+        runtime.sync(*((square, total) if flip else (total, square)))
+        np.testing.assert_allclose(runtime.to_host(square), (host * host).sum(0), rtol=1e-6)
+    why = explainer.recompiles[-1][0]
+    assert why == (f"input 0 (made at {at(lines['x'])}) changed shape: "
+                   f"float32[3,2] -> float32[5,2]"), why
