@@ -1,16 +1,20 @@
-"""tf.image's simple ops -- flips, rotations, crops, pads, standardization, grayscale, dtype
-conversion, brightness and contrast -- and tf.dtypes.saturate_cast.
+"""tf.image's simple ops -- resizes, flips, rotations, crops, pads, standardization, grayscale,
+dtype conversion, brightness and contrast -- and tf.dtypes.saturate_cast.
 
 TF writes each in Python over ops lazyx lowers, but its bodies begin with
 ops.convert_to_tensor, which a lazy value refuses (so each call ran eagerly, a counted
 fallback). These follow TF's bodies step for step, as TF calls on the lazy tensor (which
 dispatch back to lazyx), with every size, offset and fraction static."""
+import functools
+
 import numpy as np
 import tensorflow as tf
 
-from .lowering import Reject, static_ints
+from ...core import dtypes as dt
+from ...core import ir, ops
+from .lowering import Reject, operand_nodes, static_ints
 from .registry import lower
-from .tensor import LazyTensor
+from .tensor import LazyTensor, wrap
 
 
 def _rank(image):
@@ -217,3 +221,80 @@ def adjust_gamma(image, gamma=1, gain=1):
         raise Reject()  # (tensor arguments: TF's own call; a negative gamma: TF's ValueError)
     x = _float_image(image)
     return convert_image_dtype(gain * x ** gamma, image.dtype, saturate=True)
+
+
+# ---------------------------------------------------------------- resize
+
+# Every tf.image.resize method but "area" (no gradient in TF) is separable and linear: each
+# output row is a fixed combination of input rows, then the same along columns. So a lazy
+# resize is two products with constant (n_out, n_in) matrices, or for "nearest" two gathers.
+_METHODS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5", "gaussian",
+            "mitchellcubic")
+
+
+@functools.lru_cache(maxsize=256)
+def _axis_weights(n_in, n_out, method, antialias):
+    """(n_out, n_in) weights of TF's resize along one axis, read off TF's own kernel on a
+    one-hot image (channel c holds input row c): half-pixel centers, nearest's rounding,
+    bicubic's a=-0.5 Keys kernel with its edge renormalization, and the antialiasing
+    kernels' widths are TF's by construction, in TF's float32 arithmetic."""
+    eye = tf.reshape(tf.eye(n_in, dtype=tf.float32), (1, n_in, 1, n_in))
+    out = tf.image.resize(eye, (n_out, 1), method=method, antialias=antialias)
+    return np.asarray(out, np.float32)[0, :, 0, :]
+
+
+def _resample(x, axis, weights, nearest):
+    """x (n, h, w, c) resampled along `axis` (1 or 2) by the (n_out, n_in) weights."""
+    if weights.shape[0] == weights.shape[1] and np.array_equal(weights, np.eye(len(weights))):
+        return x
+    rest = tuple(d for d in range(4) if d != axis)
+    back = tuple(np.argsort((axis,) + rest).tolist())
+    if nearest:  # a gather: exact for every dtype, and its gradient adds as TF's does
+        index = np.argmax(weights, axis=1).astype(np.int32).reshape(-1, 1)
+        moved = ops.transpose(x, permutation=(axis,) + rest)
+        return ops.transpose(ops.gather(moved, ir.constant(index, "int32")), permutation=back)
+    mixed = ops.dot_general(ir.constant(weights, x.dtype), x,
+                            contracting_dimensions=((1,), (axis,)))  # (n_out, *rest)
+    return ops.transpose(mixed, permutation=back)
+
+
+def _resized(images, size, method, antialias, preserve_aspect_ratio=False):
+    (x,) = operand_nodes(images)
+    size = static_ints(size)
+    method = getattr(method, "value", method)  # a ResizeMethod member or its string
+    if method not in _METHODS or x.ndim not in (3, 4) or not isinstance(size, list) or \
+            len(size) != 2 or 0 in x.shape or x.dtype == dt.BOOL or dt.is_complex(x.dtype):
+        raise Reject()  # (area, a lazy size, TF's errors: TF)
+    h, w = x.shape[-3:-1]
+    if preserve_aspect_ratio:  # TF's float32 arithmetic, rounded half to even
+        scale = min(np.float32(size[0]) / np.float32(h), np.float32(size[1]) / np.float32(w))
+        size = [int(np.round(scale * np.float32(h))), int(np.round(scale * np.float32(w)))]
+    if min(size) < 1:
+        raise Reject()
+    nearest = method == "nearest"
+    batched = x if x.ndim == 4 else ops.reshape(x, new_sizes=(1,) + x.shape)
+    if not nearest and batched.dtype != "float32":  # TF's kernels compute in, and give, float32
+        batched = ops.convert(batched, dtype="float32")
+    out = _resample(batched, 1, _axis_weights(h, size[0], method, bool(antialias)), nearest)
+    out = _resample(out, 2, _axis_weights(w, size[1], method, bool(antialias)), nearest)
+    return wrap(out if x.ndim == 4 else ops.reshape(out, new_sizes=out.shape[1:]), images)
+
+
+@lower(tf.image.resize, "images")
+def resize(images, size, method="bilinear", preserve_aspect_ratio=False, antialias=False):
+    return _resized(images, size, method, antialias, preserve_aspect_ratio)
+
+
+@lower(tf.image.resize_with_pad, "image")
+def resize_with_pad(image, target_height, target_width, method="bilinear", antialias=False):
+    """TF's body: the largest resize that fits (its float32 arithmetic), centred by a pad."""
+    (th, tw), h, w = _box(image, target_height, target_width)
+    if th <= 0 or tw <= 0:
+        raise Reject()
+    f32 = np.float32
+    ratio = max(f32(w) / f32(tw), f32(h) / f32(th))
+    rh, rw = f32(h) / ratio, f32(w) / ratio
+    top = max(0, int(np.floor((f32(th) - rh) / f32(2))))
+    left = max(0, int(np.floor((f32(tw) - rw) / f32(2))))
+    resized = _resized(image, [int(np.floor(rh)), int(np.floor(rw))], method, antialias)
+    return pad_to_bounding_box(resized, top, left, th, tw)

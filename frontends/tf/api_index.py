@@ -475,36 +475,3 @@ def xla_dynamic_update_slice(input, update, indices):  # noqa: A002 - TF's names
     if u.ndim != x.ndim or any(a > b for a, b in zip(u.shape, x.shape)):
         raise Reject()
     return wrap(ops.dynamic_update_slice(x, u, *_start_nodes(indices, x.ndim)), input, update)
-
-
-def _bilinear_weights(n_in, n_out):
-    """(n_out, n_in) interpolation weights of TF's bilinear resize (half-pixel centers): output
-    i reads input (i + 0.5) * n_in / n_out - 0.5, clamped to the edges."""
-    scale = n_in / n_out
-    w = np.zeros((n_out, n_in))
-    for i in range(n_out):
-        src = (i + 0.5) * scale - 0.5
-        lo = int(np.floor(src))
-        frac = src - lo
-        w[i, min(max(lo, 0), n_in - 1)] += 1 - frac
-        w[i, min(max(lo + 1, 0), n_in - 1)] += frac
-    return w
-
-
-@lower(tf.image.resize, "images")
-def resize(images, size, method="bilinear", preserve_aspect_ratio=False, antialias=False):
-    # bilinear, without antialiasing: two products with constant weight matrices
-    (x,) = operand_nodes(images)
-    size = static_ints(size)
-    if method != "bilinear" or preserve_aspect_ratio or antialias or x.ndim not in (3, 4) or \
-            not isinstance(size, list) or len(size) != 2 or min(size) < 1 or \
-            x.dtype not in ("float32", "float64") or 0 in x.shape:
-        raise Reject()
-    batched = x if x.ndim == 4 else ops.reshape(x, new_sizes=(1,) + x.shape)
-    n, h, w, c = batched.shape
-    wh = ir.constant(_bilinear_weights(h, size[0]), x.dtype)
-    ww = ir.constant(_bilinear_weights(w, size[1]), x.dtype)
-    rows = ops.dot_general(wh, batched, contracting_dimensions=((1,), (1,)))  # (oh, n, w, c)
-    both = ops.dot_general(rows, ww, contracting_dimensions=((2,), (1,)))     # (oh, n, c, ow)
-    out = ops.transpose(both, permutation=(1, 0, 3, 2))
-    return wrap(out if x.ndim == 4 else ops.reshape(out, new_sizes=out.shape[1:]), images)
