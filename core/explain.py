@@ -32,19 +32,62 @@ _ADVISE_AFTER = 3  # compiles of one graph family before its varying dimension i
 _SHOWN_SIZES = 8   # sizes listed in that advice
 
 
-def _skeleton(program):
-    """Ops and wiring, without shapes, dtypes or attributes: equal when only types changed.
-    Outputs are compared as a set: a cut returns its live values in the order the live
-    registry holds them, which may change from step to step without changing the program."""
-    return (tuple(kind for kind, _shape, _dtype in program.leaves),
-            tuple((op, ins) for op, _attrs, ins, *_rest in program.instructions),
-            tuple(sorted(program.outputs)))
+class _Canonical:
+    """A program's nodes in an order that does not depend on the order its cut listed its
+    roots or traced its ops (a cut returns the live values in the live registry's order, which
+    may change from step to step): depth-first from the outputs, sorted by structure. Two
+    programs that differ only in shapes, dtypes or attributes get the same `skeleton`, and
+    `order` pairs their nodes. `interned` is shared by the programs compared."""
+
+    def __init__(self, program, interned):
+        n = len(program.leaves)
+        sig = [interned.setdefault(("leaf", kind, program.leaf_sources[slot]), len(interned))
+               for slot, (kind, _shape, _dtype) in enumerate(program.leaves)]
+        for op, _attrs, ins, *_rest in program.instructions:
+            sig.append(interned.setdefault((op, tuple([sig[i] for i in ins])), len(interned)))
+
+        def shape(i):
+            return program.leaves[i][1] if i < n else program.instructions[i - n][3]
+        # (ties between alike subgraphs, such as two parameters' optimizer updates, are broken
+        # by their shapes, which usually stay put when an input's shape changes)
+        roots = sorted(program.outputs, key=lambda i: (sig[i], str(shape(i))))
+        number, order = {}, []
+        for root in [*roots, *range(len(sig))]:  # (then anything no output reaches)
+            stack = [(root, False)]
+            while stack:
+                i, expanded = stack.pop()
+                if i in number:
+                    continue
+                if expanded or i < n:
+                    number[i] = len(order)
+                    order.append(i)
+                    continue
+                stack.append((i, True))
+                stack.extend((x, False) for x in reversed(program.instructions[i - n][2]))
+        self.order = order
+        self.skeleton = (
+            tuple([program.leaves[i][0] if i < n else
+                   (program.instructions[i - n][0],
+                    tuple([number[x] for x in program.instructions[i - n][2]]))
+                   for i in order]),
+            tuple(sorted(number[i] for i in program.outputs)))
+        self.n = n
+
+    def leaves(self):
+        return [i for i in self.order if i < self.n]
+
+    def instructions(self):
+        return [i - self.n for i in self.order if i >= self.n]
 
 
-def _leaf_changes(new, old):
+def _leaf_changes(new, old, new_canon, old_canon):
     changes = []
-    for slot, (new_leaf, old_leaf) in enumerate(zip(new.leaves, old.leaves)):
-        new_layout, old_layout = new.leaf_shardings[slot], old.leaf_shardings[slot]
+    # (inputs first: a parameter's shape usually changes because an input's did)
+    pairs = sorted(zip(new_canon.leaves(), old_canon.leaves()),
+                   key=lambda pair: (new.leaves[pair[0]][0] != "data", pair[0]))
+    for slot, old_slot in pairs:
+        new_leaf, old_leaf = new.leaves[slot], old.leaves[old_slot]
+        new_layout, old_layout = new.leaf_shardings[slot], old.leaf_shardings[old_slot]
         if new_leaf == old_leaf and new_layout != old_layout:
             changes.append(f"{leaf_text(new, slot)} is laid out differently: "
                            f"{_layout_text(old_layout)} -> {_layout_text(new_layout)}")
@@ -65,12 +108,12 @@ def _where(program, k):
     return f" at {format_line(program.sources[k])}" if program.sources[k] else ""
 
 
-def _instruction_change(new, old):
+def _instruction_change(new, old, new_canon, old_canon):
     """The first instruction whose attributes, type or constant differ (same skeleton)."""
     base = len(new.leaves)
-    for k, (a, b) in enumerate(zip(new.instructions, old.instructions)):
-        op, attrs, _ins, shape, dtype, const = a
-        _op, old_attrs, _old_ins, old_shape, old_dtype, old_const = b
+    for k, old_k in sorted(zip(new_canon.instructions(), old_canon.instructions())):
+        op, attrs, _ins, shape, dtype, const = new.instructions[k]
+        _op, old_attrs, _old_ins, old_shape, old_dtype, old_const = old.instructions[old_k]
         diffs = [f"{key} {old_attrs.get(key)!r} -> {attrs.get(key)!r}"
                  for key in dict.fromkeys([*old_attrs, *attrs])
                  if old_attrs.get(key) != attrs.get(key)]
@@ -83,26 +126,33 @@ def _instruction_change(new, old):
     return "it differs in a way lazyx cannot name (same ops, inputs and attributes)"
 
 
-def _op_change(new, old):
+def _op_change(new, old, new_canon, old_canon):
     """The first place where the op sequences of two different-looking programs part."""
-    new_ops = [ins[0] for ins in new.instructions]
-    old_ops = [ins[0] for ins in old.instructions]
+    new_ks, old_ks = new_canon.instructions(), old_canon.instructions()
+    new_ops = [new.instructions[k][0] for k in new_ks]
+    old_ops = [old.instructions[k][0] for k in old_ks]
     matcher = difflib.SequenceMatcher(None, old_ops, new_ops, autojunk=False)
     for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        old_at = f" (was at {format_line(old.sources[i1])})" if i1 < len(old_ops) else ""
+        old_at = f" (was at {format_line(old.sources[old_ks[i1]])})" if i1 < len(old_ops) \
+            else ""
         if tag == "replace":
-            return (f"op %{len(new.leaves) + j1} is `{new_ops[j1]}`{_where(new, j1)} where the "
-                    f"cached graph had `{old_ops[i1]}`{old_at}")
+            return (f"op %{len(new.leaves) + new_ks[j1]} is `{new_ops[j1]}`"
+                    f"{_where(new, new_ks[j1])} where the cached graph had `{old_ops[i1]}`"
+                    f"{old_at}")
         if tag == "insert":
-            return f"new op %{len(new.leaves) + j1} `{new_ops[j1]}`{_where(new, j1)}"
+            return (f"new op %{len(new.leaves) + new_ks[j1]} `{new_ops[j1]}`"
+                    f"{_where(new, new_ks[j1])}")
         return f"op `{old_ops[i1]}`{old_at} is gone"
     if len(new.leaves) != len(old.leaves):
         return f"the same ops take {len(new.leaves)} leaves instead of {len(old.leaves)}"
-    for k, (a, b) in enumerate(zip(new.instructions, old.instructions)):
-        if a[2] != b[2]:
-            return f"op %{len(new.leaves) + k} `{a[0]}`{_where(new, k)} takes other operands"
+    new_sk, old_sk = new_canon.skeleton, old_canon.skeleton
+    for (k, a), b in zip(zip(new_canon.order, new_sk[0]), old_sk[0]):
+        if a != b and k >= len(new.leaves):
+            k -= len(new.leaves)
+            return (f"op %{len(new.leaves) + k} `{new.instructions[k][0]}`{_where(new, k)} "
+                    f"takes other operands")
     return "the same ops return other values"
 
 
@@ -110,26 +160,31 @@ def explain_recompile(program, cached_programs):
     """(why, resembled program) for a program that missed the cache, or (None, None) when no
     cached program resembles it. `cached_programs` is in least-recently-used-first order."""
     recent = list(reversed(cached_programs))
-    skeleton = _skeleton(program)
-    same = [p for p in recent if _skeleton(p) == skeleton]
+    interned = {}
+    canon = _Canonical(program, interned)
+    same = [(p, c) for p in recent
+            for c in [_Canonical(p, interned)] if c.skeleton == canon.skeleton]
     if same:
         # fewest changed inputs wins; min() keeps the most recently used on ties
-        old = min(same, key=lambda p: len(_leaf_changes(program, p)))
-        changes = _leaf_changes(program, old)
+        old, old_canon = min(same, key=lambda pc: len(_leaf_changes(program, pc[0], canon,
+                                                                    pc[1])))
+        changes = _leaf_changes(program, old, canon, old_canon)
         if not changes:
-            return _instruction_change(program, old), old
+            return _instruction_change(program, old, canon, old_canon), old
         more = len(changes) - _MAX_LISTED
         return "; ".join(changes[:_MAX_LISTED]) + (f"; and {more} more" if more > 0 else ""), old
-    ops = [ins[0] for ins in program.instructions]
-    best, best_ratio = None, 0.0
+    best, best_ratio, best_canon = None, 0.0, None
     for old in recent[:_RECENT]:
-        ratio = difflib.SequenceMatcher(None, [i[0] for i in old.instructions], ops,
-                                        autojunk=False).ratio()
+        old_canon = _Canonical(old, interned)
+        ratio = difflib.SequenceMatcher(
+            None, [old.instructions[k][0] for k in old_canon.instructions()],
+            [program.instructions[k][0] for k in canon.instructions()],
+            autojunk=False).ratio()
         if ratio > best_ratio:
-            best, best_ratio = old, ratio
+            best, best_ratio, best_canon = old, ratio, old_canon
     if best_ratio < _RESEMBLES:
         return None, None
-    return _op_change(program, best), best
+    return _op_change(program, best, canon, best_canon), best
 
 
 def _sizes_text(values):
@@ -204,17 +259,19 @@ class Explainer:
         self._say(f"sync at {format_line(source)}: {CAUSE_TEXT.get(cause, cause)} -> runs graph "
                   f"{graph} ({len(program.instructions)} ops)")
 
-    def on_cache_miss(self, program, cached_programs):
+    def on_cache_miss(self, program, cached_programs, source=None):
+        # (a lazyx.compile trace compiles without a sync: it names its call's line)
+        source = source or self._sync_source
         why, old = explain_recompile(program, cached_programs)
-        self.recompiles.append((why, self._sync_source, program.graph_hash))
-        where = format_line(self._sync_source)
+        self.recompiles.append((why, source, program.graph_hash))
+        where = format_line(source)
         if why is None:
             self._say(f"compile at {where}: graph {program.graph_hash} is new"
                       f"{' (no cached graph resembles it)' if cached_programs else ''}")
         else:
             self._say(f"recompile at {where}: graph {program.graph_hash} resembles cached graph "
                       f"{old.graph_hash}, but {why}")
-        advice = self._families.add(program, self._sync_source)
+        advice = self._families.add(program, source)
         if advice:
             self.advice.append(advice)
             self._say(f"changing shapes: {advice}")

@@ -34,7 +34,7 @@ from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  
                       register_ambient, register_container, register_tensor,
                       register_trace_hook)
 from .replay_entry import Entry, build_entry, handle_of, same_host_values
-from .replay_guard import (_Miss, _guard_miss, _new_int, _predict,
+from .replay_guard import (_Miss, _guard_miss, call_miss, _new_int, _predict,
                            _result_needs_grad, _state_numbers_changed, _with_state_numbers)
 from .source import format_line, user_line
 from .split_steps import same_values
@@ -122,8 +122,7 @@ class Compiled:
             return self.fn(*args, **kwargs)
         candidates = self.entries.get(full)
         verify = self.verify_every and self.calls % self.verify_every == 0
-        miss = "no traced variant has this argument structure, shapes, dtypes and " \
-            "requires_grad flags (or the grad mode or autocast around the call)"
+        miss = None  # (no variant has this call's guard key: call_miss says why, on request)
         read_missed = False
         if candidates:
             for entry in candidates:
@@ -158,7 +157,8 @@ class Compiled:
             metrics.count("replay_misses")
             if config.debug():
                 print(f"lazyx: compile miss at {format_line(user_line(2))}: "
-                      f"{getattr(self.fn, '__qualname__', self.fn)}: {miss}; tracing again",
+                      f"{getattr(self.fn, '__qualname__', self.fn)}: "
+                      f"{miss or call_miss(full, self.entries)}; tracing again",
                       file=sys.stderr)
         result, fresh = self._trace(full, args, kwargs)
         if fresh is not None and not fresh.confirmed:
@@ -271,8 +271,8 @@ class Compiled:
             # for them from the start.
             literals = {i: leaf.value for i, leaf in enumerate(leaves) if leaf.op != "data"
                         and id(leaf) not in rec.keys and id(leaf) not in rec.params}
-            exe, compiled = runtime.compile_program(program, literals)
             source = user_line(3)
+            exe, compiled = runtime.compile_program(program, literals, "explicit", source)
             if compiled:
                 metrics.record_compile(source)
             exe = runtime.bind_fixed(exe, literals)

@@ -3,7 +3,9 @@ trace's end says about whether it can be replayed at all."""
 import numpy as np
 
 from . import host_state
-from .capture import _flatten, _spec
+from .capture import _TENSORS, _flatten, _spec
+from .capture_args import _spelled
+from .debug import type_text
 from .symbolic import decided_alike
 
 
@@ -103,3 +105,86 @@ def _guard_miss(entry, numbers):
         return ("what the step decided from a Python number argument (a comparison, "
                 "min/max, an int) comes out otherwise for this call's numbers")
     return None
+
+
+# ---------------------------------------------------------------- a call no variant fits
+
+def _leaves(key, path, out):
+    """(path, leaf) for each leaf of a _flatten key, in _flatten's (and _rebuild's) order."""
+    if type(key) is tuple and key and key[0] in (tuple, list):
+        for i, k in enumerate(key[1]):
+            _leaves(k, (path, i), out)
+    elif type(key) is tuple and key and key[0] is dict:
+        for name, k in zip(key[1], key[2]):
+            _leaves(k, (path, name), out)
+    elif type(key) is tuple and key and key[0] == "structured":
+        _, _kind, _cls, names, keys = key
+        for i, k in enumerate(keys):
+            _leaves(k, (path, names[i] if names else i), out)
+    else:
+        out.append((path, key))
+    return out
+
+
+def _call_leaves(key):
+    return _leaves(key[0], "args", []) + _leaves(key[1], "kwargs", [])
+
+
+def _is_tensor(leaf):
+    return any(leaf is spec for spec in _TENSORS.values())
+
+
+def _leaf_text(leaf):
+    if type(leaf) is tuple and leaf and leaf[0] == "value":
+        return repr(leaf[1])
+    if type(leaf) is tuple and leaf and leaf[0] == "scalar":
+        return f"{leaf[1].__name__}({leaf[2]!r})"
+    if _is_tensor(leaf):
+        return "a tensor"
+    return leaf.__name__ if isinstance(leaf, type) else repr(leaf)
+
+
+def _differences(full, known):
+    """What differs between a call's guard key `full` and a traced variant's `known`,
+    as phrases (the structure first: with another structure, tensors do not pair up)."""
+    key, shapes, aliases, ambient = full
+    old_key, old_shapes, old_aliases, old_ambient = known
+    if key != old_key:
+        new, old = _call_leaves(key), _call_leaves(old_key)
+        if [p for p, _ in new] != [p for p, _ in old]:
+            return ["the arguments' structure changed (other containers, keys or lengths)"]
+        return [f"{_spelled(path)} changed: {_leaf_text(b)} -> {_leaf_text(a)} (a non-tensor "
+                f"argument is part of the guard, by value)"
+                for (path, a), (_, b) in zip(new, old) if a != b]
+    out = []
+    if shapes != old_shapes:
+        paths = [p for p, leaf in _call_leaves(key) if _is_tensor(leaf) or leaf == ("host",)]
+        for path, (shape, dtype, grad), (old_shape, old_dtype, old_grad) in zip(
+                paths, shapes, old_shapes):
+            if (shape, dtype) != (old_shape, old_dtype):
+                out.append(f"{_spelled(path)} changed: {type_text(old_shape, old_dtype)} -> "
+                           f"{type_text(shape, dtype)}")
+            elif grad != old_grad:
+                out.append(f"{_spelled(path)} changed requires_grad: {old_grad} -> {grad}")
+    if aliases != old_aliases:
+        out.append("which arguments are the same tensor changed")
+    if ambient != old_ambient:
+        out.append(f"the mode around the call changed ({old_ambient!r} -> {ambient!r}: "
+                   f"torch's grad mode or autocast)")
+    return out
+
+
+def call_miss(full, known):
+    """Why no traced variant's guard key fits a call's (`full`), compared with the variant
+    that differs least: 'args[0] changed: float32[4,8] -> float32[6,8]'."""
+    best = None
+    for other in known:
+        diffs = _differences(full, other)
+        rank = (other[0] != full[0], len(diffs))
+        if diffs and (best is None or rank < best[0]):
+            best = (rank, diffs)
+    if best is None:
+        return "no traced variant has this argument structure, shapes and dtypes"
+    diffs = best[1]
+    more = f"; and {len(diffs) - 3} more" if len(diffs) > 3 else ""
+    return "no traced variant fits: " + "; ".join(diffs[:3]) + more

@@ -30,7 +30,7 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
           "node_cap",        # the pending graph grew past LAZYX_NODE_CAP
           "fallback")        # an op without a lowering ran eagerly on the real framework
 # Objects with optional on_sync(cause, source, program, roots: the IR nodes it computes),
-# on_cache_miss(program, cached_programs),
+# on_cache_miss(program, cached_programs, source: the line whose cut compiles, or None),
 # on_compile(program, exe, start, seconds), on_execute(program, start, seconds),
 # on_results(cause, roots, the data leaves holding their values: after a cut ran),
 # on_transfer(direction, nbytes, start, seconds), on_fallback(op_name, source): registered only
@@ -649,7 +649,7 @@ def compile_program(program, fixed=None, cause=None, source=None):
         metrics.count("cache_hits")
         return exe, False
     if LISTENERS:  # listing the cache is for explanations only
-        _notify("on_cache_miss", program, CACHE.programs())
+        _notify("on_cache_miss", program, CACHE.programs(), source)
     start = time.perf_counter()
     backend = get_backend()
     if backend.code_mappings_short():

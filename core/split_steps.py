@@ -149,9 +149,10 @@ def compile_piece(roots, rec):
     program, leaves = runtime.linearize(roots)
     literals = {i: leaf.value for i, leaf in enumerate(leaves) if leaf.op != "data"
                 and id(leaf) not in rec.keys and id(leaf) not in rec.params}
-    exe, compiled = runtime.compile_program(program, literals)
+    source = user_line(4)
+    exe, compiled = runtime.compile_program(program, literals, "explicit", source)
     if compiled:
-        metrics.record_compile(user_line(4))
+        metrics.record_compile(source)
     piece = Piece(runtime.bind_fixed(exe, literals), program,
                    [(n.shape, n.dtype, n.source) for n in roots])
     piece.template = leaves  # (until _build replaces them by the inputs' feed)

@@ -237,3 +237,54 @@ def test_recompile_names_the_changed_input_when_the_outputs_come_in_another_orde
     why = explainer.recompiles[-1][0]
     assert why == (f"input 0 (made at {at(lines['x'])}) changed shape: "
                    f"float32[3,2] -> float32[5,2]"), why
+
+
+def test_recompile_names_the_changed_input_when_the_ops_were_traced_in_another_order(explainer):
+    # The same step may create its ops in another order (a lowering memoized after the first
+    # trace, a Keras layer built on the first call): the program's instructions then come in
+    # another order, and the explanation must still pair them up.
+    lines = {}
+    for rows, exp_first in ((3, True), (5, False)):
+        host = np.linspace(-1, 1, rows * 2, dtype=np.float32).reshape(rows, 2)
+        x = runtime.from_host(host); lines["x"] = here()  # noqa: E702
+        if exp_first:
+            e = ops.exp(x); s = ops.mul(x, x)  # noqa: E702
+        else:
+            s = ops.mul(x, x); e = ops.exp(x)  # noqa: E702
+        sums = [runtime.LazyHandle(ops.reduce_sum(v, axes=(0,))) for v in (e, s)]
+        runtime.sync(*sums)
+        np.testing.assert_allclose(runtime.to_host(sums[0]), np.exp(host).sum(0), rtol=1e-6)
+    why = explainer.recompiles[-1][0]
+    assert why == (f"input 0 (made at {at(lines['x'])}) changed shape: "
+                   f"float32[3,2] -> float32[5,2]"), why
+
+
+def test_a_compiled_step_names_the_argument_whose_shape_missed_and_the_call_line(
+        explainer, monkeypatch, capsys):
+    import lazyx.frontends.numpy as lnp
+
+    @lazyx.compile
+    def step(x, scale, mode):
+        return (x * x).sum(axis=0) * (scale if mode == "sum" else -scale)
+
+    monkeypatch.setenv("LAZYX_DEBUG", "1")
+    lines = {}
+    for rows, mode in ((3, "sum"), (3, "sum"), (3, "sum"), (5, "sum"), (5, "neg")):
+        host = np.arange(rows * 2, dtype=np.float32).reshape(rows, 2)
+        got = step(lnp.asarray(host), 2.0, mode); lines[rows, mode] = here()  # noqa: E702
+        sign = 1 if mode == "sum" else -1
+        np.testing.assert_allclose(np.asarray(got), sign * 2 * (host * host).sum(0),
+                                   rtol=1e-6)
+    misses = [line for line in capsys.readouterr().err.splitlines()
+              if line.startswith("lazyx: compile miss")]
+    assert misses == [
+        f"lazyx: compile miss at {at(lines[5, 'sum'])}: {step.__qualname__}: no traced "
+        f"variant fits: args[0] changed: float32[3,2] -> float32[5,2]; tracing again",
+        f"lazyx: compile miss at {at(lines[5, 'neg'])}: {step.__qualname__}: no traced "
+        f"variant fits: args[2] changed: 'sum' -> 'neg' (a non-tensor argument is part of "
+        f"the guard, by value); tracing again"], misses
+    # the step's own compiles are named at the call's line, as a plain sync's are
+    call_lines = {lines[3, "sum"], lines[5, "sum"], lines[5, "neg"]}
+    sources = [where for _why, where, _graph in explainer.recompiles]
+    assert len(sources) >= 2 and all(where is not None and where[1] in call_lines
+                                     for where in sources), sources
