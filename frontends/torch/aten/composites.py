@@ -1,9 +1,10 @@
 """Ops lowered by running torch's own decomposition on lazy tensors: batch norm, corrected
 where the decomposition follows CUDA rather than the CPU kernels lazyx matches; the
-upsampling backwards, as the VJP of their forward's decomposition."""
+upsampling, grid sampler and multi-margin loss backwards, as the VJP of their forward's
+decomposition."""
 from torch._decomp import decomposition_table
 
-from ....core import autodiff
+from ....core import autodiff, ops
 from ..tensor import expand, from_node
 from .table import aten, const, ir_dtype, lower, node_of
 
@@ -61,3 +62,41 @@ for _name in ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
               "upsample_trilinear3d", "upsample_bicubic2d"):
     lower(getattr(aten, _name + "_backward").default)(
         _upsample_backward(getattr(aten, _name).default))
+
+
+def _backward_through(forward, wrt_count):
+    """The backward of a forward with a decomposition, as the IR's VJP of that decomposition
+    at the forward's own inputs. Those go in as stop_gradient stand-ins, so a gradient stops
+    at them: an input computed from another (an STN's grid from its image) would otherwise
+    send one's gradient on into the other."""
+    decomposition = decomposition_table[forward]
+
+    def vjp(grad_output, inputs, rest, wanted=None):
+        wanted = [True] * wrt_count if wanted is None else list(wanted)
+        stand_ins = [ops.stop_gradient(node_of(x)) for x in inputs]
+        y = node_of(expand(decomposition, *(from_node(s, x.dtype)
+                                            for s, x in zip(stand_ins, inputs)), *rest))
+        picked = [s for s, keep in zip(stand_ins, wanted) if keep]
+        grads = iter(autodiff.vjp([y], [node_of(grad_output, y.dtype)], picked) if picked else [])
+        return tuple(next(grads) if keep else None for keep in wanted)
+    return vjp
+
+
+_grid_sampler_2d_vjp = _backward_through(aten.grid_sampler_2d.default, 2)
+
+
+@lower(aten.grid_sampler_2d_backward.default)
+def _grid_sampler_2d_backward(out, grad_output, x, grid, interpolation_mode, padding_mode,
+                              align_corners, output_mask):
+    # (torch's kernel and the decomposition both give a zero grid gradient for "nearest")
+    return _grid_sampler_2d_vjp(grad_output, (x, grid),
+                                (interpolation_mode, padding_mode, align_corners), output_mask)
+
+
+_multi_margin_loss_vjp = _backward_through(aten.multi_margin_loss.default, 1)
+
+
+@lower(aten.multi_margin_loss_backward.default)
+def _multi_margin_loss_backward(out, grad_output, x, target, p, margin, weight=None,
+                                reduction=1):
+    return _multi_margin_loss_vjp(grad_output, (x,), (target, p, margin, weight, reduction))[0]

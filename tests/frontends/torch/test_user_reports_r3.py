@@ -68,9 +68,11 @@ def setup(KIND, D):
     def step(x, y):
         theta = loc(x.flatten(1)).view(-1, 2, 3) + torch.tensor(
             [[1., 0, 0], [0, 1, 0]], device=x.device)
-        if KIND == "stn":  # grid_sampler_2d_backward has no lowering: a fallback in backward
-            xs = F.grid_sample(x, F.affine_grid(theta, x.shape, align_corners=False),
-                               align_corners=False)
+        if KIND == "bag":  # a fallback in backward only: embedding_bag's, scale_grad_by_freq
+            bags = F.embedding_bag(torch.tensor([1, 2, 2, 5], device=x.device), loc.weight.T,
+                                   torch.tensor([0, 2], device=x.device),
+                                   scale_grad_by_freq=True)
+            xs = x + theta.sum() + bags.sum()
         else:
             xs = x + theta.sum()
         loss = F.cross_entropy(head(xs.flatten(1)), y)
@@ -84,7 +86,7 @@ def setup(KIND, D):
 def test_lazyx_compile_refuses_a_read_in_backward_with_a_compile_error():
     out = _child(_STEP + """
 res = {}
-for kind in ("stn", "hook"):
+for kind in ("bag", "hook"):
     step, x, y, _, _ = setup(kind, D)
     try:
         lazyx.compile(step)(x, y)
@@ -93,7 +95,7 @@ for kind in ("stn", "hook"):
         res[kind] = str(e)
 print(json.dumps(res))
 """)
-    for kind in ("stn", "hook"):
+    for kind in ("bag", "hook"):
         assert out[kind] is not None and "observes a value at" in out[kind], out
         assert "<string>:" in out[kind]  # the user's line (the child's code is "<string>")
 

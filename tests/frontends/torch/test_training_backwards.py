@@ -1,0 +1,150 @@
+"""Training ops that used to fall back to CPU torch (a sync every step, and a CompileError
+under lazyx.compile): grid_sampler_2d_backward, multi_margin_loss_backward, antialiased
+bilinear interpolation and its backward, and the Gamma reparameterization gradient. Each is
+compared with eager CPU torch on random inputs and must run with no CPU fallback."""
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lazyx
+import lazyx.frontends.torch as lt
+
+
+def _no_fallback(fn):
+    before = lazyx.metrics()["fallbacks"]
+    result = fn()
+    lt.mark_step()
+    assert lazyx.metrics()["fallbacks"] == before, lazyx.metrics()["fallback_ops"]
+    return result
+
+
+def _weighted_sum(y, device):
+    # a cotangent with distinct entries, so a misplaced gradient cannot cancel out
+    return (y * torch.arange(y.numel(), dtype=y.dtype).reshape(y.shape).sin().to(device)).sum()
+
+
+def _grads(fn, inputs, device):
+    leaves = [x.detach().to(device).requires_grad_() for x in inputs]
+    out = fn(*leaves)
+    _weighted_sum(out, device).backward()
+    return [out.detach().cpu()] + [x.grad.cpu() for x in leaves]
+
+
+def _compare(fn, inputs, rtol=1e-4, atol=1e-5):
+    want = _grads(fn, inputs, "cpu")
+    got = _no_fallback(lambda: _grads(fn, inputs, lt.device))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("mode,padding,align_corners", itertools.product(
+    ["bilinear", "nearest", "bicubic"], ["zeros", "border", "reflection"], [False, True]))
+def test_grid_sample_gradients_match_eager(mode, padding, align_corners):
+    torch.manual_seed(0)
+    # the grid reaches past [-1, 1], so the padding modes matter
+    inputs = (torch.randn(2, 3, 5, 7), torch.rand(2, 4, 6, 2) * 2.4 - 1.2)
+    _compare(lambda x, g: F.grid_sample(x, g, mode=mode, padding_mode=padding,
+                                        align_corners=align_corners), inputs)
+
+
+def test_spatial_transformer_step_matches_eager():
+    """The grid is computed from the image itself (a localization net): each input's gradient
+    must stop at the sampler, not flow on through the other one."""
+    torch.manual_seed(1)
+    identity = torch.tensor([[1.0, 0, 0], [0, 1, 0]])
+
+    def stn(x, w):
+        theta = (x.flatten(1) @ w).view(2, 2, 3) + identity.to(x.device)
+        return F.grid_sample(x, F.affine_grid(theta, x.shape, align_corners=False),
+                             align_corners=False)
+    _compare(stn, (torch.randn(2, 1, 8, 8), torch.randn(64, 6) * 0.01))
+
+
+@pytest.mark.parametrize("p,reduction,weighted", itertools.product(
+    [1, 2], ["mean", "sum", "none"], [False, True]))
+def test_multi_margin_loss_gradients_match_eager(p, reduction, weighted):
+    torch.manual_seed(0)
+    weight = torch.rand(5) if weighted else None
+    target = torch.tensor([0, 4, 2, 3, 1, 4])
+
+    def loss(x):
+        return F.multi_margin_loss(x, target.to(x.device), p=p, margin=0.7,
+                                   weight=None if weight is None else weight.to(x.device),
+                                   reduction=reduction)
+    _compare(loss, (torch.randn(6, 5),))
+    _compare(lambda x: F.multi_margin_loss(x, torch.tensor(2).to(x.device)), (torch.randn(5),))
+
+
+# (torch's CPU forward repeats the first output row when the output is one pixel wide and
+# the height is resized, which its own backward does not assume: such sizes are left out)
+@pytest.mark.parametrize("shape,kwargs", [
+    ((1, 1, 8, 8), {"size": (3, 3)}), ((2, 3, 17, 9), {"size": (5, 20)}),
+    ((1, 2, 7, 13), {"size": (7, 4)}), ((1, 1, 10, 10), {"scale_factor": 0.3}),
+    ((1, 1, 10, 12), {"scale_factor": (0.45, 2.5)}),
+    ((1, 1, 10, 12), {"scale_factor": 0.37, "recompute_scale_factor": True}),
+    ((1, 1, 1, 6), {"size": (3, 2)}), ((1, 1, 6, 6), {"size": (6, 6)})])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_antialiased_bilinear_interpolate_matches_eager(shape, kwargs, align_corners, dtype):
+    torch.manual_seed(0)
+    _compare(lambda x: F.interpolate(x, mode="bilinear", antialias=True,
+                                     align_corners=align_corners, **kwargs),
+             (torch.randn(shape, dtype=dtype),), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_standard_gamma_grad_matches_eager(dtype):
+    """Every branch of torch's kernel: small samples (series), alpha > 8 near and far from the
+    mean (saddle point), the rest (rational fit), and the branch bounds themselves."""
+    torch.manual_seed(0)
+    alpha = torch.cat([torch.rand(300) * 0.5 + 0.01, torch.rand(300) * 8,
+                       torch.rand(300) * 200 + 8, torch.tensor([8.0, 9.0, 50.0, 1.0])]).to(dtype)
+    sample = torch._standard_gamma(alpha)
+    sample[-4:] = torch.tensor([8.0, 9.0 * 0.9, 50.0 * 1.1, 0.8], dtype=dtype)
+    want = torch._standard_gamma_grad(alpha, sample)
+    got = _no_fallback(lambda: torch._standard_gamma_grad(alpha.to(lt.device),
+                                                         sample.to(lt.device)).cpu())
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_gamma_rsample_gradient_matches_eager():
+    def grads(device):
+        torch.manual_seed(3)
+        concentration = torch.tensor([0.5, 2.0, 12.0]).to(device).requires_grad_()
+        rate = torch.tensor([1.0, 0.5, 3.0]).to(device).requires_grad_()
+        dist = torch.distributions.Gamma(concentration, rate, validate_args=False)
+        _weighted_sum(dist.rsample((4,)), device).backward()
+        return concentration.grad.cpu(), rate.grad.cpu()
+    for got, want in zip(grads(lt.device), grads("cpu")):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_spatial_transformer_trains_under_lazyx_compile():
+    """The STN step used to raise lazyx.CompileError (its backward fell back to CPU torch)."""
+    def train(device, wrap):
+        torch.manual_seed(0)
+        loc, head = torch.nn.Linear(64, 6).to(device), torch.nn.Linear(64, 3).to(device)
+        opt = torch.optim.SGD([*loc.parameters(), *head.parameters()], lr=0.1)
+        identity = torch.tensor([[1.0, 0, 0], [0, 1, 0]]).to(device)
+
+        def step(x, y):
+            theta = loc(x.flatten(1)).view(-1, 2, 3) + identity
+            warped = F.grid_sample(x, F.affine_grid(theta, x.shape, align_corners=False),
+                                   align_corners=False)
+            loss = F.cross_entropy(head(warped.flatten(1)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+        step = wrap(step)
+        torch.manual_seed(1)
+        losses = [step(torch.randn(4, 1, 8, 8).to(device), torch.tensor([0, 1, 2, 1]).to(device))
+                  for _ in range(3)]
+        return [loss.detach().cpu() for loss in losses] + [p.detach().cpu() for p in
+                                                           (*loc.parameters(), *head.parameters())]
+    want = train("cpu", lambda f: f)
+    got = _no_fallback(lambda: train(lt.device, lazyx.compile))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
