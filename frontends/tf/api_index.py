@@ -1,6 +1,7 @@
 """Ordering, segments and layout beyond the basics: tf.sort/argsort/searchsorted,
 tf.math.in_top_k/invert_permutation, the (unsorted_)segment reductions, tf.roll, tf.slice,
-tf.repeat and depth_to_space/space_to_depth."""
+tf.repeat, tf.reverse_sequence, gather_nd, tf.signal.frame/stft and depth_to_space/
+space_to_depth."""
 import numpy as np
 import tensorflow as tf
 from tensorflow.compiler.tf2xla.python import xla as _xla  # Keras' slice_update calls it
@@ -274,24 +275,64 @@ def slice_(input_, begin, size):
     return wrap(ops.slice_(x, start_indices=begin, limit_indices=limit), input_)
 
 
+def _take_static(x, axis, index):
+    """x's entries along `axis` at the host positions `index` (a gather, whose gradient adds
+    into repeated positions as TF's does)."""
+    rest = tuple(d for d in range(x.ndim) if d != axis)
+    back = tuple(np.argsort((axis,) + rest).tolist())
+    picked = ops.gather(ops.transpose(x, permutation=(axis,) + rest),
+                        ir.constant(np.asarray(index, np.int32).reshape(-1, 1), "int32"))
+    return ops.transpose(picked, permutation=back)
+
+
 @lower(tf.repeat, "input")
 def repeat(input, repeats, axis=None):  # noqa: A002
     (x,) = operand_nodes(input)
-    n = static_ints(repeats)
-    if isinstance(n, list):
-        if len(n) != 1:
-            raise Reject()  # per-element counts: the output length is their sum (a value)
-        n = n[0]
-    if n < 0:
-        raise Reject()
+    n = static_ints(repeats)  # (lazy counts: the output length is their sum, a value: TF)
     if axis is None:
         x, axis = ops.reshape(x, new_sizes=(x.size,)), 0
     a = _one_axis(axis, x.ndim)
+    if isinstance(n, list) and len(n) == 1:
+        n = n[0]
+    if isinstance(n, list):  # one count per element along the axis, known: a static gather
+        if len(n) != x.shape[a] or min(n, default=0) < 0 or not sum(n):
+            raise Reject()  # (TF's error; or an empty result: TF's own call)
+        return wrap(_take_static(x, a, np.repeat(np.arange(len(n)), n)), input)
+    if n < 0:
+        raise Reject()
     shape = x.shape[:a + 1] + (n,) + x.shape[a + 1:]
     dims = tuple(range(a + 1)) + tuple(range(a + 2, x.ndim + 1))
     spread = ops.broadcast_in_dim(x, shape=shape, broadcast_dimensions=dims)
     out = x.shape[:a] + (x.shape[a] * n,) + x.shape[a + 1:]
     return wrap(ops.reshape(spread, new_sizes=out), input)
+
+
+@lower(tf.reverse_sequence, "input", "seq_lengths")
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None):  # noqa: A002
+    """Each batch row's first seq_lengths[b] entries along seq_axis reversed: a gather from
+    position L-1-j where j < L, else j (lengths may be lazy; known ones are checked)."""
+    (x,), (lengths,) = operand_nodes(input), operand_nodes(seq_lengths)
+    seq = _one_axis(0 if seq_axis is None else seq_axis, x.ndim)
+    batch = _one_axis(0 if batch_axis is None else batch_axis, x.ndim)
+    if seq == batch or lengths.ndim != 1 or lengths.shape[0] != x.shape[batch] or \
+            not dt.is_int(lengths.dtype):
+        raise Reject()
+    known = host_values.known(lengths)
+    if known is not None and known.size and (known.min() < 0 or known.max() > x.shape[seq]):
+        raise_for_values(tf.reverse_sequence, dict(
+            input=input, seq_lengths=seq_lengths, seq_axis=seq, batch_axis=batch),
+            {"seq_lengths": known})
+    n = x.shape[seq]
+    shape = tuple(x.shape[d] if d in (seq, batch) else 1 for d in range(x.ndim))
+    pos = ops.iota(dtype=lengths.dtype, shape=shape, dimension=seq)
+    length = ops.broadcast_in_dim(lengths, shape=shape, broadcast_dimensions=(batch,))
+    back = ops.sub(ops.sub(length, compose.const(1, lengths.dtype, shape)), pos)
+    index = ops.select(ops.lt(pos, length), back, pos)
+    index = ops.broadcast_in_dim(index, shape=x.shape, broadcast_dimensions=tuple(
+        range(x.ndim)))
+    if n == 0:
+        return wrap(x, input)
+    return wrap(compose.take_along_axis(x, index, seq), input)
 
 
 def _blocks(x, block, to_depth):
@@ -346,11 +387,18 @@ def _scatter_nd(base, indices, updates, mode, api=None, arguments=None):
 @lower(tf.gather_nd, "params", "indices")
 def gather_nd(params, indices, batch_dims=0, bad_indices_policy=""):
     (x,), (idx,) = operand_nodes(params), operand_nodes(indices)
-    if batch_dims != 0 or bad_indices_policy not in ("", "DEFAULT") or \
-            not dt.is_int(idx.dtype) or idx.ndim < 1 or not 0 < idx.shape[-1] <= x.ndim:
+    bd = static_ints(batch_dims)
+    if not isinstance(bd, int) or not 0 <= bd < min(x.ndim, idx.ndim) or \
+            bad_indices_policy not in ("", "DEFAULT") or not dt.is_int(idx.dtype) or \
+            idx.ndim < 1 or not 0 < idx.shape[-1] <= x.ndim - bd or \
+            x.shape[:bd] != idx.shape[:bd]:
         raise Reject()
-    _refuse_known_out_of_range(idx, x.shape, tf.gather_nd,
-                               dict(params=params, indices=indices))
+    _refuse_known_out_of_range(idx, x.shape[bd:], tf.gather_nd, dict(
+        params=params, indices=indices, batch_dims=bd))
+    if bd:  # batch dims: each index row gets its batch coordinates in front
+        where = idx.shape[:-1] + (1,)
+        coords = [ops.iota(dtype=idx.dtype, shape=where, dimension=d) for d in range(bd)]
+        idx = ops.concatenate(*coords, idx, dimension=idx.ndim - 1)
     return wrap(ops.gather(x, idx), params)
 
 
@@ -418,6 +466,28 @@ def frame(signal, frame_length, frame_step, pad_end=False, pad_value=0, axis=-1)
         raise Reject()
     out = frames[0] if count == 1 else ops.concatenate(*frames, dimension=a)
     return wrap(out, signal)
+
+
+@lower(tf.signal.stft, "signals")
+def stft(signals, frame_length, frame_step, fft_length=None, window_fn=tf.signal.hann_window,
+         pad_end=False):
+    """TF's body: frames, times the window (a host tensor of static length), the real FFT
+    of each, zero-padded (or cut) to fft_length (default: the next power of two)."""
+    length = static_ints(frame_length)
+    if not isinstance(length, int) or length < 1:
+        raise Reject()
+    size = 1 << (length - 1).bit_length() if fft_length is None else static_ints(fft_length)
+    if not isinstance(size, int) or size < 1 or signals.dtype not in (tf.float32, tf.float64):
+        raise Reject()
+    framed = frame(signals, length, frame_step, pad_end=pad_end)
+    if window_fn is not None:
+        framed = framed * window_fn(length, dtype=framed.dtype)
+    x = framed.node
+    if size != length:
+        config = [(0, 0, 0)] * (x.ndim - 1) + [(0, size - length, 0)]
+        x = ops.pad(x, ir.constant(0, x.dtype), padding_config=config) if size > length else \
+            _window(x, x.ndim - 1, 0, size)
+    return wrap(ops.fft(x, fft_type="rfft", fft_lengths=(size,)), framed)
 
 
 @lower(tf.image.extract_patches, "images")

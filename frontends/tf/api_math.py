@@ -7,7 +7,7 @@ import tensorflow as tf
 from ...core import dtypes as dt
 from ...core import cephes, compose, host_values, ops
 from .lowering import (Reject, axes_of, binary_operands, broadcast_to, const, operand_nodes,
-                       scalar)
+                       scalar, static_ints)
 from .registry import lower, lower_varargs, raise_for_values, raise_like_tf, require_dtype
 from .tensor import LazyTensor, ir_dtype, wrap
 
@@ -223,7 +223,31 @@ def cast(x, dtype):
 def clip_by_value(t, clip_value_min, clip_value_max):
     x, lo, hi = operand_nodes(t, clip_value_min, clip_value_max)
     lo, hi = broadcast_to(lo, x.shape), broadcast_to(hi, x.shape)
-    return wrap(ops.min_(ops.max_(x, lo), hi), t, clip_value_min, clip_value_max)
+    # TF's order, maximum(minimum(t, max), min): where min > max the result is min
+    return wrap(ops.max_(ops.min_(x, hi), lo), t, clip_value_min, clip_value_max)
+
+
+@lower(tf.histogram_fixed_width, "values", "value_range")
+def histogram_fixed_width(values, value_range, nbins=100, dtype=tf.int32):
+    """TF's kernel: bin = int(min((max(v, lo) - lo) / step, nbins - 1)) with the difference in
+    the values' dtype and the division in double; the counts are a scatter-add of ones."""
+    v, bounds = operand_nodes(values, value_range)
+    n, out = static_ints(nbins), ir_dtype(tf.as_dtype(dtype))
+    if not isinstance(n, int) or n < 1 or bounds.shape != (2,) or out not in ("int32", "int64") \
+            or v.dtype == dt.BOOL or dt.is_complex(v.dtype) or v.dtype == "float16" or not v.size:
+        raise Reject()
+    flat = ops.reshape(v, new_sizes=(v.size,))
+    lo, hi = (ops.reshape(ops.slice_(bounds, start_indices=(i,), limit_indices=(i + 1,)),
+                          new_sizes=()) for i in (0, 1))
+    width = ops.convert(ops.sub(hi, lo), dtype="float64")
+    step = ops.div(width, compose.const(n, "float64"))
+    low = broadcast_to(lo, flat.shape)
+    shifted = ops.convert(ops.sub(ops.max_(flat, low), low), dtype="float64")
+    ratio = ops.div(shifted, broadcast_to(step, flat.shape))
+    ratio = ops.min_(ratio, compose.const(n - 1, "float64", flat.shape))
+    index = ops.reshape(ops.convert(ratio, dtype="int32"), new_sizes=(v.size, 1))
+    ones = compose.const(1, out, (v.size,))
+    return wrap(ops.scatter(compose.const(0, out, (n,)), index, ones, mode="add"), values)
 
 
 # ---------------------------------------------------------------- reductions
