@@ -20,6 +20,7 @@ import torch
 from torch._decomp import core_aten_decompositions
 
 from ...core import ir, metrics, runtime
+from ...core.source import user_line
 from ...core import dtypes as ir_dtypes
 from . import dtypes, dynamic_shapes, tensor
 from .aten import prims as aten_prims, random as lazy_random
@@ -371,7 +372,9 @@ class _Capture:
             else:
                 leaves.append((_FIXED, leaf.value))
         # the other fixed leaves are bound (_Segment): compiled for them from the start
-        exe, _ = runtime.compile_program(runtime.bake(program, literals), _fixed(leaves))
+        # (named at the compiled function's call, as a lazy cut is at its line)
+        exe, _ = runtime.compile_program(runtime.bake(program, literals), _fixed(leaves),
+                                         "explicit", user_line(1))
         slots = {}
         for root in roots:
             made = self.slot_tensor(_Meta(root))
