@@ -174,7 +174,10 @@ CHECKS = {
     aten.scatter.src: _dim_index(), aten.scatter.value: _dim_index(),
     aten.scatter.reduce: _dim_index(), aten.scatter.value_reduce: _dim_index(),
     aten.scatter_add.default: _dim_index(), aten.scatter_reduce.two: _dim_index(),
-    aten.index_add.default: _dim_index(wraps=True),
+    # eager's index_add refuses a negative index, as index_select does (index_fill wraps it)
+    aten.index_add.default: _dim_index(),
+    # (eager's index_copy refuses one too, but torch's index_fill decomposition, which lazyx
+    # runs, calls index_copy with index_fill's wrapped-by-eager negative indices)
     aten.index_copy.default: _dim_index(wraps=True),
     aten.index_fill.int_Tensor: _dim_index(wraps=True),
     aten.index_fill.int_Scalar: _dim_index(wraps=True),
