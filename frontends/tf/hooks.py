@@ -49,6 +49,12 @@ Installed here, once:
       graph on the materialized values instead -- a counted fallback "tf.function(<name>)".
       Calls without lazy arguments go to TF unchanged.
 
+  tf.map_fn / vectorized_map / scan / foldl / foldr (public names in `tf`) and Keras' TF
+      backend map / scan are wrapped: with lazy elements and a static trip count the Python
+      body runs per element and the results are stacked (control_flow.py); TF loops over
+      TensorArrays or traces a graph, which a lazy value cannot enter. Other calls go to the
+      function found there (TF's, Keras', or registry's counted fallback).
+
   tf.convert_to_tensor gets a dispatch target for tf.IndexedSlices (indexed_slices.densify):
       IndexedSlices with lazy values or indices (ltf.GradientTape's gradient of a gather)
       are summed lazily; for any other it answers NotImplemented and TF converts as ever.
@@ -148,6 +154,7 @@ def install():
     _wrap_checkpoints()
     _wrap_keras_cond()
     _wrap_tf_function()
+    _wrap_mapping()
     _wrap_random_draws()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
         indexed_slices.densify)
@@ -205,6 +212,38 @@ def _wrap_tf_function():
         return control_flow.function_call(self, original, args, kwargs)
     __call__.__wrapped__ = original
     function_class.__call__ = __call__
+
+
+def _wrap_mapping():
+    """tf.map_fn / vectorized_map / scan / foldl / foldr and Keras' TF backend map / scan: with
+    lazy elements (or a lazy initializer) and a static trip count the Python body runs per
+    element and the results are stacked (control_flow.py); anything else is the function
+    found here (TF's own, or for map_fn / vectorized_map the counted fallback registry put
+    in its place)."""
+    from tensorflow.python.autograph.impl.api import autograph_artifact
+    from . import control_flow
+
+    def wrapper(original, lazy):
+        @functools.wraps(original)
+        def call(*args, **kwargs):
+            out = lazy(*args, **kwargs)
+            return original(*args, **kwargs) if out is control_flow.NOT_LAZY else out
+        return autograph_artifact(call)  # (inside a tf.function: called as is, not converted)
+    for name in ("map_fn", "vectorized_map", "scan", "foldl", "foldr"):
+        setattr(tf, name, wrapper(getattr(tf, name), getattr(control_flow, name)))
+    try:
+        from keras.src.backend.tensorflow import core as keras_tf_core
+    except ImportError:  # pragma: no cover - keras is optional
+        return
+    for name, lazy in (("map", control_flow.keras_map), ("scan", control_flow.keras_scan)):
+        # (Keras' own function cannot take a lazy value: a too long or empty one runs it on
+        # the materialized values, a counted fallback)
+        keras_fn = getattr(keras_tf_core, name)
+        fallback = functools.partial(lambda keras_fn, name, *args, **kwargs: (
+            registry.run_eagerly(keras_fn, args, kwargs, name=f"keras.ops.{name}")
+            if registry._has_lazy([args, kwargs]) else keras_fn(*args, **kwargs)),
+            keras_fn, name)
+        setattr(keras_tf_core, name, wrapper(fallback, lazy))
 
 
 # TF's stateful random ops, by the generated function its Python APIs call (random_ops,

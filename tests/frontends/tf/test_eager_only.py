@@ -47,8 +47,7 @@ def test_gradients_flow_through_a_tf_function_under_the_lazy_tape():
 
 
 CASES = {
-    "map_fn": lambda t: tf.map_fn(lambda r: r * 2.0 + 1.0, t),
-    "vectorized_map": lambda t: tf.vectorized_map(lambda r: tf.reduce_max(r), t),
+    # (map_fn and vectorized_map run their body lazily since 2026-11-29: test_map_scan_lazy.py)
     "py_function": lambda t: tf.py_function(lambda a: a * 3.0, [t], tf.float32),
     "from_tensor_slices": lambda t: list(tf.data.Dataset.from_tensor_slices(t).batch(4)),
     "from_tensors": lambda t: list(tf.data.Dataset.from_tensors(t).map(lambda a: a + 1)),
