@@ -310,7 +310,35 @@ def _scatter(n, g):
             ops.gather(g, indices)
     if mode in ("max", "min"):
         return _scatter_extremal(n, g)
+    if mode == "mul":
+        return _scatter_product(n, g)
     raise NotImplementedError(f"lazyx autodiff: no gradient for scatter mode {mode!r}")
+
+
+def _scatter_product(n, g):
+    """scatter mul (TF's segment_prod): each factor's partial is the product of the others in
+    its group (the operand's element and the updates sent there). TF's rule, which stays
+    finite where factors are zero: a factor's partial is result / factor, but for a zero
+    factor the product of the group's non-zero factors; a group with two zeros or more has
+    zero partials throughout."""
+    operand, indices, updates = n.inputs
+    zero_operand, zero_updates = ops.eq(operand, zeros_like(operand)), \
+        ops.eq(updates, zeros_like(updates))
+    zeros = ops.scatter(ops.convert(zero_operand, dtype=g.dtype), indices,
+                        ops.convert(zero_updates, dtype=g.dtype), mode="add")
+    g = ops.select(ops.gt(zeros, _full(1, zeros)), zeros_like(g), g)
+    one_operand, one_updates = _full(1, operand), _full(1, updates)
+    nonzero = ops.scatter(ops.select(zero_operand, one_operand, operand), indices,
+                          ops.select(zero_updates, one_updates, updates), mode="mul")
+
+    def partial(factor, is_zero, product, nonzero_product, one):
+        safe = ops.select(is_zero, one, factor)
+        return ops.select(is_zero, nonzero_product, ops.div(product, safe))
+    g_operand = ops.mul(g, partial(operand, zero_operand, n, nonzero, one_operand))
+    g_updates = ops.mul(ops.gather(g, indices), partial(
+        updates, zero_updates, ops.gather(n, indices), ops.gather(nonzero, indices),
+        one_updates))
+    return g_operand, None, g_updates
 
 
 def _scatter_extremal(n, g):
