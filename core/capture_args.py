@@ -70,6 +70,9 @@ def _flatten(obj, tensors, numbers, path="args", host=None):
                        for i, (n, v) in enumerate(zip(names or values, values))]))
     if spec is not None and spec[0] == "tensor":
         if not spec[1][0](obj):
+            guard = _host_integers(obj, cls) if host is None else None
+            if guard is not None:
+                return guard
             raise TypeError(f"lazyx.compile: {_spelled(path)} is a {cls.__module__}."
                             f"{cls.__name__} that is not a lazyx tensor; a host value would "
                             f"be baked into the compiled program. Pass lazy tensors "
@@ -97,6 +100,27 @@ def _flatten(obj, tensors, numbers, path="args", host=None):
                         f"tensor, a number, nor a hashable value that can be part of the "
                         f"guard")
     return ("value", obj)
+
+
+_HOST_INTEGERS_MAX = 4096  # elements: lengths and index lists, not a batch of data
+
+
+def _host_integers(t, cls):
+    """The guard key of a small CPU integer (or bool) torch tensor argument, else None. On a
+    device, torch takes such a tensor only as host-side metadata: pack_padded_sequence's
+    lengths (its documented form, what a DataLoader collate returns), sizes, indices. Its
+    values shape the trace (the packed batch sizes), so they are part of the guard, as a list
+    of ints is, and the step gets the tensor itself. Float CPU tensors, data a user meant to
+    move, stay refused. (`is_cpu` is torch's: other frameworks' host tensors are refused.)"""
+    if getattr(t, "is_cpu", False) is not True or t.numel() > _HOST_INTEGERS_MAX:
+        return None
+    try:
+        values = np.asarray(t)
+    except (TypeError, RuntimeError, ValueError):  # (bfloat16, sparse, ... : not integers)
+        return None
+    if values.dtype.kind not in "biu":
+        return None
+    return ("host integers", cls, values.dtype.str, values.shape, values.tobytes())
 
 
 def _hashable(obj):
