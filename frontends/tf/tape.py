@@ -85,7 +85,7 @@ class GradientTape(tf.GradientTape):
             # the usual step: no value realized mid-step, no fallback under the tape -- one
             # walk of the graph here, instead of three with a weak-table lookup per node
             order = ir.topo_order([target.node])
-            reachable = {id(n) for n in order}
+            reachable = _connected(order, target.node)
             wanted = [n for n in nodes if n is not None and id(n) in reachable
                       and _differentiable(n.dtype)]
             bridges = []
@@ -137,6 +137,26 @@ class GradientTape(tf.GradientTape):
 
 def _differentiable(dtype):
     return dt.is_float(dtype) or dt.is_complex(dtype)
+
+
+# TF registers Floor, Ceil, Round, Rint, FloorDiv and StopGradient as not differentiable, and
+# an integer or boolean result (argmax, a comparison, a cast to int) carries no gradient: a
+# source reached only through them has the gradient None under TF's tape, not zeros. (The IR's
+# "sign" is not here: TF's Sign has a gradient, zeros.)
+_BLOCKING = frozenset(("floor", "ceil", "round", "stop_gradient"))
+
+
+def _connected(order, target):
+    """ids of the nodes of `order` (target last, inputs first) that a gradient of `target`
+    reaches through differentiable ops."""
+    reached = {id(target)}
+    for node in reversed(order):
+        if id(node) not in reached or node.op in _BLOCKING:
+            continue
+        kinds = node.dtype if isinstance(node.dtype, tuple) else (node.dtype,)
+        if any(_differentiable(d) for d in kinds):
+            reached.update(id(i) for i in node.inputs)
+    return reached
 
 
 def _release_origins():

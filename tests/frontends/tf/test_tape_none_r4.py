@@ -1,0 +1,47 @@
+"""ltf.GradientTape gives None, as TF's tape does, for a source reached only through ops TF
+registers as not differentiable (Floor, Ceil, Round, Rint, FloorDiv, StopGradient) or through
+an integer or boolean result (argmax, a comparison, a cast to int); it gave zeros. Ops TF
+differentiates to zeros (Sign) still give zeros, and a source with another path keeps its
+gradient. Each case is compared with eager TF's own tape."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import lazyx.frontends.tf as ltf
+
+_A = np.array([[-1.5, 0.3], [2.7, -0.2]], np.float32)
+_CASES = {
+    "floor": tf.floor, "ceil": tf.math.ceil, "round": tf.round, "rint": tf.math.rint,
+    "floordiv": lambda x: tf.math.floordiv(x, 0.7),
+    "stop_gradient": tf.stop_gradient,
+    "argmax": lambda x: tf.cast(tf.argmax(x), tf.float32),
+    "equal": lambda x: tf.cast(tf.equal(x, 0.3), tf.float32),
+    "cast_to_int": lambda x: tf.cast(tf.cast(x, tf.int32), tf.float32),
+    "sign": tf.sign,                                   # zeros in TF
+    "floormod": lambda x: tf.math.floormod(x, 0.7),    # ones in TF
+    "floor_plus_x": lambda x: tf.floor(x) + x * x,     # another path: a gradient
+}
+
+
+def _gradient(fn, make, Tape, **kwargs):
+    x = make(_A)
+    with Tape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(fn(x))
+    g = tape.gradient(y, x, **kwargs)
+    return None if g is None else np.asarray(g)
+
+
+@pytest.mark.parametrize("name", sorted(_CASES))
+def test_unconnected_gradient_is_tfs(name):
+    want = _gradient(_CASES[name], tf.constant, tf.GradientTape)
+    got = _gradient(_CASES[name], ltf.constant, ltf.GradientTape)
+    assert (got is None) == (want is None), (got, want)
+    if want is not None:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_unconnected_gradients_zero_still_gives_zeros():
+    got = _gradient(tf.floor, ltf.constant, ltf.GradientTape,
+                    unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    np.testing.assert_array_equal(got, np.zeros_like(_A))
