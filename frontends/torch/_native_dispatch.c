@@ -752,9 +752,29 @@ static void Fast_dealloc(FastObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* The error pending in this thread, taken out of the interpreter and returned normalized
+   (with its traceback), else None: frontends/torch/hooks.DeviceGuard.type_ calls it while
+   autograd unwinds a Python error. One C call, under the GIL from fetch to return: the
+   ctypes PyErr_Fetch it replaces wrote into buffers shared by every thread, which another
+   thread's backward could overwrite before they were read. Called with an error set, it
+   returns with none, so CPython accepts its result. */
+static PyObject *Fast_take_pending_error(PyObject *unused, PyObject *noargs) {
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (type == NULL) Py_RETURN_NONE;
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL) PyException_SetTraceback(value, traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    if (value == NULL) Py_RETURN_NONE;
+    return value;
+}
+
 static PyMethodDef Fast_methods[] = {
     {"recipe_key", (PyCFunction)(void (*)(void))Fast_recipe_key, METH_FASTCALL,
      "recipe_key(func, args, kwargs): (key, operand nodes) of a call, or None"},
+    {"take_pending_error", (PyCFunction)Fast_take_pending_error, METH_NOARGS | METH_STATIC,
+     "take_pending_error(): this thread's pending exception, cleared, or None"},
     {NULL}
 };
 

@@ -100,17 +100,18 @@ def _run_backward(outputs, *args, **kwargs):
     CompileError) was taken out of the engine by DeviceGuard.type_ (below); it is raised
     here, in place of the engine's "returned NULL without setting an exception"."""
     original = _ORIGINAL["run_backward"]
-    _RAISED_IN_BACKWARD.clear()
+    raised = _raised_in_backward()
+    raised.clear()
     try:
         if any(isinstance(t, torch.Tensor) and tensor.on_device(t) for t in outputs):
             with torch.autograd.set_multithreading_enabled(False):
                 return original(outputs, *args, **kwargs)
         return original(outputs, *args, **kwargs)
     except BaseException:
-        if not _RAISED_IN_BACKWARD:
+        if not raised:
             raise
-        exc = _RAISED_IN_BACKWARD.pop()
-        _RAISED_IN_BACKWARD.clear()
+        exc = raised.pop()
+        raised.clear()
         raise exc from None
 
 
@@ -126,7 +127,19 @@ def _run_backward(outputs, *args, **kwargs):
 # (PyErr_Fetch, through ctypes: the first call it makes, so nothing runs with the error
 # set) and keeps it for _run_backward to raise. Checked against torch 2.13.0 (engine.cpp's
 # evaluate_function; torch/csrc/acc/Module.cpp's PythonDeviceGuard), CPython 3.11.
-_RAISED_IN_BACKWARD = []
+# Per thread: the backward runs on its caller's thread (above), and two threads' backwards
+# must not take (or clear) each other's errors.
+_RAISED_IN_BACKWARD = threading.local()
+
+
+def _raised_in_backward():
+    """This thread's errors taken out of its backward (a list)."""
+    errors = getattr(_RAISED_IN_BACKWARD, "errors", None)
+    if errors is None:
+        errors = _RAISED_IN_BACKWARD.errors = []
+    return errors
+
+
 _ERR_SLOTS = [ctypes.c_void_p() for _ in range(3)]
 _ERR_REFS = tuple(ctypes.byref(s) for s in _ERR_SLOTS)
 _PYERR_FETCH = ctypes.pythonapi.PyErr_Fetch
@@ -152,14 +165,32 @@ def _take_pending_error():
                                                     else (value,)))
     if traceback is not None:
         value = value.with_traceback(traceback)
-    _RAISED_IN_BACKWARD.append(value)
+    _raised_in_backward().append(value)
+
+
+def _native_take():
+    """_native_dispatch.c's take_pending_error: fetch and return in one C call, so no other
+    thread runs between them (the ctypes fetch below goes through _ERR_SLOTS, shared by all
+    threads: another thread's guard call could overwrite them before they are read, and an
+    error came back without its message). Used whenever the extension is built, LAZYX_NATIVE=0
+    included (it is no part of the tracing core); an install without it keeps the ctypes way."""
+    try:
+        from ...core import _native
+    except ImportError:
+        return None
+    return getattr(getattr(_native, "FastDispatch", None), "take_pending_error", None)
 
 
 class DeviceGuard(torch._C._acc.DeviceGuard):
     """The lazyx device's guard (device.register passes it to torch's registration)."""
 
-    def type_(self, _fetch=_PYERR_FETCH, _refs=_ERR_REFS, _slots=_ERR_SLOTS,
-              _type=torch._C._autograd.DeviceType.PrivateUse1):
+    def type_(self, _take=_native_take(), _fetch=_PYERR_FETCH, _refs=_ERR_REFS,
+              _slots=_ERR_SLOTS, _type=torch._C._autograd.DeviceType.PrivateUse1):
+        if _take is not None:  # (an identity test: no call runs with the error pending)
+            error = _take()  # first: with an error pending, any other call would fail
+            if error is not None:
+                _raised_in_backward().append(error)
+            return _type
         _fetch(*_refs)  # first: with an error pending, any other call would fail
         if _slots[0].value is not None:
             _take_pending_error()
