@@ -454,3 +454,24 @@ def keras_scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     for i in (range(len(rows))[::-1] if reverse else range(len(rows))):
         carry, ys[i] = f(carry, rows[i])
     return _tensors(carry), None if all(y is None for y in ys) else _stacked(ys)
+
+
+def divide_slices(x1, x2, divide):
+    """Keras' divide of tf.IndexedSlices `x1` by a dense `x2` (its TF backend's sparse_wrapper)
+    without its tf.cond: that one reads whether `x2` has a zero or NaN row and then returns
+    the slices on x1's indices, or on their union with those rows (tf.where: a data-dependent
+    shape, so a lazy cond cannot select it -- a sync a step for RMSprop / Adagrad on an
+    Embedding, and lazyx.compile raised). Here the union is static: x1's slices, then one
+    slice per row of `x2`, divide(0, row) where the row has a zero or NaN and 0 elsewhere --
+    the same sum per row (a 0 added is exact; a row in both gets v/0 + 0/0, NaN where Keras
+    gives +-inf)."""
+    bad = tf.equal(x2, tf.zeros([], x2.dtype))
+    if not tf.as_dtype(x2.dtype).is_integer:
+        bad = tf.math.logical_or(bad, tf.math.is_nan(x2))
+    rank = len(x2.shape)
+    bad = tf.reduce_any(bad, axis=tuple(range(1, rank))) if rank > 1 else bad
+    on_indices = divide(x1.values, tf.gather(x2, x1.indices))
+    rows = divide(tf.zeros(x2.shape, on_indices.dtype), x2)
+    rows = tf.where(tf.reshape(bad, [-1] + [1] * (rank - 1)), rows, tf.zeros_like(rows))
+    indices = tf.concat([x1.indices, tf.range(x2.shape[0], dtype=x1.indices.dtype)], 0)
+    return tf.IndexedSlices(tf.concat([on_indices, rows], 0), indices, x1.dense_shape)

@@ -37,6 +37,10 @@ Installed here, once:
       calls) gets a dispatch target, for a lazy predicate (Keras hands `smart_cond` only
       tensors or bools, so `ops.cond` on a lazy value was a TypeError): both branches are
       traced and their results and variable assigns selected (control_flow.py).
+  keras.src.backend.tensorflow.numpy.divide is wrapped: tf.IndexedSlices with lazy values
+      divided by a dense tensor (RMSprop's and Adagrad's update of an Embedding's gradient)
+      skips Keras' tf.cond on "has the divisor a zero row", which reads it -- a sync a step
+      (control_flow.divide_slices); any other call is Keras' own.
   BaseResourceVariable.assign/assign_add/assign_sub and the scatters lazyx does not already
       wrap: while a lazy cond's branch is traced (control_flow.py), a write to a plain
       variable makes it lazy-aware first, so the write is recorded instead of reaching
@@ -153,6 +157,7 @@ def install():
     _wrap_stop_recording()
     _wrap_checkpoints()
     _wrap_keras_cond()
+    _wrap_keras_sparse_divide()
     _wrap_tf_function()
     _wrap_mapping()
     _wrap_random_draws()
@@ -367,6 +372,28 @@ def _wrap_keras_cond():
         return control_flow.cond(pred, true_fn, false_fn)
     cond.__wrapped__ = keras_cond
     keras_tf_core.cond = cond
+
+
+def _wrap_keras_sparse_divide():
+    try:
+        from keras.src.backend.tensorflow import numpy as keras_tf_numpy
+    except ImportError:  # pragma: no cover - keras is optional
+        return
+    from . import control_flow
+    keras_divide = keras_tf_numpy.divide
+    dense_divide = getattr(keras_divide, "__wrapped__", None)  # (inside Keras' sparse_wrapper)
+    if dense_divide is None:  # pragma: no cover - another Keras
+        return
+
+    def divide(x1, x2):
+        if isinstance(x1, tf.IndexedSlices) and \
+                registry._has_lazy([x1.values, x1.indices, x2]) and \
+                not isinstance(x2, (tf.IndexedSlices, tf.SparseTensor)) and \
+                len(getattr(x2, "shape", ())) > 0 and x2.shape[0] is not None:
+            return control_flow.divide_slices(x1, x2, dense_divide)
+        return keras_divide(x1, x2)
+    divide.__wrapped__ = keras_divide
+    keras_tf_numpy.divide = divide
 
 
 def _wrap_custom_gradient():
