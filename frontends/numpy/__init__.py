@@ -8,8 +8,8 @@
 
 Plain NumPy dispatches here through ``__array_ufunc__`` (NEP 13) and ``__array_function__``
 (NEP 18); functions without a lowering fall back to eager NumPy (counted, warned once).
-Semantics are NumPy 2's (NEP 50 promotion, float64/int64 defaults), with one difference:
-lazy arrays have value semantics where NumPy would return a view (see docs/numpy.md).
+Semantics are NumPy 2's (NEP 50 promotion, float64/int64 defaults), views included: a write
+into a view writes its base (see docs/numpy.md).
 """
 import math as _math
 
@@ -19,20 +19,21 @@ from ._creation import (arange, array, asarray, empty, empty_like, eye, from_dlp
                         full_like, identity, linspace, meshgrid, ones, ones_like, tril, triu,
                         zeros, zeros_like)
 from ._elementwise import FUNCTIONS as _ELEMENTWISE
-from ._elementwise import angle, imag, real, round  # noqa: A004
+from ._elementwise import angle, round  # noqa: A004
 from ._indexing import (argwhere, count_nonzero, flatnonzero, nonzero, take, take_along_axis,
                         unique, unique_all, unique_counts, unique_inverse, unique_values)
 from ._info import (DTYPES as _DTYPES, __array_namespace_info__, bool, can_cast, finfo,  # noqa
                     complex64, complex128, float16, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
                     result_type, uint8, uint16, uint32, uint64)
-from ._linalg import (diag, diagonal, dot, einsum, inner, matmul, norm, outer, tensordot,
-                      trace, vecdot)
+from ._linalg import (diag, dot, einsum, inner, matmul, norm, outer, tensordot, trace,
+                      vecdot)
 from ._manipulation import (append, array_split, astype, atleast_1d, atleast_2d, atleast_3d,
-                            broadcast_arrays, broadcast_to, column_stack, concat,
-                            concatenate, copy, diff, dstack, expand_dims, flip, hstack,
-                            matrix_transpose, moveaxis, pad, permute_dims, ravel, repeat,
-                            reshape, roll, split, squeeze, stack, swapaxes, tile, transpose,
+                            broadcast_arrays, column_stack, concat, concatenate, copy, diff,
+                            dstack, flip, hstack, pad, repeat, roll, split, stack, tile,
                             unstack, vstack)
+from ._view_ops import (broadcast_to, diagonal, expand_dims, imag, matrix_transpose,  # views
+                        moveaxis, permute_dims, ravel, real, reshape, squeeze, swapaxes,
+                        transpose)
 from ._choosing import clip, where
 from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  # noqa: A004
                           cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,
@@ -41,7 +42,7 @@ from . import fft, hooks, linalg, random  # noqa: E402
 from . import _replay  # noqa: E402,F401  (lazyx.compile learns lazy arrays)
 
 _methods.install()
-_layout.install()  # strides, flags, view, flat, `in`
+_layout.install()  # strides, flags, flat, `in`
 hooks.install()  # numpy.nditer over lazy operands
 globals().update(_ELEMENTWISE)
 

@@ -79,9 +79,7 @@ class LazyArray:
     def itemsize(self):
         return self.dtype.itemsize
 
-    # a lazy array owns its value (views are copies: docs/numpy.md), as an array NumPy made
-    # does: libraries test `x.base is None` before they write into x
-    base = None
+    # (`base`, NumPy's view base, is _views.base: installed by _methods.py)
 
     @property
     def nbytes(self):

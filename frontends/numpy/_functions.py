@@ -7,7 +7,7 @@ import numpy as np
 from ...core.tables import Table
 from . import (_assembly, _choosing, _creation, _elementwise, _elementwise_routines, _histograms,
                _indexing, _linalg, _manipulation, _numpy_linalg, _polynomials, _products,
-               _reductions, _sorting, _statistics)
+               _reductions, _sorting, _statistics, _view_ops, _views)
 from . import fft as _fft
 from . import linalg as _linalg_api
 from ._base import LazyArray
@@ -25,12 +25,22 @@ def _ndim(a):
 
 
 def _shares_memory(a, b, max_work=None):
-    """np.shares_memory / np.may_share_memory: a lazy array holds a value of its own (views
-    are copies: docs/numpy.md), so it shares memory with itself only -- answered without
-    running anything (sklearn and scipy ask it of every input they may write to)."""
+    """np.shares_memory: a lazy array shares memory with itself and with the views of its
+    family that overlap it (_views.py) -- answered without running anything (sklearn and
+    scipy ask it of every input they may write to)."""
+    if isinstance(a, LazyArray) and isinstance(b, LazyArray):
+        return _views.shares_memory(a, b)
     if isinstance(a, LazyArray) or isinstance(b, LazyArray):
-        return a is b and a.size > 0
+        return False
     return np.shares_memory(a, b, max_work)
+
+
+def _may_share_memory(a, b, max_work=None):
+    if isinstance(a, LazyArray) and isinstance(b, LazyArray):
+        return _views.shares_memory(a, b, exact=False)
+    if isinstance(a, LazyArray) or isinstance(b, LazyArray):
+        return False
+    return np.may_share_memory(a, b, max_work)
 
 
 def _size(a, axis=None):
@@ -126,10 +136,10 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     np.count_nonzero: _indexing.count_nonzero,
     np.nansum: _nan_reduce(_reductions.sum, 0), np.nanprod: _nan_reduce(_reductions.prod, 1),
     # manipulation
-    np.reshape: _manipulation.reshape, np.ravel: _manipulation.ravel,
-    np.transpose: _manipulation.transpose, np.swapaxes: _manipulation.swapaxes,
-    np.moveaxis: _manipulation.moveaxis, np.expand_dims: _manipulation.expand_dims,
-    np.squeeze: _manipulation.squeeze, np.broadcast_to: _manipulation.broadcast_to,
+    np.reshape: _view_ops.reshape, np.ravel: _view_ops.ravel,
+    np.transpose: _view_ops.transpose, np.swapaxes: _view_ops.swapaxes,
+    np.moveaxis: _view_ops.moveaxis, np.expand_dims: _view_ops.expand_dims,
+    np.squeeze: _view_ops.squeeze, np.broadcast_to: _view_ops.broadcast_to,
     np.broadcast_arrays: _manipulation.broadcast_arrays,
     np.concatenate: _manipulation.concatenate, np.stack: _manipulation.stack,
     np.vstack: _manipulation.vstack, np.hstack: _manipulation.hstack,
@@ -140,7 +150,7 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     np.split: _manipulation.split, np.array_split: _manipulation.array_split,
     np.pad: _manipulation.pad, np.diff: _manipulation.diff, np.append: _manipulation.append,
     np.copy: _manipulation.copy, np.where: _choosing.where, np.clip: _choosing.clip,
-    np.matrix_transpose: _manipulation.matrix_transpose, np.astype: _astype,
+    np.matrix_transpose: _view_ops.matrix_transpose, np.astype: _astype,
     np.copyto: _copyto, np.select: _choosing.select, np.piecewise: _choosing.piecewise,
     np.lib.stride_tricks.sliding_window_view: _manipulation.sliding_window_view,
     # creation from arrays
@@ -156,13 +166,13 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     np.dot: _linalg.dot, np.tensordot: _linalg.tensordot, np.inner: _linalg.inner,
     np.outer: _linalg.outer, np.einsum: _linalg.einsum, np.linalg.norm: _linalg.norm,
     np.convolve: _linalg.convolve,
-    np.diagonal: _linalg.diagonal, np.trace: _linalg.trace, np.diag: _linalg.diag,
+    np.diagonal: _view_ops.diagonal, np.trace: _linalg.trace, np.diag: _linalg.diag,
     # comparisons and facts
     np.isclose: _isclose, np.allclose: _allclose, np.array_equal: _array_equal,
     np.shape: _shape, np.ndim: _ndim, np.size: _size, np.result_type: _result_type,
-    np.shares_memory: _shares_memory, np.may_share_memory: _shares_memory,
+    np.shares_memory: _shares_memory, np.may_share_memory: _may_share_memory,
     np.can_cast: _can_cast, np.round: _elementwise.round, np.around: _elementwise.round,
-    np.real: _elementwise.real, np.imag: _elementwise.imag,
+    np.real: _view_ops.real, np.imag: _view_ops.imag,
 })
 for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
     if hasattr(np, _name):
@@ -207,7 +217,7 @@ if hasattr(np.linalg, "matmul"):
 if hasattr(np.linalg, "tensordot"):
     FUNCTIONS[np.linalg.tensordot] = _linalg.tensordot
 if hasattr(np.linalg, "matrix_transpose"):
-    FUNCTIONS[np.linalg.matrix_transpose] = _manipulation.matrix_transpose
+    FUNCTIONS[np.linalg.matrix_transpose] = _view_ops.matrix_transpose
 FUNCTIONS.update(_numpy_linalg.FUNCTIONS)  # NumPy's signatures: svd, qr, eigh, ...
 FUNCTIONS.update(_statistics.FUNCTIONS)  # median, quantile, nanmean, cov, ...
 FUNCTIONS.update(_products.FUNCTIONS)  # cross, kron, gradient, vdot, correlate

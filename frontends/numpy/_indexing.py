@@ -15,6 +15,7 @@ import numpy as np
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops, runtime
+from . import _views
 from ._base import LazyArray, wrap
 from ._entry import AT, REDUCEAT, register, traced
 from ._fallback import rewrap
@@ -267,7 +268,42 @@ def getitem(x, key):
             node = ops.slice_(node, start_indices=(0,) * node.ndim,
                               limit_indices=(0,) + x.shape)
         return wrap(node)
-    return wrap(getitem_node(x._node, key))
+    out = wrap(getitem_node(x._node, key))
+    if _is_view_key(key, x.ndim):  # NumPy's view: written through (_views.py)
+        _views.link(x, out, lambda p: getitem_node(p, key),
+                    lambda p, v: setitem_node(p, key, wrap(v)), lambda s: s[key])
+    return out
+
+
+def _is_view_key(key, ndim):
+    """Whether NumPy's x[key] is a view: a basic index (integers, slices, None, Ellipsis)
+    that is not one integer per axis (that gives a NumPy scalar, which owns its value)."""
+    t = type(key)
+    if t is int:
+        return ndim > 1
+    if t is slice:
+        return _static_slice(key)
+    items = key if t is tuple else (key,)
+    ints, other = 0, False
+    for item in items:
+        if item is None or item is Ellipsis:
+            other = True
+        elif type(item) is slice:
+            if not _static_slice(item):
+                return False
+            other = True
+        elif _is_int_scalar(item):
+            ints += 1
+        else:
+            return False  # an array or a list: advanced indexing copies
+    return other or ints < ndim
+
+
+def _static_slice(s):
+    for b in (s.start, s.stop, s.step):
+        if b is not None and type(b) is not int and not _is_int_scalar(b):
+            return False  # (a lazy bound: a new value)
+    return True
 
 
 # ---------------------------------------------------------------- assignment
@@ -278,12 +314,17 @@ def _scalar_like(value):
 
 def setitem(x, key, value):
     runtime.maybe_cut()
+    _views.check_writeable(x)
+    node = setitem_node(x._node, key, value)
+    if node is not None:
+        _views.write(x, node)
+
+
+def setitem_node(node, key, value):
+    """`node` with node[key] = value, or None when nothing is written (x[False] = v)."""
     flag = _zero_d_mask(key)
     if flag is not None:  # x[True] = v writes everything, x[False] = v nothing
-        if flag:
-            setitem(x, Ellipsis, value)
-        return
-    node = x._node
+        return setitem_node(node, Ellipsis, value) if flag else None
     if isinstance(value, LazyArray) and value.size == 1 and value.ndim:
         value = wrap(ops.reshape(value._node, new_sizes=()))
     # a[mask] = scalar: a select, no sync.
@@ -293,17 +334,14 @@ def setitem(x, key, value):
         if key.ndim < node.ndim:
             mask = ops.broadcast_in_dim(mask, shape=node.shape,
                                         broadcast_dimensions=tuple(range(key.ndim)))
-        x.__lazyx_handle__.set(ops.select(mask, _value_node(value, node.dtype, node.shape),
-                                          node))
-        return
+        return ops.select(mask, _value_node(value, node.dtype, node.shape), node)
     parsed = _Key(node, key)
     if not parsed.has_arrays and builtins.all(
             _is_int_scalar(i) or i is None or (isinstance(i, slice) and
                                                i.indices(1 << 62)[2] == 1)
             for i in parsed.items):
-        x.__lazyx_handle__.set(_update_window(node, parsed.items, value))
-        return
-    x.__lazyx_handle__.set(_scatter_into(node, parsed, value, "set"))
+        return _update_window(node, parsed.items, value)
+    return _scatter_into(node, parsed, value, "set")
 
 
 def _scatter_into(node, parsed, value, mode, negate=False):
@@ -342,8 +380,8 @@ def ufunc_at(ufunc, x, key, value):
         return False  # (a Python number is weak, NEP 50: it takes x's dtype if it fits)
     runtime.maybe_cut()
     node = x._node
-    x.__lazyx_handle__.set(_scatter_into(node, _Key(node, key), value, _AT_MODES[ufunc],
-                                         negate=ufunc is np.subtract))
+    _views.write(x, _scatter_into(node, _Key(node, key), value, _AT_MODES[ufunc],
+                                  negate=ufunc is np.subtract), "output array is read-only")
     return True
 
 

@@ -5,21 +5,25 @@ layout a fresh C-ordered array of the same shape and dtype would have (`strides`
 never a sync), and what goes through the buffer is a value operation: `view(dtype)`
 reinterprets the bits (XLA's bitcast; a change of width, which NumPy allows by resizing the
 last axis, runs as a counted NumPy fallback), `flat` indexes and assigns the flattened value.
-Views have the frontend's value semantics (docs/numpy.md): writing `a.view(t)` does not
-change `a`; `a.flat[i] = v` writes `a`, like `a[...] = v`.
+`a.view(t)` is a view (_view_ops.py): writing it writes `a`; `a.flat[i] = v` writes `a`, like
+`a[...] = v`.
 """
 import builtins
 
 import numpy as np
 
 from ...core import dtypes as dt, ops
+from . import _manipulation, _views
 from ._base import LazyArray, wrap
 from ._fallback import observe_with, run_eagerly
 from ._promote import assign
 
 
 def strides(self):
-    """A C-ordered array's strides (those of np.array(value, order="C"))."""
+    """A C-ordered array's strides (those of np.array(value, order="C")); a view's are those
+    NumPy's view would have (its stride shadow's: _views.py)."""
+    if _views.is_view(self):
+        return _views.shadow(self).strides
     if not self.size:  # NumPy's own choice for an empty array (no memory is allocated)
         return np.empty(self.shape, self.dtype).strides
     step, out = self.dtype.itemsize, []
@@ -30,10 +34,10 @@ def strides(self):
 
 
 def flags(self):
-    """The flags of a C-ordered, writeable array of this shape: those of a stand-in with this
-    shape and these strides over one element (no memory of the array's size is allocated)."""
-    return np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape,
-                                           strides(self)).flags
+    """The flags of the array's stride shadow (_views.py): those of a C-ordered array of this
+    shape, or of NumPy's view; kept with the array, so that `x.flags.writeable = False`
+    makes it read-only as in NumPy."""
+    return _views.shadow(self, keep=True).flags
 
 
 def view(self, dtype=None, type=None):  # noqa: A002 - NumPy's names
@@ -62,7 +66,7 @@ class FlatIter:
         return self.base.ravel()[index]
 
     def __setitem__(self, index, value):
-        flat = self.base.ravel()
+        flat = _manipulation.ravel(self.base)  # (a value of its own, written once below)
         flat[index] = value
         assign(self.base, flat.reshape(self.base.shape))
 
@@ -135,7 +139,7 @@ def install():
     LazyArray.flags = property(flags)
     LazyArray.flat = property(flat, lambda self, value: FlatIter(self).__setitem__(
         slice(None), value))
-    LazyArray.view = view
+    # (`view` is _view_ops.view, a method _methods.py installs: it links the view)
     for fn in (byteswap, getfield, setfield, dumps, dump):
         setattr(LazyArray, fn.__name__, fn)
     LazyArray.data = property(data)

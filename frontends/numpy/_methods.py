@@ -10,7 +10,8 @@ import numpy as np
 
 from ...core import compose, ops
 from ...core import dtypes as dt
-from . import _choosing, _complex, _creation, _indexing, _linalg, _manipulation, _reductions
+from . import (_choosing, _complex, _creation, _indexing, _linalg, _manipulation, _reductions,
+               _view_ops, _views)
 from ._base import LazyArray, wrap
 from ._elementwise import round as round_
 from ._entry import apply, array_ufunc, binary
@@ -61,20 +62,23 @@ def _equality(ufunc):
 
 
 def _setflags(self, write=None, align=None, uic=None):
-    # a lazy array is always writeable (x[i] = v rebinds its value): a read-only one would
-    # need a flag every write checks, so it is refused rather than silently ignored
+    # the flag lives on the array's stride shadow (_views.py), which every write checks
     if uic:
         raise ValueError("cannot set WRITEBACKIFCOPY flag to True")
-    if write is not None and not write:
-        raise ValueError("lazyx: a lazy array cannot be made read-only (setflags(write=False)); "
-                         "copy it to NumPy with np.asarray(x) and set the flag there")
+    if write is not None:
+        _views.set_writeable(self, bool(write))
 
 
 def _resize(self, *new_shape, refcheck=True):
     """NumPy's in-place ndarray.resize: the flattened values, cut or padded with zeros
-    (np.resize repeats them instead). A lazy array owns its value (views are copies), so
-    NumPy's refusal for an array that does not own its data never applies; `refcheck` has
-    no references to count."""
+    (np.resize repeats them instead). NumPy's refusals are kept: a view does not own its
+    data, and an array with live views (the only references lazyx counts) is referenced."""
+    if _views.is_view(self):
+        raise ValueError("cannot resize this array: it does not own its data")
+    if refcheck and _views.has_views(self):
+        raise ValueError("cannot resize an array that references or is referenced\n"
+                         "by another array in this way.\nUse the np.resize function or "
+                         "refcheck=False")
     if len(new_shape) == 1 and (new_shape[0] is None or not isinstance(new_shape[0], int)):
         new_shape = () if new_shape[0] is None else new_shape[0]
     shape = tuple(operator.index(d) for d in new_shape)
@@ -87,6 +91,7 @@ def _resize(self, *new_shape, refcheck=True):
         flat = compose.slice_axis(flat, 0, 0, size)
     else:
         flat = ops.concatenate(flat, fill(0, self._node.dtype, (size - n,)), dimension=0)
+    _views.detach(self)  # (refcheck=False: NumPy's views would point at freed memory)
     self.__lazyx_handle__.set(ops.reshape(flat, new_sizes=shape))
 
 
@@ -145,26 +150,26 @@ def _shape_args(args):
 
 
 def _reshape(self, *shape, order="C", copy=None):
-    return _manipulation.reshape(self, _shape_args(shape), order)
+    return _view_ops.reshape(self, _shape_args(shape), order, copy=copy)
 
 
 def _transpose(self, *axes):
     axes = _shape_args(axes) if axes else None
-    return _manipulation.permute_dims(self, axes)
+    return _view_ops.transpose(self, axes)
 
 
 def _sort(self, axis=-1, kind=None, order=None, *, stable=None):
-    self.__lazyx_handle__.set(_reductions.sort(self, axis, kind, order)._node)
+    _views.write(self, _reductions.sort(self, axis, kind, order)._node)
 
 
 def _fill(self, value):
-    self.__lazyx_handle__.set(_creation.full(self.shape, value, self.dtype)._node)
+    _views.write(self, _creation.full(self.shape, value, self.dtype)._node)
 
 
 # ndarray methods that are NumPy functions of the array: the function's route (its lowering
 # through __array_function__, or a counted eager fallback) is the method's
 def _partition(self, kth, axis=-1, kind="introselect", order=None):
-    self.__lazyx_handle__.set(np.partition(self, kth, axis, kind, order)._node)
+    _views.write(self, np.partition(self, kth, axis, kind, order)._node)
 
 
 def _argpartition(self, kth, axis=-1, kind="introselect", order=None):
@@ -242,10 +247,13 @@ def _is_integer(self):
 
 def _set_shape(self, shape):
     """`a.shape = (2, 3)`: NumPy reshapes in place; the lazy array's value is rebound to the
-    reshaped one (its views are values already, docs/numpy.md)."""
+    reshaped one. It leaves its view family (its views and its base keep their values, no
+    longer shared): NumPy 2.5 deprecates setting the shape."""
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
-    self.__lazyx_handle__.set(_manipulation.reshape(self, tuple(shape), "C")._node)
+    node = _manipulation.reshape(self, tuple(shape), "C")._node
+    _views.detach(self)
+    self.__lazyx_handle__.set(node)
 
 
 SCALAR_METHODS = {"__hash__": _hash, "__round__": _builtin_round, "__trunc__": _trunc,
@@ -292,35 +300,20 @@ METHODS = {
     "cumsum": _reductions.cumsum, "cumprod": _reductions.cumprod,
     "argsort": _reductions.argsort, "sort": _sort, "fill": _fill,
     "reshape": _reshape, "transpose": _transpose, "astype": _astype,
-    "ravel": _manipulation.ravel, "flatten": _manipulation.ravel,
-    "squeeze": _manipulation.squeeze, "swapaxes": _manipulation.swapaxes,
+    "ravel": _view_ops.ravel, "flatten": _manipulation.ravel,
+    "squeeze": _view_ops.squeeze, "swapaxes": _view_ops.swapaxes,
     "repeat": _manipulation.repeat, "clip": _choosing.clip, "copy": _manipulation.copy,
     "take": _indexing.take, "nonzero": _indexing.nonzero, "dot": _linalg.dot,
-    "diagonal": _linalg.diagonal, "trace": _linalg.trace, "round": _round,
+    "diagonal": _view_ops.diagonal, "trace": _linalg.trace, "round": _round,
     "conj": _conj, "conjugate": _conj,
     "partition": _partition, "argpartition": _argpartition, "searchsorted": _searchsorted,
     "compress": _compress, "choose": _choose, "put": _put, "setflags": _setflags,
-    "resize": _resize,
+    "resize": _resize, "view": _view_ops.view,
 }
 
 
-def _prop_T(self):
-    return _manipulation.permute_dims(self, None)
-
-
-def _prop_mT(self):
-    return _manipulation.matrix_transpose(self)
-
-
-def _prop_real(self):
-    return wrap(_complex.real(self._node))
-
-
-def _prop_imag(self):
-    return wrap(_complex.imag(self._node))
-
-
-PROPERTIES = {"T": _prop_T, "mT": _prop_mT, "real": _prop_real, "imag": _prop_imag}
+PROPERTIES = {"T": _view_ops.transpose, "mT": _view_ops.matrix_transpose,
+              "real": _view_ops.real, "imag": _view_ops.imag, "base": _views.base}
 
 
 def install():

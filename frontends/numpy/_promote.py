@@ -13,6 +13,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ...core import dtypes as dt
 from ...core import compose, ir, ops, runtime
+from . import _views
 from ._base import LazyArray, np_dtype, wrap
 
 __all__ = ["AxisError", "normalize_axis_index", "normalize_axis_tuple"]
@@ -275,7 +276,7 @@ def assign(out, result, ufunc=None, casting="same_kind", index=0):
                          f"{broadcast_shapes_or_none(res_shape, out.shape) or res_shape}")
     if isinstance(out, LazyArray):
         node = broadcast_node(as_node(result, out._node.dtype), out.shape)
-        out.__lazyx_handle__.set(node)
+        _views.write(out, node, "output array is read-only")
     else:
         np.copyto(out, np.asarray(result), casting=casting)
     return out

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core import compose, ops, runtime
 from ...core.prng import Stream
+from . import _views
 from ._base import LazyArray, wrap
 from ._indexing import take
 from ._promote import as_lazy, assign, broadcast_shapes, ir_dtype, shape_of
@@ -147,7 +148,7 @@ class Generator:
     def shuffle(self, x, axis=0):
         if not isinstance(x, LazyArray):
             raise TypeError("lnp.random: shuffle works in place on lazy arrays")
-        x.__lazyx_handle__.set(take(x, self._order(x.shape[axis]), axis=axis)._node)
+        _views.write(x, take(x, self._order(x.shape[axis]), axis=axis)._node)
 
     def _order(self, n):
         u = self._uniforms((n,), 1, "float64")[0]

@@ -97,12 +97,14 @@ def test_setitem_casts_like_numpy():
     assert_matches(la, a)
 
 
-def test_views_have_value_semantics():
-    """Documented difference: a slice is a new value, not a view of its base."""
+def test_views_are_numpys():
+    """A slice is NumPy's view of its base (test_views.py has the rest)."""
     lx = lnp.asarray(np.arange(6.0))
     view = lx[:3]
     lx[0] = 100.0
-    assert float(view[0]) == 0.0  # NumPy's view would read 100.0
+    assert float(view[0]) == 100.0
+    view[1] = -1.0
+    assert float(lx[1]) == -1.0
     alias = lx
     alias += 1  # in-place on the same Python object is seen through every reference
     assert float(lx[0]) == 101.0

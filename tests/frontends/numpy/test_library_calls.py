@@ -57,13 +57,17 @@ def test_questions_that_need_no_values_run_nothing():
     lazyx.reset_metrics()
     assert np.iterable(y) and not np.iterable(lnp.asarray(np.float64(1.0)))
     assert np.may_share_memory(y, y) and np.shares_memory(y, y)
-    assert not np.may_share_memory(y, y[1:]) and not np.shares_memory(y, host)
+    assert np.may_share_memory(y, y[1:]) and np.shares_memory(y, y[1:])  # a view, as NumPy's
+    assert not np.shares_memory(y[:1], y[1:]) and not np.shares_memory(y, host)
     assert not np.may_share_memory(lnp.asarray(np.zeros(0)), lnp.asarray(np.zeros(0)))
     m = lazyx.metrics()
     assert m["syncs"] == 0 and m["fallback_ops"] == {}
     assert list(y) == [0.0, 2.0, 4.0, 6.0]  # iterating still reads the values
 
 
-def test_a_lazy_array_owns_its_value():
+def test_base_is_numpys():
+    """Libraries test `x.base is None` before they write into x: an array lazyx made owns its
+    value, a view's base is the array it was made from (as NumPy's)."""
     x = lnp.asarray(np.arange(4.0))
-    assert x.base is None and x[1:].base is None
+    assert x.base is None and x[1:].base is x and x[1:][::2].base is x
+    assert (x + 1).base is None and x[[0, 1]].base is None and x[0].base is None

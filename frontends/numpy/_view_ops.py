@@ -1,0 +1,189 @@
+"""The NumPy calls that return a view, as the user calls them (methods, properties and
+`np.*` functions): each makes its value with the plain lowering and links it to its parent
+(`_views.link`) with how to derive it and how to write it back.
+
+Only these user-facing entries link: the frontend's own code calls the plain lowerings, so a
+value it computes from a user's array and then writes into never reaches the user's array.
+"""
+import operator
+
+import numpy as np
+
+from ...core import dtypes as dt, ops
+from . import _complex, _elementwise, _layout, _linalg, _manipulation, _views
+from ._base import LazyArray, wrap
+from ._promote import normalize_axis_tuple
+
+_link = _views.link
+
+
+def _same(node):
+    return node
+
+
+def _put_same(parent, view):
+    return view
+
+
+# ---------------------------------------------------------------- axis permutations
+
+def _permuted(x, out, perm):
+    if type(x) is not LazyArray:
+        return out
+    perm = tuple(perm)
+    if perm == tuple(range(len(perm))):
+        return _link(x, out, _same, _put_same, lambda s: s.view())
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    return _link(x, out, lambda p: ops.transpose(p, permutation=perm),
+                 lambda p, v: ops.transpose(v, permutation=inverse),
+                 lambda s: s.transpose(perm))
+
+
+def transpose(a, axes=None):
+    out = _manipulation.permute_dims(a, axes)
+    n = out.ndim
+    perm = tuple(range(n))[::-1] if axes is None else \
+        normalize_axis_tuple(tuple(operator.index(i) for i in axes), n)
+    return _permuted(a, out, perm)
+
+
+def permute_dims(x, /, axes):
+    return transpose(x, axes)
+
+
+def swapaxes(a, axis1, axis2):
+    out = _manipulation.swapaxes(a, axis1, axis2)
+    n = out.ndim
+    perm = list(range(n))
+    i, j = operator.index(axis1) % n, operator.index(axis2) % n
+    perm[i], perm[j] = perm[j], perm[i]
+    return _permuted(a, out, perm)
+
+
+def matrix_transpose(x, /):
+    out = _manipulation.matrix_transpose(x)
+    perm = list(range(out.ndim))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    return _permuted(x, out, perm)
+
+
+def moveaxis(a, source, destination):
+    out = _manipulation.moveaxis(a, source, destination)
+    n = out.ndim
+    source = normalize_axis_tuple(source, n, "source")
+    destination = normalize_axis_tuple(destination, n, "destination")
+    order = [k for k in range(n) if k not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return _permuted(a, out, order)
+
+
+# ---------------------------------------------------------------- reshapes
+
+_reshape_node = _manipulation.reshape.lowering
+
+
+def _reshaped(x, out, order):
+    """Link `out`, a reshape of `x` in `order` that NumPy makes without a copy."""
+    shape = out.shape
+    return _link(x, out, lambda p: _reshape_node(p, shape, order),
+                 lambda p, v: _reshape_node(v, p.shape, order),
+                 lambda s: np.reshape(s, shape, order=order, copy=False))
+
+
+def _layout_order(a, order):
+    """NumPy's 'A' (and ravel's 'K'): 'F' for a view NumPy lays out column-major (x.T),
+    else 'C' (every array lazyx makes is C-ordered). ('K' of a view contiguous in neither
+    order stays 'C': NumPy would follow its memory order.)"""
+    if order in ("A", "K", None) and type(a) is LazyArray and _views.is_view(a):
+        flags = _views.shadow(a).flags
+        return "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+    return order if order in ("C", "F") else "C"
+
+
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    if order in ("A", None):
+        order = _layout_order(a, order)
+    out = _manipulation.reshape(a, shape, order, newshape=newshape)
+    if type(a) is not LazyArray or copy:
+        return out
+    if not _views.reshape_is_view(a, out.shape, order):
+        if copy is False:
+            raise ValueError("Unable to avoid creating a copy while reshaping.")
+        return out
+    return _reshaped(a, out, order)
+
+
+def ravel(a, order="C"):
+    order = _layout_order(a, order)
+    out = _manipulation.ravel(a, order)
+    if type(a) is not LazyArray:
+        return out
+    # NumPy's ravel is a view only of an array contiguous in that order (a strided 1-d
+    # view is copied, where reshape(-1) would not copy it)
+    if order == "C" and not _views.is_view(a) and a.ndim:
+        return _reshaped(a, out, order)
+    flags = _views.shadow(a).flags
+    if not (flags.c_contiguous if order == "C" else flags.f_contiguous):
+        return out
+    return _reshaped(a, out, order)
+
+
+def squeeze(a, axis=None):
+    out = _manipulation.squeeze(a, axis)
+    return _reshaped(a, out, "C") if type(a) is LazyArray else out
+
+
+def expand_dims(a, axis=0):
+    out = _manipulation.expand_dims(a, axis)
+    return _reshaped(a, out, "C") if type(a) is LazyArray else out
+
+
+# ---------------------------------------------------------------- other views
+
+def real(x):
+    if type(x) is not LazyArray:
+        return _elementwise.real(x)
+    if x.dtype.kind != "c":
+        return x  # NumPy's `.real` of a real array is the array itself
+    return _link(x, wrap(ops.real(x._node)), ops.real,
+                 lambda p, v: ops.complex_(v, ops.imag(p)), lambda s: s.real)
+
+
+def imag(x):
+    if type(x) is not LazyArray:
+        return _elementwise.imag(x)
+    if x.dtype.kind != "c":  # NumPy: a new read-only array of zeros
+        return _views.readonly(wrap(_complex.imag(x._node)))
+    return _link(x, wrap(ops.imag(x._node)), ops.imag,
+                 lambda p, v: ops.complex_(ops.real(p), v), lambda s: s.imag)
+
+
+def view(self, dtype=None, type=None):  # noqa: A002 - NumPy's names
+    out = _layout.view(self, dtype, type)
+    if dtype is None or np.dtype(dtype) == self.dtype:
+        return _link(self, out, _same, _put_same, lambda s: s.view())
+    want = np.dtype(dtype)
+    if want.itemsize != self.dtype.itemsize:
+        return out  # NumPy's own view of a host copy (a counted fallback): a new value
+    back, there = self._node.dtype, dt.from_numpy(want)
+    return _link(self, out, lambda p: ops.bitcast_convert(p, dtype=there),
+                 lambda p, v: ops.bitcast_convert(v, dtype=back), lambda s: s.view(want))
+
+
+def broadcast_to(array, shape, subok=False):
+    out = _manipulation.broadcast_to(array, shape)
+    shape = out.shape
+    return _link(array, out, lambda p: _manipulation.broadcast_to.lowering(p, shape), None,
+                 lambda s: np.broadcast_to(s, shape))
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    out = _linalg.diagonal(a, offset, axis1, axis2)
+    return _link(a, out, lambda p: _linalg.diagonal.lowering(p, offset, axis1, axis2), None,
+                 lambda s: np.diagonal(s, offset, axis1, axis2))
+
+
+def iterate(x):
+    """`for row in x` over a 2-d or more array: each row a view (x[i])."""
+    return (x[i] for i in range(x.shape[0]))
