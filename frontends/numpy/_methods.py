@@ -312,6 +312,7 @@ METHODS = {
 }
 
 
+_SETTERS = {"real": _view_ops.set_real, "imag": _view_ops.set_imag}  # (in place, as NumPy)
 PROPERTIES = {"T": _view_ops.transpose, "mT": _view_ops.matrix_transpose,
               "real": _view_ops.real, "imag": _view_ops.imag, "base": _views.base}
 
@@ -331,7 +332,7 @@ def install():
     for name, fn in METHODS.items():
         setattr(LazyArray, name, fn)
     for name, fn in PROPERTIES.items():
-        setattr(LazyArray, name, property(fn))
+        setattr(LazyArray, name, property(fn, _SETTERS.get(name)))
     for name, fn in SCALAR_METHODS.items():
         setattr(LazyArray, name, fn)
     LazyArray.shape = property(LazyArray.shape.fget, _set_shape)

@@ -187,3 +187,14 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 def iterate(x):
     """`for row in x` over a 2-d or more array: each row a view (x[i])."""
     return (x[i] for i in range(x.shape[0]))
+
+
+def set_real(x, value):
+    """`x.real = v`: NumPy writes the part in place (of a real array: the array)."""
+    real(x)[...] = value
+
+
+def set_imag(x, value):
+    if x.dtype.kind != "c":
+        raise TypeError("array does not have imaginary part to set")
+    imag(x)[...] = value
