@@ -394,3 +394,22 @@ def test_a_view_written_inside_a_compiled_step_updates_its_base_each_replay():
         np.testing.assert_allclose(float(got), eager[-1], rtol=1e-12)
         np.testing.assert_allclose(np.asarray(lazy), eager_A, rtol=1e-12)
     assert lazyx.metrics()["replays"] >= 3
+
+
+def test_real_and_imag_setters_write_in_place():
+    """`z.imag = 0`, `z.real = v` (explore_np100 F5: AttributeError, no setter)."""
+    z = np.array([1 + 2j, 3 + 4j, 5 - 6j])
+    lz = lnp.asarray(z.copy())
+    v = lz[1:]
+    for x in (z, lz):
+        x.imag = 0
+        x.real = np.array([5.0, 6.0, 7.0]) if x is z else lnp.asarray([5.0, 6.0, 7.0])
+        x[1:].imag = -1
+    _same(lz, z)
+    _same(v, z[1:])
+    r, lr = np.arange(3.0), lnp.asarray(np.arange(3.0))
+    for x in (r, lr):
+        x.real = 4
+        with pytest.raises(TypeError, match="array does not have imaginary part to set"):
+            x.imag = 1
+    _same(lr, r)

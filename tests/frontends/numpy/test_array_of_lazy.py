@@ -1,0 +1,51 @@
+"""np.array / np.asarray of a list of lazy arrays (explore_np100 F6): NumPy converts each
+element through __array__, one sync per element; the hook stacks them lazily and reads the
+stack once, with NumPy's result (type, dtype, shape) -- numpy-100 #79's
+`np.array([... for p_i in p])`."""
+import numpy as np
+import pytest
+
+import lazyx
+import lazyx.frontends.numpy as lnp
+
+X = np.random.default_rng(0).standard_normal((12, 3))
+
+
+def _check(make, *args, converts=(np.array, np.asarray), **kwargs):
+    for convert in converts:
+        want = convert(make(X), *args, **kwargs)
+        lx = lnp.asarray(X)
+        lazyx.sync()
+        lazyx.reset_metrics()
+        got = convert(make(lx), *args, **kwargs)
+        assert lazyx.metrics()["syncs"] == 1
+        assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: [np.linalg.norm(r) for r in x],
+    lambda x: tuple(r * 2 for r in x),
+    lambda x: [[r.sum(), r.max()] for r in x],
+    lambda x: [r[:2] for r in x],
+    lambda x: [(r.astype(np.float32), r.astype(np.float32)) for r in x[:3]],
+    lambda x: [x[0].sum().astype(np.float32), x[1].sum()],  # float32 with float64: float64
+], ids=["norms", "tuple", "nested", "rows", "float32", "mixed_dtypes"])
+def test_a_list_of_lazy_arrays_converts_in_one_sync(make):
+    _check(make)
+
+
+def test_numpys_arguments_apply():
+    _check(lambda x: [r.sum() for r in x], dtype=np.float32)
+    _check(lambda x: [r.sum() for r in x], ndmin=3, converts=(np.array,))
+    _check(lambda x: [r for r in x], order="F")
+
+
+def test_other_lists_are_numpys():
+    lx = lnp.asarray(X)
+    mixed = np.array([lx[0, 0], 1.5, lx[1, 1]])  # a Python float among them: NumPy's path
+    np.testing.assert_array_equal(mixed, np.array([X[0, 0], 1.5, X[1, 1]]))
+    with pytest.raises(ValueError, match="inhomogeneous"):
+        np.array([lx[0], lx[1, :2]])
+    assert np.array([1, 2]).dtype == np.int64 and np.asarray([]).shape == (0,)
+    assert np.array([[], []]).shape == (2, 0)
