@@ -208,10 +208,20 @@ lower(aten.nanmedian.default)(_median_all(True))
 
 @lower(aten.histc.default)
 def _histc(out, x, bins=100, min=0, max=0):
-    a = node_of(x, compute_dtype(out.dtype))
+    counts_dtype = compute_dtype(out.dtype)
+    if counts_dtype == "bool":
+        raise Unsupported("histc of bools")  # CPU torch's error, as CUDA refuses them too
+    a = node_of(x, counts_dtype)
+    integer = not is_float(a)
+    if integer:
+        # CUDA's kernel (CPU torch refuses integers; HF's MoE passes int32 off cpu/mps): the
+        # range is truncated to the input's type and bins are exact int64 arithmetic,
+        # (x - lo) * bins // (hi - lo), which is also what floats give on the same integers
+        a = ops.convert(a, dtype="int64")
+        min, max = int(min), int(max)
     flat = _flat(a)
     dtype = a.dtype
-    lo, hi = const(float(min), dtype, ()), const(float(max), dtype, ())
+    lo, hi = const(min, dtype, ()), const(max, dtype, ())
     if min == max and flat.size:  # torch uses the data's range then
         lo, hi = ops.reduce_min(flat, axes=(0,)), ops.reduce_max(flat, axes=(0,))
     same = ops.eq(lo, hi)
@@ -219,14 +229,14 @@ def _histc(out, x, bins=100, min=0, max=0):
     hi = ops.select(same, ops.add(hi, const(1, dtype, ())), hi)
     n = flat.size
     lo_b, hi_b = bcast(lo, (n,)), bcast(hi, (n,))
-    position = ops.floor(ops.div(ops.mul(ops.sub(flat, lo_b), const(float(bins), dtype, (n,))),
-                                 ops.sub(hi_b, lo_b)))
-    index = ops.convert(position, dtype="int64")
+    position = ops.div(ops.mul(ops.sub(flat, lo_b), const(bins, dtype, (n,))),
+                       ops.sub(hi_b, lo_b))  # integers: truncates, i.e. floors (x >= lo)
+    index = position if integer else ops.convert(ops.floor(position), dtype="int64")
     index = ops.select(ops.eq(flat, hi_b), const(bins - 1, "int64", (n,)), index)
     inside = ops.and_(ops.ge(flat, lo_b), ops.le(flat, hi_b))
     index = ops.select(inside, index, const(bins, "int64", (n,)))  # dropped by scatter
-    counts = ops.scatter(const(0, dtype, (bins,)), ops.reshape(index, new_sizes=(n, 1)),
-                         const(1, dtype, (n,)), mode="add")
+    counts = ops.scatter(const(0, counts_dtype, (bins,)), ops.reshape(index, new_sizes=(n, 1)),
+                         const(1, counts_dtype, (n,)), mode="add")
     return counts
 
 
