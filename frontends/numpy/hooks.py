@@ -14,12 +14,32 @@ Checked against NumPy 2.4.6. On a NumPy upgrade, re-read:
                  exhausted. `isinstance(it, np.nditer)` holds for both. Only the attribute
                  `numpy.nditer` changes (numpy._core's own name is NumPy's iterator, which
                  NumPy's internals use).
+
+  numpy.array,   NumPy converts a list of lazy arrays element by element through __array__:
+  numpy.asarray  `np.array([f(r) for r in X])` synced once per element (n programs run).
+                 When the list's (or tuple's, nested) first leaf is a lazy array and every
+                 leaf is one, of one shape, they are stacked lazily and read in one sync; the
+                 host array then goes through NumPy's own function with the caller's
+                 arguments (dtype, ndmin, copy, order), so its result type and dtype rules are
+                 NumPy's. Anything else -- a list of numbers, a lazy array itself, a ragged
+                 or mixed list -- goes straight to NumPy's function: the test looks at the
+                 first leaf only (O(depth)) before walking the list.
+
+  numpy.random.shuffle  (the legacy global RandomState's) took a lazy array for a Python
+                 sequence and swapped it element by element through __getitem__/__setitem__:
+                 every swap was traced (numpy-100 #89 never finished compiling on XLA). For a
+                 lazy array, NumPy's own shuffle permutes a host arange of its length -- the
+                 same draws, so the same permutation and the same RandomState afterwards --
+                 and the array is rebound to one take of it (a write: views see it).
 """
 import numpy as np
 
 from ...core import runtime
 from ...core.source import user_line
+from . import _views
 from ._base import LazyArray, wrap
+from ._indexing import take
+from ._manipulation import stack
 from ._promote import assign
 
 _NDITER = np.nditer  # NumPy's iterator type (not subclassable: a C type without BASETYPE)
@@ -124,5 +144,74 @@ class nditer(metaclass=_NditerType):  # noqa: N801 - NumPy's name
 nditer.__module__ = "numpy"
 
 
+_ARRAY, _ASARRAY = np.array, np.asarray
+
+
+def _lazy_leaves(obj, leaves):
+    """The shape of the nested list/tuple `obj` whose leaves are lazy arrays of one shape
+    (appended to `leaves`), or None for anything else."""
+    if type(obj) is LazyArray:
+        leaves.append(obj)
+        return ()
+    if type(obj) is not list and type(obj) is not tuple or not obj:
+        return None
+    inner = _lazy_leaves(obj[0], leaves)
+    if inner is None:
+        return None
+    for item in obj[1:]:
+        if _lazy_leaves(item, leaves) != inner:
+            return None
+    return (len(obj),) + inner
+
+
+def _stacked_host(obj):
+    """The host value of a list of lazy arrays, read in one sync, or None (not such a list)."""
+    first = obj
+    while (type(first) is list or type(first) is tuple) and first:
+        first = first[0]
+    if type(first) is not LazyArray:
+        return None
+    leaves = []
+    outer = _lazy_leaves(obj, leaves)
+    if outer is None or any(leaf.shape != first.shape for leaf in leaves):
+        return None
+    stacked = stack(leaves)
+    return stacked._host("convert").reshape(outer + first.shape)
+
+
+def array(object, *args, **kwargs):  # noqa: A002 - NumPy's name
+    if type(object) is list or type(object) is tuple:
+        host = _stacked_host(object)
+        if host is not None:
+            return _ARRAY(host, *args, **kwargs)
+    return _ARRAY(object, *args, **kwargs)
+
+
+def asarray(a, *args, **kwargs):
+    if type(a) is list or type(a) is tuple:
+        host = _stacked_host(a)
+        if host is not None:
+            return _ASARRAY(host, *args, **kwargs)
+    return _ASARRAY(a, *args, **kwargs)
+
+
+_SHUFFLE = np.random.shuffle
+
+
+def shuffle(x):
+    if type(x) is not LazyArray:
+        return _SHUFFLE(x)
+    order = np.arange(len(x))
+    _SHUFFLE(order)
+    _views.write(x, take(x, order, axis=0)._node)
+
+
+for _fn, _numpy in ((array, _ARRAY), (asarray, _ASARRAY), (shuffle, _SHUFFLE)):
+    _fn.__doc__, _fn.__module__ = _numpy.__doc__, "numpy"
+shuffle.__module__ = "numpy.random"
+
+
 def install():
     np.nditer = nditer
+    np.array, np.asarray = array, asarray
+    np.random.shuffle = shuffle

@@ -49,3 +49,27 @@ def test_other_lists_are_numpys():
         np.array([lx[0], lx[1, :2]])
     assert np.array([1, 2]).dtype == np.int64 and np.asarray([]).shape == (0,)
     assert np.array([[], []]).shape == (2, 0)
+
+
+@pytest.mark.parametrize("shape", [(1000,), (7, 3)])
+def test_legacy_shuffle_is_numpys_in_one_take(shape):
+    """numpy-100 #89: np.random.shuffle(lazy) was traced swap by swap (XLA never finished):
+    the same permutation as NumPy's, the same RandomState afterwards, a handful of nodes."""
+    host = np.arange(int(np.prod(shape))).reshape(shape)
+    lazy = lnp.asarray(host.copy())
+    view = lazy[1:]
+    np.random.seed(3)
+    np.random.shuffle(host)
+    after = np.random.random()
+    np.random.seed(3)
+    lazyx.reset_metrics()
+    np.random.shuffle(lazy)
+    assert lazyx.metrics()["nodes_traced"] < 20
+    assert np.random.random() == after
+    np.testing.assert_array_equal(np.asarray(lazy), host)
+    np.testing.assert_array_equal(np.asarray(view), host[1:])  # a write: its views see it
+    np.random.seed(4)  # a view shuffled: its base changes, as NumPy's
+    np.random.shuffle(host[0] if host.ndim > 1 else host[:5])
+    np.random.seed(4)
+    np.random.shuffle(lazy[0] if lazy.ndim > 1 else lazy[:5])
+    np.testing.assert_array_equal(np.asarray(lazy), host)
