@@ -180,7 +180,8 @@ def _stacked_host(obj):
 
 
 def array(object, *args, **kwargs):  # noqa: A002 - NumPy's name
-    if type(object) is list or type(object) is tuple:
+    # (copy=False of a list: NumPy's own ValueError, whatever the leaves)
+    if (type(object) is list or type(object) is tuple) and kwargs.get("copy", True) is not False:
         host = _stacked_host(object)
         if host is not None:
             return _ARRAY(host, *args, **kwargs)
@@ -188,7 +189,7 @@ def array(object, *args, **kwargs):  # noqa: A002 - NumPy's name
 
 
 def asarray(a, *args, **kwargs):
-    if type(a) is list or type(a) is tuple:
+    if (type(a) is list or type(a) is tuple) and kwargs.get("copy") is not False:
         host = _stacked_host(a)
         if host is not None:
             return _ASARRAY(host, *args, **kwargs)

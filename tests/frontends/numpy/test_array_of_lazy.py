@@ -47,6 +47,9 @@ def test_other_lists_are_numpys():
     np.testing.assert_array_equal(mixed, np.array([X[0, 0], 1.5, X[1, 1]]))
     with pytest.raises(ValueError, match="inhomogeneous"):
         np.array([lx[0], lx[1, :2]])
+    for convert in (np.array, np.asarray):
+        with pytest.raises(ValueError, match="copy"):  # (lazyx's __array__ refusal first)
+            convert([lx[0], lx[1]], copy=False)
     assert np.array([1, 2]).dtype == np.int64 and np.asarray([]).shape == (0,)
     assert np.array([[], []]).shape == (2, 0)
 
