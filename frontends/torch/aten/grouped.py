@@ -3,11 +3,12 @@ with static shapes.
 
 `offs` (G,) int32 holds cumulative ends: position j of the jagged dimension is in group g when
 start <= j < offs[g], start = offs[g-1] (0 for g = 0); positions at or past the last end are in
-none (torch leaves those outputs uninitialized; here they are 0). The jagged dimension is mat_a's rows for 2d x 3d,
-mat_b's columns for 3d x 2d, and the contraction for 2d x 2d (one product per group); 3d x 3d is
-a bmm. The group sizes are data, so every layout computes all G products and keeps each
-position's own with a select (not a multiply by a mask: another group's inf or NaN must not
-leak in): G times the FLOPs of the useful product and a G-times larger intermediate, no sync.
+none (torch leaves those outputs uninitialized; here they are 0). The jagged dimension is
+mat_a's rows for 2d x 3d, mat_b's columns for 3d x 2d, and the contraction for 2d x 2d (one
+product per group); 3d x 3d is a bmm. The group sizes are data, so every layout computes all G
+products and keeps each position's own with a select (not a multiply by a mask: another
+group's inf or NaN must not leak in): G times the FLOPs of the useful product and a G-times
+larger intermediate, no sync.
 The backward is torch's own formula, _grouped_mm of transposes, so it lowers here too.
 
 It is a tensor.SPECIAL entry that checks the arguments itself: torch's meta kernel accepts

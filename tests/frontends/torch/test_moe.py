@@ -83,6 +83,18 @@ def test_grouped_mm_matches_torch_forward_and_backward(shape_a, shape_b, offs):
     assert lazyx.metrics()["fallbacks"] == 0, lazyx.metrics()["fallback_ops"]
 
 
+def test_grouped_mm_keeps_another_groups_inf_out():
+    # every group's product is computed here: an empty group's inf weights (or a NaN row past
+    # the last end) must be selected away, not multiplied by a 0 mask (0 * inf = NaN)
+    gen = torch.Generator().manual_seed(3)
+    a, b = torch.randn(7, 4, generator=gen), torch.randn(3, 4, 8, generator=gen)
+    b[1], a[6] = float("inf"), float("nan")
+    o = torch.tensor([2, 2, 5], dtype=I32)
+    got = torch._grouped_mm(a.to(lt.device), b.to(lt.device), offs=o.to(lt.device)).cpu()
+    torch.testing.assert_close(got[:5], torch._grouped_mm(a, b, offs=o)[:5])
+    assert (got[5:] == 0).all()
+
+
 def test_grouped_mm_bfloat16_rounds_once_like_torch():
     gen = torch.Generator().manual_seed(2)
     a = torch.randn(8, 16, generator=gen).bfloat16()
