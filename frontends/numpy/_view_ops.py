@@ -33,7 +33,10 @@ def _permuted(x, out, perm):
     perm = tuple(perm)
     if perm == tuple(range(len(perm))):
         return _link(x, out, _same, _put_same, lambda s: s.view())
-    inverse = tuple(int(i) for i in np.argsort(perm))
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    inverse = tuple(inverse)
     return _link(x, out, lambda p: ops.transpose(p, permutation=perm),
                  lambda p, v: ops.transpose(v, permutation=inverse),
                  lambda s: s.transpose(perm))
