@@ -223,8 +223,19 @@ def cast(x, dtype):
 def clip_by_value(t, clip_value_min, clip_value_max):
     x, lo, hi = operand_nodes(t, clip_value_min, clip_value_max)
     lo, hi = broadcast_to(lo, x.shape), broadcast_to(hi, x.shape)
+    if _ordered_numbers(clip_value_min, clip_value_max):
+        # (the same values either way: NumPy's and torch's order, so the three frontends
+        # record one graph for a clip by two numbers -- the equivalence corpus's "clip")
+        return wrap(ops.min_(ops.max_(x, lo), hi), t, clip_value_min, clip_value_max)
     # TF's order, maximum(minimum(t, max), min): where min > max the result is min
     return wrap(ops.max_(ops.min_(x, hi), lo), t, clip_value_min, clip_value_max)
+
+
+def _ordered_numbers(lo, hi):
+    """Whether both bounds are Python (or NumPy) numbers with lo <= hi. (A compiled step's
+    numbers are symbolic: the comparison is then part of its guard, core/symbolic.py.)"""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (lo, hi))
+    return numbers and lo <= hi
 
 
 @lower(tf.histogram_fixed_width, "values", "value_range")

@@ -140,3 +140,14 @@ def test_clip_by_value_low_above_high(low, high):
     check(lambda u: tf.clip_by_value(u, low, high), _A)
     bounds = np.stack([_A[0], _A[1]])  # some columns with min > max
     check(lambda u, b: tf.clip_by_value(u, b[0], b[1]), _A[2:] * 3, bounds, grad=False)
+
+
+def test_clip_by_value_number_bounds_in_a_compiled_step_follow_their_order():
+    """Two number bounds in order record NumPy's and torch's graph (one graph for the three
+    frontends); a compiled step whose bounds later come out of order traces again (the
+    comparison is part of its guard) rather than replaying that graph."""
+    step = lazyx.compile(lambda u, low, high: tf.clip_by_value(u, low, high) * 2.0)
+    x = ltf.constant(_A)
+    for low, high in [(-0.5, 0.5), (-0.4, 0.6), (-0.3, 0.3), (0.5, -0.5), (0.6, -0.2)]:
+        want = tf.clip_by_value(tf.constant(_A), low, high) * 2.0
+        np.testing.assert_allclose(np.asarray(step(x, low, high)), want.numpy(), rtol=1e-6)
