@@ -16,7 +16,7 @@ import tensorflow as tf
 from ...core import autodiff, ir, ops, origins, runtime
 from ...core import dtypes as dt
 from . import indexed_slices, variables
-from .tape_bridge import tf_convention
+from .tape_bridge import _connected, _differentiable, tf_convention
 from .tensor import TAPED_LEAVES, LazyTensor
 
 
@@ -85,7 +85,7 @@ class GradientTape(tf.GradientTape):
             # the usual step: no value realized mid-step, no fallback under the tape -- one
             # walk of the graph here, instead of three with a weak-table lookup per node
             order = ir.topo_order([target.node])
-            reachable = _connected(order, target.node)
+            reachable = _connected(target.node)
             wanted = [n for n in nodes if n is not None and id(n) in reachable
                       and _differentiable(n.dtype)]
             bridges = []
@@ -94,7 +94,7 @@ class GradientTape(tf.GradientTape):
                 return autodiff.vjp([target.node], [seed], wrt, order)
         else:
             order = origins.order_through(target.node)
-            reachable = {id(n) for n in order}
+            reachable = _connected(target.node)
             # a source's shadow realized mid-step has two names (its leaf, its computation)
             wanted = [n for n in nodes if n is not None and _differentiable(n.dtype)
                       and any(id(a) in reachable for a in origins.aliases(n))]
@@ -133,30 +133,6 @@ class GradientTape(tf.GradientTape):
         reals = [TAPED_LEAVES[b] for b in bridges]
         seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
         return super().gradient(reals, flat, output_gradients=seeds)
-
-
-def _differentiable(dtype):
-    return dt.is_float(dtype) or dt.is_complex(dtype)
-
-
-# TF registers Floor, Ceil, Round, Rint, FloorDiv and StopGradient as not differentiable, and
-# an integer or boolean result (argmax, a comparison, a cast to int) carries no gradient: a
-# source reached only through them has the gradient None under TF's tape, not zeros. (The IR's
-# "sign" is not here: TF's Sign has a gradient, zeros.)
-_BLOCKING = frozenset(("floor", "ceil", "round", "stop_gradient"))
-
-
-def _connected(order, target):
-    """ids of the nodes of `order` (target last, inputs first) that a gradient of `target`
-    reaches through differentiable ops."""
-    reached = {id(target)}
-    for node in reversed(order):
-        if id(node) not in reached or node.op in _BLOCKING:
-            continue
-        kinds = node.dtype if isinstance(node.dtype, tuple) else (node.dtype,)
-        if any(_differentiable(d) for d in kinds):
-            reached.update(id(i) for i in node.inputs)
-    return reached
 
 
 def _release_origins():

@@ -17,9 +17,13 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
     eager TF's gather gradient gives it: Keras' optimizers update such a table sparsely (Adam
     touches only the rows gathered), so a dense gradient gave other numbers."""
     from . import indexed_slices
-    grads = indexed_slices.gradients(origins.order_through(node), [n for _, n in sources],
+    order = origins.order_through(node)
+    grads = indexed_slices.gradients(order, [n for _, n in sources],
                                      lambda wrt: origins.vjp(node, cotangent, wrt))
-    grads = {k: tf_convention(g) for k, g in grads.items()}
+    # a source reached only through ops TF does not differentiate gets None, as TF's tape
+    # gives it (floor, round, an integer result: see _BLOCKING), not zeros
+    reached = _connected(node)
+    grads = {k: None if k not in reached else tf_convention(g) for k, g in grads.items()}
     handles = {}  # id(a gradient's node or lazy part) -> a handle of it (synced together)
     for g in grads.values():
         if g is None:  # (a gathered source no gather's cotangent reached: no gradient)
@@ -47,6 +51,34 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
             # second-order gradient) sees the gradient as computed from the sources
             _record_materialized(out[-1], g, sources)
     return out
+
+
+def _differentiable(dtype):
+    return dt.is_float(dtype) or dt.is_complex(dtype)
+
+
+# TF registers Floor, Ceil, Round, Rint, FloorDiv and StopGradient as not differentiable, and
+# an integer or boolean result (argmax, a comparison, a cast to int) carries no gradient: a
+# source reached only through them has the gradient None under TF's tape, not zeros. (The IR's
+# "sign" is not here: TF's Sign has a gradient, zeros.)
+_BLOCKING = frozenset(("floor", "ceil", "round", "stop_gradient"))
+
+
+def _connected(target):
+    """ids of the nodes that a gradient of `target` reaches through differentiable ops, on
+    through realized values to their computations (runtime.ORIGINS, as origins.vjp goes)."""
+    reached, todo = {id(target)}, [target]
+    while todo:
+        node = todo.pop()
+        kinds = node.dtype if isinstance(node.dtype, tuple) else (node.dtype,)
+        if node.op in _BLOCKING or not any(_differentiable(d) for d in kinds):
+            continue
+        origin = runtime.ORIGINS.get(node) if runtime.ORIGINS else None
+        for x in (*node.inputs, origin) if origin is not None else node.inputs:
+            if id(x) not in reached:
+                reached.add(id(x))
+                todo.append(x)
+    return reached
 
 
 def tf_convention(g):
