@@ -67,13 +67,16 @@ _BLOCKING = frozenset(("floor", "ceil", "round", "stop_gradient"))
 def _connected(target):
     """ids of the nodes that a gradient of `target` reaches through differentiable ops, on
     through realized values to their computations (runtime.ORIGINS, as origins.vjp goes)."""
+    realized = runtime.ORIGINS if runtime.ORIGINS else None  # (a weak table: len() once)
     reached, todo = {id(target)}, [target]
     while todo:
         node = todo.pop()
-        kinds = node.dtype if isinstance(node.dtype, tuple) else (node.dtype,)
-        if node.op in _BLOCKING or not any(_differentiable(d) for d in kinds):
+        dtype = node.dtype
+        if node.op in _BLOCKING or not (
+                any(map(_differentiable, dtype)) if type(dtype) is tuple else
+                _differentiable(dtype)):
             continue
-        origin = runtime.ORIGINS.get(node) if runtime.ORIGINS else None
+        origin = realized.get(node) if realized is not None else None
         for x in (*node.inputs, origin) if origin is not None else node.inputs:
             if id(x) not in reached:
                 reached.add(id(x))
