@@ -22,8 +22,11 @@ def _vjp_to_tf(node, cotangent, sources, also_sync=()):
                                      lambda wrt: origins.vjp(node, cotangent, wrt))
     # a source reached only through ops TF does not differentiate gets None, as TF's tape
     # gives it (floor, round, an integer result: see _BLOCKING), not zeros
+    # (a source realized since it was read has two names, its leaf and its computation)
     reached = _connected(node)
-    grads = {k: None if k not in reached else tf_convention(g) for k, g in grads.items()}
+    connected = {id(n) for _, n in sources
+                 if any(id(a) in reached for a in origins.aliases(n))}
+    grads = {k: tf_convention(g) if k in connected else None for k, g in grads.items()}
     handles = {}  # id(a gradient's node or lazy part) -> a handle of it (synced together)
     for g in grads.values():
         if g is None:  # (a gathered source no gather's cotangent reached: no gradient)
