@@ -71,6 +71,23 @@ def train_keras(model, optimizer, x, y, lazy, steps, loss_fn=None):
     return losses, [v.numpy() for v in model.trainable_variables], kinds
 
 
+def keras_step(model, optimizer, mode, loss_fn):
+    """A Keras training step and its input maker for `mode`: "eager" (tf.GradientTape,
+    tf.constant), "lazy" (ltf's) or "compiled" (ltf's, under lazyx.compile). The step takes
+    (x, y), applies loss_fn(prediction, y)'s gradients and returns the loss."""
+    import lazyx
+    tape, make = (tf.GradientTape, tf.constant) if mode == "eager" else \
+        (ltf.GradientTape, ltf.constant)
+
+    def step(x, y):
+        with tape() as t:
+            loss = loss_fn(model(x, training=True), y)
+        grads = t.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+    return (lazyx.compile(step) if mode == "compiled" else step), make
+
+
 # One variable's training step, eager or lazy (ltf.sync() at its end): tests/frontends/tf's
 # variable tests run it on a variable between the writes and reads they check.
 STEP_X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32)

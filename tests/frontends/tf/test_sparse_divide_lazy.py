@@ -12,6 +12,7 @@ keras = pytest.importorskip("keras")
 
 import lazyx  # noqa: E402
 import lazyx.frontends.tf as ltf  # noqa: E402
+from .conftest import keras_step  # noqa: E402
 
 V, T = 20, 6
 
@@ -45,17 +46,7 @@ def test_embedding_trained_with_rmsprop_or_adagrad_stays_lazy(opt_name):
         model = keras.Sequential([keras.Input((T,), dtype="int32"), keras.layers.Embedding(V, 4),
                                   keras.layers.GlobalAveragePooling1D(), keras.layers.Dense(1)])
         opt = keras.optimizers.get(opt_name)
-        tape, make = (tf.GradientTape, tf.constant) if mode == "eager" else \
-            (ltf.GradientTape, ltf.constant)
-
-        def step(x, y):
-            with tape() as t:
-                loss = tf.reduce_mean((model(x, training=True) - y) ** 2)
-            grads = t.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
-
-        f = lazyx.compile(step) if mode == "compiled" else step
+        f, make = keras_step(model, opt, mode, lambda p, y: tf.reduce_mean((p - y) ** 2))
         lazyx.reset_metrics()
         losses = []
         for k in range(4):

@@ -13,6 +13,7 @@ keras = pytest.importorskip("keras")
 
 import lazyx  # noqa: E402
 import lazyx.frontends.tf as ltf  # noqa: E402
+from .conftest import keras_step  # noqa: E402
 
 R = np.random.default_rng(0)
 X = R.standard_normal((8, 6)).astype(np.float32)
@@ -37,17 +38,7 @@ def _train(mode, loss_fn, steps=4):
     model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="tanh"),
                               keras.layers.Dense(2)])
     opt = keras.optimizers.Adam(0.01)
-    tape, make = (tf.GradientTape, tf.constant) if mode == "eager" else \
-        (ltf.GradientTape, ltf.constant)
-
-    def step(x, y):
-        with tape() as t:
-            loss = loss_fn(model(x, training=True), y)
-        grads = t.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    f = lazyx.compile(step) if mode == "compiled" else step
+    f, make = keras_step(model, opt, mode, loss_fn)
     lazyx.reset_metrics()
     losses = []
     for k in range(steps):
