@@ -1,7 +1,7 @@
 """Ordering, segments and layout beyond the basics: tf.sort/argsort/searchsorted,
 tf.math.in_top_k/invert_permutation, the (unsorted_)segment reductions, tf.roll, tf.slice,
-tf.repeat, tf.reverse_sequence, gather_nd, tf.signal.frame/stft and depth_to_space/
-space_to_depth."""
+tf.repeat, tf.reverse_sequence, gather_nd, extract_patches and depth_to_space/space_to_depth
+(tf.signal's framing: api_signal.py)."""
 import numpy as np
 import tensorflow as tf
 from tensorflow.compiler.tf2xla.python import xla as _xla  # Keras' slice_update calls it
@@ -439,55 +439,6 @@ def _window(x, axis, start, length, step=1):
     begin, limit, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim
     begin[axis], limit[axis], strides[axis] = start, start + (length - 1) * step + 1, step
     return ops.slice_(x, start_indices=begin, limit_indices=limit, strides=strides)
-
-
-@lower(tf.signal.frame, "signal")
-def frame(signal, frame_length, frame_step, pad_end=False, pad_value=0, axis=-1):
-    (x,) = operand_nodes(signal)
-    length, step = static_ints(frame_length), static_ints(frame_step)
-    if x.ndim == 0 or not isinstance(length, int) or not isinstance(step, int) or \
-            length < 1 or step < 1 or not isinstance(pad_value, (int, float)):
-        raise Reject()
-    a = _one_axis(axis, x.ndim)
-    n = x.shape[a]
-    if pad_end:  # TF pads the end so that every sample starts some frame
-        count = -(-n // step)
-        extra = max((count - 1) * step + length - n, 0)
-        config = [(0, 0, 0)] * x.ndim
-        config[a] = (0, extra, 0)
-        (value,) = operand_nodes(signal, pad_value)[1:]
-        x = ops.pad(x, value, padding_config=config)
-    else:
-        count = max(0, 1 + (n - length) // step) if n >= length else 0
-    shape = x.shape[:a] + (1, length) + x.shape[a + 1:]
-    frames = [ops.reshape(_window(x, a, i * step, length), new_sizes=shape)
-              for i in range(count)]
-    if not frames:
-        raise Reject()
-    out = frames[0] if count == 1 else ops.concatenate(*frames, dimension=a)
-    return wrap(out, signal)
-
-
-@lower(tf.signal.stft, "signals")
-def stft(signals, frame_length, frame_step, fft_length=None, window_fn=tf.signal.hann_window,
-         pad_end=False):
-    """TF's body: frames, times the window (a host tensor of static length), the real FFT
-    of each, zero-padded (or cut) to fft_length (default: the next power of two)."""
-    length = static_ints(frame_length)
-    if not isinstance(length, int) or length < 1:
-        raise Reject()
-    size = 1 << (length - 1).bit_length() if fft_length is None else static_ints(fft_length)
-    if not isinstance(size, int) or size < 1 or signals.dtype not in (tf.float32, tf.float64):
-        raise Reject()
-    framed = frame(signals, length, frame_step, pad_end=pad_end)
-    if window_fn is not None:
-        framed = framed * window_fn(length, dtype=framed.dtype)
-    x = framed.node
-    if size != length:
-        config = [(0, 0, 0)] * (x.ndim - 1) + [(0, size - length, 0)]
-        x = ops.pad(x, ir.constant(0, x.dtype), padding_config=config) if size > length else \
-            _window(x, x.ndim - 1, 0, size)
-    return wrap(ops.fft(x, fft_type="rfft", fft_lengths=(size,)), framed)
 
 
 @lower(tf.image.extract_patches, "images")

@@ -74,6 +74,7 @@ def test_resize_in_compiled_step_replays():
 
 _A = _RNG.standard_normal((4, 5)).astype(np.float32)
 _B = _RNG.standard_normal((3, 6, 2)).astype(np.float32)
+_C = (_B[..., 0] + 1j * _B[..., 1]).astype(np.complex64)  # 3 frames of 6 bins (fft_length 10)
 _ARRAY = {
     "reverse_sequence": (lambda u: tf.reverse_sequence(u, [1, 2, 3, 5], seq_axis=1,
                                                        batch_axis=0), _A),
@@ -103,6 +104,11 @@ _ARRAY = {
                                                        window_fn=None)), _A),
     "stft_hamming": (lambda u: tf.math.real(tf.signal.stft(
         u, 3, 1, fft_length=16, window_fn=tf.signal.hamming_window)), _A),
+    "overlap_and_add": (lambda u: tf.signal.overlap_and_add(tf.reshape(u, (2, 2, 5)), 2), _A),
+    "inverse_stft": (lambda c: tf.signal.inverse_stft(c, 9, 3, fft_length=10), _C),
+    "inverse_stft_of_stft": (lambda u: tf.signal.inverse_stft(
+        tf.signal.stft(tf.reshape(u, (20,)), 8, 2), 8, 2,
+        window_fn=tf.signal.inverse_stft_window_fn(2)), _A),
 }
 
 
