@@ -225,11 +225,13 @@ def adjust_gamma(image, gamma=1, gain=1):
 
 # ---------------------------------------------------------------- resize
 
-# Every tf.image.resize method but "area" (no gradient in TF) is separable and linear: each
-# output row is a fixed combination of input rows, then the same along columns. So a lazy
-# resize is two products with constant (n_out, n_in) matrices, or for "nearest" two gathers.
+# Every tf.image.resize method is separable and linear: each output row is a fixed
+# combination of input rows, then the same along columns. So a lazy resize is two products
+# with constant (n_out, n_in) matrices, or for "nearest" two gathers. ("area" averages the
+# input box under each output pixel, the box's product of per-axis overlaps; TF registers no
+# gradient for it, LookupError, where the lazy one has the products' -- docs/tf.md.)
 _METHODS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5", "gaussian",
-            "mitchellcubic")
+            "mitchellcubic", "area")
 
 
 @functools.lru_cache(maxsize=256)
@@ -278,7 +280,7 @@ def _resized(images, size, method, antialias, preserve_aspect_ratio=False):
     method = getattr(method, "value", method)  # a ResizeMethod member or its string
     if method not in _METHODS or x.ndim not in (3, 4) or not isinstance(size, list) or \
             len(size) != 2 or 0 in x.shape or x.dtype == dt.BOOL or dt.is_complex(x.dtype):
-        raise Reject()  # (area, a lazy size, TF's errors: TF)
+        raise Reject()  # (a lazy size, TF's errors: TF)
     h, w = x.shape[-3:-1]
     if preserve_aspect_ratio:  # TF's float32 arithmetic, rounded half to even
         scale = min(np.float32(size[0]) / np.float32(h), np.float32(size[1]) / np.float32(w))
@@ -289,8 +291,9 @@ def _resized(images, size, method, antialias, preserve_aspect_ratio=False):
     batched = x if x.ndim == 4 else ops.reshape(x, new_sizes=(1,) + x.shape)
     if not nearest and batched.dtype != "float32":  # TF's kernels compute in, and give, float32
         batched = ops.convert(batched, dtype="float32")
-    wh = _axis_weights(h, size[0], method, bool(antialias))
-    ww = _axis_weights(w, size[1], method, bool(antialias))
+    antialias = bool(antialias) and method != "area"  # (TF's area takes no antialias)
+    wh = _axis_weights(h, size[0], method, antialias)
+    ww = _axis_weights(w, size[1], method, antialias)
     out = _nearest(_nearest(batched, 1, wh), 2, ww) if nearest else _mixed(batched, wh, ww)
     return wrap(out if x.ndim == 4 else ops.reshape(out, new_sizes=out.shape[1:]), images)
 

@@ -27,6 +27,31 @@ def test_resize_methods(method, antialias):
               rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, size, kw", [
+    ((9, 7), (2, 3), {}),  # down, fractional boxes
+    ((3, 5), (7, 8), {"antialias": True}),  # up (TF's area ignores antialias)
+    ((8, 6), (5, 5), {"preserve_aspect_ratio": True}),
+])
+def test_resize_area(shape, size, kw):
+    # values only: TF registers no gradient for ResizeArea (test_resize_area_gradient)
+    check(lambda x: tf.image.resize(x, size, method="area", **kw),
+          _RNG.standard_normal((2, *shape, 3)).astype(np.float32), grad=False)
+
+
+def test_resize_area_gradient():
+    """TF has none (LookupError); the lazy one is the adjoint of TF's own area resize:
+    <grad of sum(resize(x) * w), v> equals sum(resize(v) * w) for any v."""
+    image, v = (_RNG.standard_normal((1, 7, 5, 2)).astype(np.float32) for _ in range(2))
+    weights = _RNG.standard_normal((1, 3, 4, 2)).astype(np.float32)
+    x = ltf.constant(image)
+    with ltf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reduce_sum(tf.image.resize(x, (3, 4), method="area") * weights)
+    got = np.sum(np.asarray(tape.gradient(y, x)) * v)
+    want = np.sum(tf.image.resize(v, (3, 4), method="area").numpy() * weights)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
 @pytest.mark.parametrize("method", ["nearest", "bilinear", "bicubic"])
 def test_resize_other_dtypes(method):
     # nearest keeps the dtype (exact); the others compute in, and give, float32
