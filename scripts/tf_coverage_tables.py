@@ -110,15 +110,19 @@ KERAS_OPS = {
     "nanargmax": ("@x",), "nanargmin": ("@x",), "nanquantile": ("@x", 0.3),
     "nanpercentile": ("@x", 30.0), "unravel_index": ("@lab", (2, 2)),
     "ctc_loss": ("@ctc_labels", "@ctc_logits", "@ctc_label_len", "@ctc_logit_len"),
+    # loops whose trip count a lazy tensor's static leading axis gives (control_flow.py)
+    "map": (lambda t: t * 2.0 + 1.0, "@x"), "vectorized_map": (lambda t: t * 2.0 + 1.0, "@x"),
+    "scan": (lambda c, t: (c + t, c * t), "@v", "@x"),
+    "associative_scan": (lambda a, b: a * b + a, "@x"),
+    "fori_loop": (0, 3, lambda i, v: v * 2.0 + 1.0, "@x"),
 }
 KERAS_OPS_SKIP = {
     "arange": NO_TENSOR, "eye": NO_TENSOR, "full": NO_TENSOR, "ones": NO_TENSOR,
     "zeros": NO_TENSOR, "empty": NO_TENSOR, "tri": NO_TENSOR, "linspace": NO_TENSOR,
     "logspace": NO_TENSOR, "geomspace": NO_TENSOR, "bartlett": NO_TENSOR,
     "blackman": NO_TENSOR, "hamming": NO_TENSOR, "hanning": NO_TENSOR, "kaiser": NO_TENSOR,
-    "cond": CONTROL, "fori_loop": CONTROL, "while_loop": CONTROL, "scan": CONTROL,
-    "associative_scan": CONTROL, "map": CONTROL, "switch": CONTROL, "vectorize": CONTROL,
-    "vectorized_map": CONTROL, "custom_gradient": CONTROL, "jvp": CONTROL,
+    "cond": CONTROL, "while_loop": CONTROL, "switch": CONTROL, "vectorize": CONTROL,
+    "custom_gradient": CONTROL, "jvp": CONTROL,
     "nonzero": "data-dependent shape (a counted sync, by design)",
     "unique": "data-dependent shape (a counted sync, by design)",
     "eig": "complex eigenvectors: sign/phase is implementation-defined",

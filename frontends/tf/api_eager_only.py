@@ -1,11 +1,16 @@
 """TF functions that take lazy values only as their materialized values: counted fallbacks.
 
-Each maps a Python function over a tensor's rows or hands it to Python or to tf.data, and
+Each hands a tensor to Python or to tf.data, or maps a Python function over its rows, and
 rebuilds a lazy tensor from TF components on the way (its TypeSpec's batching, or a graph
 function's inputs) -- which a lazy value has no components for, so they raised deep inside
 TF. They take no dispatch, so each is wrapped in its public namespace
 (registry.fallback_undispatched): lazy inputs are materialized, TF's function runs, and
 its results come back lazy.
+
+tf.map_fn / vectorized_map are usually lazy: hooks._wrap_mapping wraps these wrappers and
+runs the body per row (control_flow.py). What it leaves to TF -- over UNROLL_LIMIT rows, no
+rows, a ragged or sparse fn_output_signature -- reaches the fallback registered here.
+(tf.scan / foldl / foldr need none: TF's dispatch reaches registry's fallback for them.)
 """
 import tensorflow as tf
 
