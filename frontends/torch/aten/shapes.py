@@ -294,7 +294,9 @@ def _filled_like(value):
 
 lower(aten.zeros_like.default, aten.empty_like.default, aten.new_zeros.default,
       aten.new_empty.default, aten.new_empty_strided.default, aten.zeros.default,
-      aten.empty.memory_format, aten._efficientzerotensor.default)(_filled_like(0))
+      aten.empty.memory_format, aten._efficientzerotensor.default,
+      # forward AD's zero tangent for a plain tensor a dual is written into (y[i] = dual)
+      aten._new_zeros_with_same_feature_meta.default)(_filled_like(0))
 lower(aten.ones_like.default, aten.new_ones.default, aten.ones.default)(_filled_like(1))
 
 

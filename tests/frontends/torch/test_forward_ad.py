@@ -36,3 +36,20 @@ def test_make_dual_reads_no_value():
         tangent = fwAD.unpack_dual(y).tangent
     assert lazyx.metrics()["fallback_ops"] == {}
     torch.testing.assert_close(tangent.cpu(), torch.cos(x.cpu()))
+
+
+def test_a_dual_written_into_a_plain_tensor_stays_lazy():
+    # y[1] = dual makes y's zero tangent by aten._new_zeros_with_same_feature_meta
+    import torch.autograd.forward_ad as fwAD
+
+    def run(d):
+        x, t = torch.arange(3.).to(d), torch.tensor([1., 2., 3.]).to(d)
+        with fwAD.dual_level():
+            y = torch.zeros(2, 3).to(d)
+            y[1] = fwAD.make_dual(x, t)
+            return [v.cpu() for v in fwAD.unpack_dual(y * 2)[:2]]
+    want = run("cpu")
+    lazyx.reset_metrics()
+    got = run(lt.device)
+    assert lazyx.metrics()["fallback_ops"] == {}
+    torch.testing.assert_close(got, want)
