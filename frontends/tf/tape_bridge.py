@@ -67,10 +67,11 @@ def _differentiable(dtype):
 _BLOCKING = frozenset(("floor", "ceil", "round", "stop_gradient"))
 
 
-def _connected(target):
+def _connected(target, through=True):
     """ids of the nodes that a gradient of `target` reaches through differentiable ops, on
-    through realized values to their computations (runtime.ORIGINS, as origins.vjp goes)."""
-    realized = runtime.ORIGINS if runtime.ORIGINS else None  # (a weak table: len() once)
+    through realized values to their computations (runtime.ORIGINS, as origins.vjp goes;
+    `through=False` where the caller knows no realized value is in the graph)."""
+    realized = runtime.ORIGINS if through and runtime.ORIGINS else None  # (len() once)
     reached, todo = {id(target)}, [target]
     while todo:
         node = todo.pop()
