@@ -307,3 +307,23 @@ def test_fork_rng_restores_the_lazyx_stream():
     torch.testing.assert_close(torch.rand(3, device=lt.device).cpu(), a)
     with pytest.raises(RuntimeError, match="uint8 tensor of 16 bytes"):
         torch.lazyx.set_rng_state(torch.zeros(3))
+
+
+def test_a_counter_read_only_by_the_update_is_computed_with_it():
+    """Capturable Adam keeps `step` on the device and adds 1 each step; only the parameter
+    updates read it, nothing of the loss. Reading the loss cuts the updates (they share the
+    backward) and computes step on the way: left pending, its graph grew one node a step and
+    every step compiled a new program (what lazyx.compile's lazy fallback hit with AdamW)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1).to(lt.device)
+    opt = torch.optim.Adam(model.parameters(), lr=0.1, capturable=True)
+    x, y = torch.randn(8, 4).to(lt.device), torch.randn(8, 1).to(lt.device)
+    compiles = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        loss.item()
+        compiles.append(lazyx.metrics()["compiles"])
+    assert compiles[-1] == compiles[2], compiles
