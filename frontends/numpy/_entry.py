@@ -29,6 +29,9 @@ from ._complex import lowering as complex_lowering
 from ._fallback import run_eagerly
 from ._promote import (UnsupportedDtype, as_node, assign, broadcast_node, broadcast_shapes,
                        dtype_key, resolve_ufunc, shape_of)
+from ._special import SPECIAL
+from ._special import lowers as scipy_lowers
+from ._special import name as ufunc_name
 from ._ufuncs import UFUNCS, fill
 
 _maybe_cut = runtime.maybe_cut
@@ -64,15 +67,26 @@ _broadcast_in_dim = ops.broadcast_in_dim
 
 
 def _plan(key):
-    """(lowering, loop IR dtypes, nout) for key = (ufunc, operand dtype keys...); memoized."""
+    """(lowering, loop IR dtypes, nout) for key = (ufunc, operand dtype keys...); memoized.
+    The lowering is None for a loop that is left to NumPy (scipy's complex loops)."""
     ufunc, keys = key[0], key[1:]
     np_keys = tuple(k if k is int or k is float or k is complex else np.dtype(k) for k in keys)
     loop = resolve_ufunc(ufunc, np_keys)  # NumPy's TypeError
-    plan = (complex_lowering(ufunc, loop, ufunc.nin), loop, ufunc.nout)
+    plan = (_lowering(ufunc, loop), loop, ufunc.nout)
     if len(_PLANS) >= _PLAN_LIMIT:
         _PLANS.clear()
     _PLANS[key] = plan
     return plan
+
+
+def _lowering(ufunc, loop):
+    """The lowering for `ufunc` on these loop dtypes, or None where scipy runs it (scipy's
+    complex loops: scipy.special's table is real-only)."""
+    if ufunc in UFUNCS:
+        return complex_lowering(ufunc, loop, ufunc.nin)
+    if any(dt.is_complex(d) for d in loop[:ufunc.nin]):
+        return None
+    return SPECIAL[ufunc]
 
 
 def apply(ufunc, args, dtype=None):
@@ -99,6 +113,8 @@ def unary(ufunc, a):
         key = (ufunc, na.dtype)
         plan = _PLANS.get(key) or _plan(key)
         lower, loop, nout = plan
+        if lower is None:
+            return _eagerly(ufunc, (a,))
         d = loop[0]
         out = lower(na if na.dtype == d else _convert(na, dtype=d))
         if nout == 1:
@@ -131,6 +147,8 @@ def binary(ufunc, a, b):
         key = (ufunc, ka, kb)
         plan = _PLANS.get(key) or _plan(key)
         lower, loop, nout = plan
+        if lower is None:
+            return _eagerly(ufunc, (a, b))
         da, db = loop[0], loop[1]
         try:
             if na is not None and na.dtype != da:
@@ -161,6 +179,11 @@ def binary(ufunc, a, b):
         return _wrap_outputs(out, loop[2:])
 
 
+def _eagerly(ufunc, args, kwargs=None):
+    """The ufunc run by NumPy (or scipy) on host values: a counted fallback."""
+    return run_eagerly(ufunc, ufunc_name(ufunc), args, kwargs or {})
+
+
 def _wrap_outputs(outs, dtypes):
     return tuple(wrap(o if o.dtype == d else _convert(o, dtype=d))
                  for o, d in zip(outs, dtypes))
@@ -175,9 +198,10 @@ def _apply_general(ufunc, args, dtype=None):
     try:
         loop = resolve_ufunc(ufunc, keys, signature)
     except UnsupportedDtype:  # np.timedelta64(1, 'h') * lazy: NumPy's, a host result
-        return run_eagerly(ufunc, f"numpy.{ufunc.__name__}", args,
-                           {} if dtype is None else {"dtype": dtype})
-    lower = complex_lowering(ufunc, loop, ufunc.nin)
+        return _eagerly(ufunc, args, None if dtype is None else {"dtype": dtype})
+    lower = _lowering(ufunc, loop)
+    if lower is None:
+        return _eagerly(ufunc, args, None if dtype is None else {"dtype": dtype})
     if ufunc in _COMPARISONS and dtype is None:
         decided = _compare_out_of_range(ufunc, args, loop)
         if decided is not None:
@@ -302,7 +326,7 @@ _REDUCE_KWARGS = frozenset(("axis", "dtype", "out", "keepdims", "initial", "wher
 
 def array_ufunc(ufunc, method, inputs, kwargs):
     """The body of LazyArray.__array_ufunc__ (NEP 13)."""
-    if not kwargs and method == "__call__" and ufunc in UFUNCS:
+    if not kwargs and method == "__call__" and (ufunc in UFUNCS or scipy_lowers(ufunc)):
         for x in inputs:
             t = type(x)
             if t is not LazyArray and t is not float and t is not int and \
@@ -336,7 +360,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             len(inputs) == 3 and AT[ufunc](ufunc, *inputs):
         return None
     else:
-        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        name = ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
         return run_eagerly(getattr(ufunc, method), name, inputs,
                            dict(kwargs, out=out) if out is not None else kwargs)
     if out is None:
@@ -362,7 +386,7 @@ def _outer_operands(a, b):
 
 
 def _traceable_call(ufunc, kwargs):
-    if ufunc not in UFUNCS and ufunc not in GUFUNCS:
+    if ufunc not in UFUNCS and ufunc not in GUFUNCS and not scipy_lowers(ufunc):
         return False
     # "unsafe" only loosens the output's cast (inputs always cast to the loop's dtype here);
     # the stricter rules also judge the inputs: NumPy's own call does that

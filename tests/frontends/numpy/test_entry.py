@@ -77,8 +77,10 @@ def test_layers():
     assert graph["_promote"] == {"_base", "_views"}  # (its out= writes go through _views)
     assert graph["_views"] == {"_base"}
     assert graph["_complex"] <= {"_ufuncs"}  # complex lowerings: core and the real table only
-    # the entry knows the lowering table and the rules, never the public modules
-    assert graph["_entry"] <= {"_base", "_promote", "_ufuncs", "_complex", "_fallback"}
+    assert graph["_special"] <= {"_ufuncs"}  # scipy.special's lowerings: the same
+    # the entry knows the lowering tables and the rules, never the public modules
+    assert graph["_entry"] <= {"_base", "_promote", "_ufuncs", "_complex", "_special",
+                               "_fallback"}
 
 
 def test_tables_refuse_a_second_entry():

@@ -2,13 +2,21 @@
 (MATLAB ports, `vec()`), the Array API namespace's unique_* functions agreeing on order
 (scikit-learn's array-API path), and questions that need no values -- np.iterable (matplotlib
 asks it of every plotted array), np.shares_memory / may_share_memory (scikit-learn's
-copy checks) -- answered without a sync or a fallback."""
+copy checks) -- answered without a sync or a fallback; scipy.special's ufuncs and einops
+(neither a dependency) on lazy arrays."""
+import os
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import lazyx
 import lazyx.frontends.numpy as lnp
+from numpy_checks import assert_matches
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import shared  # noqa: E402  (tests/shared.py)
 
 
 @settings(max_examples=25, deadline=None)
@@ -71,3 +79,96 @@ def test_base_is_numpys():
     x = lnp.asarray(np.arange(4.0))
     assert x.base is None and x[1:].base is x and x[1:][::2].base is x
     assert (x + 1).base is None and x[[0, 1]].base is None and x[0].base is None
+
+
+_REALS = [-np.inf, -30.0, -3.5, -1.0, -0.5, -0.0, 0.0, 1e-3, 0.3, 0.5, 0.7, 1.0, 2.5, 9.0,
+          np.inf, np.nan]
+_PROBABILITIES = [-0.5, 0.0, 1e-8, 0.01, 0.3, 0.5, 0.6, 0.9, 0.999, 1.0, 1.5, np.nan]
+_PAIRS = ([0.0, 0.0, 0.0, 0.0, 1.0, 2.0, -1.0, 0.5, np.nan, 3.0, 1.0],
+          [0.0, -1.0, np.nan, 2.0, 0.0, 3.0, 2.0, -0.5, 1.0, np.inf, -1.0])
+_SPECIAL_INPUTS = {  # scipy.special name -> its operands, edge values included
+    **dict.fromkeys(["expit", "log_expit", "erf", "erfc", "erfcx", "ndtr", "log_ndtr",
+                     "gammaln", "digamma", "i0", "i0e", "i1", "i1e", "k0e", "entr", "expm1", "log1p", "exp2",
+                     "cbrt"], (_REALS,)),
+    "logit": (_PROBABILITIES,), "ndtri": (_PROBABILITIES,),
+    "erfinv": ([-1.5, -1.0, -0.7] + _PROBABILITIES,),
+    "erfcinv": ([2 * p for p in _PROBABILITIES] + [1.999, 2.0],),
+    **dict.fromkeys(["xlogy", "xlog1py", "rel_entr", "kl_div"], _PAIRS),
+}
+
+
+# float32: one function of each kind (native float32, evaluated in float64 and rounded)
+_FLOAT32_NAMES = ["expit", "logit", "xlogy", "gammaln", "ndtri", "i0e"]
+
+
+@pytest.mark.parametrize("dtype,names", [
+    pytest.param("float64", list(_SPECIAL_INPUTS), id="float64"),
+    pytest.param("float32", _FLOAT32_NAMES, id="float32")])
+def test_scipy_special_ufuncs_stay_lazy_and_match_scipy(dtype, names):
+    """scipy.special's functions are ufuncs: those lazyx lowers give scipy's numbers and
+    dtypes (edges included) with no fallback and no sync until read; all in one program
+    (XLA compiles these series slowly: 13 s for the float64 set)."""
+    special = pytest.importorskip("scipy.special")
+    lazyx.sync()
+    lazyx.reset_metrics()
+    hosts, lazies = {}, {}
+    for name in names:
+        operands = _SPECIAL_INPUTS[name]
+        arrays = [np.array(v, dtype=dtype) for v in operands]
+        with np.errstate(all="ignore"):
+            hosts[name] = getattr(special, name)(*arrays)
+        lazies[name] = getattr(special, name)(*[lnp.asarray(a) for a in arrays])
+    ints = lnp.asarray(np.array([-2, 0, 3]))
+    lazies["expit of ints"], hosts["expit of ints"] = special.expit(ints), \
+        special.expit(np.array([-2, 0, 3]))
+    assert lazyx.metrics()["fallback_ops"] == {} and lazyx.metrics()["syncs"] == 0
+    rtol = 5e-6 if dtype == "float32" else 1e-10
+    for name, expected in hosts.items():
+        got = np.asarray(lazies[name])
+        assert got.dtype == expected.dtype, name
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=1e-30, equal_nan=True,
+                                   err_msg=name)
+
+
+@pytest.mark.filterwarnings("ignore:lazyx")  # warned once per process: the counts are checked
+def test_scipy_special_ufuncs_without_a_lowering_are_named_as_scipys():
+    special = pytest.importorskip("scipy.special")
+    x = np.array([0.5, 2.0])
+    lazyx.reset_metrics()
+    got = special.gammainc(lnp.asarray(x), 1.0)
+    z = np.array([1 + 1j, -0.5j])  # scipy's complex loops: run by scipy
+    np.testing.assert_allclose(np.asarray(got), special.gammainc(x, 1.0))
+    np.testing.assert_allclose(np.asarray(special.erf(lnp.asarray(z))), special.erf(z))
+    assert set(lazyx.metrics()["fallback_ops"]) == {"scipy.special.gammainc",
+                                                    "scipy.special.erf"}
+
+
+def test_einops_on_lazy_arrays_is_numpys_and_stays_lazy():
+    """einops (not a dependency) finds lazyx's backend for lazy arrays, however the imports
+    were ordered (here einops comes after lazyx); every call is traced, none read."""
+    einops = pytest.importorskip("einops")
+    x = np.arange(24, dtype="float32").reshape(2, 3, 4)
+    lazyx.sync()
+    lazyx.reset_metrics()
+    a = lnp.asarray(x)
+    calls = [lambda t: einops.rearrange(t, "b c w -> (b w) c"),
+             lambda t: einops.reduce(t, "b c w -> b w", "max"),
+             lambda t: einops.reduce(t, "b c w -> c", "mean"),
+             lambda t: einops.repeat(t, "b c w -> b c w r", r=2),
+             lambda t: einops.einsum(t, t, "b c w, b d w -> b c d"),
+             lambda t: einops.pack([t, t[:, :1]], "b * w")[0]]
+    lazy = [call(a) for call in calls]
+    assert einops.parse_shape(a, "b c w") == {"b": 2, "c": 3, "w": 4}
+    assert lazyx.metrics()["fallback_ops"] == {} and lazyx.metrics()["syncs"] == 0
+    for call, got in zip(calls, lazy):
+        assert isinstance(got, lnp.ndarray)
+        assert_matches(got, call(x))
+
+
+def test_einops_imported_before_lazyx_finds_its_backend():
+    pytest.importorskip("einops")
+    out = shared.program_output(
+        "import einops, numpy as np, lazyx.frontends.numpy as lnp\n"
+        "print(einops.rearrange(lnp.asarray(np.arange(6.0).reshape(2, 3)), 'a b -> b a')"
+        ".tolist())")
+    assert out == [str(np.arange(6.0).reshape(2, 3).T.tolist())]
