@@ -111,8 +111,8 @@ class LazyArray:
     def _host(self, cause, source=None):
         if cause != "fallback":
             inside = numpy_caller()
-            if inside is not None:  # NumPy's own code reads the value: not the user observing
-                runtime.fallback(inside, "numpy", read=True)
+            if inside is not None:  # a library's own code reads the value: not the user
+                runtime.fallback(inside, inside.partition(".")[0], read=True)
                 cause = "fallback"
         # (the user's line is looked up by to_host only when the value is pending: a read of
         # data needs none)
@@ -252,22 +252,49 @@ _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _NUMPY_TESTING = os.path.join(_NUMPY_DIR, "testing") + os.sep
 
 
+_SCIPY_DIR = []  # [scipy's folder] once scipy is imported (lazyx never imports it)
+
+
+def _scipy_dir():
+    if not _SCIPY_DIR:
+        scipy = sys.modules.get("scipy")
+        if scipy is None or not getattr(scipy, "__file__", None):
+            return None
+        _SCIPY_DIR.append(os.path.dirname(os.path.abspath(scipy.__file__)) + os.sep)
+    return _SCIPY_DIR[0]
+
+
+def _scipy_name(frame):
+    """scipy.signal.convolve for scipy/signal/_signaltools.py's convolve: the module path up
+    to its first private part, the name the user called it by."""
+    parts = frame.f_globals.get("__name__", "scipy").split(".")
+    private = next((i for i, part in enumerate(parts) if part.startswith("_")), len(parts))
+    return ".".join(parts[:private] + [getattr(frame.f_code, "co_qualname", frame.f_code.co_name)])
+
+
 def numpy_caller():
-    """`numpy.<function>` when the code reading a lazy value (past lazyx's own frames) is
-    NumPy's Python code -- a NumPy function with no lowering that did not dispatch to lazyx
-    (np.vectorize, np.piecewise, ...) -- else None: the user (or a C entry point such as
-    np.asarray called by the user) is observing it. Names the outermost NumPy frame, the
+    """`numpy.<function>` (or `scipy.<module>.<function>`) when the code reading a lazy
+    value (past lazyx's own frames) is NumPy's or scipy's Python code -- a function with no
+    lowering that did not dispatch to lazyx (np.vectorize, np.piecewise, scipy.signal's and
+    scipy.ndimage's filters, ...) -- else None: the user (or a C entry point such as
+    np.asarray called by the user) is observing it. Names the outermost such frame, the
     function the user called."""
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_LAZYX_DIR):
         frame = frame.f_back
-    name = None
-    while frame is not None and frame.f_code.co_filename.startswith(_NUMPY_DIR):
-        if frame.f_code.co_filename.startswith(_NUMPY_TESTING):
-            return None  # np.testing compares because the user asked it to: an observation
-        name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+    name, scipy_dir = None, _scipy_dir()
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_NUMPY_DIR):
+            if filename.startswith(_NUMPY_TESTING):
+                return None  # np.testing compares because the user asked it to: an observation
+            name = "numpy." + getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        elif scipy_dir is not None and filename.startswith(scipy_dir):
+            name = _scipy_name(frame)
+        else:
+            break
         frame = frame.f_back
-    return None if name is None else f"numpy.{name}"
+    return name
 
 
 def _from_host_array(host):
