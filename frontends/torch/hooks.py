@@ -23,6 +23,10 @@ upgrade, re-read those:
   Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first
   torch._dynamo.trace_rules    Dynamo runs lazyx's own code, never compiles it (add)
   Tensor.item                  only while a split lazyx.compile step traces (split_item)
+  proxy_tensor.get_proxy_slot, set_proxy_slot, dispatch_trace, HANDLED_TYPES
+                               make_fx in real mode (torch.func.linearize) traces lazy ops
+  torch.func.functionalize     (and eager_transforms.functionalize) runs `func` itself on
+                               lazyx tensors; a name bound before lazyx's import is torch's
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
@@ -33,6 +37,7 @@ import copy
 import copyreg
 import dataclasses
 import ctypes
+import functools
 import itertools
 import sys
 import threading
@@ -88,6 +93,109 @@ def _handle(self):
     return torch._from_functional_tensor(self)._lazyx_handle
 
 
+
+
+def _is_wrapper(obj):
+    """Whether `obj` is a user's lazyx tensor: torch's functional wrapper of a LazyTensor."""
+    return type(obj) is not tensor.LazyTensor and isinstance(obj, torch.Tensor) and \
+        torch._is_functional_tensor(obj) and tensor.on_device(obj) and \
+        type(torch._from_functional_tensor(obj)) is tensor.LazyTensor  # (not a fake's)
+
+
+def _lazy_wrapper(obj):
+    """The LazyTensor inside a user's lazyx tensor now, or None."""
+    if not _is_wrapper(obj):
+        return None
+    torch._sync(obj)  # a view of a written base: its current value
+    return torch._from_functional_tensor(obj)
+
+
+# make_fx in real mode (torch.func.linearize traces with it) gives the user's inputs proxies,
+# but functionalization hands each op to the proxy mode with the LazyTensors inside them, which
+# had none: every op was taken for one on constants and the graph returned the first call's
+# result (checked against torch 2.13's fx/experimental/proxy_tensor.py: its own calls of these
+# two module globals). So a lazyx tensor's proxy is its LazyTensor's too, and a lookup of a
+# lazyx tensor asks for its current LazyTensor's first (an in-place op's functional result)
+def _set_proxy_slot(obj, tracer, proxy):
+    _ORIGINAL["set_proxy_slot"](obj, tracer, proxy)
+    inner = _lazy_wrapper(obj)
+    if inner is not None:
+        _ORIGINAL["set_proxy_slot"](inner, tracer, proxy)
+        inputs = getattr(tracer, "_lazyx_inputs", None)
+        if inputs is not None and proxy.proxy.node.op == "placeholder":
+            inputs.append((obj, inner, proxy.proxy.node))
+
+
+def _dispatch_trace(root, tracer, concrete_args=None):
+    """make_fx's trace: a lazyx input the function wrote in place reached the proxy mode as
+    its functional update (`add`, not `add_`), so the graph would leave the input unchanged;
+    its final value is copied back into it at the graph's end, as eager make_fx's `add_`
+    writes it (and as AOTAutograd's functionalized graphs do)."""
+    trace = tracer.trace
+
+    def tracing(*args, **kwargs):
+        tracer._lazyx_inputs = []
+        graph = trace(*args, **kwargs)
+        _write_back_inputs(tracer, graph, tracer._lazyx_inputs)
+        return graph
+    tracer.trace = tracing
+    try:
+        return _ORIGINAL["dispatch_trace"](root, tracer, concrete_args)
+    finally:
+        del tracer.trace, tracer._lazyx_inputs
+
+
+def _write_back_inputs(tracer, graph, inputs):
+    output = next(n for n in graph.nodes if n.op == "output")
+    for wrapper, first, placeholder in inputs:
+        now = _lazy_wrapper(wrapper)
+        if now is first:
+            continue
+        value = tracer.tensor_tracker.get(now)
+        if value is None:
+            raise RuntimeError("lazyx: make_fx cannot trace a write of a constant into the "
+                               f"input {placeholder.name}; use tracing_mode='fake'")
+        with graph.inserting_before(output):
+            graph.call_function(torch.ops.aten.copy_.default, (placeholder, value.proxy.node))
+
+
+# and a LazyTensor without one (a closure's, as W in `lambda x: W @ x`) is a constant, as a CPU
+# tensor is: the proxy mode handed a type it does not know back to LazyTensor's dispatch, with
+# the mode still on, and it recorded lazyx's own meta-kernel calls and made the op's result a
+# constant (proxy_tensor.HANDLED_TYPES, read at each call)
+def _get_proxy_slot(obj, tracer, *args, **kwargs):
+    inner = _lazy_wrapper(obj)
+    if inner is not None and inner in tracer.tensor_tracker:
+        obj = inner
+    return _ORIGINAL["get_proxy_slot"](obj, tracer, *args, **kwargs)
+
+
+def _functionalize(func, *args, **kwargs):
+    """torch.func.functionalize: a lazyx tensor already is torch's functional wrapper (its
+    ops reach lazyx as a functional trace), and functorch's wrapping it a second time failed
+    on an internal assert of FunctionalStorageImpl (torch 2.13's
+    _functorch/eager_transforms.functionalize). A call with a lazyx tensor among its
+    arguments therefore runs `func` itself: the same results and the same writes to its
+    inputs; any other call is functorch's."""
+    functional = _ORIGINAL["functionalize"](func, *args, **kwargs)
+
+    @functools.wraps(func)
+    def wrapped(*call_args, **call_kwargs):
+        leaves = torch.utils._pytree.tree_leaves((call_args, call_kwargs))
+        if any(_is_lazy(leaf) for leaf in leaves):
+            return func(*call_args, **call_kwargs)
+        return functional(*call_args, **call_kwargs)
+    return wrapped
+
+
+def _is_lazy(obj):
+    """Whether `obj` is a lazyx tensor, under any functorch transforms' wrappers (vmap's)."""
+    if not isinstance(obj, torch.Tensor):
+        return False
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(obj):
+        obj = functorch.get_unwrapped(obj)
+    return type(obj) is tensor.LazyTensor or _is_wrapper(obj)
 
 
 def _run_backward(outputs, *args, **kwargs):
@@ -460,6 +568,16 @@ def install():
     parametrize._maybe_set = _maybe_set
     # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
     # torch.compiler patch swaps both names, so we replace both and stay in place under it
+    import torch._functorch.eager_transforms as eager_transforms
+    _ORIGINAL["functionalize"] = eager_transforms.functionalize
+    eager_transforms.functionalize = torch.func.functionalize = _functionalize
+    from torch.fx.experimental import proxy_tensor
+    for name, patched in (("set_proxy_slot", _set_proxy_slot),
+                          ("get_proxy_slot", _get_proxy_slot),
+                          ("dispatch_trace", _dispatch_trace)):
+        _ORIGINAL[name] = getattr(proxy_tensor, name)
+        setattr(proxy_tensor, name, patched)
+    proxy_tensor.HANDLED_TYPES += (tensor.LazyTensor,)
     _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward
     torch.autograd.graph._engine_run_backward = _run_backward
     torch.autograd._engine_run_backward = _run_backward

@@ -799,6 +799,10 @@ def _from_replace(layout, device):
 
 
 def _copy_to(x, dtype, device):
+    if device is not None and torch.device(device).type == "meta":
+        # a shape without values (torch's ZeroTensor kernels size their result so, as forward
+        # AD's zero tangents do): nothing to read
+        return torch.empty(x.shape, dtype=dtype or x.dtype, device="meta")
     if device is not None and torch.device(device).type != "lazyx":
         cpu = to_cpu(x, "convert")
         return cpu.to(device=device, dtype=dtype or cpu.dtype)

@@ -1,9 +1,12 @@
-"""Forward-mode AD on lt.device (torch.func.jvp, jacfwd, hessian, make_dual) against the CPU:
-the zero tangent of a constant is made by aten::_efficientzerotensor, a factory that had no
-lazyx kernel (NotImplementedError), and make_dual's storage check ran eagerly."""
+"""Forward-mode AD and torch.func's transforms on lt.device against the CPU (jvp, jacfwd,
+hessian, make_dual; linearize, make_fx, functionalize): the zero tangent of a constant is made
+by aten::_efficientzerotensor, a factory that had no lazyx kernel (NotImplementedError), and
+make_dual's storage check ran eagerly; make_fx's real-mode graph returned its first call's
+result as a constant, and functionalize failed on an internal assert."""
 import pytest
 import torch
-from torch.func import hessian, jacfwd, jvp
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.func import hessian, jacfwd, jvp, linearize, vmap
 
 import lazyx
 import lazyx.frontends.torch as lt
@@ -53,3 +56,43 @@ def test_a_dual_written_into_a_plain_tensor_stays_lazy():
     got = run(lt.device)
     assert lazyx.metrics()["fallback_ops"] == {}
     torch.testing.assert_close(got, want)
+
+
+_W = torch.tensor([[1., 2., 0.], [0., 1., -1.], [3., 0., 1.]])
+
+
+def _reads(x, v):  # a closure tensor, two results
+    return (_W.to(x.device) @ x).tanh() + v.exp(), x.sum()
+
+
+def _writes(x, v):  # and an input written in place, through a view
+    x.view(-1)[1:].mul_(3)
+    return _reads(x, v)
+
+
+def test_make_fx_and_linearize_trace_lazy_tensors():
+    def run(d):
+        x, v = torch.tensor([0.5, -1.0, 2.0]).to(d), torch.tensor([1., 2., 3.]).to(d)
+        gm = make_fx(_writes)(x.clone(), v)
+        x2 = torch.ones(3).to(d)
+        graph_results = gm(x2, torch.zeros(3).to(d))
+        # (not of _writes: eager torch's linearize const-folds an in-place op wrongly)
+        primal, jvp_fn = linearize(_reads, x, v)
+        return [t.cpu() for t in (*graph_results, x2, *primal, *jvp_fn(v, x))]
+    torch.testing.assert_close(run(lt.device), run("cpu"))
+
+
+def test_functionalize_runs_on_lazy_tensors():
+    def f(a):
+        a.view(-1)[1:].mul_(2)
+        b = a.clone()
+        b.add_(1)
+        return b
+    def run(d):
+        x, y = torch.arange(6.).reshape(2, 3).to(d), torch.arange(6.).reshape(2, 3).to(d)
+        # (torch.func's attribute at the call: lazyx's hook replaces it when it is imported)
+        out = torch.func.functionalize(f, remove="mutations_and_views")(x)
+        # (not of f: eager torch's vmap(functionalize) fails on its slice's end, INT64_MAX)
+        batched = vmap(torch.func.functionalize(lambda a: a.mul_(3) + 1))(y)
+        return [t.cpu() for t in (out, x, batched, y)]
+    torch.testing.assert_close(run(lt.device), run("cpu"))
