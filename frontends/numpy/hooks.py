@@ -237,6 +237,9 @@ def _einops_backend(backends):
         def is_appropriate_type(self, tensor):
             return isinstance(tensor, LazyArray)
 
+        def to_numpy(self, x):  # einops.asnumpy: the host value (an observation)
+            return x._host("convert")
+
     _EINOPS_BACKEND.append(LazyNumpyBackend)
 
 

@@ -163,6 +163,8 @@ def test_einops_on_lazy_arrays_is_numpys_and_stays_lazy():
     for call, got in zip(calls, lazy):
         assert isinstance(got, lnp.ndarray)
         assert_matches(got, call(x))
+    host = einops.asnumpy(lazy[0])
+    assert type(host) is np.ndarray and lazyx.metrics()["sync_causes"].get("fallback") is None
 
 
 def test_einops_imported_before_lazyx_finds_its_backend():
