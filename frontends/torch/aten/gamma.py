@@ -7,7 +7,7 @@ and the right one selected."""
 import numpy as np
 
 from ....core import ops
-from .table import aten, const, lower, operands
+from .table import Unsupported, aten, const, lower, operands
 
 # rows: the constant, u and u^2 terms of each of the 8 coefficients of p(v) / q(v)
 _RATIONAL = (
@@ -81,3 +81,72 @@ def _standard_gamma_grad(out, alpha, sample):
     result = ops.select(ops.lt(x, c(_F32_0_8)), small,
                         ops.select(ops.gt(a, c(8.0)), large, rational))
     return result  # (the dispatcher converts it to torch's result dtype)
+
+
+# Marsaglia and Tsang's sampler: its acceptance chance is over 95% per round for every alpha
+# (with alpha < 1 boosted to alpha + 1), so after _ROUNDS rounds a value still not accepted has
+# a chance under 1e-13; it keeps the last round's candidate, slightly off the distribution in
+# those cases only. Every round is drawn and the first accepted candidate selected: no loop
+# with a data-dependent count, and the same random keys whatever the values.
+_ROUNDS = 10
+
+
+def gamma_samples(alpha):
+    """Standard Gamma(alpha) samples (float64, alpha's shape) for a float64 node `alpha`."""
+    from .random import standard_normal, uniform01
+    shape = alpha.shape
+
+    def c(value):
+        return const(value, "float64", shape)
+
+    def open_uniform():  # in (0, 1]: log and powers stay finite
+        return ops.sub(c(1.0), ops.convert(uniform01(shape), dtype="float64"))
+    boosted = ops.lt(alpha, c(1.0))
+    a = ops.select(boosted, ops.add(alpha, c(1.0)), alpha)
+    d = ops.sub(a, c(1.0 / 3.0))
+    scale = ops.rsqrt(ops.mul(c(9.0), d))
+    sample, done = c(0.0), const(False, "bool", shape)
+    for i in range(_ROUNDS):
+        z = standard_normal(shape, "float64")
+        v = ops.add(c(1.0), ops.mul(scale, z))
+        v = ops.mul(ops.mul(v, v), v)
+        positive = ops.gt(v, c(0.0))
+        safe_v = ops.select(positive, v, c(1.0))
+        bound = ops.add(ops.mul(c(0.5), ops.mul(z, z)),
+                        ops.add(ops.sub(d, ops.mul(d, safe_v)), ops.mul(d, ops.log(safe_v))))
+        accept = ops.and_(positive, ops.lt(ops.log(open_uniform()), bound))
+        take = ops.not_(done) if i == _ROUNDS - 1 else ops.and_(ops.not_(done), accept)
+        sample = ops.select(take, ops.mul(d, safe_v), sample)
+        done = ops.or_(done, accept)
+    # alpha < 1: Gamma(alpha + 1) * U^(1 / alpha) is Gamma(alpha)
+    power = ops.exp(ops.div(ops.log(open_uniform()), alpha))
+    sample = ops.select(boosted, ops.mul(sample, power), sample)
+    return sample
+
+
+def _tiny(torch_dtype):
+    # torch's CPU kernel clamps a sample to the dtype's smallest normal number, never 0
+    return float(np.finfo(str(torch_dtype).split(".")[-1]).tiny)
+
+
+@lower(aten._standard_gamma.default)
+def _standard_gamma(out, alpha, generator=None):
+    if generator is not None:
+        raise Unsupported("a torch.Generator")
+    (a,) = operands(out, alpha, dtype="float64")
+    sample = gamma_samples(a)
+    return ops.max_(sample, const(_tiny(out.dtype), "float64", a.shape))
+
+
+@lower(aten._sample_dirichlet.default)
+def _sample_dirichlet(out, alpha, generator=None):
+    """Gamma samples normalized along the last axis (torch's CPU kernel, which clamps each
+    gamma sample as _standard_gamma does)."""
+    if generator is not None:
+        raise Unsupported("a torch.Generator")
+    (a,) = operands(out, alpha, dtype="float64")
+    sample = ops.max_(gamma_samples(a), const(_tiny(out.dtype), "float64", a.shape))
+    total = ops.reduce_sum(sample, axes=(a.ndim - 1,))
+    total = ops.broadcast_in_dim(total, shape=a.shape,
+                                 broadcast_dimensions=tuple(range(a.ndim - 1)))
+    return ops.div(sample, total)

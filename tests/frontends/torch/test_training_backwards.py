@@ -1,7 +1,8 @@
 """Training ops that used to fall back to CPU torch (a sync every step, and a CompileError
 under lazyx.compile): grid_sampler_2d_backward, multi_margin_loss_backward, antialiased
 bilinear interpolation and its backward, and the Gamma reparameterization gradient. Each is
-compared with eager CPU torch on random inputs and must run with no CPU fallback."""
+compared with eager CPU torch on random inputs and must run with no CPU fallback. (And Gamma
+sampling itself, checked against the distribution: lazyx's draws are its own.)"""
 import itertools
 
 import pytest
@@ -118,15 +119,49 @@ def test_standard_gamma_grad_matches_eager(dtype):
 
 
 def test_gamma_rsample_gradient_matches_eager():
-    def grads(device):
-        torch.manual_seed(3)
-        concentration = torch.tensor([0.5, 2.0, 12.0]).to(device).requires_grad_()
-        rate = torch.tensor([1.0, 0.5, 3.0]).to(device).requires_grad_()
-        dist = torch.distributions.Gamma(concentration, rate, validate_args=False)
-        _weighted_sum(dist.rsample((4,)), device).backward()
-        return concentration.grad.cpu(), rate.grad.cpu()
-    for got, want in zip(grads(lt.device), grads("cpu")):
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    """rsample's gradient at lazyx's own samples (the sampler is lowered, its draws are not
+    CPU torch's): eager torch's _standard_gamma_grad at the same samples, divided by the rate."""
+    concentration = torch.tensor([0.5, 2.0, 12.0]).to(lt.device).requires_grad_()
+    rate = torch.tensor([1.0, 0.5, 3.0]).to(lt.device).requires_grad_()
+    dist = torch.distributions.Gamma(concentration, rate, validate_args=False)
+    sample = _no_fallback(lambda: dist.rsample((4,)))
+    _no_fallback(lambda: _weighted_sum(sample, lt.device).backward())
+    weights = torch.arange(12.).reshape(4, 3).sin()
+    c, r, x = concentration.detach().cpu(), rate.detach().cpu(), sample.detach().cpu()
+    standard = x * r
+    want_c = (weights * torch._standard_gamma_grad(c.expand(4, 3), standard) / r).sum(0)
+    want_r = (weights * -standard / (r * r)).sum(0)
+    torch.testing.assert_close(concentration.grad.cpu(), want_c, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(rate.grad.cpu(), want_r, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gamma_samples_follow_the_distribution(dtype):
+    """_standard_gamma and _sample_dirichlet are lowered (Marsaglia-Tsang, a fixed number of
+    rounds): Kolmogorov-Smirnov against SciPy's CDFs, and the moments, for alphas below and
+    above 1 and through the distributions built on them."""
+    stats = pytest.importorskip("scipy.stats")
+    torch.manual_seed(0)
+    alpha = torch.tensor([0.3, 1.0, 5.0], dtype=dtype).to(lt.device)
+    gamma = _no_fallback(lambda: torch._standard_gamma(alpha.expand(3000, 3)).cpu())
+    distributions = torch.distributions.Distribution
+    validating = distributions._validate_args
+    distributions.set_default_validate_args(False)  # (its checks read values: documented)
+    try:
+        student = _no_fallback(lambda: torch.distributions.StudentT(alpha[2]).sample((3000,)))
+        dirichlet = _no_fallback(lambda: torch.distributions.Dirichlet(alpha).sample((3000,)))
+    finally:
+        distributions.set_default_validate_args(validating)
+    student, dirichlet = student.cpu(), dirichlet.cpu()
+    assert gamma.dtype == dirichlet.dtype == dtype and gamma.min() > 0
+    for column, a in zip(gamma.double().T, (0.3, 1.0, 5.0)):
+        assert stats.kstest(column.numpy(), stats.gamma(a).cdf).pvalue > 1e-3
+        torch.testing.assert_close(column.mean().item(), a, rtol=0.05, atol=0.01)
+        torch.testing.assert_close(column.var().item(), a, rtol=0.1, atol=0.01)
+    assert stats.kstest(student.double().numpy(), stats.t(5.0).cdf).pvalue > 1e-3
+    # a Dirichlet's first coordinate is Beta(a0, a1 + a2)
+    assert stats.kstest(dirichlet[:, 0].double().numpy(), stats.beta(0.3, 6.0).cdf).pvalue > 1e-3
+    torch.testing.assert_close(dirichlet.sum(-1), torch.ones(3000, dtype=dtype))
 
 
 def test_spatial_transformer_trains_under_lazyx_compile():
