@@ -3,9 +3,10 @@
 A lazy value is usually not known until a barrier, so a bad index or a zero divisor inside
 it cannot raise where eager code would. But many such operands are already known: Python
 numbers and constants are host values, a data leaf holds a buffer (a tensor uploaded from the
-host, or a result of a graph a sync already started), and layout ops of those are cheap to
-replay. `known(node)` returns those as NumPy arrays -- never cutting a graph -- and None for
-values still pending in the graph (docs/errors.md says what those give).
+host, or a result of a graph a sync already started), and layout ops of those -- and a few
+integer element-wise ops, exact on the host -- are cheap to replay. `known(node)` returns
+those as NumPy arrays -- never cutting a graph -- and None for values still pending in the
+graph (docs/errors.md says what those give).
 
 LAZYX_CHECK_INDICES=off turns these reads off (each costs a device-to-host copy on a GPU).
 """
@@ -43,7 +44,33 @@ _LAYOUT = {
 }
 
 
-def known(node, max_elements=MAX_ELEMENTS):
+# integer and bool element-wise ops read on the host: exact (integers wrap alike everywhere),
+# so an index fixed up on the device is still known -- Keras' take computes
+# where(i < 0, i + n, i) before every Embedding's gather
+_EXACT = {
+    "add": np.add, "sub": np.subtract, "neg": np.negative, "max": np.maximum,
+    "min": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
+    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "and_": np.logical_and,
+    "or_": np.logical_or, "not_": np.logical_not, "select": np.where,
+}
+_EXACT_DEPTH = 4  # nested computed ops followed (each a host op; Keras' fix-up needs 2)
+
+
+def _exact(node, max_elements, depth):
+    if depth >= _EXACT_DEPTH or any(x.dtype[:3] not in ("int", "uin", "boo")
+                                    for x in node.inputs):
+        return None
+    values = []
+    for x in node.inputs:
+        value = known(x, max_elements, depth + 1)
+        if value is None:
+            return None
+        values.append(value)
+    with np.errstate(over="ignore"):
+        return np.asarray(_EXACT[node.op](*values)).astype(np.dtype(node.dtype), copy=False)
+
+
+def known(node, max_elements=MAX_ELEMENTS, depth=0):
     """The node's value as a NumPy array if it exists on the host or in a finished buffer."""
     if not _ENABLED or node.size > max_elements:
         return None
@@ -51,8 +78,10 @@ def known(node, max_elements=MAX_ELEMENTS):
         value = node.value  # a splat param holds one scalar for its whole shape
         return value if value.shape == node.shape else np.broadcast_to(value, node.shape)
     if node.op in _LAYOUT:  # an index reshaped or broadcast (one_hot's unsqueeze) is known too
-        inner = known(node.inputs[0], max_elements)
+        inner = known(node.inputs[0], max_elements, depth)
         return None if inner is None else _LAYOUT[node.op](inner, **node.attrs)
+    if node.op in _EXACT:
+        return _exact(node, max_elements, depth)
     if node.op != "data":
         return None
     # A data leaf is either uploaded from the host or the result of a graph already started

@@ -273,11 +273,18 @@ def _scan(arguments, params, lists):
 def _read_eagerly(value):
     # the variable's own read, not tf.convert_to_tensor: that API is lowered (dispatches);
     # a Keras variable is then cast as Keras' own read casts it (mixed precision: the layer's
-    # float32 kernel read as float16 inside its call)
+    # float32 kernel read as float16 inside its call), or read as Keras reads it in a
+    # StatelessScope or while unbuilt (variables.keras_value)
+    scoped = variables.keras_value(value)
+    if scoped is not None:
+        return scoped
     return variables.keras_autocast(value, variables.tf_variable(value).value())
 
 
 def _read_for_lowering(value):
+    scoped = variables.keras_value(value)
+    if scoped is not None:
+        return scoped
     shadow = variables.read(value)
     return variables.keras_autocast(value, shadow) if shadow is not None else \
         _read_eagerly(value)

@@ -44,9 +44,10 @@ from . import tensor as _tensor
 from .tensor import LazyTensor, _tf_leaf, ir_dtype, to_tf, wrap
 
 try:
+    from keras.src.backend.common.stateless_scope import get_stateless_scope
     from keras.src.backend.tensorflow.core import Variable as _KerasTFVariable
 except ImportError:  # pragma: no cover - keras is optional
-    _KerasTFVariable = None
+    _KerasTFVariable = get_stateless_scope = None
 
 # id(tf.Variable) -> tf.Variable, for every variable holding a lazy shadow (weakly: a shadow
 # of a variable nobody can read any more is dropped with it)
@@ -76,12 +77,31 @@ def keras_autocast(variable, value):
     return variable._maybe_autocast(value)
 
 
+def keras_value(value):
+    """What Keras' own read of a Keras variable gives when that is not the tf.Variable behind
+    it: a StatelessScope's value for it (`stateless_call`), or, while unbuilt (`_value` None,
+    Keras' symbolic build), its initializer's placeholder -- autocast as Keras casts them
+    (KerasVariable.value, keras 3). None: Keras reads the tf.Variable, which lazyx reads its
+    own way (its shadow, its mirror)."""
+    if _KerasTFVariable is None or not isinstance(value, _KerasTFVariable):
+        return None
+    scope = get_stateless_scope()
+    if scope is not None:
+        scoped = scope.get_current_value(value)
+        if scoped is not None:
+            return value._maybe_autocast(scoped)
+    return value.value if value._value is None else None
+
+
 def is_lazy(value):
     """A lazy tensor, a variable holding a shadow, or any variable while an ltf.GradientTape
     records (its read becomes a shadow, see read) -- but not in a tf.function being traced,
     which reads the variable as TF does (its shadow stored first: _read_variable_op)."""
     if isinstance(value, LazyTensor):
         return True
+    scoped = keras_value(value)
+    if scoped is not None:
+        return isinstance(scoped, LazyTensor)
     var = tf_variable(value)
     return var is not None and (_lazy_tapes[0] > 0 or
                                 getattr(var, "_lazyx_shadow", None) is not None) and \

@@ -208,3 +208,52 @@ def test_gradient_nodes_carry_the_line_that_asked_for_them():
     want = 1 - np.tanh(RNG_X) ** 2
     np.testing.assert_allclose(grad.numpy(), np.tanh(RNG_X) + RNG_X * want + (RNG_X > 0),
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("lazy", ["none", "inputs", "state"])
+def test_stateless_call_reads_the_scope_values_not_the_stored_ones(lazy):
+    # Keras variables dispatch to lazyx even with no lazy operand; reading their tf.Variable
+    # there skipped Keras' own read: the StatelessScope's values (the stored ones were used)
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    stored = [v.numpy() for v in model.variables]
+    kernel, bias = RNG.standard_normal((3, 2)).astype("f4"), np.float32([0.5, -1.0])
+    make = ltf.constant if lazy == "state" else np.asarray
+    x = (ltf.constant if lazy == "inputs" else np.asarray)(RNG_X)
+    y, _ = model.stateless_call([make(kernel), make(bias)], [], x)
+    assert isinstance(y, ltf.Tensor) == (lazy != "none")
+    np.testing.assert_allclose(np.asarray(y), RNG_X @ kernel + bias, rtol=1e-5, atol=1e-6)
+    for v, before in zip(model.variables, stored):  # a stateless call stores nothing
+        np.testing.assert_array_equal(v.numpy(), before)
+
+
+def test_functional_build_of_a_layer_holding_unbuilt_layers():
+    # Keras' symbolic build reads an unbuilt variable as its initializer's placeholder; the
+    # tf.Variable behind it does not exist yet (lazyx crashed: NoneType has no 'value')
+    class Block(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.mha, self.ff = keras.layers.MultiHeadAttention(2, 4), keras.layers.Dense(8)
+
+        def call(self, x):
+            return x + self.ff(self.mha(x, x))
+    inputs = keras.Input((5, 8))
+    model = keras.Model(inputs, Block()(inputs))
+    assert model.output_shape == (None, 5, 8)
+    seq = RNG.standard_normal((2, 5, 8)).astype(np.float32)
+    assert_matches(model(ltf.constant(seq)), model(tf.constant(seq)), rtol=1e-4, atol=1e-5)
+
+
+def test_embedding_refuses_an_out_of_range_id_at_the_call():
+    # Keras' take wraps negative ids first (where(i < 0, i + n, i)): the gather's index is
+    # computed, yet still known on the host, so TF's own error is raised, not a clamp
+    emb = keras.layers.Embedding(5, 2)
+    emb.build(None)
+    ids = np.array([[1, -1]], np.int32)
+    assert_matches(emb(ltf.constant(ids)), emb(tf.constant(ids)))
+    bad = np.array([[1, 7]], np.int32)
+    with pytest.raises(tf.errors.InvalidArgumentError) as eager:
+        emb(tf.constant(bad))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[0,1\] = 7 is not in"):
+        emb(ltf.constant(bad))
+    assert "indices[0,1] = 7 is not in [0, 5)" in str(eager.value)
