@@ -17,6 +17,7 @@ import tensorflow as tf
 from .registry import fallback_undispatched
 
 for _namespace, _name in ((tf, "map_fn"), (tf, "vectorized_map"), (tf, "py_function"),
+                          (tf, "numpy_function"),
                           (tf.data.Dataset, "from_tensor_slices"),
                           (tf.data.Dataset, "from_tensors")):
     fallback_undispatched(_namespace, _name)

@@ -7,11 +7,11 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import ir, ops
+from ...core import compose, ir, ops, runtime
 from .api_math import _diag_part, _swap_last
 from .lowering import Reject, broadcast_all, const, operand_nodes, static_ints
 from .registry import fallback_undispatched, lower, lower_undispatched
-from .tensor import ir_dtype, wrap
+from .tensor import LazyTensor, ir_dtype, node_of, wrap
 
 
 def _square(x, kinds="f"):
@@ -344,3 +344,36 @@ def pinv(a, rcond=None, validate_args=False):
 # banded solve): TF's own kernels on materialized inputs, counted, instead of a TypeError
 fallback_undispatched(tf.linalg, "logm")
 fallback_undispatched(tf.linalg, "banded_triangular_solve")
+fallback_undispatched(tf.sparse, "from_dense")  # (its result is a SparseTensor: TF's own)
+
+
+@lower_undispatched(tf.sparse, "sparse_dense_matmul")
+def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False):
+    """A SparseTensor on the host times a lazy dense matrix: each stored value scales the row
+    of `b` its column names, summed into the row it names (a gather, then a scatter-add).
+    Anything else (a lazy sparse part, a dense `sp_a`, a call TF refuses) runs on TF."""
+    if not isinstance(sp_a, tf.SparseTensor) or not isinstance(b, LazyTensor) or \
+            any(isinstance(t, LazyTensor) for t in (sp_a.indices, sp_a.values)) or \
+            b.node.ndim != 2 or sp_a.values.dtype != b.dtype:
+        raise Reject()
+    index, shape = sp_a.indices.numpy(), [int(n) for n in sp_a.dense_shape]
+    rows, cols = (index[:, 1], index[:, 0]) if adjoint_a else (index[:, 0], index[:, 1])
+    n_rows, inner = shape[::-1] if adjoint_a else shape
+    x = _adjoint(b.node) if adjoint_b else b.node
+    if x.shape[0] != inner or not len(rows) or rows.min() < 0 or cols.min() < 0 or \
+            rows.max() >= n_rows or cols.max() >= inner:
+        raise Reject()  # TF's own error, from its own kernel
+    values = node_of(sp_a.values)
+    if adjoint_a and dt.is_complex(values.dtype):
+        values = ops.conj(values)
+    picked = ops.gather(x, runtime.from_host(cols.reshape(-1, 1)))
+    scaled = ops.mul(picked, ops.broadcast_in_dim(values, shape=picked.shape,
+                                                  broadcast_dimensions=(0,)))
+    zeros = compose.const(0, x.dtype, (n_rows, x.shape[1]))
+    return wrap(ops.scatter(zeros, runtime.from_host(rows.reshape(-1, 1)), scaled, mode="add"),
+                b)
+
+
+def _adjoint(x):
+    x = ops.transpose(x, permutation=(1, 0))
+    return ops.conj(x) if dt.is_complex(x.dtype) else x

@@ -68,6 +68,20 @@ Installed here, once:
       scatter is recorded as the variable's new lazy value (variables.scatter_lazily; the
       variable becomes lazy-aware, as on a lazy assign); every other call is TF's own.
 
+  tensor_array_ops._EagerTensorArray._write / stack are wrapped: a lazy value written to an
+      eager tf.TensorArray (a hand-written RNN loop's `ta.write(t, h)`) is checked by TF's
+      own write on zeros of its shape and dtype (TF's errors), then kept as it is; stack of
+      an array holding one is tf.stack, lazy. TF converted both to an EagerTensor (refused:
+      TypeError deep in TF). Other values and arrays go to TF's own methods.
+
+  einops (not a dependency; checked against einops 0.8.2) picks a backend among the
+      subclasses of einops._backends.AbstractBackend whose framework_name is imported; its
+      TensorflowBackend takes tf.Tensor alone ("Tensor type unknown to einops" for a lazy
+      one). A subclass of it for LazyTensor is defined when einops is imported: at install()
+      if it already is, else by a meta path finder watching for that one import (the top
+      package: the NumPy frontend's finder watches einops._backends, and neither hides the
+      other). einops is never imported here.
+
   registry.UNDISPATCHED: a TF function with no dispatch hook at all is replaced, in its
       public namespace, by a wrapper that lowers lazy inputs and calls the original for
       anything else: tf.linalg.slogdet (a generated op), tf.signal.rfft/irfft and their
@@ -109,7 +123,9 @@ Reached by TF internals, and so re-read on a TF upgrade:
       holds the buffer.
 """
 import functools
+import importlib.util
 import inspect
+import sys
 
 import tensorflow as tf
 from tensorflow.python.util import dispatch, tf_decorator
@@ -165,6 +181,70 @@ def install():
         indexed_slices.densify)
     _wrap_variable_scatters()
     _redirect_branch_writes()
+    _wrap_tensor_arrays()
+    if "einops" in sys.modules:
+        _einops_backend()
+    elif _EinopsImport not in sys.meta_path:
+        sys.meta_path.insert(0, _EinopsImport)
+
+
+_EINOPS_BACKEND = []  # held here: einops finds it through __subclasses__, a weak reference
+
+
+def _einops_backend():
+    backends = sys.modules.get("einops._backends")
+    if backends is None or _EINOPS_BACKEND:  # (an einops that loads it later: not handled)
+        return
+
+    class LazyTensorflowBackend(backends.TensorflowBackend):
+        framework_name = "lazyx.frontends.tf"  # not "tensorflow": one backend per name
+
+        def is_appropriate_type(self, tensor):
+            return isinstance(tensor, LazyTensor)
+
+    _EINOPS_BACKEND.append(LazyTensorflowBackend)
+
+
+class _EinopsImport:
+    """A meta path finder for the einops package alone: whatever finder would load it loads
+    it, and the lazy backend is defined once its __init__ (which imports _backends) ran."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "einops" or cls not in sys.meta_path:
+            return None
+        sys.meta_path.remove(cls)  # (before asking the others: they would ask us again)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _einops_backend()
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _wrap_tensor_arrays():
+    from tensorflow.python.ops import tensor_array_ops
+    cls = tensor_array_ops._EagerTensorArray
+    write, stack = cls._write, cls.stack
+
+    @functools.wraps(write)
+    def _write(self, index, value):
+        if not isinstance(value, LazyTensor):
+            return write(self, index, value)
+        write(self, index, tf.zeros(value.shape, value.dtype))  # TF's checks and growth
+        self._tensor_array[int(index)] = value
+        return None
+
+    @functools.wraps(stack)
+    def stack_lazily(self, name=None):
+        if not any(isinstance(t, LazyTensor) for t in self._tensor_array):
+            return stack(self, name)
+        return tf.stack([self._maybe_zero(ix) for ix in range(len(self._tensor_array))])
+    cls._write, cls.stack = _write, stack_lazily
 
 
 def _redirect_branch_writes():

@@ -42,6 +42,18 @@ PROGRAM = textwrap.dedent("""
                               keras.layers.Dense(2, dtype="float32")])
     print(mixed(np.ones((2, 3), np.float32)).dtype.name, mixed.layers[0].kernel.dtype)
     keras.mixed_precision.set_global_policy("float32")
+    # Keras' own reads of its variables: a StatelessScope's values, an unbuilt variable's
+    # placeholder in a symbolic build (lazyx read the tf.Variable behind them: 2026-11-29)
+    out, _ = model.stateless_call([np.ones((3, 2), "f4"), np.ones(2, "f4")], [], np.ones((1, 3)))
+    print(np.asarray(out).tolist())
+    class Block(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.mha, self.ff = keras.layers.MultiHeadAttention(2, 4), keras.layers.Dense(8)
+        def call(self, x):
+            return x + self.ff(self.mha(x, x))
+    i = keras.Input((5, 8))
+    print(keras.Model(i, Block()(i)).output_shape)
 """)
 
 
@@ -57,3 +69,29 @@ def test_every_change_to_framework_globals_is_in_hooks_py():
     with open(hooks.__file__) as f:
         assert len(shared.GLOBAL_HOOK.findall(f.read())) >= 3  # the scan sees the real ones
     assert shared.hooks_outside("tf") == []
+
+
+def test_einops_finds_the_lazy_backend_when_imported_after_both_frontends():
+    # einops picks a backend among its AbstractBackend subclasses; lazyx defines one for its
+    # TF tensors when einops is imported (here after lazyx, whose two frontends each watch
+    # for it). Before: "Tensor type unknown to einops".
+    import pytest
+    pytest.importorskip("einops")
+    out = shared.program_output(textwrap.dedent("""
+        import os
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        import numpy as np, tensorflow as tf, lazyx
+        import lazyx.frontends.tf as ltf, lazyx.frontends.numpy as lnp
+        import einops
+        x = np.arange(24, dtype="float32").reshape(2, 3, 4)
+        calls = [lambda t: einops.rearrange(t, "b c w -> (b w) c"),
+                 lambda t: einops.reduce(t, "b c w -> b w", "max"),
+                 lambda t: einops.repeat(t, "b c w -> b c w r", r=2),
+                 lambda t: einops.einsum(t, t, "b c w, b d w -> b c d")]
+        got = [call(ltf.constant(x)) for call in calls]
+        print(lazyx.metrics()["fallback_ops"], lazyx.metrics()["syncs"],
+              {type(g).__name__ for g in got}, type(einops.rearrange(lnp.asarray(x), "a b c -> c b a")).__name__)
+        print(all(np.allclose(np.asarray(g), call(tf.constant(x)).numpy())
+                  for g, call in zip(got, calls)))
+    """))
+    assert out == ["{} 0 {'LazyTensor'} LazyArray", "True"]

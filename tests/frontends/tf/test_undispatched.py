@@ -1,5 +1,5 @@
 """TF functions with no dispatch hook (tf.linalg.slogdet, tf.signal.rfft/irfft and their 2-D/3-D
-forms, tf.raw_ops.Bucketize, tf.meshgrid), lowered through hooks.py's wrappers; compared with eager TF on the same inputs."""
+forms, tf.raw_ops.Bucketize, tf.meshgrid, tf.sparse.sparse_dense_matmul, an eager TensorArray's write), lowered through hooks.py's wrappers; compared with eager TF on the same inputs."""
 import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -157,3 +157,46 @@ def test_meshgrid_errors_and_keras_are_tfs():
         gx, _ = tf.meshgrid(v * 1.0, ltf.constant([0.0, 1.0, 2.0]))
         loss = tf.reduce_sum(gx * gx)
     np.testing.assert_allclose(tape.gradient(loss, v).numpy(), [6.0, 12.0])
+
+
+@pytest.mark.parametrize("adjoint_a, adjoint_b", [(False, False), (True, True)])
+def test_sparse_dense_matmul_of_a_host_sparse_tensor_is_lazy(adjoint_a, adjoint_b):
+    # a gather of b's rows and a scatter-add into the sparse rows (a TypeError deep in TF
+    # before); duplicated positions add up, as in TF
+    sp = tf.sparse.SparseTensor([[0, 1], [2, 3], [2, 3], [3, 0]], [1.0, 2.0, -0.5, 3.0], [4, 4])
+    b = np.random.default_rng(2).standard_normal((2, 4) if adjoint_b else (4, 2)).astype("f4")
+    lazyx.reset_metrics()
+    got = tf.sparse.sparse_dense_matmul(sp, ltf.constant(b), adjoint_a, adjoint_b)
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert_matches(got, tf.sparse.sparse_dense_matmul(sp, tf.constant(b), adjoint_a, adjoint_b))
+    x = ltf.constant(b)
+    with ltf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(tf.sparse.sparse_dense_matmul(sp, x, adjoint_a, adjoint_b) ** 2)
+    y = tf.constant(b)
+    with tf.GradientTape() as eager:
+        eager.watch(y)
+        want = tf.reduce_sum(tf.sparse.sparse_dense_matmul(sp, y, adjoint_a, adjoint_b) ** 2)
+    assert_matches(tape.gradient(loss, x), eager.gradient(want, y))
+    with pytest.raises(tf.errors.InvalidArgumentError):  # TF's own error, from its kernel
+        tf.sparse.sparse_dense_matmul(sp, ltf.constant(np.ones((3, 2), "f4")))
+
+
+def test_an_eager_tensor_array_takes_lazy_writes():
+    # a hand-written RNN loop's ta.write(t, h): TF converted h to an EagerTensor (TypeError)
+    def loop(x):
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        h = tf.zeros_like(x[0])
+        for t in range(3):
+            h = tf.tanh(x[t] + h)
+            ta = ta.write(t, h)
+        return ta.stack(), ta.read(1)
+    x = np.random.default_rng(3).standard_normal((3, 4)).astype("f4")
+    lazyx.reset_metrics()
+    got = loop(ltf.constant(x))
+    assert lazyx.metrics()["fallback_ops"] == {} and lazyx.metrics()["syncs"] == 0
+    for g, w in zip(got, loop(tf.constant(x))):
+        assert_matches(g, w)
+    ta = tf.TensorArray(tf.float32, size=1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="TensorArray dtype is float32"):
+        ta.write(0, ltf.constant([1, 2]))  # TF's own check, at the call
