@@ -4,4 +4,4 @@ from . import bessel, polynomials  # noqa: F401
 from . import prims  # noqa: F401  (after the aten twins it reuses)
 from . import composites, data_dependent, factorizations, histograms, pooling  # noqa: F401
 from . import losses, segments, selection  # noqa: F401
-from . import antialias, complex, fft, gamma, grouped  # noqa: F401
+from . import antialias, complex, fft, gamma, grouped, matrix_functions  # noqa: F401

@@ -191,3 +191,19 @@ def test_spatial_transformer_trains_under_lazyx_compile():
     got = _no_fallback(lambda: train(lt.device, lazyx.compile))
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_exp_and_householder_product_match_eager(dtype):
+    """Both are lowered (nn.utils.parametrizations.orthogonal calls one per forward): values
+    and gradients, a matrix exponential that needs scaling and squaring, a batch, and a
+    non-square Householder product with fewer reflectors than columns."""
+    torch.manual_seed(0)
+    cases = [(torch.linalg.matrix_exp, (torch.randn(5, 5, dtype=dtype) * 3,)),
+             (torch.linalg.matrix_exp, (torch.randn(2, 3, 3, dtype=dtype) * 20,)),
+             (torch.linalg.householder_product, (torch.randn(5, 3, dtype=dtype),
+                                                 torch.rand(2, dtype=dtype))),
+             (torch.linalg.householder_product, (torch.randn(2, 4, 4, dtype=dtype),
+                                                 torch.rand(2, 4, dtype=dtype)))]
+    for fn, inputs in cases:
+        _compare(fn, inputs)
