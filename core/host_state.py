@@ -8,7 +8,10 @@ CPU `scale` read with float()). A replay runs no Python, so
 * a host array the graph took as a constant must still hold the traced values at each replay:
   a change between calls is a guard miss, and the step traces again (`arrays_changed`); so
   must a host tensor, by its version counter (`tensor_guards`; one the step writes is caught
-  with the deeper ones, by capture's walk).
+  with the deeper ones, by capture's walk);
+* a float the step reads there (`CFG["beta"]`, `self.scale`, `scale[0]`) that the caller
+  changes between calls must not replay the traced value: guarded by value, then a number of
+  each call once it changed (`read_numbers`).
 
 Only what lies one level from the step's roots is looked at: its closure cells, the globals
 its code names, the object of a bound method and the dicts among them -- where such state
@@ -18,6 +21,8 @@ mechanisms (capture.state_number).
 import types
 
 import numpy as np
+
+from .symbolic import SymFloat, SymInt, plain
 
 # host arrays larger than this are not compared at each replay (docs: README, lazyx.compile)
 ARRAY_GUARD_BYTES = 1 << 20
@@ -143,5 +148,105 @@ def _attr(holder, key):
 
 
 def _name(obj, key):
-    return f"{type(obj).__name__}[{key!r}]" if isinstance(obj, dict) else \
+    return f"{type(obj).__name__}[{key!r}]" if isinstance(obj, (dict, list)) else \
         f"{type(obj).__name__}.{key}"
+
+
+# ---------------------------------------------------------------- numbers the step reads
+
+def code_keys(fn):
+    """The attribute names and constant keys the code of `fn` (and of the functions defined
+    in it) spells: `CFG["beta"]`, `H.beta`, `scale[0]`. A number one level from the step's
+    roots is taken as read by the step when its key is among them (a number the step does
+    not spell, as a counter the caller keeps next to it, must not guard the replay)."""
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    out = set()
+    stack = [code] if code is not None else []
+    while stack:
+        code = stack.pop()
+        out.update(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                stack.append(const)
+            elif type(const) in (str, int):
+                out.add(const)
+    return out
+
+
+def read_numbers(roots, keys):
+    """(name, read, write, value) for each float one level from `roots` (an entry of a dict,
+    an attribute of an object, an element of a list) whose key the step's code spells
+    (`keys`: code_keys). lazyx.compile guards them by value (`floats_changed`: a float that
+    never changes, a setting, costs a comparison per call and stays a literal bound once),
+    and hands one seen to change to the step as a number of the call (`bind`): a run-time
+    parameter of the replay from then on (or, where Python consumed it, part of the guard),
+    never the traced value baked in."""
+    out, seen = [], set()
+    for getter, obj in roots:
+        if isinstance(obj, dict):
+            items, get, put = list(obj.items()), _item, dict.__setitem__
+        elif type(obj) is list:
+            items = [(k, v) for k, v in enumerate(obj) if k in keys or k - len(obj) in keys]
+            get, put = _item, list.__setitem__
+        else:
+            attrs = getattr(obj, "__dict__", None)
+            if type(attrs) is not dict or isinstance(obj, (type, types.ModuleType)) or \
+                    getattr(type(obj), "_lazyx_compiled", False):
+                continue
+            items, get, put = list(attrs.items()), _attr, _set_attr
+        for key, value in items:
+            if type(value) is float and key in keys and (id(obj), key) not in seen:
+                seen.add((id(obj), key))
+                read = _reader(getter, get, key)
+                read.lazyx_name, read.lazyx_key = _name(obj, key), (id(obj), key)
+                out.append((read, lambda v, g=getter, p=put, k=key: p(g(), k, v), value))
+    return out
+
+
+def _reader(getter, get, key):
+    return lambda: get(getter(), key)
+
+
+def bind(found, state_number):
+    """Put each number `read_numbers` found in its place as `state_number(value, read)` while
+    the step traces; [(read, write, value, symbolic)] for `unbind`."""
+    bound = []
+    for read, write, value in found:
+        number = state_number(value, read)
+        write(number)
+        bound.append((read, write, value, number))
+    return bound
+
+
+def unbind(bound):
+    """The plain numbers back in their places after the trace (a number the step replaced
+    stays replaced, made plain: changed_by_step then names it)."""
+    for read, write, value, number in reversed(bound):
+        try:
+            now = read()
+        except (LookupError, AttributeError, TypeError):
+            continue
+        if now is number:
+            write(value)
+        elif isinstance(now, (SymFloat, SymInt)):
+            write(plain(now))
+
+
+def floats_changed(guards, varying):
+    """A guard-miss message when a float `read_numbers` found holds another value now (its
+    key then joins `varying`: traced again, it is a run-time parameter), else None."""
+    for read, value in guards:
+        try:
+            now = read()
+        except (LookupError, AttributeError, TypeError):
+            return f"{read.lazyx_name}, a float the step reads, is gone"
+        if now != value and (now == now or value == value) or type(now) is not float:
+            varying.add(read.lazyx_key)
+            return (f"{read.lazyx_name} changed ({value!r} -> {now!r}), a float the step "
+                    f"reads: from now on a run-time parameter")
+    return None
+
+
+def _set_attr(holder, key, value):
+    holder.__dict__[key] = value  # (past a framework's __setattr__: Keras tracks attributes)

@@ -15,17 +15,20 @@ framework.
 
 Guard: the arguments' structure, tensor shapes and dtypes, non-number arguments by value,
 the identity of every object the function refers to (closure cells, globals, self, defaults),
-and the shape and dtype of every captured state tensor. State is read where the trace found
-it (`model.fc1.weight`, `params["w"]`, a parameter's `.grad`), at each call, so a tensor
-rebound there between calls is the one used; state the traced call created (a `.grad`) must
-be absent, and two places that held one tensor must still hold one. A miss tries the next
-entry, then traces again and keeps another entry (at most `max_entries`).
+the floats it reads one level from them (host_state.read_numbers: by value, or as numbers of
+the call once seen to change), and the shape and dtype of every captured state tensor.
+State is read where the trace found it (`model.fc1.weight`, `params["w"]`, a parameter's
+`.grad`), at each call, so a tensor rebound there between calls is the one used; state the
+traced call created (a `.grad`) must be absent, and two places that held one tensor must
+still hold one. A miss tries the next entry, then traces again and keeps another entry (at
+most `max_entries`).
 
 Where state is found and how arguments are flattened: core/capture.py; what a trace records
 for its replays: core/replay_entry.py; whether an entry fits a call: core/replay_guard.py.
 """
 import sys
 import time
+import types
 import warnings
 
 from . import capture, config, host_state, ir, metrics, runtime, split_steps
@@ -62,6 +65,7 @@ class Compiled:
         self.warned_graph_results = False
         self.split = False  # the step observes values it cannot replay: run lazily
         self.read_misses = 0  # replays in a row that read another value than their trace's
+        self.varying = set()  # floats next to the step seen to change (host_state.read_numbers)
         self.__wrapped__ = fn
         for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
             if hasattr(fn, attr):
@@ -179,6 +183,11 @@ class Compiled:
         runtime.sync(cause="explicit", source=user_line(3))  # the step starts from data
         arg_roots = _arg_roots(full[0])
         host = host_state.snapshot(_roots(self.fn) + arg_roots, capture.host_tensor_version)
+        # floats the step reads from a dict, an object or a list next to it (`CFG["beta"]`,
+        # `self.scale`), which the caller may change between calls: guarded by value, and
+        # numbers of each call once seen to change (annealed)
+        found = _floats_read(self.fn, arg_roots)
+        varying = [f for f in found if f[0].lazyx_key in self.varying]
         host_tensors = []
         before = _discover([o for _, o in _roots(self.fn) + arg_roots], host=host_tensors)
         host_versions = [(t, version, version(t)) for t, version in host_tensors]
@@ -209,11 +218,13 @@ class Compiled:
             hooks = [factory() for factory in capture._TRACE_HOOKS]
             for hook in hooks:
                 hook.__enter__()
+            bound = host_state.bind(varying, capture.state_number)
             try:
                 result = self.fn(*sym_args, **sym_kwargs)
             finally:
                 for hook in reversed(hooks):
                     hook.__exit__(None, None, None)
+                host_state.unbind(bound)
         # what the step wrote into its list and dict arguments reaches the caller's (it got
         # copies, so that numbers could be symbolic), and is written again at each replay
         rebinds, restructured = _rebound((args, kwargs), (sym_args, sym_kwargs), copies)
@@ -331,6 +342,9 @@ class Compiled:
                             f"keep such state on the lazyx device", stacklevel=4)
             return _plain_deep(result), None
         entry.host_arrays = host_state.array_guards(host)
+        entry.float_guards = [(read, value) for read, _, value in found
+                              if read.lazyx_key not in self.varying]
+        entry.varying = self.varying
         # (only those next to the step, as host arrays: deeper ones -- a CPU model's
         # parameters reachable through a shared list -- are rarely what it reads)
         entry.host_tensors = host_state.tensor_guards(host)
@@ -424,6 +438,17 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
+
+
+def _floats_read(fn, arg_roots):
+    """host_state.read_numbers for `fn` and for the Python functions it refers to (a
+    `train_step` a lambda calls), each with the keys its own code spells."""
+    roots = _roots(fn)
+    found = host_state.read_numbers(roots + arg_roots, host_state.code_keys(fn))
+    for _, obj in roots:
+        if isinstance(obj, types.FunctionType):
+            found += host_state.read_numbers(_roots(obj), host_state.code_keys(obj))
+    return found
 
 
 def _own_leaves(state):

@@ -42,6 +42,8 @@ class Entry:
         self.unverified_ints = ()
         self.decisions = []         # (expression, outcome) of what Python decided from numbers
         self.host_arrays = []       # (name, getter, copy): host arrays it read (host_state.py)
+        self.float_guards = []      # (read, value): floats it read next to it, by value
+        self.varying = set()        # keys of such floats seen to change (the Compiled's)
         self.host_tensors = []      # (tensor, version function, version): state off the device
         self.removals = []          # wheres of state the step removed (zero_grad: .grad None)
         self.graph_results = False  # the traced results had a backward graph (warned once)

@@ -90,9 +90,14 @@ def _guard_miss(entry, numbers):
     for k, cls, value in entry.numbers_by_value:
         if type(numbers[k]) is not cls or numbers[k] != value:
             what = f"Python number argument {k}" if k < first_state else \
-                "a number kept in state (a learning rate)"
+                getattr(entry.state_numbers[k - first_state], "lazyx_name",
+                        "a number kept in state (a learning rate)")
             return (f"{what} changed ({value!r} -> {numbers[k]!r}) and is "
                     f"part of the graph's structure, not a run-time parameter")
+    if entry.float_guards:
+        why = host_state.floats_changed(entry.float_guards, entry.varying)
+        if why is not None:
+            return why
     if entry.host_arrays:
         why = host_state.arrays_changed(entry.host_arrays)
         if why is not None:

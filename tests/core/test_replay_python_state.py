@@ -4,6 +4,7 @@ index or size, a float argument Python compares (min, if), NumPy scalars as argu
 counter the step keeps on an object, NumPy's own random generators drawn inside the step, and
 a host array in a global changed between calls (core/host_state.py). Each one replayed the
 first call's program silently before (wrong numbers, no miss)."""
+import math
 import warnings
 
 import numpy as np
@@ -147,6 +148,45 @@ def test_a_host_array_in_a_global_changed_between_calls_is_a_guard_miss():
         assert lazyx.metrics()["replays"] >= 1
     finally:
         _MASK[:] = 1.0
+
+
+_CFG = {"beta": 0.0}
+
+
+class _Holder:
+    def __init__(self):
+        self.beta, self.gamma, self.unread = 0.0, 1.0, 0.0
+
+
+_H = _Holder()
+_SCALE = [1.0]
+
+
+def _annealed(x):
+    return (x * _CFG["beta"]).sum() + (x * _H.beta).sum() * _SCALE[0] + math.sqrt(_H.gamma)
+
+
+def test_floats_the_caller_changes_in_a_dict_an_object_and_a_list_are_read_at_each_call():
+    # a dict entry, an attribute, a list element the step reads, changed between calls (a
+    # KL weight annealed): each replay kept the first call's values, with no miss
+    compiled = lazyx.compile(_annealed)
+    lazyx.reset_metrics()
+    try:
+        for k in range(8):
+            _CFG["beta"], _H.beta, _SCALE[0] = 0.3 * k, 0.7 * (k % 3), 1.5 + k
+            _H.gamma = 2.0 + k % 2
+            _H.unread = float(k)  # (not spelled by the step: no miss for it)
+            np.testing.assert_allclose(np.asarray(compiled(lnp.asarray(_X))), _annealed(_X))
+        # (a miss at each float's first change, which makes it a run-time parameter;
+        # _H.gamma, which Python takes through math.sqrt, stays guarded: 2 variants)
+        assert lazyx.metrics()["replays"] >= 2
+        for _ in range(2):
+            _H.unread += 1.0
+            np.testing.assert_allclose(np.asarray(compiled(lnp.asarray(_X))), _annealed(_X))
+        assert lazyx.metrics()["replays"] >= 3
+    finally:
+        _CFG["beta"], _H.beta, _H.gamma, _SCALE[0], _H.unread = 0.0, 0.0, 1.0, 1.0, 0.0
+    assert type(_CFG["beta"]) is float and type(_H.__dict__["beta"]) is float
 
 
 _READS = {
