@@ -7,9 +7,12 @@ handle, and the variable stays shadowed between replays (its value stays on the 
 code that reads it eagerly gets it written back first, as after any lazy step).
 Keras layers, models and optimizers hold their variables in `.variables`.
 """
+import contextlib
+import threading
+
 import tensorflow as tf
 
-from ...core import replay
+from ...core import capture, replay
 from . import variables as _vars
 from .tensor import LazyTensor, _tf_leaf, wrap
 
@@ -69,18 +72,30 @@ _PLAIN = (bool, int, float, str, type(None))
 
 def _layer_modes(layer):
     """Each layer of `layer`'s tree: its class, trainable flag, activation and the numbers
-    its graph bakes in (BatchNormalization's momentum and epsilon, Dropout's rate) -- a
-    replay's guard, so `layer.trainable = False` (fine-tuning), a swapped activation or a
-    changed momentum between calls trace again instead of replaying the old update. A walk
-    of `_layers`, read from __dict__ (3.5 us for 5 layers; get_config() is 20x that)."""
+    its graph bakes in (BatchNormalization's momentum and epsilon, Dropout's rate, a custom
+    layer's own number: an annealed `self.temperature`) -- a replay's guard, so
+    `layer.trainable = False` (fine-tuning), a swapped activation or a changed number
+    between calls trace again instead of replaying the old values. A walk of `_layers`,
+    read from __dict__ (get_config() is 20x slower)."""
     out, stack = [], [layer]
     while stack:
         node = stack.pop()
         d = node.__dict__
-        out.append((type(node), d.get("_trainable"), d.get("activation"), d.get("momentum"),
-                    d.get("epsilon"), d.get("rate")))
+        keys = _NUMBER_KEYS.get(type(node))
+        if keys is None:
+            keys = _NUMBER_KEYS[type(node)] = _number_keys(d)
+        out.append((type(node), d.get("_trainable"), d.get("activation"),
+                    [d.get(k) for k in keys]))
         stack.extend(d.get("_layers", ()))
     return tuple(out)
+
+
+_NUMBER_KEYS = {}  # layer class -> the public attributes holding numbers, as first seen
+
+
+def _number_keys(attrs):
+    # (per class, not per call: a walk of every layer's __dict__ was 6x the guard's cost)
+    return tuple([k for k, v in attrs.items() if k[0] != "_" and type(v) in (int, float)])
 
 
 def _optimizer_settings(opt):
@@ -100,3 +115,45 @@ if keras is not None:
     replay.register_container(keras.layers.Layer, _layer_variables, mode=_layer_modes)
     replay.register_container(keras.optimizers.Optimizer, _variables,
                               mode=_optimizer_settings)
+
+
+# ---------------------------------------------------------------- a callable learning rate
+
+# A Keras optimizer whose learning rate is a callable (`SGD(learning_rate=lambda: lr[0])`)
+# calls it at each step and computes with the float it returns. While a step traces, that
+# float is a number of the call (capture.state_number) read by calling the callable again
+# at each replay: a new value is a run-time parameter, not the traced one baked in.
+_lr_lock = threading.Lock()
+_lr_tracing = [0]
+
+
+def _current_learning_rate(self):
+    value = _ORIGINAL_LR(self)
+    fn = self.__dict__.get("_learning_rate")
+    if type(value) is float and callable(fn) and not isinstance(fn, tf.Variable):
+        return capture.state_number(value, fn)
+    return value
+
+
+@contextlib.contextmanager
+def _callable_learning_rates():
+    # (installed only while some thread traces; capture.state_number acts for that thread)
+    with _lr_lock:
+        _lr_tracing[0] += 1
+        _OPTIMIZER._get_current_learning_rate = _current_learning_rate
+    try:
+        yield
+    finally:
+        with _lr_lock:
+            _lr_tracing[0] -= 1
+            if not _lr_tracing[0]:
+                _OPTIMIZER._get_current_learning_rate = _ORIGINAL_LR
+
+
+_OPTIMIZER = None
+if keras is not None:
+    _OPTIMIZER = next((c for c in keras.optimizers.Optimizer.__mro__
+                       if "_get_current_learning_rate" in c.__dict__), None)
+if _OPTIMIZER is not None:
+    _ORIGINAL_LR = _OPTIMIZER._get_current_learning_rate
+    replay.register_trace_hook(_callable_learning_rates)

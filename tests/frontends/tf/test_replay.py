@@ -387,3 +387,51 @@ def test_a_stateful_rnns_state_is_replayed_state(kind):
     assert len(runs["eager"][1]) > 0
     for got, want in zip(runs["compiled"][1], runs["eager"][1]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+class _Tempered(keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.temperature = 1.0
+
+    def call(self, v):
+        return tf.nn.softmax(v / self.temperature)
+
+
+@pytest.mark.parametrize("what", ["layer attribute", "callable learning rate"])
+def test_numbers_the_caller_changes_each_call_are_not_the_traced_ones(what):
+    """A custom layer's own float (an annealed softmax temperature) and a Keras optimizer
+    whose learning rate is a callable, changed before each call: the replays kept the
+    traced call's value, with no miss and no warning."""
+    def run(compiled):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), _Tempered()])
+        lr = [0.1]
+        opt = keras.optimizers.SGD(learning_rate=lambda: lr[0])
+        tape = ltf.GradientTape if compiled else tf.GradientTape
+        make = ltf.constant if compiled else tf.constant
+
+        def step(x, y):
+            with tape() as t:
+                loss = tf.reduce_mean((model(x) - y) ** 2)
+            grads = t.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        fn = lazyx.compile(step) if compiled else step
+        losses = []
+        for k, (x, y) in enumerate(_data(5)):
+            if what == "layer attribute":
+                model.layers[-1].temperature = 1.0 / (k + 1)
+            else:
+                lr[0] = 0.1 * (k + 1)
+            losses.append(float(np.asarray(fn(make(x), make(y)))))
+        ltf.sync()
+        return losses, [v.numpy() for v in model.weights]
+    want, want_weights = run(False)
+    lazyx.reset_metrics()
+    got, got_weights = run(True)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(got_weights, want_weights):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    if what == "callable learning rate":  # (a run-time parameter: not a trace per value)
+        assert lazyx.metrics()["replays"] >= 2
