@@ -8,7 +8,9 @@
 * While a step is traced, optimizers on the lazyx device take their `capturable` path
   (checked against torch 2.13): its step counter and bias corrections are tensors on the
   device, so they are part of the replayed program. The default path keeps the counter on
-  the CPU and computes the corrections in Python, which a replay would never advance.
+  the CPU and computes the corrections in Python, which a replay would never advance. (So
+  an Adam replay rounds otherwise than the uncompiled run, by float32 ulps; and the flag is
+  kept out of the optimizer's state_dict, `_keep_out_of_state_dict`.)
 """
 import contextlib
 import weakref
@@ -185,12 +187,34 @@ def _capturable(opt, args, kwargs, symbolic=None):
         if not group["params"] or not all(_is_lazy(p) for p in group["params"]):
             continue
         group["capturable"] = True
+        _keep_out_of_state_dict(opt, group)
         for p in group["params"]:
             state = opt.state.get(p, {})
             step = state.get("step")
             if isinstance(step, torch.Tensor) and not _is_lazy(step):
                 state["step"] = step.to(p.device)
     return None
+
+
+def _keep_out_of_state_dict(opt, group):
+    """The user's capturable=False in `opt.state_dict()` for `group`, which the trace made
+    capturable: a checkpoint carrying True fails to resume in a CPU optimizer ("params and
+    state_steps must be on supported devices"). The flag itself stays: a replay and the lazy
+    calls after it keep the counter on the device, which the default path would read back at
+    every step."""
+    forced = opt.__dict__.get("_lazyx_capturable")
+    if forced is None:
+        forced = opt.__dict__["_lazyx_capturable"] = []
+        opt.register_state_dict_post_hook(_user_capturable)
+    forced.append(group)  # (by identity: a group load_state_dict made is the user's own)
+
+
+def _user_capturable(opt, state):
+    forced = opt.__dict__.get("_lazyx_capturable", ())
+    for group, packed in zip(opt.param_groups, state["param_groups"]):
+        if packed.get("capturable") and any(g is group for g in forced):
+            packed["capturable"] = False
+    return state
 
 
 @contextlib.contextmanager

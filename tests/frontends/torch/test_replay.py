@@ -562,3 +562,69 @@ def test_a_split_step_reading_its_loss_replays_and_takes_each_calls_branch():
                                    rtol=1e-4, atol=1e-6)
     assert taken == {True, False}
     assert lazyx.metrics()["replays"] >= 3
+
+
+_KL = {"beta": 0.0}
+
+
+class _Anneal:
+    beta = 0.0
+
+
+def test_a_weight_in_a_global_dict_or_object_changed_between_calls_is_read_each_call():
+    """A KL weight annealed in a global dict (`CFG["beta"]`) and an object's attribute: each
+    replay kept the first call's weights (no miss, no warning), so the model trained on
+    other losses than eager torch's."""
+    torch.manual_seed(0)
+    ref = _Net()
+    model = copy.deepcopy(ref).to(lt.device)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ref, model)]
+    holder = _Anneal()
+
+    def step(m, opt, x):
+        opt.zero_grad()
+        out = m(x)
+        loss = out.pow(2).mean() + _KL["beta"] * out.mean() + holder.beta * out.abs().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = lazyx.compile(lambda x: step(model, opts[1], x))
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(2))
+    lazyx.reset_metrics()
+    try:
+        for k in range(6):
+            _KL["beta"], holder.beta = 0.3 * k, 1.0 / (k + 2)
+            want = step(ref, opts[0], x)
+            got = compiled(x.to(lt.device))
+            assert got.item() == pytest.approx(want.item(), rel=1e-5)
+    finally:
+        _KL["beta"] = 0.0
+    assert lazyx.metrics()["replays"] >= 2  # (run-time parameters: not a trace per value)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_a_compiled_adams_state_dict_resumes_in_a_cpu_optimizer():
+    """The trace switches the optimizer to its capturable path; its state_dict carried
+    capturable=True, and a CPU Adam that loaded it failed at its first step."""
+    (model, opt), (lazy_model, lazy_opt) = _eager_and_lazy("Adam", 0.01)
+    x, y = torch.randn(4, 6), torch.randn(4, 3)
+    compiled = lazyx.compile(_train_step)
+    for _ in range(3):
+        _train_step(model, opt, x, y)
+        compiled(lazy_model, lazy_opt, x.to(lt.device), y.to(lt.device))
+    state = lazy_opt.state_dict()
+    assert [g["capturable"] for g in state["param_groups"]] == \
+        [g["capturable"] for g in opt.state_dict()["param_groups"]] == [False]
+    cpu_model = _Net()
+    cpu_model.load_state_dict({k: v.cpu() for k, v in lazy_model.state_dict().items()})
+    cpu_opt = torch.optim.Adam(cpu_model.parameters(), lr=0.01)
+    cpu_opt.load_state_dict({"param_groups": state["param_groups"], "state": {
+        i: {k: v.cpu() for k, v in s.items()} for i, s in state["state"].items()}})
+    _train_step(cpu_model, cpu_opt, x, y)  # (raised: params must be on supported devices)
+    _train_step(model, opt, x, y)
+    for p, q in zip(cpu_model.parameters(), model.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4,
+                                   atol=1e-6)
