@@ -27,6 +27,7 @@ upgrade, re-read those:
                                make_fx in real mode (torch.func.linearize) traces lazy ops
   torch.func.functionalize     (and eager_transforms.functionalize) runs `func` itself on
                                lazyx tensors; a name bound before lazyx's import is torch's
+  autograd.graph.save_on_cpu.__init__  its pack hook keeps lazyx tensors lazy (no host copy)
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
@@ -196,6 +197,21 @@ def _is_lazy(obj):
     while functorch.is_functorch_wrapped_tensor(obj):
         obj = functorch.get_unwrapped(obj)
     return type(obj) is tensor.LazyTensor or _is_wrapper(obj)
+
+
+def _save_on_cpu_init(self, *args, **kwargs):
+    """torch.autograd.graph.save_on_cpu packs each saved activation with `tensor.cpu()`
+    (torch 2.13), which on a lazyx tensor computes the pending forward and reads it to the
+    host: a sync and a counted fallback per saved tensor, and a step lazyx.compile cannot
+    replay. A lazyx tensor is kept as it is instead (its unpack, `.to(its device)`, is then a
+    no-op): it is a value of the step's program, which XLA places, not a device buffer held
+    until the backward, so there is no device memory for a host copy to free."""
+    _ORIGINAL["save_on_cpu_init"](self, *args, **kwargs)
+    pack = self.pack_hook
+
+    def pack_lazy_as_is(t):
+        return (t.device, t) if tensor.on_device(t) else pack(t)
+    self.pack_hook = pack_lazy_as_is
 
 
 def _run_backward(outputs, *args, **kwargs):
@@ -568,6 +584,8 @@ def install():
     parametrize._maybe_set = _maybe_set
     # torch.autograd.backward and .grad both call this module global (torch 2.13); torch's own
     # torch.compiler patch swaps both names, so we replace both and stay in place under it
+    _ORIGINAL["save_on_cpu_init"] = torch.autograd.graph.save_on_cpu.__init__
+    torch.autograd.graph.save_on_cpu.__init__ = _save_on_cpu_init
     import torch._functorch.eager_transforms as eager_transforms
     _ORIGINAL["functionalize"] = eager_transforms.functionalize
     eager_transforms.functionalize = torch.func.functionalize = _functionalize

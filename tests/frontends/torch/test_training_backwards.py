@@ -207,3 +207,16 @@ def test_matrix_exp_and_householder_product_match_eager(dtype):
                                                  torch.rand(2, 4, dtype=dtype)))]
     for fn, inputs in cases:
         _compare(fn, inputs)
+
+
+def test_save_on_cpu_keeps_lazy_activations_lazy():
+    """torch.autograd.graph.save_on_cpu packed every saved activation with .cpu(): a sync and
+    a counted fallback each; lazy tensors are kept in the program now, with eager's gradients."""
+    def mlp(x, w1, w2):
+        with torch.autograd.graph.save_on_cpu():
+            return torch.tanh(x @ w1).sin() @ w2
+    torch.manual_seed(0)
+    inputs = (torch.randn(4, 3), torch.randn(3, 5), torch.randn(5, 2))
+    syncs = lazyx.metrics()["syncs"]
+    _compare(mlp, inputs)
+    assert lazyx.metrics()["syncs"] - syncs == 1  # (the step's barrier: one program)
