@@ -3,8 +3,8 @@
 A lazy value is usually not known until a barrier, so a bad index or a zero divisor inside
 it cannot raise where eager code would. But many such operands are already known: Python
 numbers and constants are host values, a data leaf holds a buffer (a tensor uploaded from the
-host, or a result of a graph a sync already started), and layout ops of those -- and a few
-integer element-wise ops, exact on the host -- are cheap to replay. `known(node)` returns
+host, or a result of a graph a sync already started), and layout ops of those -- pads and
+concatenations, and a few integer element-wise ops, exact on the host -- are cheap to replay. `known(node)` returns
 those as NumPy arrays -- never cutting a graph -- and None for values still pending in the
 graph (docs/errors.md says what those give).
 
@@ -41,6 +41,30 @@ _LAYOUT = {
     "slice": lambda x, *, start_indices, limit_indices, strides: x[tuple(
         slice(a, b, c) for a, b, c in zip(start_indices, limit_indices, strides))],
     "convert": _convert,
+}
+
+
+def pad_array(x, value, *, padding_config):
+    """The IR's pad on a NumPy array (the reference backend's too): interior padding first,
+    then low/high, negative values cropping."""
+    if not padding_config:
+        return x.copy()  # rank 0: nothing to pad (np.pad rejects an empty width list)
+    shape = [d + max(d - 1, 0) * i for d, (_, _, i) in zip(x.shape, padding_config)]
+    out = np.full(shape, value, dtype=x.dtype)
+    out[tuple(slice(None, None, i + 1) for _, _, i in padding_config)] = x
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi, _ in padding_config]
+    out = np.pad(out, widths, constant_values=value)
+    crop = tuple(slice(-min(lo, 0), out.shape[k] + min(hi, 0))
+                 for k, (lo, hi, _) in enumerate(padding_config))
+    return out[crop]
+
+
+# assembly of several known operands, exact as layout ops are: HF's causal-LM loss shifts its
+# labels by F.pad(labels, (0, 1), value=-100)[..., 1:] (or a torch.cat), and a bad label must
+# still raise at the loss
+_ASSEMBLY = {
+    "pad": lambda x, value, **attrs: pad_array(x, value, **attrs),
+    "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
 }
 
 
@@ -82,6 +106,10 @@ def known(node, max_elements=MAX_ELEMENTS, depth=0):
         return None if inner is None else _LAYOUT[node.op](inner, **node.attrs)
     if node.op in _EXACT:
         return _exact(node, max_elements, depth)
+    if node.op in _ASSEMBLY:
+        values = [known(x, max_elements, depth) for x in node.inputs]
+        return None if any(v is None for v in values) else \
+            _ASSEMBLY[node.op](*values, **node.attrs)
     if node.op != "data":
         return None
     # A data leaf is either uploaded from the host or the result of a graph already started

@@ -178,3 +178,24 @@ def test_a_range_check_that_passed_is_remembered_for_that_range_only(monkeypatch
         F.cross_entropy(torch.randn(4, 3).to(lt.device), target)
     assert len(reads) == 2
     lt.mark_step()
+
+
+@pytest.mark.parametrize("shift", [
+    lambda l: F.pad(l, (0, 1), value=-100)[..., 1:],  # HF's ForCausalLMLoss
+    lambda l: torch.cat([l[..., 1:], torch.full_like(l[..., :1], -100)], -1),
+], ids=["pad", "cat"])
+def test_a_bad_label_shifted_as_causal_lms_do_raises_eagers_error(shift):
+    """Labels shifted by a pad or a concatenation are still host values: a label past the
+    vocabulary raised nothing lazily (HF causal LMs returned a loss where eager raises)."""
+    logits = torch.randn(2, 5, 10)
+    labels = torch.tensor([[1, 2, 12, 3, 4], [0, 1, 2, 3, 4]])
+    with pytest.raises(IndexError) as eager:
+        F.cross_entropy(logits.reshape(-1, 10), shift(labels).reshape(-1))
+    with pytest.raises(type(eager.value), match="out of bounds"):
+        F.cross_entropy(logits.to(lt.device).reshape(-1, 10),
+                        shift(labels.to(lt.device)).reshape(-1))
+    good = labels.clamp(max=9)
+    torch.testing.assert_close(
+        F.cross_entropy(logits.to(lt.device).reshape(-1, 10),
+                        shift(good.to(lt.device)).reshape(-1)).cpu(),
+        F.cross_entropy(logits.reshape(-1, 10), shift(good).reshape(-1)))
