@@ -23,6 +23,7 @@ upgrade, re-read those:
   Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first
   torch._dynamo.trace_rules    Dynamo runs lazyx's own code, never compiles it (add)
   Tensor.item                  only while a split lazyx.compile step traces (split_item)
+  UntypedStorage.data_ptr      a lazyx storage's is its StorageImpl's address (safetensors)
   proxy_tensor.get_proxy_slot, set_proxy_slot, dispatch_trace, HANDLED_TYPES
                                make_fx in real mode (torch.func.linearize) traces lazy ops
   torch.func.functionalize     (and eager_transforms.functionalize) runs `func` itself on
@@ -556,6 +557,18 @@ def split_item():
                 torch.Tensor.item = _ORIGINAL.pop("item")
 
 
+def _storage_data_ptr(self):
+    """A lazyx storage has no host memory, and its data_ptr raised "invalid python storage":
+    safetensors' storage_ptr lets only NotImplementedError through, so HF's save_pretrained
+    (its tied-weight check) crashed. It is the StorageImpl's address instead: stable, unique
+    per storage and shared by its views and tied weights, never 0 (which HF takes for "no
+    storage", every tensor tied). Nothing reads memory through it: a lazyx tensor is copied
+    to the host before its bytes are read."""
+    if tensor.on_device(self):
+        return self._cdata
+    return _ORIGINAL["storage_data_ptr"](self)
+
+
 def install():
     """Install the hooks (once; device.register calls this)."""
     if _ORIGINAL:
@@ -566,6 +579,8 @@ def install():
         _ORIGINAL[name] = getattr(torch.Tensor, name)
         setattr(torch.Tensor, name, patched)
     torch.Tensor.__lazyx_handle__ = property(_handle)
+    _ORIGINAL["storage_data_ptr"] = torch.UntypedStorage.data_ptr
+    torch.UntypedStorage.data_ptr = _storage_data_ptr
     from torch._subclasses import meta_utils
     _ORIGINAL["describe_tensor"] = meta_utils.MetaTensorDescriber.describe_tensor
     meta_utils.MetaTensorDescriber.describe_tensor = _describe_tensor

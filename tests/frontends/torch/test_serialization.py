@@ -152,3 +152,23 @@ def test_skip_data_refuses_lazy_tensors_as_torch_does_for_storage_less_devices()
     from torch.serialization import skip_data
     with skip_data(), pytest.raises(RuntimeError, match="skip_data"):
         torch.save(torch.ones(2, device=lt.device), io.BytesIO())
+
+
+def test_safetensors_and_hf_save_pretrained_save_a_lazy_model(tmp_path):
+    """HF's save_pretrained asks safetensors for each storage's data pointer (its tied-weight
+    check), which raised "invalid python storage" for lazyx tensors. A lazy GPT-2 saves, its
+    tied embedding stays one tensor, and it loads back with the lazy model's logits."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50,
+                                     n_positions=16)
+    model = transformers.GPT2LMHeadModel(config).to(lt.device).eval()
+    model.save_pretrained(tmp_path)
+    back = transformers.GPT2LMHeadModel.from_pretrained(tmp_path)
+    assert back.lm_head.weight.data_ptr() == back.transformer.wte.weight.data_ptr()
+    ids = torch.randint(0, 50, (1, 6))
+    torch.testing.assert_close(back(ids).logits, model(ids.to(lt.device)).logits.cpu())
+    a = torch.ones(3, device=lt.device)
+    assert a.untyped_storage().data_ptr() == a[1:].untyped_storage().data_ptr() != 0
+    assert a.untyped_storage().data_ptr() != torch.ones(3, device=lt.device).untyped_storage() \
+        .data_ptr()
