@@ -4,9 +4,9 @@ A lazy value is usually not known until a barrier, so a bad index or a zero divi
 it cannot raise where eager code would. But many such operands are already known: Python
 numbers and constants are host values, a data leaf holds a buffer (a tensor uploaded from the
 host, or a result of a graph a sync already started), and layout ops of those -- pads and
-concatenations, and a few integer element-wise ops, exact on the host -- are cheap to replay. `known(node)` returns
-those as NumPy arrays -- never cutting a graph -- and None for values still pending in the
-graph (docs/errors.md says what those give).
+concatenations, and a few integer element-wise ops, exact on the host -- are cheap to
+replay. `known(node)` returns those as NumPy arrays -- never cutting a graph -- and None for
+values still pending in the graph (docs/errors.md says what those give).
 
 LAZYX_CHECK_INDICES=off turns these reads off (each costs a device-to-host copy on a GPU).
 """
@@ -63,7 +63,7 @@ def pad_array(x, value, *, padding_config):
 # labels by F.pad(labels, (0, 1), value=-100)[..., 1:] (or a torch.cat), and a bad label must
 # still raise at the loss
 _ASSEMBLY = {
-    "pad": lambda x, value, **attrs: pad_array(x, value, **attrs),
+    "pad": pad_array,
     "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
 }
 

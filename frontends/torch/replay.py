@@ -206,7 +206,8 @@ def _keep_out_of_state_dict(opt, group):
     if forced is None:
         forced = opt.__dict__["_lazyx_capturable"] = []
         opt.register_state_dict_post_hook(_user_capturable)
-    forced.append(group)  # (by identity: a group load_state_dict made is the user's own)
+    if not any(g is group for g in forced):  # (each trace of the step comes here again)
+        forced.append(group)  # (by identity: a group load_state_dict made is the user's own)
 
 
 def _user_capturable(opt, state):
