@@ -37,17 +37,15 @@ Checked against NumPy 2.4.6. On a NumPy upgrade, re-read:
                  `framework_name` is an imported module; its NumpyBackend accepts only
                  ndarrays ("Tensor type unknown to einops" for a lazy array). A subclass of it
                  that accepts lazy arrays, named after this frontend's module, is defined when
-                 einops._backends is imported: at install() if it already is, else by a meta
-                 path finder that watches for that one import (einops is never imported here).
+                 einops._backends is imported: at install() if it already is, else when it is
+                 (core/after_import.py; einops is never imported here).
                  Its methods are NumpyBackend's: np.stack / tile / concatenate / einsum and
                  the array's own reshape / transpose / reductions, all traced.
 """
-import importlib.machinery
-import sys
-
 import numpy as np
 
 from ...core import runtime
+from ...core.after_import import after_import
 from ...core.source import user_line
 from . import _views
 from ._base import LazyArray, wrap
@@ -225,7 +223,6 @@ for _fn, _numpy in ((array, _ARRAY), (asarray, _ASARRAY), (shuffle, _SHUFFLE)):
 shuffle.__module__ = "numpy.random"
 
 
-_EINOPS = "einops._backends"
 _EINOPS_BACKEND = []  # held here: einops finds it through __subclasses__, a weak reference
 
 
@@ -243,34 +240,8 @@ def _einops_backend(backends):
     _EINOPS_BACKEND.append(LazyNumpyBackend)
 
 
-class _EinopsImport:
-    """A meta path finder for einops._backends alone: the module is loaded by the finder
-    that would load it anyway, and the lazy backend is defined once it has run."""
-
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name != _EINOPS:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _einops_backend(module)
-            if cls in sys.meta_path:
-                sys.meta_path.remove(cls)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
 def install():
     np.nditer = nditer
     np.array, np.asarray = array, asarray
     np.random.shuffle = shuffle
-    if _EINOPS in sys.modules:
-        _einops_backend(sys.modules[_EINOPS])
-    elif _EinopsImport not in sys.meta_path:
-        sys.meta_path.insert(0, _EinopsImport)
+    after_import("einops._backends", _einops_backend)

@@ -77,10 +77,9 @@ Installed here, once:
   einops (not a dependency; checked against einops 0.8.2) picks a backend among the
       subclasses of einops._backends.AbstractBackend whose framework_name is imported; its
       TensorflowBackend takes tf.Tensor alone ("Tensor type unknown to einops" for a lazy
-      one). A subclass of it for LazyTensor is defined when einops is imported: at install()
-      if it already is, else by a meta path finder watching for that one import (the top
-      package: the NumPy frontend's finder watches einops._backends, and neither hides the
-      other). einops is never imported here.
+      one). A subclass of it for LazyTensor is defined when einops._backends is imported: at
+      install() if it already is, else when it is (core/after_import.py, which the NumPy
+      frontend's backend waits on too). einops is never imported here.
 
   registry.UNDISPATCHED: a TF function with no dispatch hook at all is replaced, in its
       public namespace, by a wrapper that lowers lazy inputs and calls the original for
@@ -123,13 +122,12 @@ Reached by TF internals, and so re-read on a TF upgrade:
       holds the buffer.
 """
 import functools
-import importlib.util
 import inspect
-import sys
 
 import tensorflow as tf
 from tensorflow.python.util import dispatch, tf_decorator
 
+from ...core.after_import import after_import
 from . import indexed_slices, registry, variables
 from .tensor import LazyTensor
 
@@ -182,20 +180,14 @@ def install():
     _wrap_variable_scatters()
     _redirect_branch_writes()
     _wrap_tensor_arrays()
-    if "einops" in sys.modules:
-        _einops_backend()
-    elif _EinopsImport not in sys.meta_path:
-        sys.meta_path.insert(0, _EinopsImport)
+    after_import("einops._backends", _einops_backend)
 
 
 _EINOPS_BACKEND = []  # held here: einops finds it through __subclasses__, a weak reference
 
 
-def _einops_backend():
-    backends = sys.modules.get("einops._backends")
-    if backends is None or _EINOPS_BACKEND:  # (an einops that loads it later: not handled)
-        return
-
+def _einops_backend(backends):
+    """Define the einops backend for LazyTensor, a subclass einops finds on its own."""
     class LazyTensorflowBackend(backends.TensorflowBackend):
         framework_name = "lazyx.frontends.tf"  # not "tensorflow": one backend per name
 
@@ -203,27 +195,6 @@ def _einops_backend():
             return isinstance(tensor, LazyTensor)
 
     _EINOPS_BACKEND.append(LazyTensorflowBackend)
-
-
-class _EinopsImport:
-    """A meta path finder for the einops package alone: whatever finder would load it loads
-    it, and the lazy backend is defined once its __init__ (which imports _backends) ran."""
-
-    @classmethod
-    def find_spec(cls, name, path=None, target=None):
-        if name != "einops" or cls not in sys.meta_path:
-            return None
-        sys.meta_path.remove(cls)  # (before asking the others: they would ask us again)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _einops_backend()
-        spec.loader.exec_module = exec_module
-        return spec
 
 
 def _wrap_tensor_arrays():

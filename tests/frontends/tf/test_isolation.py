@@ -73,8 +73,8 @@ def test_every_change_to_framework_globals_is_in_hooks_py():
 
 def test_einops_finds_the_lazy_backend_when_imported_after_both_frontends():
     # einops picks a backend among its AbstractBackend subclasses; lazyx defines one for its
-    # TF tensors when einops is imported (here after lazyx, whose two frontends each watch
-    # for it). Before: "Tensor type unknown to einops".
+    # TF tensors when einops is imported (here after lazyx, whose two frontends both wait for
+    # it through core/after_import). Before: "Tensor type unknown to einops".
     import pytest
     pytest.importorskip("einops")
     out = shared.program_output(textwrap.dedent("""
