@@ -260,6 +260,7 @@ _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _CHILD = {}       # type -> child(obj, name) -> the child called name, or None
 _SET_CHILD = {}   # type -> set_child(obj, name, value) -> whether it could
+_NUMBERS = set()  # container types whose attributes hold numbers a step reads (a module tree)
 _TRACE_HOOKS = []  # context-manager factories entered around every trace
 _lookup_cache = {}
 
@@ -290,7 +291,7 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None
     _lookup_cache.clear()
 
 
-def register_container(cls, children, mode=None, child=None, set_child=None):
+def register_container(cls, children, mode=None, child=None, set_child=None, numbers=False):
     """Objects holding state: `children(obj)` yields (name, child, stable): `name` says where
     the child is (stable across calls: a parameter's name, not its position), `stable` is
     False for state that a step may legitimately replace each call (a parameter's .grad).
@@ -298,8 +299,13 @@ def register_container(cls, children, mode=None, child=None, set_child=None):
     on (a torch module tree's train/eval flags): it is part of lazyx.compile's guard.
     `child(obj, name)`: the child called `name` now, or None (default: search `children`);
     replays read state through it at every call. `set_child(obj, name, value)` stores state
-    a step creates (a .grad): True if it could."""
+    a step creates (a .grad): True if it could. `numbers`: the container's attributes (and
+    its children's, through them) hold Python numbers the step may read, which lazyx.compile
+    guards (host_state.read_numbers: a torch module's `self.temperature`); an optimizer's
+    numbers have their own mechanism (state_number), a Keras layer's are in its `mode`."""
     _CONTAINERS[cls] = children
+    if numbers:
+        _NUMBERS.add(cls)
     _CHILD[cls] = child or _search_children
     _SET_CHILD[cls] = set_child
     if mode is not None:
@@ -355,6 +361,18 @@ def ambient():
     if len(_AMBIENT) == 1:
         return _AMBIENT[0]()
     return tuple([mode() for mode in _AMBIENT])
+
+
+def holds_numbers(obj):
+    """Whether host_state.read_numbers looks through `obj`: a plain object, or a container
+    registered with `numbers`; never a tensor."""
+    spec = _spec(type(obj))
+    if spec is None:
+        return True
+    if spec[0] != "container":
+        return False
+    # (the registration that applies: the first registered class in the MRO, as in _spec)
+    return next(base for base in type(obj).__mro__ if base in _CONTAINERS) in _NUMBERS
 
 
 def _spec(cls):

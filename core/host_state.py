@@ -9,15 +9,18 @@ CPU `scale` read with float()). A replay runs no Python, so
   a change between calls is a guard miss, and the step traces again (`arrays_changed`); so
   must a host tensor, by its version counter (`tensor_guards`; one the step writes is caught
   with the deeper ones, by capture's walk);
-* a float the step reads there (`CFG["beta"]`, `self.scale`, `scale[0]`) that the caller
-  changes between calls must not replay the traced value: guarded by value, then a number of
-  each call once it changed (`read_numbers`).
+* a number the step reads there (`CFG["beta"]`, `self.scale`, `scale[0]`, and deeper:
+  `CFG["opt"]["mult"]`, a submodule's `self.temperature` read in its forward) that the caller
+  changes between calls must not replay the traced value: guarded by value; a float is then
+  a number of each call (`read_numbers`).
 
-Only what lies one level from the step's roots is looked at: its closure cells, the globals
-its code names, the object of a bound method and the dicts among them -- where such state
-lives in the programs we met; deeper state (a torch optimizer's param_groups) has its own
-mechanisms (capture.state_number).
+The snapshot's numbers, generators, arrays and host tensors are those one level from the
+step's roots: its closure cells, the globals its code names, the object of a bound method and
+the dicts among them -- where such state lives in the programs we met. The numbers it reads
+are looked for deeper too, through dicts, lists, plain objects and module trees; a torch
+optimizer's param_groups have their own mechanism (capture.state_number).
 """
+import operator
 import types
 
 import numpy as np
@@ -174,38 +177,122 @@ def code_keys(fn):
     return out
 
 
-def read_numbers(roots, keys):
-    """(name, read, write, value) for each float one level from `roots` (an entry of a dict,
-    an attribute of an object, an element of a list) whose key the step's code spells
-    (`keys`: code_keys). lazyx.compile guards them by value (`floats_changed`: a float that
-    never changes, a setting, costs a comparison per call and stays a literal bound once),
-    and hands one seen to change to the step as a number of the call (`bind`): a run-time
-    parameter of the replay from then on (or, where Python consumed it, part of the guard),
-    never the traced value baked in."""
-    out, seen = [], set()
-    for getter, obj in roots:
+def read_numbers(roots, keys, walk_into=lambda obj: True):
+    """(read, write, value) for each number next to the step that the caller may change
+    between calls: lazyx.compile guards them by value at each replay (`floats_changed`: a
+    number that never changes, a setting, costs a comparison per call and stays a literal
+    bound once), and hands a float seen to change to the step as a number of the call
+    (`bind`): a run-time parameter of the replay from then on (or, where Python consumed it,
+    part of the guard), never the traced value baked in. An int is only guarded: a changed
+    one traces again (ints are sizes and indices as often as they are factors).
+
+    Where: an entry of a dict, an attribute of an object, an element of a list, from `roots`
+    down through dicts, lists and objects (`walk_into(obj)`: the caller's say on a frontend
+    type -- a torch module tree is walked, a tensor or an optimizer is not), as deep as a
+    module tree goes (`model.encoder._modules["attn"].temperature`). Which: a float whose
+    key the step's code spells (`keys`: code_keys; `CFG["beta"]`) or the code of its holder's
+    class (a module's `self.temperature` read in its forward, which the step only calls);
+    an int whose key the step's code spells. A number nobody spells -- a counter the caller
+    keeps next to the step -- must not guard the replay."""
+    out, seen, visited = [], set(), set()
+    stack = [(getter, obj, 0, frozenset()) for getter, obj in reversed(roots)]
+    while stack:
+        getter, obj, depth, holder_keys = stack.pop()
+        if id(obj) in visited or depth > _MAX_DEPTH:
+            continue
+        visited.add(id(obj))
         if isinstance(obj, dict):
-            items, get, put = list(obj.items()), _item, dict.__setitem__
+            if depth and len(obj) > _MAX_ITEMS:  # (a vocabulary, data: not settings)
+                continue
+            items, get, put = list(obj.items()), operator.getitem, dict.__setitem__
+            float_keys = keys | holder_keys
         elif type(obj) is list:
             items = [(k, v) for k, v in enumerate(obj) if k in keys or k - len(obj) in keys]
-            get, put = _item, list.__setitem__
+            get, put, float_keys = operator.getitem, list.__setitem__, keys
         else:
             attrs = getattr(obj, "__dict__", None)
             if type(attrs) is not dict or isinstance(obj, (type, types.ModuleType)) or \
-                    getattr(type(obj), "_lazyx_compiled", False):
+                    getattr(type(obj), "_lazyx_compiled", False) or not walk_into(obj):
                 continue
-            items, get, put = list(attrs.items()), _attr, _set_attr
+            items, get, put = list(attrs.items()), getattr, _set_attr
+            holder_keys = class_keys(type(obj))
+            float_keys = keys | holder_keys
         for key, value in items:
-            if type(value) is float and key in keys and (id(obj), key) not in seen:
-                seen.add((id(obj), key))
-                read = _reader(getter, get, key)
-                read.lazyx_name, read.lazyx_key = _name(obj, key), (id(obj), key)
-                out.append((read, lambda v, g=getter, p=put, k=key: p(g(), k, v), value))
+            kind = type(value)
+            if kind is float and key in float_keys or kind is int and key in keys:
+                if (id(obj), key) not in seen:
+                    seen.add((id(obj), key))
+                    read = _Place(getter, get, key)
+                    read.lazyx_name, read.lazyx_key = _name(obj, key), (id(obj), key)
+                    out.append((read, lambda v, g=getter, p=put, k=key: p(g(), k, v), value))
+            elif kind is dict or kind is list or not isinstance(value, _LEAVES) and \
+                    hasattr(value, "__dict__"):
+                stack.append((_Place(getter, get, key), value, depth + 1, holder_keys))
     return out
 
 
-def _reader(getter, get, key):
-    return lambda: get(getter(), key)
+class _Place:
+    """Reads what lies at `get(parent(), key)` now: an object below a step's root, or a
+    number. Within a guard's pass (`_PASS`) each place is read once, since the numbers'
+    places share their prefixes (a module tree: `model._modules["h"]._modules["0"]...`)."""
+    __slots__ = ("parent", "get", "key", "stamp", "value", "lazyx_name", "lazyx_key")
+
+    def __init__(self, parent, get, key):
+        self.parent, self.get, self.key, self.stamp = parent, get, key, None
+
+    def __call__(self):
+        token = _PASS[0]
+        if token is not None and self.stamp is token:
+            return self.value
+        value = self.get(self.parent(), self.key)
+        if token is not None:
+            self.stamp, self.value = token, value
+        return value
+
+
+_PASS = [None]  # the current guard pass's token (floats_changed), else None: no memo
+
+
+_MAX_DEPTH = 16   # steps below a root: a module tree takes two a level (`_modules`, name)
+_MAX_ITEMS = 256  # entries of a dict below the roots worth looking through
+_LEAVES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType,
+           type, np.ndarray, np.generic, str, bytes, tuple, bool, int, float, complex,
+           type(None)) + _GENERATORS
+_CLASS_KEYS = {}
+
+
+def class_keys(cls):
+    """The names the methods of `cls` and its bases (`object` aside) spell: code_keys of each
+    function, property and static or class method in their class dicts, `__init__` aside (it
+    spells every attribute it sets: one no other method spells is not read). Per class."""
+    found = _CLASS_KEYS.get(cls)
+    if found is None:
+        found = set()
+        for base in cls.__mro__[:-1]:
+            for name, member in list(vars(base).items()):
+                if name == "__init__":
+                    continue
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                elif isinstance(member, property):
+                    member = member.fget
+                if isinstance(member, types.FunctionType):
+                    found |= code_keys(member)
+        found = _CLASS_KEYS[cls] = frozenset(found)
+    return found
+
+
+def changed_numbers(found):
+    """'name: was -> now' for the first number `read_numbers` found that the traced call
+    changed itself (a replay, running no Python, would not change it again), else None."""
+    for read, _write, value in found:
+        try:
+            now = read()
+        except (LookupError, AttributeError, TypeError):
+            continue
+        if type(now) is not type(value) or now != value and now == now:
+            return f"{read.lazyx_name} changed while it ran ({value!r} -> {now!r})"
+    return None
 
 
 def bind(found, state_number):
@@ -234,18 +321,27 @@ def unbind(bound):
 
 
 def floats_changed(guards, varying):
-    """A guard-miss message when a float `read_numbers` found holds another value now (its
-    key then joins `varying`: traced again, it is a run-time parameter), else None."""
-    for read, value in guards:
-        try:
-            now = read()
-        except (LookupError, AttributeError, TypeError):
-            return f"{read.lazyx_name}, a float the step reads, is gone"
-        if now != value and (now == now or value == value) or type(now) is not float:
-            varying.add(read.lazyx_key)
-            return (f"{read.lazyx_name} changed ({value!r} -> {now!r}), a float the step "
-                    f"reads: from now on a run-time parameter")
-    return None
+    """A guard-miss message when a number `read_numbers` found holds another value now, else
+    None. Every float found changed joins `varying` (traced again, each is a run-time
+    parameter: one trace for all the floats a caller changed together, not one per float)."""
+    why, _PASS[0] = None, object()
+    try:
+        for read, value in guards:
+            try:
+                now = read()
+            except (LookupError, AttributeError, TypeError):
+                return f"{read.lazyx_name}, a number the step reads, is gone"
+            if type(value) is int:
+                if type(now) is not int or now != value:
+                    return (f"{read.lazyx_name} changed ({value!r} -> {now!r}), an int the "
+                            f"step reads")
+            elif now != value and (now == now or value == value) or type(now) is not float:
+                varying.add(read.lazyx_key)
+                why = why or (f"{read.lazyx_name} changed ({value!r} -> {now!r}), a float "
+                              f"the step reads: from now on a run-time parameter")
+        return why
+    finally:
+        _PASS[0] = None
 
 
 def _set_attr(holder, key, value):

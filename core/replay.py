@@ -15,8 +15,8 @@ framework.
 
 Guard: the arguments' structure, tensor shapes and dtypes, non-number arguments by value,
 the identity of every object the function refers to (closure cells, globals, self, defaults),
-the floats it reads one level from them (host_state.read_numbers: by value, or as numbers of
-the call once seen to change), and the shape and dtype of every captured state tensor.
+the numbers it reads from them, at any depth (host_state.read_numbers: by value, a float as a
+number of the call once seen to change), and the shape and dtype of every captured state tensor.
 State is read where the trace found it (`model.fc1.weight`, `params["w"]`, a parameter's
 `.grad`), at each call, so a tensor rebound there between calls is the one used; state the
 traced call created (a `.grad`) must be absent, and two places that held one tensor must
@@ -328,7 +328,7 @@ class Compiled:
         # (a step that updates state -- a training step -- took its own backward; a result's
         # backward graph is for logging there)
         entry.graph_results = not slot_out and _result_needs_grad(result)
-        changed = host_state.changed_by_step(host)
+        changed = host_state.changed_by_step(host) or host_state.changed_numbers(found)
         if changed is not None:
             self._stay_lazy(None, None, f"{changed}, which a replay, running no Python, "
                             f"would not do again", stacklevel=4)
@@ -444,10 +444,12 @@ def _floats_read(fn, arg_roots):
     """host_state.read_numbers for `fn` and for the Python functions it refers to (a
     `train_step` a lambda calls), each with the keys its own code spells."""
     roots = _roots(fn)
-    found = host_state.read_numbers(roots + arg_roots, host_state.code_keys(fn))
+    found = host_state.read_numbers(roots + arg_roots, host_state.code_keys(fn),
+                                    capture.holds_numbers)
     for _, obj in roots:
         if isinstance(obj, types.FunctionType):
-            found += host_state.read_numbers(_roots(obj), host_state.code_keys(obj))
+            found += host_state.read_numbers(_roots(obj), host_state.code_keys(obj),
+                                             capture.holds_numbers)
     return found
 
 

@@ -110,7 +110,7 @@ replay.register_tensor(LazyTensor, _tensor_handle, _wrap)
 replay.register_tensor(tf.Variable, _var_handle, _wrap, _is_variable)
 if _vars._KerasTFVariable is not None:
     replay.register_tensor(_vars._KerasTFVariable, _var_handle, _wrap, _is_variable)
-replay.register_container(tf.Module, _variables)
+replay.register_container(tf.Module, _variables, numbers=True)
 if keras is not None:
     replay.register_container(keras.layers.Layer, _layer_variables, mode=_layer_modes)
     replay.register_container(keras.optimizers.Optimizer, _variables,

@@ -18,7 +18,7 @@ import weakref
 import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-from ...core import capture, replay
+from ...core import capture, host_state, replay
 from . import hooks
 from . import device as _device
 from . import tensor as _tensor
@@ -242,21 +242,37 @@ def _modes(module):
     parameters require grad, and the hooks registered (on modules and parameters), of each
     module of `module`'s tree, in a fixed order: a replay's guard, so that `model.eval()`,
     `Sequential.append(...)`, a parameter registered, a layer frozen (`requires_grad_(False)`),
-    an activation swapped (`model.act = nn.ReLU()`) or a hook added between calls trace
-    again. Checked at every replay, so a plain walk of `_modules`
-    (Module.modules() is a recursive generator, 3x slower)."""
+    an activation swapped (`model.act = nn.ReLU()`), a hook added or an int the module's
+    code reads (`self.k`, `self.num_heads`) changed between calls trace again. (Its floats
+    are guarded as numbers: host_state.read_numbers.) Checked at every replay, so a plain
+    walk of `_modules` (Module.modules() is a recursive generator, 3x slower)."""
     flags, stack = [], [module]
     while stack:
         m = stack.pop()
+        d = m.__dict__
+        keys = _INT_KEYS.get(type(m))
+        if keys is None:
+            keys = _INT_KEYS[type(m)] = _int_keys(m)
         hooks = (tuple(m._forward_hooks), tuple(m._forward_pre_hooks),
                  tuple(m._backward_hooks), tuple(m._backward_pre_hooks)) \
             if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or \
             m._backward_pre_hooks else ()
         flags.append((type(m), m.training, len(m._buffers), len(m._modules),
                       tuple([p is not None and (p.requires_grad, _tensor_hooks(p))
-                             for p in m._parameters.values()]), hooks))
+                             for p in m._parameters.values()]), hooks,
+                      [d.get(k) for k in keys] if keys else None))
         stack.extend([c for c in m._modules.values() if c is not None])
     return tuple(flags)
+
+
+_INT_KEYS = {}  # module class -> its int attributes its code spells, as first seen
+
+
+def _int_keys(module):
+    # (per class, not per call; spelled by the class's code, so a counter the training loop
+    # keeps on the model, `model.global_step`, does not trace again at each change)
+    spelled = host_state.class_keys(type(module))
+    return tuple([k for k, v in module.__dict__.items() if type(v) is int and k in spelled])
 
 
 def _tensor_hooks(p):
@@ -292,7 +308,7 @@ def _version(t):
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write, _takes_grad,
                        _has_backward, _version)
 replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
-                          set_child=_set_module_child)
+                          set_child=_set_module_child, numbers=True)
 replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,
                           child=_optimizer_child)
 replay.register_trace_hook(_tracing)

@@ -189,6 +189,63 @@ def test_floats_the_caller_changes_in_a_dict_an_object_and_a_list_are_read_at_ea
     assert type(_CFG["beta"]) is float and type(_H.__dict__["beta"]) is float
 
 
+_NESTED = {"opt": {"mult": 1.0}, "n": 1}
+
+
+class _Scaler:
+    """Reads its own number in a method the step only calls: the step's code never spells
+    `temperature`."""
+
+    def __init__(self):
+        self.temperature = 1.0
+        self.settings = {"shift": 0.0}
+
+    def apply(self, x):
+        return x / self.temperature + self.settings["shift"]
+
+
+_S = _Scaler()
+
+
+def _nested(x):
+    return _S.apply(x).sum() * _NESTED["opt"]["mult"] + _NESTED["n"]
+
+
+def test_numbers_the_caller_changes_deeper_than_the_steps_roots_are_read_at_each_call():
+    # a float two dicts down (`CFG["opt"]["mult"]`), an int in a dict (`CFG["n"]`), a float an
+    # object's method reads (and one in a dict of that object): each replay kept the traced
+    # call's values, with no miss and no warning
+    compiled = lazyx.compile(_nested)
+    lazyx.reset_metrics()
+    try:
+        for k in range(8):
+            _NESTED["opt"]["mult"], _S.temperature = 0.5 * k, 1.0 + k
+            _S.settings["shift"] = 0.25 * k
+            _NESTED["n"] = k // 3
+            np.testing.assert_allclose(np.asarray(compiled(lnp.asarray(_X))), _nested(_X))
+        # the floats became run-time parameters together, at their first change; the int
+        # traces again when it changes (3 values)
+        assert lazyx.metrics()["replays"] >= 3
+    finally:
+        _NESTED["opt"]["mult"], _NESTED["n"], _S.temperature = 1.0, 1, 1.0
+        _S.settings["shift"] = 0.0
+
+
+def test_a_number_the_step_changes_deeper_than_its_roots_runs_lazily_with_a_warning():
+    state = {"counts": {"calls": 0}}
+
+    def step(x):
+        state["counts"]["calls"] += 1
+        return x * 2.0
+
+    compiled = lazyx.compile(step)
+    with pytest.warns(RuntimeWarning, match=r"dict\['calls'\] changed while it ran"):
+        compiled(lnp.asarray(_X))
+    for _ in range(3):
+        compiled(lnp.asarray(_X))
+    assert state["counts"]["calls"] == 4
+
+
 _READS = {
     "np.unique (run by NumPy)": lambda x, m, k, i: np.unique(x) * 1.0,
     "np.bincount": lambda x, m, k, i: np.bincount(i, minlength=9) * 1.0,
