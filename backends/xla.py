@@ -175,6 +175,25 @@ def _float_to_int(x, target):
     return jnp.where(jnp.isnan(wide), jnp.zeros((), target), result)
 
 
+def _sign(x):
+    # the IR's sign is +0 at either zero, as NumPy's, TF's and the reference backend's;
+    # IEEE's (lax.sign) keeps -0.0, and XLA folds a `+ 0.0` that would drop it
+    if jnp.issubdtype(x.dtype, jnp.integer):
+        return lax.sign(x)
+    return lax.select(lax.eq(x, lax.full_like(x, 0)), lax.full_like(x, 0), lax.sign(x))
+
+
+def _wide_half(fn):
+    """fn accumulating float16/bfloat16 operands in float32, then rounded once: XLA:CPU sums
+    them in their own precision (30,000 float16 ones summed to 30,016), where NumPy, torch,
+    TF and the reference backend accumulate in float32."""
+    def wide(x, axes):
+        if x.dtype in (jnp.float16, jnp.bfloat16):
+            return fn(x.astype(jnp.float32), axes).astype(x.dtype)
+        return fn(x, axes)
+    return wide
+
+
 def _reduce(fn):
     def reduce(x, *, axes):
         return fn(x, axes) if axes else x
@@ -344,7 +363,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "atanh": lax.atanh, "erf": lax.erf, "erf_inv": lax.erf_inv, "lgamma": lax.lgamma,
     "digamma": _digamma, "logistic": lax.logistic, "floor": lax.floor, "ceil": lax.ceil,
     "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
-    "neg": lax.neg, "abs": _abs, "sign": lax.sign, "not": lax.bitwise_not,
+    "neg": lax.neg, "abs": _abs, "sign": _sign, "not": lax.bitwise_not,
     "is_finite": lax.is_finite,
     "add": lax.add, "sub": lax.sub, "mul": _mul, "div": _div, "rem": _rem, "pow": _pow,
     "max": lax.max, "min": lax.min, "atan2": lax.atan2, "nextafter": lax.nextafter,
@@ -372,7 +391,8 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "rev": lambda x, *, dimensions: lax.rev(x, dimensions),
     "iota": lambda *, dtype, shape, dimension: lax.broadcasted_iota(_jdt(dtype), shape,
                                                                     dimension),
-    "reduce_sum": _reduce(lax.reduce_sum), "reduce_prod": _reduce(lax.reduce_prod),
+    "reduce_sum": _reduce(_wide_half(lax.reduce_sum)),
+    "reduce_prod": _reduce(_wide_half(lax.reduce_prod)),
     "reduce_max": _reduce(lax.reduce_max), "reduce_min": _reduce(lax.reduce_min),
     "reduce_and": _reduce(lax.reduce_and), "reduce_or": _reduce(lax.reduce_or),
     "argmax": _arg(lax.argmax), "argmin": _arg(lax.argmin),

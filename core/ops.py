@@ -406,7 +406,7 @@ ceil = _unary("ceil", "f")
 round = _unary("round", "f")  # noqa: A001 - half to even, as NumPy, torch and TF round
 neg = _unary("neg", "fic")
 abs_ = _unary("abs", "fic", result=lambda d: dt.real_part(d) if dt.is_complex(d) else d)
-sign = _unary("sign", "fic")  # complex: x / |x| (0 at 0)
+sign = _unary("sign", "fic")  # +0 at either zero, NaN at NaN; complex: x / |x| (0 at 0)
 real = _unary("real", "c", result=dt.real_part)
 imag = _unary("imag", "c", result=dt.real_part)
 conj = _unary("conj", "c")
