@@ -47,7 +47,10 @@ class _Key:
             key = (key,)
         items = []
         for item in key:
-            if isinstance(item, list) or (isinstance(item, np.ndarray) and item.ndim > 0) \
+            # (NumPy makes an integer array of any sequence item: `a[range(n), y]`, and a
+            # tuple inside the index tuple, `X[:, (0, 2)]`, `X[:, ()]`)
+            if isinstance(item, (list, tuple, range)) \
+                    or (isinstance(item, np.ndarray) and item.ndim > 0) \
                     or (isinstance(item, np.ndarray) and item.dtype == np.bool_):
                 item = np.asarray(item)
                 if item.dtype.kind not in "biu" and item.size:

@@ -1,0 +1,66 @@
+"""Idioms of NumPy programs written by others (nn-from-scratch's backprop, ML-From-Scratch's
+regression and polynomial features, Gaussian-process code's diagonal jitter), run on lazy
+arrays: NumPy's numbers, and no fallback where NumPy's own Python would have read the value."""
+from itertools import combinations_with_replacement
+
+import numpy as np
+import pytest
+
+import lazyx
+import lazyx.frontends.numpy as lnp
+
+RNG = np.random.default_rng(22)
+
+
+def _two_layer_steps(X, y, W1, W2, steps, lr=0.05):
+    """A hand-written two-layer classifier: the softmax gradient is `probs - onehot`, made by
+    subtracting 1 at [range(n), y] (a `range` as an index, as nn-from-scratch writes it)."""
+    n = len(y)
+    for _ in range(steps):
+        hidden = np.tanh(X.dot(W1))
+        scores = np.exp(hidden.dot(W2))
+        probs = scores / np.sum(scores, axis=1, keepdims=True)
+        loss = -np.log(probs[range(n), y]).mean()
+        probs[range(n), y] -= 1
+        dW2 = hidden.T.dot(probs)
+        dW1 = X.T.dot(probs.dot(W2.T) * (1 - hidden ** 2))
+        W1 = W1 - lr * dW1
+        W2 = W2 - lr * dW2
+    return W1, W2, loss
+
+
+@pytest.mark.parametrize("lazy_labels", [True, False])
+def test_range_as_an_index_in_a_backprop_step(lazy_labels):
+    X, y = RNG.normal(size=(40, 2)), RNG.integers(0, 2, 40)
+    W1, W2 = RNG.normal(size=(2, 5)), RNG.normal(size=(5, 2))
+    want = _two_layer_steps(X, y, W1, W2, 3)
+    got = _two_layer_steps(lnp.asarray(X), lnp.asarray(y) if lazy_labels else y,
+                           lnp.asarray(W1), lnp.asarray(W2), 3)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-12, atol=1e-12)
+
+
+def _polynomial_features(X, degree):
+    """Columns of products of features, picked with a tuple of column numbers (the empty
+    tuple for the constant column)."""
+    combos = [c for d in range(degree + 1)
+              for c in combinations_with_replacement(range(X.shape[1]), d)]
+    return np.stack([np.prod(X[:, combo], axis=1) for combo in combos], axis=1)
+
+
+def test_tuples_inside_an_index_pick_columns():
+    X = RNG.normal(size=(6, 3))
+    lazyx.reset_metrics()
+    got = _polynomial_features(lnp.asarray(X), 2)
+    np.testing.assert_allclose(np.asarray(got), _polynomial_features(X, 2), rtol=1e-15)
+    assert lazyx.metrics()["fallbacks"] == 0
+    for key in [(slice(None), (2, 0)), ((1, 3), slice(None)), ((0, 1), (2, 2)), (range(2, 5),)]:
+        np.testing.assert_array_equal(np.asarray(lnp.asarray(X)[key]), X[key])
+
+
+def test_range_index_errors_are_numpys():
+    x = lnp.asarray(np.zeros((3, 2)))
+    with pytest.raises(IndexError, match="index 3 is out of bounds"):
+        x[range(4), 0]
+    with pytest.raises(IndexError):
+        x[(0.5, 1), 0]  # a float in a tuple index: NumPy's IndexError
