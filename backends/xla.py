@@ -194,6 +194,13 @@ def _wide_half(fn):
     return wide
 
 
+# Every result is rounded to its own dtype, as eager frameworks round each op's: by default
+# XLA may keep a float16/bfloat16 value in float32 across ops and drop the rounding a cast
+# back asks for (a bfloat16 matmul cast to float32 kept 0.025 more than TF's eager result).
+# No effect on programs without half types.
+COMPILER_OPTIONS = {"xla_allow_excess_precision": False}
+
+
 def _reduce(fn):
     def reduce(x, *, axes):
         return fn(x, axes) if axes else x
@@ -1036,7 +1043,9 @@ class XlaBackend:
     def _from_disk(self, program, signature, x64):
         """(jax's Compiled from the disk cache or None, the cache, the program's key there)."""
         cache = disk_cache.open_cache()
-        # a mesh program stays in memory only: its executable depends on the mesh's devices
+        # a mesh program stays in memory only: its executable depends on the mesh's devices.
+        # A forked child skips the disk: loading an executable there hangs like compiling one
+        # (XLA's threads do not survive a fork), and compile_now raises the error saying so
         if not cache or signature.mesh is not None:
             return None, cache, None
         context = self.cache_context(x64)
@@ -1062,7 +1071,7 @@ class XlaBackend:
         with jax.enable_x64(x64):
             lowered = self._lower(program, signature)
             lowered_at = time.perf_counter()
-            compiled = lowered.compile()
+            compiled = lowered.compile(compiler_options=COMPILER_OPTIONS)
         metrics.record_time("lower", lowered_at - start)
         metrics.record_time("xla_compile", time.perf_counter() - lowered_at)
         if key is not None:
@@ -1123,7 +1132,7 @@ class XlaBackend:
                 dev.client.platform_version, platform.machine(), _cpu_flags(),
                 os.environ.get("XLA_FLAGS", ""), os.environ.get("LIBTPU_INIT_ARGS", ""),
                 # lazyx places every program on this one device: that is its sharding
-                "sharding", "single-device", dev.id, jax.device_count()))
+                "sharding", "single-device", dev.id, jax.device_count(), COMPILER_OPTIONS))
         # (a setting a program may change at run time is read at each compile)
         return repr((self._context, "x64", bool(x64),
                      jax.config.jax_default_matmul_precision)).encode()

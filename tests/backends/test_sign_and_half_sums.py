@@ -47,3 +47,20 @@ def test_half_sums_and_products_accumulate_in_float32(backend, dtype):
     for g, x, f in zip(got, (ones, tenths, near_one), (np.sum, np.sum, np.prod)):
         want = f(x.astype(np.float32)).astype(np_dtype)
         assert g.dtype == want.dtype and float(g) == float(want), (float(g), float(want))
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_half_result_cast_to_float32_was_rounded_to_its_type_first(backend, dtype):
+    # XLA may keep a half value in float32 and drop the rounding (excess precision): a
+    # bfloat16 product cast to float32 held bits no bfloat16 has
+    np_dtype = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((4, 64)), rng.standard_normal((64, 3))
+    x, y = (ops.convert(leaf(v.astype(np.float32)), dtype=dtype) for v in (a, b))
+    prod = ops.dot_general(x, y, contracting_dimensions=((1,), (0,)),
+                           batch_dimensions=((), ()))
+    summed = ops.add(ops.mul(x, x), x)
+    got = run(backend, [ops.convert(prod, dtype="float32"), ops.convert(summed, dtype="float32")])
+    for g in got:
+        assert np.array_equal(g.astype(np_dtype).astype(np.float32), g)
