@@ -1046,7 +1046,7 @@ class XlaBackend:
         # a mesh program stays in memory only: its executable depends on the mesh's devices.
         # A forked child skips the disk: loading an executable there hangs like compiling one
         # (XLA's threads do not survive a fork), and compile_now raises the error saying so
-        if not cache or signature.mesh is not None:
+        if not cache or signature.mesh is not None or _FORKED_FROM[0] is not None:
             return None, cache, None
         context = self.cache_context(x64)
         if signature.patterns != signature.general:
