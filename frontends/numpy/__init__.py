@@ -25,15 +25,14 @@ from ._indexing import (argwhere, count_nonzero, flatnonzero, nonzero, take, tak
 from ._info import (DTYPES as _DTYPES, __array_namespace_info__, bool, can_cast, finfo,  # noqa
                     complex64, complex128, float16, float32, float64, iinfo, int8, int16, int32, int64, isdtype,
                     result_type, uint8, uint16, uint32, uint64)
-from ._linalg import (diag, dot, einsum, inner, matmul, norm, outer, tensordot, trace,
-                      vecdot)
+from ._linalg import (diag, dot, inner, matmul, norm, outer, tensordot, trace, vecdot)
 from ._manipulation import (append, array_split, astype, atleast_1d, atleast_2d, atleast_3d,
                             broadcast_arrays, column_stack, concat, concatenate, copy, diff,
                             dstack, flip, hstack, pad, repeat, roll, split, stack, tile,
                             unstack, vstack)
-from ._view_ops import (broadcast_to, diagonal, expand_dims, imag, matrix_transpose,  # views
-                        moveaxis, permute_dims, ravel, real, reshape, squeeze, swapaxes,
-                        transpose)
+from ._view_ops import (broadcast_to, diagonal, einsum, expand_dims, imag,  # views
+                        matrix_transpose, moveaxis, permute_dims, ravel, real, reshape,
+                        squeeze, swapaxes, transpose)
 from ._choosing import clip, where
 from ._reductions import (all, any, argmax, argmin, argsort, cumprod, cumsum,  # noqa: A004
                           cumulative_prod, cumulative_sum, max, mean, min, prod, searchsorted,

@@ -164,7 +164,7 @@ FUNCTIONS = Table("lazyx.frontends.numpy FUNCTIONS (__array_function__)", {
     np.compress: _indexing.compress, np.extract: _indexing.extract,
     # linear algebra
     np.dot: _linalg.dot, np.tensordot: _linalg.tensordot, np.inner: _linalg.inner,
-    np.outer: _linalg.outer, np.einsum: _linalg.einsum, np.linalg.norm: _linalg.norm,
+    np.outer: _linalg.outer, np.einsum: _view_ops.einsum, np.linalg.norm: _linalg.norm,
     np.convolve: _linalg.convolve,
     np.diagonal: _view_ops.diagonal, np.trace: _linalg.trace, np.diag: _linalg.diag,
     # comparisons and facts

@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ...core import dtypes as dt, ops
+from ...core import dtypes as dt, ops, runtime
 from . import _complex, _elementwise, _layout, _linalg, _manipulation, _views
 from ._base import LazyArray, wrap
 from ._promote import normalize_axis_tuple
@@ -185,6 +185,36 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     out = _linalg.diagonal(a, offset, axis1, axis2)
     return _link(a, out, lambda p: _linalg.diagonal.lowering(p, offset, axis1, axis2), None,
                  lambda s: np.diagonal(s, offset, axis1, axis2))
+
+
+def einsum(subscripts, *operands, out=None, **kwargs):
+    """NumPy's einsum of one operand that sums over nothing (`'ii->i'`, `'ij->ji'`) is a
+    writeable view of it: `np.einsum('ii->i', K)[:] += noise` writes K's diagonal."""
+    result = _linalg.einsum(subscripts, *operands, out=out, **kwargs)
+    if out is not None or kwargs.get("dtype") is not None or len(operands) != 1 \
+            or type(operands[0]) is not LazyArray or type(result) is not LazyArray:
+        return result
+    x = operands[0]
+    # NumPy's own einsum of the positions decides: a view holds the positions it reads
+    positions = np.arange(x.size).reshape(x.shape)
+    optimize = kwargs.get("optimize", False)
+    read = np.einsum(subscripts, positions, optimize=optimize)
+    if not np.shares_memory(read, positions):  # it sums: a new array, as in NumPy
+        return result
+    index = read.reshape(-1, 1)
+
+    def derive(parent):
+        flat = ops.reshape(parent, new_sizes=(x.size,))
+        taken = ops.gather(flat, runtime.from_host(index))
+        return ops.reshape(taken, new_sizes=read.shape)
+
+    def put(parent, view):
+        flat = ops.reshape(parent, new_sizes=(x.size,))
+        values = ops.reshape(view, new_sizes=(read.size,))
+        written = ops.scatter(flat, runtime.from_host(index), values)  # (distinct positions)
+        return ops.reshape(written, new_sizes=x.shape)
+
+    return _link(x, result, derive, put, lambda s: np.einsum(subscripts, s, optimize=optimize))
 
 
 def iterate(x):

@@ -64,3 +64,36 @@ def test_range_index_errors_are_numpys():
         x[range(4), 0]
     with pytest.raises(IndexError):
         x[(0.5, 1), 0]  # a float in a tuple index: NumPy's IndexError
+
+
+def _jittered(K, noise):
+    np.einsum("ii->i", K)[:] += noise  # the diagonal through einsum's writeable view
+    return K
+
+
+@pytest.mark.parametrize("subscripts, shape", [("ii->i", (4, 4)), ("ij->ji", (2, 3)),
+                                               ("ij", (2, 3)), ("...ii->...i", (2, 3, 3)),
+                                               ("iij->ji", (2, 2, 3))])
+def test_einsum_that_sums_nothing_is_a_view(subscripts, shape):
+    host = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    lazy = lnp.asarray(host.copy())
+    view, lazy_view = np.einsum(subscripts, host), np.einsum(subscripts, lazy)
+    view[...] = view * 2 + 100   # a write into the view reaches the array
+    lazy_view[...] = lazy_view * 2 + 100
+    host += 1                    # and a write into the array reaches the view
+    lazy += 1
+    np.testing.assert_array_equal(np.asarray(lazy), host)
+    np.testing.assert_array_equal(np.asarray(lazy_view), view)
+
+
+def test_einsum_diagonal_jitter_and_sums_stay_new_values():
+    X = RNG.normal(size=(5, 2))
+    K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))
+    got = _jittered(lnp.asarray(K.copy()), 0.1)
+    np.testing.assert_array_equal(np.asarray(got), _jittered(K.copy(), 0.1))
+    lazy = lnp.asarray(K.copy())
+    trace = np.einsum("ii", lazy)        # a sum: NumPy makes a new array
+    rows = np.einsum("ij->i", lazy)
+    rows += 1
+    np.testing.assert_array_equal(np.asarray(lazy), K)
+    assert float(trace) == np.einsum("ii", K)
