@@ -109,11 +109,15 @@ class DiskCache:
         if why is not None:
             self.discard(key, why)
             return None
+        self.touch(key)
+        return blob[_HEADER:]
+
+    def touch(self, key):
+        """Mark `key`'s entry recently used: eviction removes the oldest mtimes first."""
         try:
-            os.utime(path)  # recently used: evicted last
+            os.utime(self.path(key))
         except OSError:
             pass
-        return blob[_HEADER:]
 
     def read(self, key):
         """The payload under `key` if it checks out, else None: no warning, no removal, no

@@ -1083,6 +1083,9 @@ class XlaBackend:
         compiled = preload.take(key)  # loaded and run once already by this process's preloader
         if compiled is not None:
             metrics.count("disk_preloaded")
+            # a hit like any other (the preloader leaves the folder alone): without this, the
+            # entry every run used kept its first mtime and was the first evicted
+            cache.touch(key)
         else:
             payload = cache.get(key)
             if payload is None:
