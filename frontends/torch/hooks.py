@@ -569,6 +569,58 @@ def _storage_data_ptr(self):
     return _ORIGINAL["storage_data_ptr"](self)
 
 
+def _load(f, map_location=None, *args, **kwargs):
+    """torch.load(f, map_location=lt.device) -- word_language_model's generate.py, and the
+    usual way to load any checkpoint onto the device -- raised "Attempting to deserialize
+    object on a LAZYX device but torch.lazyx.is_available() is False": torch checks that
+    the device module is available, and lazyx's says no on purpose (device.py). The
+    checkpoint is loaded onto the CPU and its tensors, parameters and modules are moved onto
+    lt.device, as a CUDA map_location puts them on the GPU. A tensor held twice stays one."""
+    if not _names_lazyx(map_location):
+        return _ORIGINAL["load"](f, map_location, *args, **kwargs)
+    return _onto(_ORIGINAL["load"](f, "cpu", *args, **kwargs), torch.device(map_location), {})
+
+
+def _names_lazyx(map_location):
+    if not isinstance(map_location, (str, torch.device)):
+        return False  # (a dict or a function: torch's own handling)
+    try:
+        return torch.device(map_location).type == "lazyx"
+    except RuntimeError:  # not a device: torch.load raises its own error
+        return False
+
+
+def _onto(obj, device, moved):
+    """obj with every CPU tensor in it (through dicts, lists, tuples, modules) on `device`;
+    containers are changed in place, so a state_dict keeps its `_metadata`."""
+    if id(obj) in moved:
+        return moved[id(obj)]
+    if isinstance(obj, torch.Tensor):
+        if tensor.on_device(obj):  # (a module's parameter, moved with it: the same object)
+            return obj
+        result = obj.detach().to(device)
+        if isinstance(obj, torch.nn.Parameter):
+            result = torch.nn.Parameter(result, requires_grad=obj.requires_grad)
+        elif obj.requires_grad:
+            result.requires_grad_(True)
+    elif isinstance(obj, torch.nn.Module):
+        result = obj.to(device)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            obj[key] = _onto(value, device, moved)
+        result = obj
+    elif isinstance(obj, list):
+        obj[:] = [_onto(value, device, moved) for value in obj]
+        result = obj
+    elif isinstance(obj, tuple):
+        values = [_onto(value, device, moved) for value in obj]
+        result = type(obj)(*values) if hasattr(obj, "_fields") else type(obj)(values)
+    else:
+        return obj
+    moved[id(obj)] = result
+    return result
+
+
 def install():
     """Install the hooks (once; device.register calls this)."""
     if _ORIGINAL:
@@ -614,3 +666,7 @@ def install():
     _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward
     torch.autograd.graph._engine_run_backward = _run_backward
     torch.autograd._engine_run_backward = _run_backward
+    _ORIGINAL["load"] = torch.serialization.load
+    # (__wrapped__: inspect.signature(torch.load) stays torch's; HF reads it for weights_only)
+    functools.update_wrapper(_load, _ORIGINAL["load"], assigned=())
+    torch.load = torch.serialization.load = _load
