@@ -1,8 +1,9 @@
-"""NumPy's routines that cut arrays apart and assemble them -- delete, hsplit/vsplit/dsplit,
-rollaxis, block, resize, diagflat, ediff1d -- lowered onto lazy slicing, gathers and
-concatenation. NumPy's own versions are Python that starts with `asarray(a)`, a host read of a
-lazy operand. Index arguments are host values (a lazy index would decide a shape): NumPy
-itself resolves them, on host index arrays, so its rules and errors are the ones that apply."""
+"""NumPy's routines that cut arrays apart and assemble them -- delete, insert,
+hsplit/vsplit/dsplit, rollaxis, block, resize, diagflat, ediff1d -- lowered onto lazy slicing,
+gathers and concatenation. NumPy's own versions are Python that starts with `asarray(a)`, a
+host read of a lazy operand. Index arguments are host values (a lazy index would decide a
+shape): NumPy itself resolves them, on host index arrays, so its rules and errors are the ones
+that apply."""
 import numpy as np
 
 from ._base import LazyArray
@@ -23,6 +24,27 @@ def delete(arr, obj, axis=None):
     positions = np.arange(n).reshape([n if i == axis else 1 for i in range(a.ndim)])
     kept = np.delete(positions, obj, axis=axis).reshape(-1)
     return np.take(a, kept, axis=axis)
+
+
+def insert(arr, obj, values, axis=None):
+    a = as_lazy(arr)
+    if isinstance(obj, LazyArray):
+        return run_eagerly(np.insert, "numpy.insert", (arr, obj, values), dict(axis=axis))
+    # NumPy converts the values to the array's dtype first (its casting and errors)
+    v = values.astype(a.dtype) if isinstance(values, LazyArray) else \
+        as_lazy(np.array(values, dtype=a.dtype))
+    # NumPy's own insert of positions decides every rule (obj forms, broadcasting, axis=None,
+    # errors): where each result element comes from, the array (>= 0) or the values
+    from_array = np.insert(np.arange(a.size).reshape(a.shape), obj, np.full(v.shape, -1),
+                           axis=axis)
+    from_values = np.insert(np.full(a.shape, -1), obj, np.arange(v.size).reshape(v.shape),
+                            axis=axis)
+    if not (from_array < 0).any():
+        return np.take(a.reshape(-1), from_array)
+    if (from_array < 0).all():
+        return np.take(v.reshape(-1), from_values)
+    return np.where(from_array >= 0, np.take(a.reshape(-1), np.maximum(from_array, 0)),
+                    np.take(v.reshape(-1), np.maximum(from_values, 0)))
 
 
 def _split_along(name, min_ndim, axis_of):
@@ -124,6 +146,6 @@ def _edge(name, values, dtype):
     return as_lazy(values).reshape(-1).astype(dtype)
 
 
-FUNCTIONS = {np.delete: delete, np.hsplit: hsplit, np.vsplit: vsplit, np.dsplit: dsplit,
-             np.rollaxis: rollaxis, np.block: block, np.resize: resize,
+FUNCTIONS = {np.delete: delete, np.insert: insert, np.hsplit: hsplit, np.vsplit: vsplit,
+             np.dsplit: dsplit, np.rollaxis: rollaxis, np.block: block, np.resize: resize,
              np.diagflat: diagflat, np.ediff1d: ediff1d}

@@ -97,3 +97,44 @@ def test_einsum_diagonal_jitter_and_sums_stay_new_values():
     rows += 1
     np.testing.assert_array_equal(np.asarray(lazy), K)
     assert float(trace) == np.einsum("ii", K)
+
+
+INSERTS = [  # (array, obj, values, axis)
+    (np.arange(12.0).reshape(3, 4), 0, 1, 1),               # a bias column
+    (np.arange(12.0).reshape(3, 4), 0, 1, None),
+    (np.arange(12.0).reshape(3, 4), 2, [7, 8, 9], 1),
+    (np.arange(12.0).reshape(3, 4), [1, 3], 5.5, 1),
+    (np.arange(12.0).reshape(3, 4), 1, [[1, 2, 3, 4]], 0),
+    (np.arange(12.0).reshape(3, 4), slice(0, 3), -1, 1),
+    (np.arange(12.0).reshape(3, 4), [0, 0, 2], [1, 2, 3], None),
+    (np.arange(12.0).reshape(3, 4), [], 1, 0),
+    (np.arange(6, dtype=np.int8).reshape(2, 3), 1, 2.7, 0),  # cast to the array's dtype
+    (np.arange(3.0), 1, np.array([9.0, 8.0]), 0),           # several values at one place
+    (np.zeros((0, 2)), 0, 1.0, 0),
+    (np.arange(8, dtype=np.float32).reshape(2, 4), 1, np.float64(0.1), 1),
+]
+
+
+@pytest.mark.parametrize("lazy_values", [False, True])
+@pytest.mark.parametrize("case", range(len(INSERTS)))
+def test_insert_is_lowered(case, lazy_values):
+    arr, obj, values, axis = INSERTS[case]
+    want = np.insert(arr, obj, values, axis=axis)
+    if lazy_values:
+        values = lnp.asarray(np.asarray(values))
+    lazyx.reset_metrics()
+    got = np.insert(lnp.asarray(arr), obj, values, axis=axis)
+    assert isinstance(got, lnp.ndarray) and lazyx.metrics()["fallbacks"] == 0
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("obj, values, axis, error", [
+    (5, 1, 1, IndexError), (0, [1, 2], 1, ValueError), (1, 1000, 0, OverflowError)])
+def test_insert_errors_are_numpys(obj, values, axis, error):
+    arr = np.arange(12, dtype=np.int8).reshape(3, 4)
+    with pytest.raises(error) as want:
+        np.insert(arr, obj, values, axis=axis)
+    with pytest.raises(error) as got:
+        np.insert(lnp.asarray(arr), obj, values, axis=axis)
+    assert str(got.value) == str(want.value)
