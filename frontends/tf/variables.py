@@ -234,7 +234,10 @@ def record_assign(var, kind, value):
         if current is None:
             current = LazyTensor(_tf_leaf(var.value()))
         value = current + value if kind == "assign_add" else current - value
-    _set_shadow(var, wrap(value.node))
+    # TF's tape holds a variable's value constant: a later gradient must not flow into the
+    # computation the value was assigned from (a GAN's generator gradient went on through
+    # the discriminator's pending update into the generator's own weights)
+    _set_shadow(var, wrap(ops.stop_gradient(value.node)))
     return True
 
 
@@ -526,7 +529,7 @@ def scatter_lazily(var, name, sparse_delta):
     if mode == "sub":
         mode, rows = "add", ops.neg(rows)
     idx = ops.reshape(idx, new_sizes=idx.shape + (1,))
-    _set_shadow(var, wrap(ops.scatter(current.node, idx, rows, mode=mode)))
+    _set_shadow(var, wrap(ops.stop_gradient(ops.scatter(current.node, idx, rows, mode=mode))))
     return True
 
 
