@@ -64,6 +64,13 @@ def _layer_variables(layer):
             for j, v in enumerate(tf.nest.flatten(list(states))):
                 if _is_variable(v):
                     yield ("rnn_state", d.get("name"), j), v, True
+        # an optimizer the layer holds (model.compile's `optimizer`, a train_step's
+        # `self.d_optimizer`): its iterations and slots are not in `variables`, and a replay
+        # that did not know them baked the traced values (Adam's step count stayed 1)
+        for attr, value in d.items():
+            if isinstance(value, keras.optimizers.Optimizer):
+                for k, v in enumerate(value.variables):
+                    yield ("optimizer", d.get("name"), attr, k), v, True
         stack.extend(d.get("_layers", ()))
 
 
