@@ -31,6 +31,10 @@ Leaf values are buffers for data leaves and host NumPy values for param leaves. 
 also be a read-only NumPy array (the reference backend's, and XLA's results of tiny programs run
 on the calling thread: backends/xla_inline.py); every backend method takes those too.
 """
+import sys
+
+import numpy as np
+
 from ..core.config import BACKENDS
 
 
@@ -40,11 +44,20 @@ def load(name):
         from .reference import ReferenceBackend
         return ReferenceBackend()
     if name == "xla":
+        # importing jax draws from NumPy's global generator (its k8s_cluster module has an
+        # `np.random.rand(5)` default argument): `np.random.seed(0); lnp.asarray(x)` then drew
+        # other dropout masks and initial weights than NumPy's own run. Put the stream back.
+        state = None if "jax" in sys.modules else np.random.get_state()
         try:
-            import jax  # noqa: F401
-        except ImportError as err:
-            raise ImportError("LAZYX_BACKEND=xla needs jax and jaxlib: pip install 'lazyx[xla]' "
-                              "(or set LAZYX_BACKEND=reference for the NumPy interpreter)") from err
-        from .xla import XlaBackend
-        return XlaBackend()
+            try:
+                import jax  # noqa: F401
+            except ImportError as err:
+                raise ImportError("LAZYX_BACKEND=xla needs jax and jaxlib: pip install "
+                                  "'lazyx[xla]' (or set LAZYX_BACKEND=reference for the NumPy "
+                                  "interpreter)") from err
+            from .xla import XlaBackend
+            return XlaBackend()
+        finally:
+            if state is not None:
+                np.random.set_state(state)
     raise ValueError(f"lazyx: unknown backend {name!r}; valid choices: {', '.join(BACKENDS)}")
