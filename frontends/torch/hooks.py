@@ -383,15 +383,42 @@ def _on_device(module):
 def _swapping(convert, module, *args, **kwargs):
     before = torch.__future__.get_swap_module_params_on_conversion()
     torch.__future__.set_swap_module_params_on_conversion(True)
+    tied = _tied(module)
     try:
         return convert(module, *args, **kwargs)
     except RuntimeError as err:
         if "Couldn't swap" not in str(err):
             raise
         torch.__future__.set_swap_module_params_on_conversion(before)
-        return convert(module, *args, **kwargs)
+        # torch's default way re-creates each module's Parameters: tie them again (a swap
+        # also fails while a live autograd graph holds a parameter -- a CPU forward's output
+        # kept before model.to(lt.device) -- and word_language_model's tied decoder then
+        # trained apart from its embedding, silently)
+        result = convert(module, *args, **kwargs)
+        _tie(tied)
+        return result
     finally:
         torch.__future__.set_swap_module_params_on_conversion(before)
+
+
+def _tied(module):
+    """[[(module, name), ...], ...]: the parameters and buffers held under two names or more."""
+    holders = {}
+    for owner in module.modules():
+        for table in (owner._parameters, owner._buffers):
+            for name, value in table.items():
+                if value is not None:
+                    holders.setdefault(id(value), []).append((owner, name))
+    return [group for group in holders.values() if len(group) > 1]
+
+
+def _tie(groups):
+    """Make every holder of each group hold its first holder's (converted) value."""
+    for (first, first_name), *others in groups:
+        kept = getattr(first, first_name)
+        for owner, name in others:
+            table = owner._parameters if name in owner._parameters else owner._buffers
+            table[name] = kept
 
 
 def _reduce_ex_internal(self, proto):
