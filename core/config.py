@@ -51,6 +51,28 @@ def _int(name, default):
         raise ValueError(f"{name}={raw!r} must be an integer") from None
 
 
+# Size suffixes for the byte settings. The docs state their defaults as "2 GiB", and "2G" is
+# how a size is written elsewhere (docker, java's -Xmx): a bare K/M/G/T is binary, like those.
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+          "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
+
+
+def _bytes(name, default):
+    """A byte count: an integer, or a number with a unit (`512M`, `2GiB`, `1.5 GB`)."""
+    raw = _env(name)
+    if raw is None or raw.strip() == "":
+        return default
+    text = raw.strip().lower()
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = _UNITS.get(text[len(number):])
+    try:  # a plain count stays an int: exact past 2**53
+        return int(number) if unit == 1 else int(float(number) * unit)
+    except (TypeError, ValueError, OverflowError):  # no such unit; not a number; nan, inf
+        raise ValueError(f"{name}={raw!r} must be a number of bytes: an integer, or a number "
+                         f"with a unit (512M, 2GiB, 1.5GB)") from None
+
+
 def cache_size():
     """LAZYX_CACHE_SIZE: compiled programs kept (least recently used go first)."""
     return max(1, _int("LAZYX_CACHE_SIZE", 1024))
@@ -59,7 +81,7 @@ def cache_size():
 def cache_bytes():
     """LAZYX_CACHE_BYTES: memory the kept compiled programs may hold, by the backend's
     estimate (least recently used go first). 2 GiB: room for a laptop's other work."""
-    return max(1, _int("LAZYX_CACHE_BYTES", 2 << 30))
+    return max(1, _bytes("LAZYX_CACHE_BYTES", 2 << 30))
 
 
 def node_cap():
@@ -99,7 +121,7 @@ def max_bytes():
     """LAZYX_MAX_BYTES: the largest single value an op may make (default: this machine's
     physical memory); a bigger request fails at the call, before anything is recorded.
     0 turns the check off."""
-    return max(0, _int("LAZYX_MAX_BYTES", _physical_memory()))
+    return max(0, _bytes("LAZYX_MAX_BYTES", _physical_memory()))
 
 
 def check_indices():
@@ -124,7 +146,7 @@ def cache_dir():
 def cache_dir_bytes():
     """LAZYX_CACHE_DIR_BYTES: size bound of the disk cache; least recently used entries go
     first."""
-    return max(1, _int("LAZYX_CACHE_DIR_BYTES", 2 << 30))
+    return max(1, _bytes("LAZYX_CACHE_DIR_BYTES", 2 << 30))
 
 
 def cache_preload():
