@@ -1066,7 +1066,8 @@ class XlaBackend:
                 f"the XLA backend started there, and XLA cannot compile in a forked child: it "
                 f"hangs. Start workers with multiprocessing's 'spawn' or 'forkserver' method "
                 f"(multiprocessing.get_context('spawn'), DataLoader(multiprocessing_context="
-                f"'spawn')), or set LAZYX_BACKEND=reference in them")
+                f"'spawn')), or set LAZYX_BACKEND=reference before the parent starts (a "
+                f"process picks its backend once, and a forked child inherits its parent's)")
         start = time.perf_counter()
         with jax.enable_x64(x64):
             lowered = self._lower(program, signature)

@@ -66,3 +66,30 @@ def test_a_forked_child_whose_program_is_on_disk_gets_the_error_instead_of_hangi
     assert kind == "error" and "forked" in message and "spawn" in message
     # the parent itself still takes the entry from disk, with NumPy's numbers
     np.testing.assert_allclose(np.asarray(_graph()), _expected(), rtol=1e-6)
+
+
+def _child_following_the_advice(queue):
+    os.environ["LAZYX_BACKEND"] = "reference"  # too late: the backend was chosen before the fork
+    try:
+        x = lnp.asarray(np.arange(23, dtype=np.float32))
+        queue.put(("value", np.asarray(np.cos(x / np.float32(19.0)) * np.float32(2.5)).tolist()))
+    except RuntimeError as err:
+        queue.put(("error", str(err)))
+
+
+def test_the_fork_error_gives_no_advice_that_fails_in_the_child(cache_dir):
+    """It said 'or set LAZYX_BACKEND=reference in them': a forked child that did so got the
+    same error, since a process picks its backend once and the child inherits the parent's."""
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_allclose(np.asarray(lnp.asarray(x) * np.float32(3)), x * 3)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_following_the_advice, args=(queue,))
+    child.start()
+    child.join(120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung")
+    kind, message = queue.get(timeout=10)
+    assert kind == "error" and "spawn" in message
+    assert "in them" not in message and "before the parent" in message
