@@ -593,10 +593,25 @@ def _note_graph_break(gm):
     if stack:
         frame = stack[-1]
         where = f"{frame.filename}:{frame.lineno}"
-    metrics.record_graph_break(reason.reason, where)
+    _record_graph_break(reason.reason, where)
+
+
+def note_skipped_function(exc):
+    """Count a function Dynamo gave up on (hooks._log_graph_break): it never reaches this
+    backend and runs eagerly at every call, none of it through lazyx."""
+    stack = getattr(exc, "real_stack", None)
+    where = f"{stack[-1].filename}:{stack[-1].lineno}" if stack else None
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    _record_graph_break("Dynamo skipped the whole function, which runs eagerly (not through "
+                        f"lazyx): {first}", where)
+
+
+def _record_graph_break(reason, where):
+    metrics.record_graph_break(reason, where)
     for listener in runtime.LISTENERS:  # LAZYX_DEBUG=1 / lazyx.explain() say why
         if hasattr(listener, "on_graph_break"):
-            listener.on_graph_break(reason.reason, where)
+            listener.on_graph_break(reason, where)
 
 
 def _unwrap(x, fake_mode):

@@ -648,6 +648,34 @@ def _onto(obj, device, moved):
     return result
 
 
+def _log_graph_break(self, code_options, reason, exc):
+    """Dynamo reports each graph break here. Most reach the backend with the graph before
+    them (`dynamo._note_graph_break` counts those); one it cannot resume from ("Failed to
+    handle graph break gracefully") makes it skip the whole function, which then runs in
+    eager CPU torch at every call and never reaches the backend: mnist_rnn's model (an LSTM
+    first) compiled with backend="lazyx" ran entirely eagerly while lazyx reported no compile
+    and no graph break. Such a skip is counted here, for lazyx's compiles only."""
+    first = not exc.logged
+    _ORIGINAL["log_graph_break"](self, code_options, reason, exc)
+    if first and reason.startswith(_SKIPPED_FUNCTION) and _for_lazyx(self.output.compiler_fn):
+        from . import dynamo
+        dynamo.note_skipped_function(exc)
+
+
+_SKIPPED_FUNCTION = "Failed to handle graph break gracefully"  # Dynamo's words (torch 2.13)
+
+
+def _for_lazyx(compiler_fn):
+    """Whether Dynamo compiles for lazyx's backend (through torch.compile's wrappers)."""
+    from . import dynamo
+    for _ in range(4):
+        if compiler_fn is dynamo.backend or compiler_fn is None:
+            return compiler_fn is not None
+        compiler_fn = getattr(compiler_fn, "_torchdynamo_orig_backend", None) or \
+            getattr(compiler_fn, "compiler_fn", None)
+    return False
+
+
 def install():
     """Install the hooks (once; device.register calls this)."""
     if _ORIGINAL:
@@ -697,3 +725,9 @@ def install():
     # (__wrapped__: inspect.signature(torch.load) stays torch's; HF reads it for weights_only)
     functools.update_wrapper(_load, _ORIGINAL["load"], assigned=())
     torch.load = torch.serialization.load = _load
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslatorBase as translator
+        _ORIGINAL["log_graph_break"] = translator.log_graph_break
+    except (ImportError, AttributeError):  # another torch: skipped functions go uncounted
+        return
+    translator.log_graph_break = _log_graph_break
