@@ -763,7 +763,30 @@ def foreach(func, args, kwargs):
 
 # ---------------------------------------------------------------- ops that leave the device
 
+# Reads torch makes only to choose a performance hint it passes on, by asker, with the answer
+# that is always right for them: the value is not read (no cut of the pending step, no
+# fallback; a lazyx.compile step replays). nn.Transformer, TransformerEncoder and
+# TransformerDecoder ask whether the float mask they were given is the causal one,
+# `bool((mask == causal).all())`, to pass is_causal=True on, which lets attention drop the
+# mask for its causal mode; "no" keeps the mask, and the mask applied as given is the same
+# attention (torch documents a False hint for a causal mask as costing speed only).
+# pytorch/examples' word_language_model and language_translation steps were cut into two
+# and three programs by it, and lazyx.compile refused them.
+_HINT_READS = {"torch.nn.modules.transformer._detect_is_causal_mask": False}
+
+
+def _hint_answer(x):
+    """The answer of a hint read (`_HINT_READS`) of the bool scalar x, or None."""
+    if x.dtype != torch.bool or _state.views or _state.capturing or x.numel() != 1:
+        return None
+    return _HINT_READS.get(framework_request())
+
+
 def _local_scalar_dense(x):
+    if x.dtype == torch.bool:
+        hint = _hint_answer(x)
+        if hint is not None:
+            return hint
     host = _host_value(x, "item")
     if host.dtype.kind in "biufc":  # NumPy's item() is torch's: the same Python number
         value = host.item()
