@@ -287,14 +287,6 @@ def _logical(op):
     return lambda a, b: op(_to_bool(a), _to_bool(b))
 
 
-def _sign(x):
-    if x.dtype == dt.BOOL or not (_is_float(x) or dt.is_complex(x.dtype)):
-        return ops.sign(x)
-    # NumPy's sign of -0.0 is +0.0 (XLA's keeps the sign bit); NaN stays NaN
-    zero = const(0, x)
-    return ops.select(ops.eq(x, zero), zero, ops.sign(x))
-
-
 def _power(a, b):
     return ops.pow_(a, b)
 
@@ -327,7 +319,8 @@ UFUNCS = Table("lazyx.frontends.numpy UFUNCS (the ufunc table)", {
     np.multiply: ForBool(ops.mul, ops.and_), np.true_divide: true_divide,
     np.floor_divide: floor_divide, np.remainder: remainder, np.fmod: fmod, np.divmod: divmod_,
     np.power: _power, np.float_power: _power, np.negative: ops.neg, np.positive: _identity,
-    np.absolute: _abs, np.fabs: _abs, np.sign: _sign, np.conjugate: _identity,
+    # (the IR's sign is NumPy's: +0 at -0.0, NaN at NaN)
+    np.absolute: _abs, np.fabs: _abs, np.sign: ops.sign, np.conjugate: _identity,
     np.sqrt: ops.sqrt, np.cbrt: ops.cbrt, np.square: square, np.reciprocal: reciprocal,
     np.exp: ops.exp, np.exp2: ops.exp2, np.expm1: ops.expm1, np.log: ops.log,
     np.log2: _log_base(2), np.log10: _log_base(10), np.log1p: ops.log1p,

@@ -14,6 +14,7 @@ INT64 = np.array([1, 2, 3], np.int64)
 UINT8 = np.array([200, 3, 7], np.uint8)
 INT8 = np.array([-100, 3, 7], np.int8)
 HALVES = np.array([0.5, 1.5, 2.5, -2.5], np.float32)
+ZEROS_NAN = np.array([np.nan, -0.0, 0.0, -2.0, 3.0, -np.inf], np.float32)
 
 CASES = {
     # NumPy: a Python float makes an int array float64; torch: the default float32; TF: an error
@@ -28,6 +29,9 @@ CASES = {
     "negative_floor_div": ([INT32, INT32_B], lambda m, a, b: (a // b, a % b)),
     # rounding halves: all three round half to even
     "round_half_even": ([HALVES], lambda m, a: m.round(a)),
+    # sign: +0 at -0.0 in all three (IEEE's, XLA's, keeps -0.0); NaN at NaN in NumPy and TF,
+    # 0 in torch
+    "sign_of_zeros_and_nan": ([ZEROS_NAN], lambda m, a: m.sign(a)),
 }
 
 
@@ -55,6 +59,9 @@ def test_frontend_follows_its_framework(frontend, case):
     for e, l in zip(eager, lazy):
         assert l.dtype == e.dtype, f"{case}/{frontend}: lazy {l.dtype}, eager {e.dtype}"
         np.testing.assert_allclose(l, e, rtol=1e-6)
+        if e.dtype.kind == "f":  # (NaN where NaN, and the sign of a zero)
+            np.testing.assert_array_equal(np.isnan(l), np.isnan(e))
+            np.testing.assert_array_equal(np.signbit(l), np.signbit(e))
 
 
 def test_the_frameworks_really_differ():

@@ -5,6 +5,7 @@ import math
 
 from ....core import dtypes as dt
 from ....core import compose, ops
+from .elementwise import torch_sign
 from .shapes import _both
 from .table import aten, bcast, const, ir_dtype, is_complex, is_float, lower, node_of, operands
 
@@ -81,4 +82,4 @@ def _angle(out, x):
 @lower(aten.sgn.default)
 def _sgn(out, x):
     (a,) = operands(out, x)
-    return ops.sign(a)
+    return ops.sign(a) if is_complex(a) else torch_sign(a)

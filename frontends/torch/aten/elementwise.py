@@ -18,7 +18,7 @@ _UNARY = {
     "asin": ops.asin, "acos": ops.acos, "atan": ops.atan, "sinh": ops.sinh, "cosh": ops.cosh,
     "tanh": ops.tanh, "asinh": ops.asinh, "acosh": ops.acosh, "atanh": ops.atanh,
     "erf": ops.erf, "erfinv": ops.erf_inv, "lgamma": ops.lgamma,  # digamma: special.py
-    "sigmoid": ops.logistic, "neg": ops.neg, "sign": ops.sign,
+    "sigmoid": ops.logistic, "neg": ops.neg,
 }
 
 
@@ -44,6 +44,20 @@ def _log_base(base):
 
 lower(aten.log2.default)(_unary(_log_base(2.0)))
 lower(aten.log10.default)(_unary(_log_base(10.0)))
+
+
+def torch_sign(a):
+    """torch's sign (and sgn of a real tensor): the IR's, but 0 at NaN (NumPy's and TF's, the
+    IR's, is NaN)."""
+    if not is_float(a):
+        return ops.sign(a)
+    return ops.select(ops.ne(a, a), const(0, a.dtype, a.shape), ops.sign(a))
+
+
+@lower(aten.sign.default)
+def _sign(out, x):
+    (a,) = operands(out, x)
+    return torch_sign(a)
 
 
 @lower(aten.erfc.default)
