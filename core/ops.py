@@ -33,6 +33,9 @@ def _fold_transpose(inputs, attrs, shape, dtype):
     x, perm = inputs[0], attrs["permutation"]
     if perm == tuple(range(len(perm))):
         return x
+    if x.op == "transpose":  # a transpose of a transpose is one (or none): x.T.T is x, and
+        inner = x.attrs["permutation"]  # torch's F.linear(x, w.T) is NumPy's x @ w
+        return OPS["transpose"](x.inputs[0], permutation=tuple(inner[p] for p in perm))
     moved = [p for p in perm if x.shape[p] != 1]
     if moved == sorted(moved):  # only unit axes move (NHWC<->NCHW with C=1): a reshape
         return OPS["reshape"](x, new_sizes=shape)
