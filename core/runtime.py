@@ -839,13 +839,21 @@ def _with_sharing(handles, live):
 
 def _sync_each(pending, cause, source):
     """After a failed joint cut: compute each value alone. True if some value still fails
-    (it stays pending, and the caller re-raises)."""
-    failed = False
-    for h in pending:
+    (it stays pending, and the caller re-raises). The values sharing computed nodes with one
+    that failed alone are not tried one by one: they stay pending too (a failing compile of
+    a step's shared part was tried once per live value, 102 compiles for 101 values); those
+    sharing nothing with a failing one are still computed."""
+    failed, todo = False, list(pending)
+    while todo:
+        h = todo.pop(0)
+        if not h.pending:  # (computed with an earlier one)
+            continue
         try:
             sync(h, cause=cause, source=source)
         except Exception:  # noqa: BLE001 -- the joint error is the one raised
             failed = True
+            alike = {id(c) for c in observation.companions(h, [t for t in todo if t.pending])}
+            todo = [t for t in todo if id(t) not in alike]
     return failed
 
 

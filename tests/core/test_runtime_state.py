@@ -107,9 +107,10 @@ class _Flaky:
 @pytest.mark.parametrize("where", ["compile", "execute"])
 @pytest.mark.parametrize("error", [RuntimeError("injected"), KeyboardInterrupt()])
 def test_a_failed_barrier_loses_nothing(monkeypatch, where, error):
-    # an Exception fails the joint cut and then each value's own try (3 runs); a
-    # KeyboardInterrupt is never retried
-    fail = 3 if isinstance(error, Exception) else 1
+    # an Exception fails the joint cut and then the first value's own try (2 runs: the loss
+    # shares the failing step with w, so it is not tried alone); a KeyboardInterrupt is never
+    # retried
+    fail = 2 if isinstance(error, Exception) else 1
     monkeypatch.setattr(runtime, "_backend", _Flaky(runtime.get_backend(), where, error, fail))
     w = runtime.LazyHandle(runtime.from_host(data(0, (4, 3))))
     loss = mlp_step(w, data(1), 0.5)
@@ -131,6 +132,32 @@ def test_a_joint_failure_that_each_value_survives_alone_raises_nothing(monkeypat
     want_w, want_loss = mlp_reference(data(0, (4, 3)), data(1), 0.5)
     np.testing.assert_allclose(runtime.to_host(w), want_w, rtol=1e-5)
     np.testing.assert_allclose(runtime.to_host(loss), want_loss, rtol=1e-5)
+
+
+def test_a_failing_shared_part_is_not_compiled_once_per_live_value(monkeypatch):
+    # 40 values computed from one failing part: the joint cut and one value alone fail, the
+    # others sharing that part stay pending untried (each was compiled alone: 42 attempts)
+    real, attempts = runtime.get_backend(), [0]
+
+    class Refuses:
+        name = real.name
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def compile(self, program):
+            attempts[0] += 1
+            raise RuntimeError("XLA could not compile it")
+
+    base = ops.tanh(runtime.from_host(np.float32([1, 2, 3])))
+    values = [runtime.LazyHandle(ops.mul(base, runtime.from_host(np.float32([k] * 3))))
+              for k in range(40)]
+    monkeypatch.setattr(runtime, "_backend", Refuses())
+    with pytest.raises(RuntimeError, match="could not compile"):
+        lazyx.sync()
+    assert attempts[0] == 2 and all(v.pending for v in values)
+    monkeypatch.setattr(runtime, "_backend", real)
+    np.testing.assert_allclose(runtime.to_host(values[7]), np.tanh([1, 2, 3]) * 7, rtol=1e-6)
 
 
 def test_values_not_involved_in_a_failure_stay_usable(monkeypatch):
