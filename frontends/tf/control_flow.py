@@ -24,6 +24,7 @@ only the chosen branch counts: one that ran to its end is taken as recorded, els
 again, plainly. The stopped branch's Python side effects up to that point have happened.
 """
 import functools
+import sys
 import threading
 
 import tensorflow as tf
@@ -271,6 +272,19 @@ def _no_creation(next_creator, **kwargs):
     raise _CreatesVariable()
 
 
+def _first_call_creation(next_creator, **kwargs):
+    """A Keras optimizer building its slots in the first apply_gradients of a tf.function
+    (Keras 3 builds lazily) creates them, as TF's first trace does: stopped there, the
+    optimizer was left `built` without its slots and TF's trace of the fallback failed on
+    the missing `_momentums`. Any other creation stops the body (function_call)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("keras.src.optimizers."):
+            return next_creator(**kwargs)
+        frame = frame.f_back
+    raise _CreatesVariable()
+
+
 def function_call(function, original, args, kwargs):
     """A tf.function called with lazy arguments: its Python function runs on them, recorded --
     what TF does under tf.config.run_functions_eagerly(True). (A TF graph cannot hold a lazy
@@ -294,11 +308,21 @@ def function_call(function, original, args, kwargs):
         return fallback()
     if function.input_signature is not None:
         _check_signature(function, args, kwargs)
+    creator = _first_call_creation if _first_call(function) else _no_creation
     try:
-        with tf.variable_creator_scope(_no_creation):
+        with tf.variable_creator_scope(creator):
             return python_function(*args, **kwargs)
     except _CreatesVariable:
         return fallback()
+
+
+def _first_call(function):
+    """Whether `function` has neither been traced by TF nor run lazily (marked from now):
+    TF lets a tf.function create variables on its first trace only."""
+    if function.__dict__.get("_lazyx_ran") or function.experimental_get_tracing_count():
+        return False
+    function._lazyx_ran = True
+    return True
 
 
 def _check_signature(function, args, kwargs):
