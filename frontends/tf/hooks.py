@@ -100,6 +100,9 @@ Installed here, once:
       does one of tf.einsum (registry.VARARG_APIS), which calls a generated op before any
       conversion could fail and bring TF's fallback dispatch.
 
+  tf.SparseTensor.__init__ is wrapped: components holding a lazy value are materialized
+      (a counted fallback named tf.SparseTensor); any other call is TF's own constructor.
+
 Registered where the lowerings are (registry.lower): `tf.experimental.dispatch_for_api`
 per lowered API, for signatures that name LazyTensor or a variable type. (TF matches an
 operand through the annotation's class: the lazy variables' marker class is named in the
@@ -127,8 +130,9 @@ import inspect
 import tensorflow as tf
 from tensorflow.python.util import dispatch, tf_decorator
 
+from ...core import runtime
 from ...core.after_import import after_import
-from . import indexed_slices, registry, variables
+from . import control_flow, indexed_slices, registry, variables
 from .tensor import LazyTensor
 
 _installed = []
@@ -180,6 +184,7 @@ def install():
     _wrap_variable_scatters()
     _redirect_branch_writes()
     _wrap_tensor_arrays()
+    _wrap_sparse_tensor()
     after_import("einops._backends", _einops_backend)
 
 
@@ -195,6 +200,25 @@ def _einops_backend(backends):
             return isinstance(tensor, LazyTensor)
 
     _EINOPS_BACKEND.append(LazyTensorflowBackend)
+
+
+def _wrap_sparse_tensor():
+    """tf.SparseTensor built from lazy components (a CTC loss's labels from lazy dense ones)
+    holds their materialized values: a counted fallback. A SparseTensor is TF's own type,
+    which no lazy value can live in, and TF's constructor converted the components
+    implicitly, which lazyx refuses: it raised a TypeError."""
+    cls = tf.SparseTensor
+    original = cls.__init__
+
+    @functools.wraps(original)
+    def __init__(self, indices, values, dense_shape):
+        parts = (indices, values, dense_shape)
+        if registry._has_lazy(parts):
+            control_flow.untraceable("tf.SparseTensor")
+            runtime.fallback("tf.SparseTensor", "tensorflow")
+            indices, values, dense_shape = registry._materialize(parts)
+        original(self, indices, values, dense_shape)
+    cls.__init__ = __init__
 
 
 def _wrap_tensor_arrays():
