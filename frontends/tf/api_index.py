@@ -402,6 +402,11 @@ def gather_nd(params, indices, batch_dims=0, bad_indices_policy=""):
     return wrap(ops.gather(x, idx), params)
 
 
+# tf.compat.v1.gather_nd is a function of its own (the TF 1 signature, `name` before
+# `batch_dims`): keras-io's CTC label helper calls it, and it was a counted fallback
+lower(tf.compat.v1.gather_nd, "params", "indices")(gather_nd)
+
+
 @lower(tf.scatter_nd, "indices", "updates")
 def scatter_nd(indices, updates, shape, bad_indices_policy=""):
     (i,), (u,) = operand_nodes(indices), operand_nodes(updates)

@@ -55,3 +55,13 @@ def test_ctc_step_with_lazy_labels_matches_eager(tape):
     np.testing.assert_allclose(loss, want_loss, rtol=1e-5)
     for got, want in zip(grads, want_grads):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_compat_v1_gather_nd_is_lowered():
+    params = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([[0, 1], [2, 3]], np.int64)
+    want = tf.compat.v1.gather_nd(tf.constant(params), tf.constant(indices)).numpy()
+    lazyx.reset_metrics()
+    got = tf.compat.v1.gather_nd(ltf.constant(params), ltf.constant(indices))
+    assert isinstance(got, ltf.Tensor) and lazyx.metrics()["fallback_ops"] == {}
+    np.testing.assert_array_equal(got.numpy(), want)
