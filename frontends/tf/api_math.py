@@ -336,6 +336,9 @@ def _arg_reduce(api, op):
         (a,) = axes_of(0 if axis is None else axis, x.ndim, allow_none=False)
         if x.ndim == 0 or x.dtype == dt.BOOL:
             raise Reject()
+        if dt.is_float(x.dtype):  # TF's kernel never picks a NaN (an all-NaN row gives 0)
+            skip = const(-math.inf if op is ops.argmax else math.inf, x)
+            x = ops.select(ops.ne(x, x), skip, x)
         return wrap(op(x, axis=a, index_dtype=ir_dtype(output_type)))
     lowering.__name__ = api.__name__
 

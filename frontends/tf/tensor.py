@@ -305,15 +305,31 @@ def _resolve(path):
     return obj
 
 
+def _logical_or_bitwise(logical_path, bitwise_path, reflected=False):
+    """TF's `&`, `|`, `^` (math_ops.and_, or_, xor_): logical for a bool tensor, bitwise for
+    an integer one (`x & 3` on int32)."""
+    logical, bitwise = _resolve(logical_path), _resolve(bitwise_path)
+
+    def method(self, *other):
+        api = logical if self.node.dtype == "bool" else bitwise
+        fn = TARGETS.get(api, api)
+        return fn(other[0], self) if reflected else fn(self, *other)
+    return method
+
+
 _OPERATORS = {"add": "__operators__.add", "sub": "math.subtract", "mul": "math.multiply",
               "truediv": "math.truediv", "floordiv": "math.floordiv", "mod": "math.floormod",
-              "pow": "math.pow", "matmul": "linalg.matmul", "and": "math.logical_and",
-              "or": "math.logical_or", "xor": "math.logical_xor", "lt": "math.less",
+              "pow": "math.pow", "matmul": "linalg.matmul", "lt": "math.less",
               "le": "math.less_equal", "gt": "math.greater", "ge": "math.greater_equal"}
 for _name, _path in _OPERATORS.items():
     setattr(LazyTensor, f"__{_name}__", _operator(_path))
     if _name not in ("lt", "le", "gt", "ge"):
         setattr(LazyTensor, f"__r{_name}__", _operator(_path, reflected=True))
+for _name, _logical, _bitwise in (("and", "math.logical_and", "bitwise.bitwise_and"),
+                                  ("or", "math.logical_or", "bitwise.bitwise_or"),
+                                  ("xor", "math.logical_xor", "bitwise.bitwise_xor")):
+    setattr(LazyTensor, f"__{_name}__", _logical_or_bitwise(_logical, _bitwise))
+    setattr(LazyTensor, f"__r{_name}__", _logical_or_bitwise(_logical, _bitwise, True))
 LazyTensor.__eq__ = _operator("__operators__.eq")
 LazyTensor.__ne__ = _operator("__operators__.ne")
 
@@ -328,7 +344,7 @@ LazyTensor.__getitem__ = lambda self, key: TARGETS.get(_GETITEM, _GETITEM)(self,
 _GETITEM = tf.__operators__.getitem
 LazyTensor.__neg__ = _unary(tf.math.negative)
 LazyTensor.__abs__ = _unary(tf.math.abs)
-LazyTensor.__invert__ = _unary(tf.math.logical_not)
+LazyTensor.__invert__ = _logical_or_bitwise("math.logical_not", "bitwise.invert")
 
 
 # ---------------------------------------------------------------- lifting operands
