@@ -7,8 +7,8 @@ import torch
 
 from ....core import compose, ops
 from ..tensor import FAST_ROUTES, LOWERINGS
-from .table import (aten, bcast, compute_dtype, const, is_complex, is_float, lower,
-                    node_of, operands, scalar)
+from .table import (aten, bcast, compute_dtype, const, fill_value, is_complex, is_float,
+                    lower, node_of, operands, scalar)
 
 # ---------------------------------------------------------------- unary
 
@@ -368,7 +368,8 @@ for _name, _fn in _LOGICAL.items():
 @lower(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
 def _where(out, condition, x, y):
     shape = tuple(out.shape)
-    a, b = operands(out, x, y)
+    dtype = compute_dtype(out.dtype)  # (an int that does not fit is torch's error: no wrap)
+    a, b = operands(out, fill_value(x, dtype), fill_value(y, dtype))
     return ops.select(bcast(node_of(condition, "bool"), shape), a, b)
 
 

@@ -2,10 +2,11 @@
 joins, padding, and the functional scatters that functionalization writes views back with."""
 import torch
 
-from ....core import compose, ops
+from ....core import compose, ir, ops
 from ..tensor import FAST_ROUTES
 from .table import (Unsupported, aten, bcast, const, dim_of, ir_dtype, lower, node_of,
                     scalar)
+from .table import fill_value as checked_fill
 
 
 def _both(name, overload="default"):
@@ -110,11 +111,26 @@ def _slice_bounds(size, start, end, step):
     return start, end, step
 
 
+def _window(a, axis, start, stop, step):
+    """a[start:stop:step] along axis. A unit-step window that does not begin at 0 is a
+    dynamic_slice whose starts are run-time parameters (int32, as NumPy's frontend records
+    x[i:i + b]): a loop over `X[i:i + b]` or `X[i]` runs one program for every i instead of
+    compiling one per start."""
+    if step != 1 or start == 0 or stop <= start:
+        return compose.slice_axis(a, axis, start, stop, step)
+    starts = [ir.param(start if k == axis else 0, _START) for k in range(a.ndim)]
+    sizes = tuple(stop - start if k == axis else d for k, d in enumerate(a.shape))
+    return ops.dynamic_slice(a, *starts, slice_sizes=sizes)
+
+
+_START = "int32"  # (a start within a dimension: int32 keeps float32 programs 32-bit)
+
+
 @lower(*_both("slice", "Tensor"))
 def _slice_tensor(out, x, dim=0, start=None, end=None, step=1):
     a = node_of(x)
     axis = dim_of(dim, a.ndim)
-    return compose.slice_axis(a, axis, *_slice_bounds(a.shape[axis], start, end, step))
+    return _window(a, axis, *_slice_bounds(a.shape[axis], start, end, step))
 
 
 @lower(*_both("select", "int"))
@@ -122,7 +138,7 @@ def _select(out, x, dim, index):
     a = node_of(x)
     axis = dim_of(dim, a.ndim)
     index = index + a.shape[axis] if index < 0 else index
-    return ops.reshape(compose.slice_axis(a, axis, index, index + 1, 1), new_sizes=tuple(out.shape))
+    return ops.reshape(_window(a, axis, index, index + 1, 1), new_sizes=tuple(out.shape))
 
 
 @lower(*_both("narrow"))
@@ -236,6 +252,9 @@ def _slice_scatter_nodes(a, src, axis, start, end, step):
     n = src.shape[axis]
     if n == 0:
         return a
+    if step == 1 and start != 0:  # (a run-time start, as _window's: one program for every i)
+        starts = [ir.param(start if k == axis else 0, _START) for k in range(a.ndim)]
+        return ops.dynamic_update_slice(a, src, *starts)
     size = a.shape[axis]
     high = size - (start + (n - 1) * step + 1)
     config = [(0, 0, 0)] * a.ndim
@@ -278,7 +297,8 @@ def _copy(out, x, src, non_blocking=False):
 
 @lower(aten.fill.Scalar, aten.fill.Tensor)
 def _fill(out, x, value):
-    return bcast(node_of(value, ir_dtype(out.dtype)), out.shape)
+    dtype = ir_dtype(out.dtype)
+    return bcast(node_of(checked_fill(value, dtype), dtype), out.shape)
 
 
 @lower(aten.zero.default)
@@ -302,17 +322,20 @@ lower(aten.ones_like.default, aten.new_ones.default, aten.ones.default)(_filled_
 
 @lower(aten.full_like.default)
 def _full_like(out, x, fill_value, **kwargs):
-    return scalar(fill_value, ir_dtype(out.dtype), tuple(out.shape))
+    dtype = ir_dtype(out.dtype)
+    return scalar(checked_fill(fill_value, dtype), dtype, tuple(out.shape))
 
 
 @lower(aten.new_full.default)
 def _new_full(out, x, size, fill_value, **kwargs):
-    return scalar(fill_value, ir_dtype(out.dtype), tuple(out.shape))
+    dtype = ir_dtype(out.dtype)
+    return scalar(checked_fill(fill_value, dtype), dtype, tuple(out.shape))
 
 
 @lower(aten.full.default)
 def _full(out, size, fill_value, **kwargs):
-    return scalar(fill_value, ir_dtype(out.dtype), tuple(out.shape))
+    dtype = ir_dtype(out.dtype)
+    return scalar(checked_fill(fill_value, dtype), dtype, tuple(out.shape))
 
 
 @lower(aten.scalar_tensor.default)

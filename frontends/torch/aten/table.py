@@ -38,8 +38,10 @@ def node_of(x, dtype=None):
     t = type(x)
     if t is LazyTensor:  # the common cases first: one type test each
         node = x._lazyx_handle.node
-    elif t is float or t is int or t is bool:
+    elif t is float or t is bool:
         return ir.param(x, dtype or _scalar_dtype(x))
+    elif t is int:
+        return ir.param(wrapped_int(x, dtype) if dtype else x, dtype or _scalar_dtype(x))
     elif isinstance(x, LazyTensor):
         node = x._lazyx_handle.node
     elif isinstance(x, torch.Tensor):
@@ -96,11 +98,40 @@ def operands(out, *xs, dtype=None):
     dtype = dtype or compute_dtype(out.dtype)
     shape = tuple(out.shape)
     # a Python number is one param leaf of the output's shape (a splat: core/ir.py)
-    return [ir.param(x, dtype, shape) if type(x) in _NUMBERS else bcast(node_of(x, dtype), shape)
-            for x in xs]
+    return [ir.param(wrapped_int(x, dtype) if type(x) is int else x, dtype, shape)
+            if type(x) in _NUMBERS else bcast(node_of(x, dtype), shape) for x in xs]
 
 
 _NUMBERS = (float, int, bool)
+
+# integer dtypes: (bits, signed)
+_INT_BITS = {"int8": (8, True), "int16": (16, True), "int32": (32, True), "int64": (64, True),
+             "uint8": (8, False), "uint16": (16, False), "uint32": (32, False),
+             "uint64": (64, False)}
+
+
+def wrapped_int(value, dtype):
+    """A Python int operand as torch casts it to an integer tensor's dtype: wrapped, two's
+    complement (`int8_tensor + 300` adds 44, `uint8_tensor < -1` compares with 255), where
+    NumPy refuses. One beyond 64 bits stays as it is (torch's OverflowError, and NumPy's)."""
+    bits = _INT_BITS.get(dtype)
+    if bits is None or not -(1 << 63) <= value < 1 << 64:
+        return value
+    value &= (1 << bits[0]) - 1
+    return value - (1 << bits[0]) if bits[1] and value >> (bits[0] - 1) else value
+
+
+def fill_value(value, dtype):
+    """A fill value (fill_, full, full_like) checked as torch checks it: an int that does not
+    fit an integer dtype is torch's RuntimeError, not a wrapped number."""
+    if type(value) is int and wrapped_int(value, dtype) != value:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES.get(dtype, dtype)} "
+                           f"without overflow")
+    return value
+
+
+_C_NAMES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+            "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
 
 
 def dim_of(dim, ndim):
