@@ -424,7 +424,14 @@ def _subscript(tensor, slice_spec):
     for d in x.shape[axis:]:
         starts.append(0), limits.append(d), strides.append(1), flips.append(False)
         final.append(d)
-    out = ops.slice_(x, start_indices=starts, limit_indices=limits, strides=strides)
+    if any(starts) and not any(flips) and all(step == 1 for step in strides):
+        # a window with a run-time start (int32, as NumPy's frontend records x[i:i + b]): a
+        # loop over `X[i:i + b]` or `X[i]` runs one program for every i, not one per start
+        sizes = tuple(lim - start for start, lim in zip(starts, limits))
+        out = ops.dynamic_slice(x, *[ir.param(start, "int32") for start in starts],
+                                slice_sizes=sizes)
+    else:
+        out = ops.slice_(x, start_indices=starts, limit_indices=limits, strides=strides)
     if any(flips):
         out = ops.rev(out, dimensions=[i for i, f in enumerate(flips) if f])
     return wrap(ops.reshape(out, new_sizes=final), tensor)

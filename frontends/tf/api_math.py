@@ -29,6 +29,22 @@ def _truediv(x, y):
     return ops.div(x, y)
 
 
+def _truncatediv(x, y):
+    # C's division: the quotient rounds toward zero (the IR's integer div), for floats too
+    if dt.is_int(x.dtype):
+        return ops.div(x, y)
+    if not dt.is_float(x.dtype):
+        raise Reject()
+    q = ops.div(x, y)
+    return ops.select(ops.lt(q, const(0, q)), ops.ceil(q), ops.floor(q))
+
+
+def _truncatemod(x, y):
+    if not (dt.is_int(x.dtype) or dt.is_float(x.dtype)):
+        raise Reject()
+    return ops.rem(x, y)  # C's fmod: the remainder takes the dividend's sign
+
+
 def _squared_difference(x, y):
     d = ops.sub(x, y)
     return ops.mul(d, d)
@@ -65,6 +81,7 @@ BINARY = {
     tf.math.greater: ops.gt, tf.math.greater_equal: ops.ge,
     tf.math.logical_and: _logical(ops.and_), tf.math.logical_or: _logical(ops.or_),
     tf.math.logical_xor: _logical(ops.xor),
+    tf.truncatediv: _truncatediv, tf.truncatemod: _truncatemod,
 }
 
 
@@ -94,7 +111,7 @@ def _register_binary(api, fn):
     lower(api, x_name, y_name, direct=binary)(lowering)
 
 
-_INTEGER_DIVISIONS = (tf.math.floordiv, tf.math.floormod)
+_INTEGER_DIVISIONS = (tf.math.floordiv, tf.math.floormod, tf.truncatediv, tf.truncatemod)
 
 
 def _tensorish(v):
