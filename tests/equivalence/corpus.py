@@ -94,6 +94,19 @@ class _:
     def tf(tf, x): return tf.reduce_sum(x, axis=1)
 
 
+@program("population_variance", [(F32, (5, 7), "normal")])
+class _:
+    def numpy(np, x): return np.var(x, axis=1)
+    def torch(torch, x): return torch.var(x, dim=1, correction=0)
+    def tf(tf, x): return tf.math.reduce_variance(x, axis=1)
+
+
+@program("sample_std", [(F32, (5, 7), "normal")], frontends=("numpy", "torch"))
+class _:  # (TF has no sample standard deviation)
+    def numpy(np, x): return np.std(x, axis=0, ddof=1)
+    def torch(torch, x): return torch.std(x, dim=0)
+
+
 @program("center_rows", [(F32, (5, 6), "normal")])
 class _:
     def numpy(np, x): return x - x.mean(axis=-1, keepdims=True)

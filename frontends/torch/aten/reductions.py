@@ -153,7 +153,9 @@ def _variance(out, x, dim, correction):
         squares = ops.mul(dev, dev)
     total = ops.reduce_sum(squares, axes=axes)
     c = 1 if correction is None else correction
-    return ops.div(total, bcast(node_of(max(n - c, 0), real), total.shape))
+    # (a count from the shape: a constant, as NumPy's and TF's divisors are -- a run-time
+    # param made torch's variance another graph than theirs)
+    return ops.div(total, const(max(n - c, 0), real, total.shape))
 
 
 @lower(aten.var.correction)
