@@ -44,6 +44,7 @@ import itertools
 import sys
 import threading
 import types
+import warnings
 
 import torch
 
@@ -396,6 +397,12 @@ def _swapping(convert, module, *args, **kwargs):
         # trained apart from its embedding, silently)
         result = convert(module, *args, **kwargs)
         _tie(tied)
+        warnings.warn(
+            f"model.to(lt.device): torch could not move the parameters in place ({err}), so "
+            f"the moved module holds new Parameter objects; an optimizer made before this "
+            f"call still holds the old CPU ones and would update nothing the model uses. "
+            f"Make optimizers after moving the model (or move it before running it on the "
+            f"CPU).", RuntimeWarning, stacklevel=3)
         return result
     finally:
         torch.__future__.set_swap_module_params_on_conversion(before)

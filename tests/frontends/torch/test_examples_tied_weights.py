@@ -4,6 +4,7 @@ before the move), and torch's fallback re-created each module's Parameters, so
 word_language_model's decoder (tied to the embedding) then trained apart from it."""
 import copy
 
+import pytest
 import torch
 import torch.nn as nn
 
@@ -37,7 +38,12 @@ def test_move_with_a_live_graph_keeps_ties_and_trains_as_eager():
     eager = copy.deepcopy(model)
     x, y = torch.randint(0, 13, (5, 2)), torch.randint(0, 13, (10,))
     alive = model(x)  # holds the parameters: torch cannot swap them
-    model.to(lt.device)
+    stale = torch.optim.SGD(model.parameters(), lr=1.0)
+    # (new Parameter objects: an optimizer made before the move would train nothing the
+    # model uses, silently before this warning)
+    with pytest.warns(RuntimeWarning, match="optimizer made before"):
+        model.to(lt.device)
+    assert all(p.device.type == "cpu" for p in stale.param_groups[0]["params"])
     assert model.decoder.weight is model.encoder.weight
     assert model.encoder.weight.device == lt.device
     _train(eager, x, y)
