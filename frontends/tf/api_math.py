@@ -100,6 +100,8 @@ def _register_binary(api, fn):
             if divisor is not None and not np.all(divisor):
                 # TF raises "Integer division by zero" eagerly; we can where y is known
                 raise_for_values(api, {x_name: x, y_name: y}, {y_name: divisor})
+        if power and dt.is_int(nodes[0].dtype):
+            _refuse_negative_int_power(api, {x_name: x, y_name: y})
         if power and isinstance(y, (int, float)) and not isinstance(y, bool):
             # x ** 2 is x * x, as in every framework (the same graph as NumPy's and torch's)
             return wrap(compose.power_scalar(nodes[0], y), x, y)
@@ -109,6 +111,21 @@ def _register_binary(api, fn):
         return binary(a[x_name], a[y_name])
     lowering.__name__ = api.__name__
     lower(api, x_name, y_name, direct=binary)(lowering)
+
+
+def _refuse_negative_int_power(api, arguments):
+    """TF refuses an integer tensor to a negative integer power ("Integers to negative
+    integer powers are not allowed"): its error at the call, where the exponent is known."""
+    x_name, y_name = list(arguments)
+    y = arguments[y_name]
+    if type(y) is int:
+        known = np.asarray(y)
+    elif isinstance(y, LazyTensor):
+        known = host_values.known(operand_nodes(y)[0])
+    else:
+        return
+    if known is not None and np.any(known < 0):
+        raise_for_values(api, arguments, {y_name: known})
 
 
 _INTEGER_DIVISIONS = (tf.math.floordiv, tf.math.floormod, tf.truncatediv, tf.truncatemod)

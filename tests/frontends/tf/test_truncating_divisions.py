@@ -1,6 +1,7 @@
-"""tf.truncatediv and tf.truncatemod (C's division and remainder: the quotient rounds toward
-zero, the remainder takes the dividend's sign) ran eagerly on TF as counted fallbacks, a
-sync each; they are lowered now, against TF's own results."""
+"""Integer divisions and powers as TF does them. tf.truncatediv and tf.truncatemod (C's
+division and remainder: the quotient rounds toward zero, the remainder takes the dividend's
+sign) ran eagerly on TF as counted fallbacks, a sync each; they are lowered now, against
+TF's own results. An integer to a known negative power is TF's error."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -36,3 +37,18 @@ def test_a_known_zero_divisor_is_tfs_error():
         tf.truncatediv(tf.constant(x), tf.constant(y))
     with pytest.raises(type(eager.value)):
         tf.truncatediv(ltf.constant(x), ltf.constant(y))
+
+
+@pytest.mark.parametrize("exponent", [-1, 2, np.array([1, -2], np.int32),
+                                      np.array([1, 2], np.int32)])
+def test_an_integer_to_a_known_negative_power_is_tfs_error(exponent):
+    # TF refuses it ("Integers to negative integer powers are not allowed"); lazily it gave
+    # numbers ([1, 0])
+    def run(make):
+        x = make(np.array([1, 2], np.int32))
+        y = exponent if isinstance(exponent, int) else make(exponent)
+        try:
+            return (x ** y).numpy().tolist()
+        except tf.errors.InvalidArgumentError as err:
+            return type(err)
+    assert run(ltf.constant) == run(tf.constant)
