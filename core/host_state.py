@@ -196,7 +196,7 @@ def read_numbers(roots, keys, walk_into=lambda obj: True):
     keeps next to the step -- must not guard the replay."""
     out, seen, visited = [], set(), set()
     stack = [(getter, obj, 0, frozenset()) for getter, obj in reversed(roots)]
-    while stack:
+    while stack and len(visited) < _MAX_OBJECTS:
         getter, obj, depth, holder_keys = stack.pop()
         if id(obj) in visited or depth > _MAX_DEPTH:
             continue
@@ -255,6 +255,7 @@ _PASS = [None]  # the current guard pass's token (floats_changed), else None: no
 
 _MAX_DEPTH = 16   # steps below a root: a module tree takes two a level (`_modules`, name)
 _MAX_ITEMS = 256  # entries of a dict below the roots worth looking through
+_MAX_OBJECTS = 50_000  # objects and containers looked through per trace (a bound, not a budget)
 _LEAVES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType,
            type, np.ndarray, np.generic, str, bytes, tuple, bool, int, float, complex,
            type(None)) + _GENERATORS
