@@ -3,7 +3,6 @@ disk cache: loading an executable in a forked child may hang like compiling one 
 do not survive a fork; a plain script's child hung every time, a child of this test process
 happened to load it), and the fork check guarded compiling only. The child now skips the disk
 and gets the RuntimeError that says what to do instead (docs/runtime.md), every time."""
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 import lazyx.frontends.numpy as lnp
 
 from test_disk_cache import SHIM
+from test_xla_fork import run_forked
 
 pytestmark = pytest.mark.skipif(os.environ.get("LAZYX_BACKEND", "xla") != "xla",
                                 reason="the XLA backend's limit")
@@ -54,15 +54,8 @@ def test_a_forked_child_whose_program_is_on_disk_gets_the_error_instead_of_hangi
                    env={**os.environ, "LAZYX_BACKEND": "xla", "LAZYX_CACHE_DIR": str(cache_dir)})
     assert len([f for f in os.listdir(cache_dir) if f.endswith(".lxc")]) >= 1
     np.asarray(lnp.asarray(np.arange(3.0)) * 5)  # the backend has run in this process
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_child, args=(queue,))
-    child.start()
-    child.join(120)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child hung loading its program from the disk cache")
-    kind, message = queue.get(timeout=10)
+    kind, message = run_forked(_child, "the forked child hung loading its program from the "
+                                       "disk cache")
     assert kind == "error" and "forked" in message and "spawn" in message
     # the parent itself still takes the entry from disk, with NumPy's numbers
     np.testing.assert_allclose(np.asarray(_graph()), _expected(), rtol=1e-6)
@@ -82,14 +75,6 @@ def test_the_fork_error_gives_no_advice_that_fails_in_the_child(cache_dir):
     same error, since a process picks its backend once and the child inherits the parent's."""
     x = np.arange(5, dtype=np.float32)
     np.testing.assert_allclose(np.asarray(lnp.asarray(x) * np.float32(3)), x * 3)
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_child_following_the_advice, args=(queue,))
-    child.start()
-    child.join(120)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("the forked child hung")
-    kind, message = queue.get(timeout=10)
+    kind, message = run_forked(_child_following_the_advice)
     assert kind == "error" and "spawn" in message
     assert "in them" not in message and "before the parent" in message

@@ -23,16 +23,22 @@ def _child(queue):
         queue.put(("error", str(err)))
 
 
-def test_a_forked_child_gets_a_clear_error_instead_of_hanging():
-    np.asarray(lnp.asarray(np.arange(4.0)) * 3)  # the backend has compiled in this process
-    lazyx.sync()
+def run_forked(target, hang="the forked child hung"):
+    """(kind, message) the forked child running target(queue) put on its queue; the test
+    fails with `hang` if the child has not finished after 120 s."""
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
-    child = ctx.Process(target=_child, args=(queue,))
+    child = ctx.Process(target=target, args=(queue,))
     child.start()
     child.join(120)
     if child.is_alive():
         child.kill()
-        pytest.fail("the forked child hung")
-    kind, message = queue.get(timeout=10)
+        pytest.fail(hang)
+    return queue.get(timeout=10)
+
+
+def test_a_forked_child_gets_a_clear_error_instead_of_hanging():
+    np.asarray(lnp.asarray(np.arange(4.0)) * 3)  # the backend has compiled in this process
+    lazyx.sync()
+    kind, message = run_forked(_child)
     assert kind == "error" and "spawn" in message and "forked" in message
