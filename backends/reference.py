@@ -202,11 +202,6 @@ def _clamped_starts(x_shape, sizes, starts):
     return [int(min(max(int(s), 0), d - n)) for s, d, n in zip(starts, x_shape, sizes)]
 
 
-def _dynamic_slice(x, *starts, slice_sizes):
-    starts = _clamped_starts(x.shape, slice_sizes, starts)
-    return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]
-
-
 def _dynamic_update_slice(x, update, *starts):
     out = x.copy()
     starts = _clamped_starts(x.shape, update.shape, starts)
@@ -214,7 +209,8 @@ def _dynamic_update_slice(x, update, *starts):
     return out
 
 
-_pad = host_values.pad_array  # (core reads known pads on the host with the same code)
+_pad = host_values.pad_array  # (core reads known pads and windows on the host with the same code)
+_dynamic_slice = host_values.dynamic_slice_array
 
 
 def _iota(*, dtype, shape, dimension):

@@ -158,6 +158,21 @@ def slice_axis(x, axis, start, stop, step=1):
                       strides=tuple(strides))
 
 
+def strided_window(x, starts, sizes, strides):
+    """x's elements starts[k] + i * strides[k] (i < sizes[k]) on each axis k, strides positive.
+    The form every frontend records, and torch's one-axis-at-a-time indexing folds to
+    (core/ops.py): the unit-stride axes that start past 0 are a window with run-time int32
+    starts (a loop over X[i:i + b, ::2] runs one program), then one static strided slice."""
+    moved = [st == 1 and s != 0 and n > 0 for s, n, st in zip(starts, sizes, strides)]
+    if any(moved):
+        x = ops.dynamic_slice(x, *[ir.param(s if m else 0, "int32") for s, m in zip(starts, moved)],
+                              slice_sizes=tuple(n if m else d
+                                                for n, m, d in zip(sizes, moved, x.shape)))
+        starts = [0 if m else s for s, m in zip(starts, moved)]
+    limits = tuple(s + (n - 1) * st + 1 if n else s for s, n, st in zip(starts, sizes, strides))
+    return ops.slice_(x, start_indices=tuple(starts), limit_indices=limits, strides=tuple(strides))
+
+
 def stack(xs, axis):
     """Insert a unit axis in each operand, then concatenate along it."""
     shape = xs[0].shape[:axis] + (1,) + xs[0].shape[axis:]

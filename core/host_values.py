@@ -59,12 +59,19 @@ def pad_array(x, value, *, padding_config):
     return out[crop]
 
 
+def dynamic_slice_array(x, *starts, slice_sizes):
+    """The IR's dynamic_slice on a NumPy array: each start clamped so the window fits."""
+    starts = [min(max(int(s), 0), d - n) for s, d, n in zip(starts, x.shape, slice_sizes)]
+    return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]
+
+
 # assembly of several known operands, exact as layout ops are: HF's causal-LM loss shifts its
 # labels by F.pad(labels, (0, 1), value=-100)[..., 1:] (or a torch.cat), and a bad label must
 # still raise at the loss
 _ASSEMBLY = {
     "pad": pad_array,
     "concatenate": lambda *xs, dimension: np.concatenate(xs, axis=dimension),
+    "dynamic_slice": dynamic_slice_array,  # (x[1:] in torch, TF and NumPy: a run-time start)
 }
 
 

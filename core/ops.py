@@ -104,6 +104,75 @@ def _fold_slice(inputs, attrs, shape, dtype):
     return None
 
 
+def _fold_dynamic_slice(inputs, attrs, shape, dtype):
+    """Windows of windows are one window, whichever order a frontend took the axes in (torch
+    indexes one axis at a time, NumPy and TF all at once). Each rewrite holds for every value
+    of the run-time starts: an axis a window keeps whole clamps its start to 0."""
+    x, starts = inputs[0], inputs[1:]
+    if shape == x.shape:  # a window of everything
+        return x
+    if len({s.dtype for s in starts}) != 1:
+        return None
+    if x.op == "dynamic_slice":
+        return _window_of_window(x, starts, shape)
+    if x.op == "slice":
+        return _window_of_strided(x, starts, shape)
+    if x.op == "reshape" and x.inputs[0].op == "dynamic_slice":
+        return _window_of_squeezed(x, starts, shape)
+    return None
+
+
+def _window_of_window(x, starts, shape):
+    # per axis one of the two windows keeps it whole; the other's start and size are the axis'
+    inner, inner_starts = x.inputs[0], x.inputs[1:]
+    if inner_starts[0].dtype != starts[0].dtype or any(
+            a != d and n != a for n, a, d in zip(shape, x.shape, inner.shape)):
+        return None
+    merged = [q if a == d else p for p, q, a, d in zip(inner_starts, starts, x.shape, inner.shape)]
+    return OPS["dynamic_slice"](inner, *merged, slice_sizes=shape)
+
+
+def _window_of_strided(x, starts, shape):
+    # a window over axes a static slice keeps whole is taken first: slice(window), the form
+    # a frontend that indexes all axes at once records (x[::2, 1:3] in torch is two ops)
+    src = x.inputs[0]
+    start, limit, strides = x.attrs["start_indices"], x.attrs["limit_indices"], x.attrs["strides"]
+    whole = [s == 0 and l == d and t == 1 for s, l, t, d in zip(start, limit, strides, src.shape)]
+    if any(not w and n != m for w, n, m in zip(whole, shape, x.shape)):
+        return None
+    window = OPS["dynamic_slice"](
+        src, *starts, slice_sizes=tuple(n if w else d for w, n, d in zip(whole, shape, src.shape)))
+    return OPS["slice"](window, start_indices=tuple(0 if w else s for w, s in zip(whole, start)),
+                        limit_indices=tuple(n if w else l for w, n, l in zip(whole, shape, limit)),
+                        strides=tuple(1 if w else t for w, t in zip(whole, strides)))
+
+
+def _window_of_squeezed(x, starts, shape):
+    # a window of a window whose unit axes were dropped (torch's x[1][2]: select is a window
+    # and a reshape): one window of the original, then the reshape
+    inner = x.inputs[0]
+    axes, k = [], 0  # inner's axis -> x's axis, None for a dropped unit axis
+    for d in inner.shape:
+        if k < x.ndim and d == x.shape[k]:
+            axes.append(k)
+            k += 1
+        elif d == 1:
+            axes.append(None)
+        else:
+            return None
+    if k != x.ndim:
+        return None
+    sizes = tuple(1 if a is None else shape[a] for a in axes)
+    source = inner.inputs[0]
+    if inner.inputs[1].dtype != starts[0].dtype or any(
+            a != d and n != a for n, a, d in zip(sizes, inner.shape, source.shape)):
+        return None  # the two windows would not merge: leave the graph as it was built
+    zero = ir.param(0, starts[0].dtype)  # (a unit axis: any start clamps to 0)
+    window = OPS["dynamic_slice"](inner, *[zero if a is None else starts[a] for a in axes],
+                                  slice_sizes=sizes)
+    return OPS["reshape"](window, new_sizes=shape)
+
+
 def _fold_constraint(inputs, attrs, shape, dtype):
     x = inputs[0]
     if x.op == "sharding_constraint":  # the outer layout wins: one constraint
@@ -134,6 +203,7 @@ def _push_unary(name, first=None):
 
 SIMPLIFY = {"convert": _push_unary("convert", first=_fold_identity),
             "transpose": _fold_transpose, "slice": _fold_slice,
+            "dynamic_slice": _fold_dynamic_slice,
             "reshape": _fold_reshape, "broadcast_in_dim": _fold_broadcast,
             "rev": lambda inputs, attrs, shape, dtype: None if attrs["dimensions"] else inputs[0],
             "sharding_constraint": _fold_constraint}

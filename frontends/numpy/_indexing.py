@@ -157,8 +157,9 @@ def _basic(node, items):
             node = ops.dynamic_slice(node, *params, slice_sizes=tuple(sizes))
         return node, plan
     flipped = tuple(i for i, st in enumerate(steps) if st < 0)
-    if flipped:
-        node = ops.rev(node, dimensions=flipped)
+    if not flipped:
+        return compose.strided_window(node, starts, sizes, steps), plan
+    node = ops.rev(node, dimensions=flipped)
     lo, hi, strides = [], [], []
     for i, (s, n, st) in enumerate(zip(starts, sizes, steps)):
         d = node.shape[i]

@@ -121,8 +121,8 @@ class _:
     def tf(tf, x): return tf.reduce_max(x, axis=0) - tf.reduce_min(x, axis=0)
 
 
-@program("argmax_rows", [(F32, (6, 9), "normal")])
-class _:
+@program("argmax_rows", [(F32, (6, 9), "normal")], frontends=("numpy", "torch"))
+class _:  # (TF's argmax skips NaN, another graph: test_differences.py's argmax_with_nan)
     def numpy(np, x): return np.argmax(x, axis=1)
     def torch(torch, x): return torch.argmax(x, dim=1)
     def tf(tf, x): return tf.argmax(x, axis=1)
@@ -170,6 +170,13 @@ class _:
     def numpy(np, x): return x[1:4, ::2]
     def torch(torch, x): return x[1:4, ::2]
     def tf(tf, x): return x[1:4, ::2]
+
+
+@program("windows_in_any_axis_order", [(F32, (5, 6, 4), "normal")])
+class _:  # torch takes one axis at a time (a strided slice, then windows); NumPy and TF all at once
+    def numpy(np, x): return x[::2, 1:3] + x[2:, 3][:, None] + x[1, 2] + x[1:4, 4:6, 1:2]
+    def torch(torch, x): return x[::2, 1:3] + x[2:, 3][:, None] + x[1, 2] + x[1:4, 4:6, 1:2]
+    def tf(tf, x): return x[::2, 1:3] + x[2:, 3][:, None] + x[1, 2] + x[1:4, 4:6, 1:2]
 
 
 @program("gather_rows", [(F32, (6, 3), "normal"), ("int64", (4,), "int:0:6")])
