@@ -32,6 +32,8 @@ CASES = {
     # sign: +0 at -0.0 in all three (IEEE's, XLA's, keeps -0.0); NaN at NaN in NumPy and TF,
     # 0 in torch
     "sign_of_zeros_and_nan": ([ZEROS_NAN], lambda m, a: m.sign(a)),
+    # argmax over a NaN: NumPy and torch pick the first NaN, TF's kernel never picks one
+    "argmax_with_nan": ([ZEROS_NAN], lambda m, a: m.argmax(a)),
 }
 
 
