@@ -12,13 +12,13 @@ import inspect
 import operator
 import threading
 import time
-import warnings
 import weakref
 
 import numpy as np
 
 from . import compile_watch, config, ir, metrics, observation
 from . import dtypes as dt
+from . import source as source_lines
 from .source import user_line
 
 # Why a sync happened; frontends pass one of these as `cause`.
@@ -948,7 +948,7 @@ def fallback(op_name, framework, read=False):
         else:
             text = (f"{op_name} has no lowering; it runs eagerly on {framework} (inputs are "
                     f"materialized; counted in lazyx.metrics()['fallback_ops'])")
-        warnings.warn(f"lazyx: {text}", RuntimeWarning, stacklevel=3)
+        source_lines.warn(f"lazyx: {text}", RuntimeWarning, source)
 
 
 # ---------------------------------------------------------------- replay (core/replay.py)

@@ -9,6 +9,7 @@ import os
 import sys
 import sysconfig
 import threading
+import warnings
 
 from . import config
 
@@ -106,6 +107,18 @@ def user_line(depth=2):
             return (filename, frame.f_lineno)
         frame = frame.f_back
     return None
+
+
+def warn(message, category, source):
+    """warnings.warn at the user's line `source` (user_line's answer): what the user reads is
+    their own line, not lazyx's code that noticed (a fixed stacklevel lands inside whichever
+    frontend or framework function happened to call). Without a user line, at the caller."""
+    if source is None:
+        warnings.warn(message, category, stacklevel=4)  # (the caller of the function that warns)
+        return
+    filename, lineno = source
+    module = os.path.splitext(os.path.basename(filename))[0] or "<unknown>"
+    warnings.warn_explicit(message, category, filename, lineno, module=module)
 
 
 def format_line(source):

@@ -153,9 +153,10 @@ def test_a_read_by_torchs_own_code_is_a_counted_fallback_with_the_users_line():
     name = "torch.nn.functional.gaussian_nll_loss"
     runtime._warned_fallbacks.discard(name)  # warned once per process: the sweep may have
     says = f"torch's own code in {name} reads a lazy value on the host"  # not "no lowering"
-    with lazyx.explain(told), pytest.warns(RuntimeWarning, match=says):  # LAZYX_DEBUG's report
+    with lazyx.explain(told), pytest.warns(RuntimeWarning, match=says) as warned:
         loss = F.gaussian_nll_loss(x, x + 1, x)  # torch checks `if torch.any(var < 0)`
         line = inspect.currentframe().f_lineno - 1
+    assert (warned[0].filename, warned[0].lineno) == (__file__, line)  # the warning's own line
     assert lazyx.metrics()["fallback_ops"] == {name: 1}
     where = format_line((__file__, line))
     assert list(lazyx.metrics()["fallback_sources"][name]) == [where]
