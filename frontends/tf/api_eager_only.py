@@ -1,6 +1,6 @@
 """TF functions that take lazy values only as their materialized values: counted fallbacks.
 
-Each hands a tensor to Python or to tf.data, or maps a Python function over its rows, and
+Each hands a tensor to Python, to tf.data or to bytes, or maps a Python function over its rows, and
 rebuilds a lazy tensor from TF components on the way (its TypeSpec's batching, or a graph
 function's inputs) -- which a lazy value has no components for, so they raised deep inside
 TF. They take no dispatch, so each is wrapped in its public namespace
@@ -19,5 +19,6 @@ from .registry import fallback_undispatched
 for _namespace, _name in ((tf, "map_fn"), (tf, "vectorized_map"), (tf, "py_function"),
                           (tf, "numpy_function"),
                           (tf.data.Dataset, "from_tensor_slices"),
-                          (tf.data.Dataset, "from_tensors")):
+                          (tf.data.Dataset, "from_tensors"),
+                          (tf.io, "serialize_tensor")):  # (a checkpoint or a tf.train.Example)
     fallback_undispatched(_namespace, _name)

@@ -72,3 +72,12 @@ def test_a_fallback_with_string_results_hands_back_tf_strings():
     got = tf.strings.as_string(ltf.constant(X[0]), precision=3)
     assert got.dtype == tf.string
     np.testing.assert_array_equal(got.numpy(), tf.strings.as_string(X[0], precision=3).numpy())
+
+
+def test_serialize_tensor_of_a_lazy_value_gives_tfs_bytes():
+    """tf.io.serialize_tensor has no dispatch: it refused the implicit conversion (TypeError)."""
+    lazyx.reset_metrics()
+    got = tf.io.serialize_tensor(ltf.constant(X) * 2.0)
+    assert lazyx.metrics()["fallback_ops"] == {"tf.io.serialize_tensor": 1}
+    assert got.numpy() == tf.io.serialize_tensor(tf.constant(X) * 2.0).numpy()
+    np.testing.assert_array_equal(tf.io.parse_tensor(got, tf.float32).numpy(), X * 2.0)
