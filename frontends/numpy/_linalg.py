@@ -50,6 +50,8 @@ def _finish(node, dtype):
 @traced("x1", "x2")
 def matmul(x1, x2, /):
     a, b, dtype = _node_operands(x1, x2)
+    if dtype == "bfloat16":  # np.matmul has no bfloat16 loop: NumPy casts to its float32 one
+        a, b, dtype = ops.convert(a, dtype="float32"), ops.convert(b, dtype="float32"), "float32"
     for i, n in enumerate((a, b)):
         if n.ndim == 0:
             raise ValueError(f"matmul: Input operand {i} does not have enough dimensions (has "
