@@ -89,6 +89,12 @@ def node_cap():
     return max(1, _int("LAZYX_NODE_CAP", 100_000))
 
 
+def loop_cut():
+    """LAZYX_LOOP_CUT: pending nodes after which a graph that one loop made is cut, at the same
+    place in the loop's body each time (runtime._at_node_mark); 0 turns this off."""
+    return max(0, _int("LAZYX_LOOP_CUT", 2_000))
+
+
 def slow_compile_seconds():
     """LAZYX_SLOW_COMPILE: seconds a compile runs before a warning says why (0: never)."""
     raw = _env("LAZYX_SLOW_COMPILE")

@@ -22,7 +22,7 @@ CAUSE_TEXT = {
     "item": "a value read into Python (.item(), float(), int(), bool())",
     "convert": "conversion to the host framework (np.asarray, .numpy(), .cpu())",
     "data_dependent": "an op whose output shape depends on values",
-    "node_cap": "the pending graph grew past LAZYX_NODE_CAP nodes",
+    "node_cap": "the pending graph grew past LAZYX_NODE_CAP nodes (or LAZYX_LOOP_CUT in a loop)",
     "fallback": "an op with no lowering ran eagerly on the real framework",
 }
 _RECENT = 16       # cached programs compared by op sequence (the exact-skeleton match sees all)

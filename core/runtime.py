@@ -10,6 +10,7 @@ import collections
 import hashlib
 import inspect
 import operator
+import sys
 import threading
 import time
 import weakref
@@ -27,7 +28,7 @@ CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
           "item",            # .item(), float(), int(), bool(), len() of a lazy value
           "convert",         # conversion to the host framework: np.asarray, .numpy(), .cpu()
           "data_dependent",  # an op whose output shape depends on values (nonzero, masks)
-          "node_cap",        # the pending graph grew past LAZYX_NODE_CAP
+          "node_cap",        # past LAZYX_NODE_CAP nodes (or LAZYX_LOOP_CUT in a loop)
           "fallback")        # an op without a lowering ran eagerly on the real framework
 # Objects with optional on_sync(cause, source, program, roots: the IR nodes it computes),
 # on_cache_miss(program, cached_programs, source: the line whose cut compiles, or None),
@@ -105,6 +106,12 @@ _NATIVE = config.native()
 _LiveSet = _OrderedWeakSet if _NATIVE is None else _NATIVE.LiveSet
 
 
+def _first_mark():
+    """Nodes a pending graph grows by before maybe_cut calls _at_node_mark."""
+    cap, loop = config.node_cap(), config.loop_cut()
+    return min(cap, loop) if loop else cap
+
+
 class _ThreadState(threading.local):
     """What one thread is tracing: its pending handles and its node-cap mark.
 
@@ -115,8 +122,10 @@ class _ThreadState(threading.local):
 
     def __init__(self):
         self.live = _LiveSet()
-        self.next_cut = ir.CREATED[0] + config.node_cap()
+        self.cut_base = ir.CREATED[0]  # nodes made when the pending graph began
+        self.next_cut = self.cut_base + _first_mark()
         self.last_cut_end = time.perf_counter()
+        self.loop = None  # a _LoopWatch once a pending graph passed LAZYX_LOOP_CUT nodes
 
 
 _thread = _ThreadState()
@@ -734,13 +743,17 @@ def sync(*handles, cause="explicit", source=None, sharing=False):
         if sharing:
             handles = _with_sharing(handles, state.live)
     elif state.live.surely_empty():  # a barrier with nothing pending (a replayed step's)
-        state.next_cut = ir.CREATED[0] + config.node_cap()
+        state.cut_base = ir.CREATED[0]
+        state.next_cut = state.cut_base + _first_mark()
         _new_trace_if_done(state)
         return
     else:
         handles = list(state.live)
     pending = [h for h in handles if h.node.op != "data"]
-    state.next_cut = ir.CREATED[0] + config.node_cap()
+    state.cut_base = ir.CREATED[0]
+    state.next_cut = state.cut_base + _first_mark()
+    if cause != "node_cap":  # a barrier of the user's: a loop is found again from scratch
+        state.loop = None
     if not pending:
         _new_trace_if_done(state)  # a barrier with nothing to run still ends the trace
         return
@@ -906,22 +919,92 @@ def _new_trace_if_done(state):
         trace.reset()
 
 
-def _cut_at_node_cap():
-    sync(cause="node_cap", source=user_line(2))
+def _at_node_mark():
+    """maybe_cut's call once the pending graph is past its mark, as an op begins.
+
+    Past LAZYX_NODE_CAP nodes everything pending is cut. Past LAZYX_LOOP_CUT nodes (fewer), a
+    graph that a loop with no barrier is making is cut too: XLA's compile time grows faster
+    than linearly with a graph's length, and such a graph only grows (a NumPy simulation loop
+    of 10,000 steps made one graph of the node cap's size, which never finished compiling).
+    The cut comes as the same call site of the loop's body begins, every time, so every piece
+    after the first is the same graph: compiled once, then taken from the cache.
+    """
+    state = _thread
+    created = ir.CREATED[0]
+    grown = created - state.cut_base
+    cap, loop = config.node_cap(), config.loop_cut()
+    if grown >= cap or not loop:
+        sync(cause="node_cap", source=user_line(2))
+        return
+    watch = state.loop
+    if watch is None:
+        watch = state.loop = _LoopWatch()
+    site = _call_site()
+    if watch.site is None:
+        # looking for a loop: a call site of the user's met again after another one (one
+        # call that makes many nodes -- model(x), loss.backward() -- is one site throughout)
+        if site is not None and site != watch.last and site in watch.seen:
+            watch.site, watch.previous = site, site  # (mid-visit: wait for the next to begin)
+        else:
+            if site is not None:
+                watch.seen.add(site)
+                watch.last = site
+            state.next_cut = created + _SAMPLE_EVERY
+            return
+    elif watch.previous is None:  # the first look after a cut: where are we in the body?
+        watch.previous = site
+        state.next_cut = created
+        return
+    if site == watch.site and watch.previous != site:  # a visit of the loop's site begins
+        watch.previous = None
+        sync(cause="node_cap", source=site[:2])
+        return
+    watch.previous = site
+    if grown > 3 * loop:  # the site did not come back (the loop has ended, or its body is
+        state.loop = None  # too big to cut whole): no more looks until the node cap
+        state.next_cut = state.cut_base + cap
+        return
+    state.next_cut = created  # look again as the next op begins (within one iteration)
+
+
+_SAMPLE_EVERY = 64  # nodes between two looks for a loop's call sites (a look walks frames)
+
+
+class _LoopWatch:
+    """What _at_node_mark knows of the loop making this thread's graph: the call sites seen
+    (`seen`, the `last` one), the site where each piece begins, and the site of the op before."""
+    __slots__ = ("seen", "last", "site", "previous")
+
+    def __init__(self):
+        self.seen, self.last, self.site, self.previous = set(), None, None, None
+
+
+def _call_site():
+    """(filename, lineno, bytecode offset) of the user's frame now running: one line may make
+    several ops (x * a + b), and a piece must begin at the same one every time."""
+    if not source_lines.ENABLED:
+        return None
+    frame = sys._getframe(2)
+    while frame is not None:
+        if not source_lines.is_internal(frame.f_code.co_filename):
+            return (frame.f_code.co_filename, frame.f_lineno, frame.f_lasti)
+        frame = frame.f_back
+    return None
 
 
 def _py_maybe_cut():
-    """Frontends call this as an op begins: past the node cap, cut everything pending first.
+    """Frontends call this as an op begins: past the pending graph's mark, _at_node_mark.
 
-    The cap (LAZYX_NODE_CAP) is read at each cut, not per op, so this call stays one compare.
+    The marks (LAZYX_NODE_CAP, LAZYX_LOOP_CUT) are read at each cut, not per op, so this call
+    stays one compare.
     """
     if ir.CREATED[0] > _thread.next_cut:
-        _cut_at_node_cap()
+        _at_node_mark()
 
 
 # the same compare in C (core/_native_live.c), without a Python frame per op
 maybe_cut = _py_maybe_cut if _NATIVE is None else \
-    _NATIVE.CutCheck(ir.CREATED, _thread, _cut_at_node_cap)
+    _NATIVE.CutCheck(ir.CREATED, _thread, _at_node_mark)
 
 
 def graph_hash(*tensors):
