@@ -431,8 +431,9 @@ def _subscript(tensor, slice_spec):
         out = ops.dynamic_slice(x, *[ir.param(start, "int32") for start in starts],
                                 slice_sizes=sizes)
     elif not any(flips):
-        out = compose.strided_window(x, starts, [max(0, -(-(lim - start) // step)) for start, lim, step
-                                                 in zip(starts, limits, strides)], strides)
+        counts = [max(0, -(-(lim - start) // step))
+                  for start, lim, step in zip(starts, limits, strides)]
+        out = compose.strided_window(x, starts, counts, strides)
     else:
         out = ops.slice_(x, start_indices=starts, limit_indices=limits, strides=strides)
     if any(flips):
