@@ -158,6 +158,19 @@ def slice_axis(x, axis, start, stop, step=1):
                       strides=tuple(strides))
 
 
+def roll(x, shifts):
+    """x rolled by shifts[axis] along each axis (a dict, in the caller's order): per axis the
+    tail moved ahead of the head, two slices and a concatenation -- NumPy's, torch's and TF's
+    roll as one graph."""
+    for axis, shift in shifts.items():
+        n = x.shape[axis]
+        k = shift % n if n else 0
+        if k:
+            x = ops.concatenate(slice_axis(x, axis, n - k, n), slice_axis(x, axis, 0, n - k),
+                                dimension=axis)
+    return x
+
+
 def strided_window(x, starts, sizes, strides):
     """x's elements starts[k] + i * strides[k] (i < sizes[k]) on each axis k, strides positive.
     The form every frontend records, and torch's one-axis-at-a-time indexing folds to

@@ -48,6 +48,8 @@ def _fold_reshape(inputs, attrs, shape, dtype):
         return x
     if x.op == "reshape":  # reshape of a reshape: one reshape of the original
         return OPS["reshape"](x.inputs[0], new_sizes=shape)
+    if x.op == "dot_general":
+        return _fold_unit_free_axis(x, shape)
     if x.op == "iota" and x.shape[x.attrs["dimension"]] != 1 \
             and [d for d in x.shape if d != 1] == [d for d in shape if d != 1]:
         # an iota with unit axes added or removed is an iota of the new shape
@@ -101,6 +103,61 @@ def _fold_slice(inputs, attrs, shape, dtype):
                       for s, st, n in zip(new_start, new_strides, shape))
         return OPS["slice"](x.inputs[0], start_indices=new_start, limit_indices=limit,
                             strides=new_strides)
+    return None
+
+
+def _fold_unit_free_axis(dot, shape):
+    """A product whose operand had a unit axis added for it, dropped again from the result --
+    NumPy's and TF's matrix @ vector (v as a (k, 1) matrix) -- is the product with the operand
+    itself: torch's mv, one graph for the three."""
+    (lc, rc), (lb, rb) = dot.attrs["contracting_dimensions"], dot.attrs["batch_dimensions"]
+    lhs, rhs = dot.inputs
+    n_lhs_free = lhs.ndim - len(lc) - len(lb)
+    for side, operand in enumerate(dot.inputs):
+        if operand.op != "reshape":
+            continue
+        inner = operand.inputs[0]
+        if inner.ndim != operand.ndim - 1:
+            continue
+        used = (lc + lb) if side == 0 else (rc + rb)
+        free = [i for i in range(operand.ndim) if i not in used]
+        for position, axis in enumerate(free):
+            if operand.shape[axis] != 1 or \
+                    operand.shape[:axis] + operand.shape[axis + 1:] != inner.shape:
+                continue
+            out_axis = len(lb) + position + (n_lhs_free if side else 0)
+            if dot.shape[:out_axis] + dot.shape[out_axis + 1:] != shape:
+                continue
+            moved = lambda dims: tuple(d - (d > axis) for d in dims)  # noqa: E731
+            contracting = (moved(lc), rc) if side == 0 else (lc, moved(rc))
+            batch = (moved(lb), rb) if side == 0 else (lb, moved(rb))
+            operands = (inner, rhs) if side == 0 else (lhs, inner)
+            return OPS["dot_general"](*operands, contracting_dimensions=contracting,
+                                      batch_dimensions=batch,
+                                      preferred_element_type=dot.attrs["preferred_element_type"])
+    return _fold_unit_batch_axis(dot, shape)
+
+
+def _fold_unit_batch_axis(dot, shape):
+    """A product with a unit batch axis added to both operands for it, dropped again from the
+    result -- torch's einsum('ij,jk->ik') is a bmm of (1, i, j) and (1, j, k) -- is the plain
+    product: NumPy's and TF's einsum."""
+    (lc, rc), (lb, rb) = dot.attrs["contracting_dimensions"], dot.attrs["batch_dimensions"]
+    lhs, rhs = dot.inputs
+    if lhs.op != "reshape" or rhs.op != "reshape":
+        return None
+    a, b = lhs.inputs[0], rhs.inputs[0]
+    for j, (la, ra) in enumerate(zip(lb, rb)):
+        if lhs.shape[la] != 1 or lhs.shape[:la] + lhs.shape[la + 1:] != a.shape or \
+                rhs.shape[:ra] + rhs.shape[ra + 1:] != b.shape or \
+                dot.shape[:j] + dot.shape[j + 1:] != shape:
+            continue
+        left = lambda dims: tuple(d - (d > la) for d in dims)  # noqa: E731
+        right = lambda dims: tuple(d - (d > ra) for d in dims)  # noqa: E731
+        return OPS["dot_general"](
+            a, b, contracting_dimensions=(left(lc), right(rc)),
+            batch_dimensions=(left(lb[:j] + lb[j + 1:]), right(rb[:j] + rb[j + 1:])),
+            preferred_element_type=dot.attrs["preferred_element_type"])
     return None
 
 

@@ -284,14 +284,7 @@ def roll(a, shift, axis=None):
     for s, ax in zip(shifts, axes):
         ax = axis_index(ax, node.ndim)
         total[ax] = total.get(ax, 0) + operator.index(s)
-    for ax, s in total.items():
-        n = node.shape[ax]
-        if n == 0 or s % n == 0:
-            continue
-        k = s % n
-        node = ops.concatenate(compose.slice_axis(node, ax, n - k, n), compose.slice_axis(node, ax, 0, n - k),
-                               dimension=ax)
-    return wrap(node)
+    return wrap(compose.roll(node, total))
 
 
 @traced("A")

@@ -233,12 +233,6 @@ _sorted(tf.math.segment_mean, "add", _mean)
 # ---------------------------------------------------------------- layout
 
 
-def _take(x, axis, start, stop):
-    begin, limit = [0] * x.ndim, list(x.shape)
-    begin[axis], limit[axis] = start, stop
-    return ops.slice_(x, start_indices=begin, limit_indices=limit)
-
-
 @lower(tf.roll, "input")
 def roll(input, shift, axis):  # noqa: A002
     (x,) = operand_nodes(input)
@@ -252,13 +246,7 @@ def roll(input, shift, axis):  # noqa: A002
         if not -x.ndim <= a < x.ndim:
             raise Reject()
         total[a % x.ndim] = total.get(a % x.ndim, 0) + s  # TF adds repeated axes' shifts
-    out = x
-    for a, s in total.items():
-        n = x.shape[a]
-        s = s % n if n else 0
-        if s:
-            out = ops.concatenate(_take(out, a, n - s, n), _take(out, a, 0, n - s), dimension=a)
-    return wrap(out, input)
+    return wrap(compose.roll(x, total), input)
 
 
 @lower(tf.slice, "input_")

@@ -179,6 +179,21 @@ class _:  # torch takes one axis at a time (a strided slice, then windows); NumP
     def tf(tf, x): return x[::2, 1:3] + x[2:, 3][:, None] + x[1, 2] + x[1:4, 4:6, 1:2]
 
 
+@program("roll_columns", [(F32, (5, 6), "normal")])
+class _:  # (torch's own roll decomposition was a 16-op gather)
+    def numpy(np, x): return np.roll(x, 2, axis=1) - np.roll(x, -1, axis=0)
+    def torch(torch, x): return torch.roll(x, 2, 1) - torch.roll(x, -1, 0)
+    def tf(tf, x): return tf.roll(x, 2, 1) - tf.roll(x, -1, 0)
+
+
+@program("einsum_and_matrix_vector", [(F32, (5, 6), "normal"), (F32, (6, 4), "normal"),
+                                      (F32, (6,), "normal")], rtol=1e-5, atol=1e-5)
+class _:  # torch's einsum is a bmm with a unit batch axis; NumPy's x @ v a (6, 1) matrix
+    def numpy(np, x, w, v): return np.einsum("ij,jk->ik", x, w).sum(1) + x @ v
+    def torch(torch, x, w, v): return torch.einsum("ij,jk->ik", x, w).sum(1) + x @ v
+    def tf(tf, x, w, v): return tf.reduce_sum(tf.einsum("ij,jk->ik", x, w), 1) + tf.linalg.matvec(x, v)
+
+
 @program("gather_rows", [(F32, (6, 3), "normal"), ("int64", (4,), "int:0:6")])
 class _:
     def numpy(np, x, idx): return x[idx]

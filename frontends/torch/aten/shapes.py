@@ -228,6 +228,27 @@ def _stack(out, tensors, dim=0):
     return compose.stack(nodes, dim_of(dim, nodes[0].ndim + 1))
 
 
+@lower(aten.roll.default)
+def _roll(out, x, shifts, dims=()):
+    """Two slices and a concatenation per axis, as NumPy's and TF's roll (torch's own
+    decomposition is a 16-op gather: another graph, and a slower one)."""
+    a = node_of(x)
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:  # roll the flattened tensor
+        if len(shifts) != 1:
+            raise Unsupported("roll: several shifts and no dims")  # (torch's error)
+        flat = ops.reshape(a, new_sizes=(a.size,))
+        return ops.reshape(compose.roll(flat, {0: shifts[0]}), new_sizes=a.shape)
+    if len(shifts) != len(dims):
+        raise Unsupported("roll: shifts and dims differ in length")  # (torch's error)
+    total = {}
+    for shift, dim in zip(shifts, dims):
+        axis = dim_of(dim, a.ndim)
+        total[axis] = total.get(axis, 0) + shift
+    return compose.roll(a, total)
+
+
 @lower(aten.flip.default)
 def _flip(out, x, dims):
     a = node_of(x)

@@ -373,3 +373,21 @@ def test_singular_matrices_raise_torchs_linalg_error_and_info(name):
     regular = a + torch.eye(a.shape[0]) * 3
     torch.testing.assert_close(torch.linalg.inv(_lazy(regular)).cpu(), torch.linalg.inv(regular))
     assert torch.linalg.inv_ex(_lazy(regular)).info.item() == 0
+
+
+@given(shape=st.sampled_from([(5,), (3, 4), (2, 3, 4)]), shifts=st.lists(st.integers(-9, 9),
+       min_size=1, max_size=3), seed=st.integers(0, 3), flat=st.booleans())
+@settings(max_examples=20, deadline=None)
+def test_roll_is_two_slices_and_a_concatenation_per_axis(shape, shifts, seed, flat):
+    """aten.roll is lowered as NumPy's and TF's roll (torch's decomposition: a 16-op gather)."""
+    x = _rand(shape, seed).requires_grad_()
+    n = len(shape)
+    dims = [] if flat else [k % n - (n if k % 2 else 0) for k in range(len(shifts))]  # (-n..)
+    shifts = shifts[:1] if flat else shifts
+    _same(lambda t: torch.roll(t, shifts, dims), x)
+    assert "gather" not in lazyx.ir_text(torch.roll(_lazy(x.detach()), shifts, dims))
+    # its gradient: the upstream rolled back
+    (g,) = torch.autograd.grad(torch.roll(x, shifts, dims).square().sum(), x)
+    xl = _lazy(x.detach()).requires_grad_()
+    (gl,) = torch.autograd.grad(torch.roll(xl, shifts, dims).square().sum(), xl)
+    torch.testing.assert_close(gl.cpu(), g)
