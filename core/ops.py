@@ -48,7 +48,7 @@ def _fold_reshape(inputs, attrs, shape, dtype):
         return x
     if x.op == "reshape":  # reshape of a reshape: one reshape of the original
         return OPS["reshape"](x.inputs[0], new_sizes=shape)
-    if x.op == "dot_general":
+    if x.op == "dot_general" and (x.inputs[0].op == "reshape" or x.inputs[1].op == "reshape"):
         return _fold_unit_free_axis(x, shape)
     if x.op == "iota" and x.shape[x.attrs["dimension"]] != 1 \
             and [d for d in x.shape if d != 1] == [d for d in shape if d != 1]:
@@ -110,15 +110,14 @@ def _fold_unit_free_axis(dot, shape):
     """A product whose operand had a unit axis added for it, dropped again from the result --
     NumPy's and TF's matrix @ vector (v as a (k, 1) matrix) -- is the product with the operand
     itself: torch's mv, one graph for the three."""
-    (lc, rc), (lb, rb) = dot.attrs["contracting_dimensions"], dot.attrs["batch_dimensions"]
     lhs, rhs = dot.inputs
-    n_lhs_free = lhs.ndim - len(lc) - len(lb)
     for side, operand in enumerate(dot.inputs):
-        if operand.op != "reshape":
+        # (most products of a reshape are of a flattened batch: one test turns those away)
+        if operand.op != "reshape" or len(operand.inputs[0].shape) != len(operand.shape) - 1:
             continue
         inner = operand.inputs[0]
-        if inner.ndim != operand.ndim - 1:
-            continue
+        (lc, rc), (lb, rb) = dot.attrs["contracting_dimensions"], dot.attrs["batch_dimensions"]
+        n_lhs_free = len(lhs.shape) - len(lc) - len(lb)
         used = (lc + lb) if side == 0 else (rc + rb)
         free = [i for i in range(operand.ndim) if i not in used]
         for position, axis in enumerate(free):
@@ -142,10 +141,10 @@ def _fold_unit_batch_axis(dot, shape):
     """A product with a unit batch axis added to both operands for it, dropped again from the
     result -- torch's einsum('ij,jk->ik') is a bmm of (1, i, j) and (1, j, k) -- is the plain
     product: NumPy's and TF's einsum."""
-    (lc, rc), (lb, rb) = dot.attrs["contracting_dimensions"], dot.attrs["batch_dimensions"]
     lhs, rhs = dot.inputs
     if lhs.op != "reshape" or rhs.op != "reshape":
         return None
+    (lc, rc), (lb, rb) = dot.attrs["contracting_dimensions"], dot.attrs["batch_dimensions"]
     a, b = lhs.inputs[0], rhs.inputs[0]
     for j, (la, ra) in enumerate(zip(lb, rb)):
         if lhs.shape[la] != 1 or lhs.shape[:la] + lhs.shape[la + 1:] != a.shape or \
