@@ -92,7 +92,7 @@ def node_cap():
 def loop_cut():
     """LAZYX_LOOP_CUT: pending nodes after which a graph that one loop made is cut, at the same
     place in the loop's body each time (runtime._at_node_mark); 0 turns this off."""
-    return max(0, _int("LAZYX_LOOP_CUT", 2_000))
+    return max(0, _int("LAZYX_LOOP_CUT", 5_000))
 
 
 def slow_compile_seconds():

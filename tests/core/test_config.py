@@ -2,6 +2,7 @@
 os.environ's store answers what os.environ.get answers, after any kind of write."""
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,3 +32,15 @@ def test_a_setting_changed_by_monkeypatch_is_seen_at_once(monkeypatch):
     assert config.node_cap() == 100_000
     monkeypatch.delenv("LAZYX_NODE_CAP")
     assert config.node_cap() == 100_000
+
+
+def test_loop_cut_defaults_to_5000_and_0_turns_it_off(monkeypatch):
+    monkeypatch.delenv("LAZYX_LOOP_CUT", raising=False)
+    assert config.loop_cut() == 5_000  # (the README's figure)
+    monkeypatch.setenv("LAZYX_LOOP_CUT", "0")
+    assert config.loop_cut() == 0
+    monkeypatch.setenv("LAZYX_LOOP_CUT", "-3")
+    assert config.loop_cut() == 0
+    monkeypatch.setenv("LAZYX_LOOP_CUT", "lots")
+    with pytest.raises(ValueError, match="LAZYX_LOOP_CUT"):
+        config.loop_cut()
