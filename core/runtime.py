@@ -21,6 +21,7 @@ from . import compile_watch, config, ir, metrics, observation
 from . import dtypes as dt
 from . import source as source_lines
 from .source import user_line
+from .symbolic import current as recording_now
 
 # Why a sync happened; frontends pass one of these as `cause`.
 CAUSES = ("explicit",        # lazyx.sync(), mark_step(), ltf.sync()
@@ -935,6 +936,11 @@ def _at_node_mark():
     cap, loop = config.node_cap(), config.loop_cut()
     if grown >= cap or not loop:
         sync(cause="node_cap", source=user_line(2))
+        return
+    if recording_now() is not None:
+        # lazyx.compile is tracing a step: it replays as one program whatever its loops, and
+        # a cut inside would make values the trace proves fixed into data it cannot follow
+        state.next_cut = state.cut_base + cap
         return
     watch = state.loop
     if watch is None:
