@@ -198,13 +198,9 @@ def _slice(x, *, start_indices, limit_indices, strides):
     return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
 
 
-def _clamped_starts(x_shape, sizes, starts):
-    return [int(min(max(int(s), 0), d - n)) for s, d, n in zip(starts, x_shape, sizes)]
-
-
 def _dynamic_update_slice(x, update, *starts):
     out = x.copy()
-    starts = _clamped_starts(x.shape, update.shape, starts)
+    starts = host_values.clamped_starts(x.shape, update.shape, starts)
     out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
     return out
 

@@ -59,9 +59,14 @@ def pad_array(x, value, *, padding_config):
     return out[crop]
 
 
+def clamped_starts(shape, sizes, starts):
+    """The IR's dynamic starts: each clamped so a window of `sizes` fits in `shape`."""
+    return [int(min(max(int(s), 0), d - n)) for s, d, n in zip(starts, shape, sizes)]
+
+
 def dynamic_slice_array(x, *starts, slice_sizes):
-    """The IR's dynamic_slice on a NumPy array: each start clamped so the window fits."""
-    starts = [min(max(int(s), 0), d - n) for s, d, n in zip(starts, x.shape, slice_sizes)]
+    """The IR's dynamic_slice on a NumPy array (the reference backend's too)."""
+    starts = clamped_starts(x.shape, slice_sizes, starts)
     return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]
 
 
