@@ -519,14 +519,30 @@ def _wrap_output_gradients():
     composite components (a lazy value's is its gradient token, a zero), so the seed was lost.
     Lazy targets take the sum of each target times its seed as their one target -- recorded
     on the tape, so its gradient is the seeded one, in the same program; other targets get
-    the seeds' values."""
-    from . import tape as lazy_tape
+    the seeds' values. Lazy sources of a lazy target get the IR's gradient
+    (tape_bridge.lazy_source_gradients): TF's tape finds none for a value computed under it."""
+    from . import tape as lazy_tape, tape_bridge
     from .tensor import wrap
     original = tf.GradientTape.gradient
+
+    def _merged(tape, lazy, target, sources, output_gradients, unconnected_gradients):
+        # the IR's gradients of lazy sources, TF's (through this wrapper) of the rest
+        flat = tf.nest.flatten(sources)
+        rest = [s for i, s in enumerate(flat) if i not in lazy]
+        theirs = iter(gradient(tape, target, rest, output_gradients, unconnected_gradients)
+                      if rest else ())
+        return tf.nest.pack_sequence_as(
+            sources, [lazy[i] if i in lazy else next(theirs) for i in range(len(flat))])
 
     @functools.wraps(original)
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
+        if not isinstance(self, lazy_tape.GradientTape):
+            lazy = tape_bridge.lazy_source_gradients(self, target, sources, output_gradients,
+                                                     unconnected_gradients)
+            if lazy:
+                return _merged(self, lazy, target, sources, output_gradients,
+                               unconnected_gradients)
         seeds = tf.nest.flatten(output_gradients) if output_gradients is not None else ()
         if isinstance(self, lazy_tape.GradientTape) or \
                 not any(isinstance(s, LazyTensor) for s in seeds):

@@ -51,89 +51,101 @@ class GradientTape(tf.GradientTape):
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=tf.UnconnectedGradients.NONE):
         try:
-            return self._gradient(target, sources, output_gradients, unconnected_gradients)
+            if not isinstance(target, LazyTensor):
+                targets = tf.nest.flatten(target)
+                if not targets or not all(isinstance(t, LazyTensor) for t in targets):
+                    return super().gradient(target, sources, output_gradients,
+                                            unconnected_gradients)
+            return lazy_gradient(self, target, sources, output_gradients,
+                                 unconnected_gradients)
         finally:
             keep = getattr(self, "_lazyx_origins", None)
             if keep is not None and not self._persistent:  # TF allows no second gradient
                 keep()
 
-    def _gradient(self, target, sources, output_gradients, unconnected_gradients):
-        if not isinstance(target, LazyTensor):
-            targets = tf.nest.flatten(target)
-            if not targets or not all(isinstance(t, LazyTensor) for t in targets):
-                return super().gradient(target, sources, output_gradients,
-                                        unconnected_gradients)
-            # several targets (a list, a dict): TF sums their gradients, which are those of
-            # the sum of each target times its output gradient
-            seeds = [None] * len(targets) if output_gradients is None else \
-                tf.nest.flatten(output_gradients)
-            target = LazyTensor(_summed(targets, seeds))
-            output_gradients = None
-        flat = tf.nest.flatten(sources)
-        nodes = [_source_node(s) for s in flat]
-        if not self._watch_accessed_variables:  # only what was watched has a gradient
-            watched = {id(v) for v in self.watched_variables()}
-            nodes = [n if variables.tf_variable(s) is None or
-                     id(variables.tf_variable(s)) in watched else None
-                     for s, n in zip(flat, nodes)]
-        if output_gradients is None:
-            one = ir.param(np.ones((), dt.to_numpy(target.node.dtype)), target.node.dtype)
-            seed = ops.broadcast_in_dim(one, shape=target.node.shape, broadcast_dimensions=())
+
+def lazy_gradient(tape, target, sources, output_gradients, unconnected_gradients, carried=(),
+                  through_tf=True):
+    """`tape`'s gradient of a lazy target (or a structure of them) on the IR, as LazyTensors:
+    every source under ltf.GradientTape; the lazy sources under TF's own tape (hooks.py),
+    where the gradients carry the target's tape sources (`carried`) so that an outer tape
+    differentiates through them. `through_tf=False`: the caller knows no eagerly run op lies
+    between the sources and the target."""
+    if not isinstance(target, LazyTensor):
+        targets = tf.nest.flatten(target)
+        # several targets (a list, a dict): TF sums their gradients, which are those of
+        # the sum of each target times its output gradient
+        seeds = [None] * len(targets) if output_gradients is None else \
+            tf.nest.flatten(output_gradients)
+        target = LazyTensor(_summed(targets, seeds))
+        output_gradients = None
+    flat = tf.nest.flatten(sources)
+    nodes = [_source_node(s) for s in flat]
+    if not tape._watch_accessed_variables:  # only what was watched has a gradient
+        watched = {id(v) for v in tape.watched_variables()}
+        nodes = [n if variables.tf_variable(s) is None or
+                 id(variables.tf_variable(s)) in watched else None
+                 for s, n in zip(flat, nodes)]
+    if output_gradients is None:
+        one = ir.param(np.ones((), dt.to_numpy(target.node.dtype)), target.node.dtype)
+        seed = ops.broadcast_in_dim(one, shape=target.node.shape, broadcast_dimensions=())
+    else:
+        seed = _node(output_gradients, target.node.dtype)
+    order = ir.topo_order([target.node])
+    if _usual(order, nodes):
+        # the usual step: nothing in this graph realized mid-step or run by TF under the
+        # tape -- one walk of the graph here, instead of three with a weak-table lookup
+        # per node
+        reachable = _connected(target.node, through=False)
+        wanted = [n for n in nodes if n is not None and id(n) in reachable
+                  and _differentiable(n.dtype)]
+        bridges = []
+
+        def vjp(wrt):
+            return autodiff.vjp([target.node], [seed], wrt, order)
+    else:
+        order = origins.order_through(target.node)
+        reachable = _connected(target.node)
+        # a source's shadow realized mid-step has two names (its leaf, its computation)
+        wanted = [n for n in nodes if n is not None and _differentiable(n.dtype)
+                  and any(id(a) in reachable for a in origins.aliases(n))]
+        # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates
+        # up to them, TF's own tape from them back to the sources
+        bridges = [n for n in order if n in TAPED_LEAVES and _differentiable(n.dtype)] \
+            if through_tf else []
+
+        def vjp(wrt):
+            return origins.vjp(target.node, seed, wrt)
+    # a source only gathered along axis 0 (an Embedding's table): TF's IndexedSlices
+    grads = indexed_slices.gradients(order, wanted, vjp, extra=bridges)
+    extra = _through_tf(tape, bridges, [grads[id(b)] for b in bridges], flat) if bridges \
+        else [None] * len(flat)
+    zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO
+    out = []
+    for s, n, more in zip(flat, nodes, extra):
+        g = grads.get(id(n)) if n is not None else None
+        if more is not None:
+            if isinstance(g, tf.IndexedSlices):  # a dense part too: TF's sum is dense
+                g = tf.convert_to_tensor(g).node
+            more = tf_convention(_node(more, more.dtype))  # TF's, made the IR's
+            g = more if g is None else ops.add(g, ops.convert(more, dtype=g.dtype))
+        if isinstance(g, tf.IndexedSlices):
+            out.append(g)
+        elif g is None:
+            out.append(tf.zeros_like(tf.convert_to_tensor(s)) if zeros else None)
         else:
-            seed = _node(output_gradients, target.node.dtype)
-        order = ir.topo_order([target.node])
-        if _usual(order, nodes):
-            # the usual step: nothing in this graph realized mid-step or run by TF under the
-            # tape -- one walk of the graph here, instead of three with a weak-table lookup
-            # per node
-            reachable = _connected(target.node, through=False)
-            wanted = [n for n in nodes if n is not None and id(n) in reachable
-                      and _differentiable(n.dtype)]
-            bridges = []
+            out.append(LazyTensor(tf_convention(g), carried))  # (a complex source: TF's)
+    return tf.nest.pack_sequence_as(sources, out)
 
-            def vjp(wrt):
-                return autodiff.vjp([target.node], [seed], wrt, order)
-        else:
-            order = origins.order_through(target.node)
-            reachable = _connected(target.node)
-            # a source's shadow realized mid-step has two names (its leaf, its computation)
-            wanted = [n for n in nodes if n is not None and _differentiable(n.dtype)
-                      and any(id(a) in reachable for a in origins.aliases(n))]
-            # leaves holding results of ops TF ran eagerly (fallbacks): the IR differentiates
-            # up to them, TF's own tape from them back to the sources
-            bridges = [n for n in order if n in TAPED_LEAVES and _differentiable(n.dtype)]
 
-            def vjp(wrt):
-                return origins.vjp(target.node, seed, wrt)
-        # a source only gathered along axis 0 (an Embedding's table): TF's IndexedSlices
-        grads = indexed_slices.gradients(order, wanted, vjp, extra=bridges)
-        extra = self._through_tf(bridges, [grads[id(b)] for b in bridges], flat) if bridges \
-            else [None] * len(flat)
-        zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO
-        out = []
-        for s, n, more in zip(flat, nodes, extra):
-            g = grads.get(id(n)) if n is not None else None
-            if more is not None:
-                if isinstance(g, tf.IndexedSlices):  # a dense part too: TF's sum is dense
-                    g = tf.convert_to_tensor(g).node
-                more = tf_convention(_node(more, more.dtype))  # TF's, made the IR's
-                g = more if g is None else ops.add(g, ops.convert(more, dtype=g.dtype))
-            if isinstance(g, tf.IndexedSlices):
-                out.append(g)
-            elif g is None:
-                out.append(tf.zeros_like(tf.convert_to_tensor(s)) if zeros else None)
-            else:
-                out.append(LazyTensor(tf_convention(g)))  # (a complex source: TF's)
-        return tf.nest.pack_sequence_as(sources, out)
-
-    def _through_tf(self, bridges, cotangents, flat):
-        """The part of each source's gradient that flows through eagerly run ops: TF's tape
-        takes the IR's cotangents of their results back to the sources (a sync for them)."""
-        handles = [runtime.LazyHandle(tf_convention(c)) for c in cotangents]
-        runtime.sync(*handles, cause="fallback", sharing=True)
-        reals = [TAPED_LEAVES[b] for b in bridges]
-        seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
-        return super().gradient(reals, flat, output_gradients=seeds)
+def _through_tf(tape, bridges, cotangents, flat):
+    """The part of each source's gradient that flows through eagerly run ops: TF's tape
+    takes the IR's cotangents of their results back to the sources (a sync for them)."""
+    handles = [runtime.LazyHandle(tf_convention(c)) for c in cotangents]
+    runtime.sync(*handles, cause="fallback", sharing=True)
+    reals = [TAPED_LEAVES[b] for b in bridges]
+    seeds = [tf.constant(runtime.to_host(h), dtype=r.dtype) for h, r in zip(handles, reals)]
+    return tf.GradientTape.gradient(tape, reals, flat, output_gradients=seeds)
 
 
 def _usual(order, sources):

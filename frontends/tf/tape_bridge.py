@@ -8,7 +8,7 @@ from tensorflow.python.eager import record
 
 from ...core import dtypes as dt
 from ...core import ir, ops, origins, runtime
-from .tensor import LazyTensor, sources_of, tf_dtype
+from .tensor import MATERIALIZED, LazyTensor, sources_of, tf_dtype
 
 
 def _vjp_to_tf(node, cotangent, sources, also_sync=()):
@@ -150,6 +150,7 @@ def _record_materialized(tensor, node, sources):
         g = tf_convention(runtime.from_host(np.asarray(d_tensor), node.dtype))
         return _vjp_to_tf(node, g, sources)
 
+    MATERIALIZED[0] += 1
     record.record_operation("LazyxMaterialize", [tensor], [t for t, _ in sources], backward)
 
 
@@ -186,3 +187,42 @@ def _shadowed_sources(node):
     found = {id(shadows[id(n)]): shadows[id(n)] for n in origins.order_through(node)
              if id(n) in shadows}
     return tuple((v.__dict__["_handle"], v._lazyx_shadow.node) for v in found.values())
+
+
+def lazy_source_gradients(tape, target, sources, output_gradients, unconnected_gradients):
+    """TF's own tape's gradients of a lazy target with respect to its lazy sources, taken on
+    the IR (tape.lazy_gradient, ltf.GradientTape's): {index in the flat sources: gradient}.
+    TF's tape holds one token per lazy value, made from the watched tensors it was computed
+    from, so no token path led from a target to a lazy value computed under the tape -- an
+    activation (Grad-CAM's conv output), an interpolate a nested tape watches (WGAN-GP's
+    penalty): TF gave None. The gradients stay lazy and carry the target's tape sources, so
+    an outer tape -- TF's or ltf's -- differentiates through them (second order). Only values
+    a tape saw (those with a token) qualify: for any other TF's answer, None, stands."""
+    from .tape import lazy_gradient
+    flat = tf.nest.flatten(sources)
+    picked = [i for i, s in enumerate(flat) if type(s) is LazyTensor and s._token is not None]
+    targets = tf.nest.flatten(target)
+    if not picked or not targets or not all(isinstance(t, LazyTensor) for t in targets):
+        return {}
+    # Not when a lazy value was materialized for TF under a tape since a source was made:
+    # TF's eager ops (a fallback) may lie between it and the target, and TF's tape records
+    # them from the watched tensors behind a value, not from its token, so no IR route can
+    # add their part. TF's tape takes such a gradient, as before 2026-11-30: right for a
+    # watched lazy input, None for an activation (docs/tf.md).
+    if any(flat[i]._made_at != MATERIALIZED[0] for i in picked):
+        return {}
+    # (each value as the tape recorded it: a sync since -- a jacobian's earlier row -- made
+    # its node a data leaf, which no gradient reaches)
+    grads = lazy_gradient(tape, tf.nest.pack_sequence_as(target, [_taped(t) for t in targets]),
+                          [_taped(flat[i]) for i in picked], output_gradients,
+                          unconnected_gradients, carried=sources_of(*targets),
+                          through_tf=False)
+    return dict(zip(picked, grads))
+
+
+def _taped(value):
+    """`value`, or a lazy value of the graph its tape token was recorded with when a sync
+    has realized it since."""
+    ref = getattr(value, "_taped_node", None)
+    node = ref() if ref is not None else None
+    return value if node is None or node is value.node else LazyTensor(node)

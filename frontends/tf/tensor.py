@@ -117,6 +117,11 @@ class LazySpec(type_spec.TypeSpec):
 
 _TOKEN_OWNERS = weakref.WeakValueDictionary()  # id(gradient token) -> its lazy tensor
 
+# how many lazy values were materialized for TF under a tape so far (tape_bridge): a tape
+# path from a lazy value through TF's eager ops needs one made after the value's token, which
+# each token's value notes (LazyTensor._made_at)
+MATERIALIZED = [0]
+
 # > 0 inside a tape's stop_recording() (hooks.py): values made there are constants to every
 # gradient of the IR, as TF's tape records none of their ops
 STOPPED = [0]
@@ -130,6 +135,7 @@ class _GradientHook:
             value._token = tf.zeros((), tf_dtype(value.node.dtype)
                                     if dt.is_float(value.node.dtype) else tf.float32)
             value._leaf_token = True
+            value._made_at = MATERIALIZED[0]
         return value._token
 
     def replace_gradient_components(self, value, grad):
@@ -147,6 +153,7 @@ class _GradientHook:
 class LazyTensor(composite_tensor.CompositeTensor):
     """A TF-looking tensor whose value is lazyx IR; TF APIs on it dispatch to lazyx."""
     __composite_gradient__ = _GradientHook()
+    _made_at = None  # MATERIALIZED when its token was made
     __array_priority__ = 100  # numpy scalars defer to our reflected operators
     is_tensor_like = True  # tf.is_tensor (and so keras) treat it as a tensor
 
@@ -159,6 +166,7 @@ class LazyTensor(composite_tensor.CompositeTensor):
         self._leaf_token = False
         if sources and dt.is_float(node.dtype) and record.could_possibly_record():
             self._token = _record_token(self, node, sources)
+            self._made_at = MATERIALIZED[0]
             # the graph the token's gradient differentiates, while the tape keeps it
             # (tape.jacobian's rows: jacobians.direct_gradient)
             self._taped_node = weakref.ref(node)
