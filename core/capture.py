@@ -48,6 +48,7 @@ class Recording:
     def __init__(self, on_observe):
         self.on_observe = on_observe
         self.derived = {}     # float value -> expression, for every number derived in this trace
+        self.ties = []        # (expression linked, another of the same value): see symbolic.sym
         self.params = {}      # id(param node) -> (node, expression, linked by value)
         self.keys = {}        # id(key node) -> (node, stream, counter)
         self.observed = None  # (cause, "file:line") of the first observation (split mode)

@@ -22,6 +22,7 @@ class Entry:
 
     def __init__(self):
         self.numbers_by_value = ()  # (k, value): numbers that reached no parameter: guarded
+        self.ties = ()              # (expression, expression) that must stay equal (_ties)
         self.roots = []             # (getter, object)
         self.slots = []             # Slot per captured state tensor
         self.holders = []           # wheres of the objects holding them (capture.split)
@@ -76,6 +77,28 @@ class _Probe(list):
     def __getitem__(self, k):
         self.read.add(k)
         return list.__getitem__(self, k)
+
+
+def _ties(ties, numbers, probe):
+    """Of the trace's ties (symbolic.sym), those whose second number the program reads only
+    through the first (a parameter linked by value), as (first, second) expressions, and the
+    numbers they cover: those are guarded as equal to the first, not by value."""
+    kept, tied = [], set()
+    for first, second in ties:
+        reads = []
+        for expr in (first, second):
+            p = _Probe(numbers)
+            try:
+                expr(p)
+            except (AttributeError, IndexError, TypeError):  # (a split step's read value)
+                break
+            reads.append(p.read)
+        else:
+            extra = reads[1] - probe.read - tied
+            if extra and reads[0] and reads[0] <= probe.read:
+                kept.append((first, second))
+                tied |= extra
+    return tuple(kept), tied
 
 
 def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_leaf, serial0,
@@ -185,8 +208,9 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     entry.reads = len(rec.reads)
     entry.guards = list(rec.guards)
     entry.confirmed = not pieces
+    entry.ties, tied = _ties(rec.ties, numbers, probe)
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
-                                   if k not in probe.read)
+                                   if k not in probe.read and k not in tied)
     entry.unverified_ints = tuple(k for k in sorted(probe.read) if type(numbers[k]) is int)
     entry.decisions = list(rec.decisions)
     slot_by_handle = {id(handle_of(t)): path for path, (t, _) in after.items()}

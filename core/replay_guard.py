@@ -94,6 +94,11 @@ def _guard_miss(entry, numbers):
                         "a number kept in state (a learning rate)")
             return (f"{what} changed ({value!r} -> {numbers[k]!r}) and is "
                     f"part of the graph's structure, not a run-time parameter")
+    for first, second in entry.ties:
+        if first(numbers) != second(numbers):
+            return (f"two numbers that were equal when the step was traced (two param groups' "
+                    f"learning rates) now differ ({first(numbers)!r}, {second(numbers)!r}); "
+                    f"the program reads the first for both")
     if entry.float_guards:
         why = host_state.floats_changed(entry.float_guards, entry.varying)
         if why is not None:

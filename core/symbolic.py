@@ -61,10 +61,15 @@ def sym(value, expr):
         # tf.constant(k), Keras' conversions) is linked by value: whole numbers too, since
         # the first call with new numbers traces again to confirm the link (a code constant
         # that equalled the number is then told apart), where guarding such a number by
-        # value traced again at every new value
-        rec.derived.setdefault(float(value), expr)
-        # frameworks that cast numbers to float32 tensors first (Keras) pass the rounded value
-        rec.derived.setdefault(float(np.float32(value)), expr)
+        # value traced again at every new value. (Also by its float32 rounding: frameworks
+        # that cast numbers to float32 tensors first, Keras, pass that.) Two numbers of one
+        # value (the decay and no-decay param groups' learning rate, set by one schedule)
+        # link their parameters to the first: the other is tied to it, so that replays guard
+        # that they stay equal rather than its value (replay_entry)
+        for key in (float(value), float(np.float32(value))):
+            linked = rec.derived.setdefault(key, expr)
+            if linked is not expr:
+                rec.ties.append((linked, expr))
     return out
 
 
