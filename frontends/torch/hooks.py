@@ -615,6 +615,20 @@ def _load(f, map_location=None, *args, **kwargs):
     return _onto(_ORIGINAL["load"](f, "cpu", *args, **kwargs), torch.device(map_location), {})
 
 
+def _optimizer_state_value(param, value, param_id, param_groups, key=None):
+    """Optimizer.load_state_dict's placement of a loaded state value. torch leaves a `step`
+    counter where the checkpoint was mapped unless the group is capturable or fused; mapped
+    to lt.device (nanoGPT's resume: torch.load(ckpt, map_location=device)), a non-capturable
+    AdamW then read each counter with .item() at every step -- one host sync per parameter
+    per step, forever. Such a counter goes to the CPU, where a fresh optimizer keeps it."""
+    out = _ORIGINAL["optimizer_state_value"](param, value, param_id, param_groups, key)
+    if key == "step" and isinstance(out, torch.Tensor) and tensor.on_device(out):
+        group = next((g for g in param_groups if param_id in g["params"]), {})
+        if not (group.get("capturable") or group.get("fused")):
+            return out.to("cpu")
+    return out
+
+
 def _names_lazyx(map_location):
     if not isinstance(map_location, (str, torch.device)):
         return False  # (a dict or a function: torch's own handling)
@@ -732,6 +746,10 @@ def install():
     # (__wrapped__: inspect.signature(torch.load) stays torch's; HF reads it for weights_only)
     functools.update_wrapper(_load, _ORIGINAL["load"], assigned=())
     torch.load = torch.serialization.load = _load
+    policy = torch.optim.Optimizer._process_value_according_to_param_policy
+    _ORIGINAL["optimizer_state_value"] = policy
+    torch.optim.Optimizer._process_value_according_to_param_policy = staticmethod(
+        functools.update_wrapper(_optimizer_state_value, policy, assigned=()))
     try:
         from torch._dynamo.symbolic_convert import InstructionTranslatorBase as translator
         _ORIGINAL["log_graph_break"] = translator.log_graph_break

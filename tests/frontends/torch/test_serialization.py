@@ -172,3 +172,42 @@ def test_safetensors_and_hf_save_pretrained_save_a_lazy_model(tmp_path):
     assert a.untyped_storage().data_ptr() == a[1:].untyped_storage().data_ptr() != 0
     assert a.untyped_storage().data_ptr() != torch.ones(3, device=lt.device).untyped_storage() \
         .data_ptr()
+
+
+@pytest.mark.parametrize("capturable", [False, True])
+def test_an_optimizer_resumed_onto_the_device_keeps_its_step_counters_off_it(capturable):
+    # nanoGPT's resume: the checkpoint mapped to the device, then optimizer.load_state_dict.
+    # torch leaves non-capturable `step` counters where the checkpoint put them; on lt.device
+    # AdamW read each with .item() at every later step (a sync per parameter per step)
+    def resumed(device):
+        model = _model().to(device)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.05,
+                                capturable=capturable and device != "cpu")
+        g = torch.Generator().manual_seed(5)
+        batches = [torch.randn(4, 6, generator=g).to(device) for _ in range(4)]
+
+        def step(x):
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+            if device != "cpu":
+                lt.mark_step()
+        step(batches[0])
+        buf = io.BytesIO()
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
+        buf.seek(0)
+        ckpt = torch.load(buf, map_location=device)
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["opt"])
+        lazyx.reset_metrics()
+        for x in batches[1:]:
+            step(x)
+        return model, opt, lazyx.metrics()
+    model, opt, metrics = resumed(lt.device)
+    steps = [s["step"] for s in opt.state.values()]
+    assert all(s.device == (lt.device if capturable else torch.device("cpu")) for s in steps)
+    assert metrics["fallback_ops"] == {} and metrics["sync_causes"].get("fallback", 0) == 0
+    want, want_opt, _ = resumed("cpu")  # (capturable's own arithmetic differs in ulps)
+    for a, b in zip(model.parameters(), want.parameters()):
+        torch.testing.assert_close(a.cpu(), b, rtol=1e-4, atol=1e-5)
+    assert [float(s) for s in steps] == [float(s["step"]) for s in want_opt.state.values()]
