@@ -32,6 +32,14 @@ Checked against NumPy 2.4.6. On a NumPy upgrade, re-read:
                  same draws, so the same permutation and the same RandomState afterwards --
                  and the array is rebound to one take of it (a write: views see it).
 
+  numpy.r_, numpy.c_  (AxisConcatenator.__getitem__) converted each item with np.array, so a
+                 lazy item was read on the host (a counted fallback) and the result was a host
+                 array: `np.c_[np.ones(n), X]`, the usual bias column, took everything after it
+                 off lazyx. A key holding a lazy array runs NumPy's own method with its
+                 `array` global bound to one that keeps lazy items lazy (dtype and ndmin
+                 applied lazily), so NumPy's directives, slices and dtype rules stay its own
+                 and np.concatenate, which dispatches to lazyx, joins them. Other keys: NumPy's.
+
   einops         (not a dependency; checked against einops 0.8.2) picks a backend for a
                  tensor among the subclasses of einops._backends.AbstractBackend whose
                  `framework_name` is an imported module; its NumpyBackend accepts only
@@ -42,7 +50,10 @@ Checked against NumPy 2.4.6. On a NumPy upgrade, re-read:
                  Its methods are NumpyBackend's: np.stack / tile / concatenate / einsum and
                  the array's own reshape / transpose / reductions, all traced.
 """
+import types
+
 import numpy as np
+from numpy.lib import _index_tricks_impl as _index_tricks
 
 from ...core import runtime
 from ...core.after_import import after_import
@@ -223,6 +234,36 @@ for _fn, _numpy in ((array, _ARRAY), (asarray, _ASARRAY), (shuffle, _SHUFFLE)):
 shuffle.__module__ = "numpy.random"
 
 
+def _array_keeping_lazy(item, copy=None, subok=False, ndmin=0, dtype=None):
+    """np.array as AxisConcatenator calls it, for a lazy item the lazy array itself."""
+    if type(item) is not LazyArray:
+        return _ARRAY(item, copy=copy, subok=subok, ndmin=ndmin, dtype=dtype)
+    if dtype is not None and item.dtype != dtype:
+        item = item.astype(dtype)
+    if item.ndim < ndmin:
+        item = item.reshape((1,) * (ndmin - item.ndim) + item.shape)
+    return item
+
+
+_CONCATENATOR = _index_tricks.AxisConcatenator
+_CONCATENATE_ITEMS = _CONCATENATOR.__getitem__
+_CONCATENATE_LAZY = types.FunctionType(
+    _CONCATENATE_ITEMS.__code__,
+    {**_CONCATENATE_ITEMS.__globals__, "array": _array_keeping_lazy},
+    _CONCATENATE_ITEMS.__name__, _CONCATENATE_ITEMS.__defaults__,
+    _CONCATENATE_ITEMS.__closure__)
+
+
+def concatenate_items(self, key):
+    items = key if type(key) is tuple else (key,)
+    if any(type(item) is LazyArray for item in items):
+        return _CONCATENATE_LAZY(self, key)
+    return _CONCATENATE_ITEMS(self, key)
+
+
+concatenate_items.__doc__ = _CONCATENATE_ITEMS.__doc__
+
+
 _EINOPS_BACKEND = []  # held here: einops finds it through __subclasses__, a weak reference
 
 
@@ -244,4 +285,5 @@ def install():
     np.nditer = nditer
     np.array, np.asarray = array, asarray
     np.random.shuffle = shuffle
+    _CONCATENATOR.__getitem__ = concatenate_items
     after_import("einops._backends", _einops_backend)
