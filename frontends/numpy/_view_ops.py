@@ -231,3 +231,50 @@ def set_imag(x, value):
     if x.dtype.kind != "c":
         raise TypeError("array does not have imaginary part to set")
     imag(x)[...] = value
+
+
+# (NumPy's own: hooks.py rebinds the public name)
+_AS_STRIDED = np.lib._stride_tricks_impl.as_strided
+
+
+def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
+    """NumPy's strided view of a lazy array (numpy-ml's framing of a signal, `to_frames`):
+    the element at each index reads the array's C-order position sum(i_k * strides_k) /
+    itemsize, one gather, as a view -- a write into it writes those positions of the array
+    when they are distinct; where windows overlap (frames with a hop below their length) the
+    view is read-only, as NumPy advises writing into one is not done. Strides that are not
+    whole elements, or positions outside the array (memory NumPy would read past it), and
+    arrays that are not C-contiguous: NumPy's own on the host value, a counted fallback."""
+    if type(x) is not LazyArray:
+        return _AS_STRIDED(x, shape, strides, subok, writeable)
+    shape = x.shape if shape is None else tuple(operator.index(n) for n in shape)
+    strides = x.strides if strides is None else tuple(operator.index(s) for s in strides)
+    size, item = x.size, x.itemsize
+    index = None
+    if len(shape) == len(strides) and all(s % item == 0 for s in strides) and \
+            x.flags.c_contiguous:
+        index = np.zeros(shape, np.int64)
+        for k, (n, s) in enumerate(zip(shape, strides)):
+            index += (np.arange(n, dtype=np.int64) * (s // item)).reshape(
+                (n,) + (1,) * (len(shape) - k - 1))
+    if index is None or index.size and (index.min() < 0 or index.max() >= size):
+        from ._fallback import run_eagerly
+        return run_eagerly(_AS_STRIDED, "numpy.lib.stride_tricks.as_strided", (x, shape),
+                           dict(strides=strides, subok=subok, writeable=writeable))
+    flat_index = index.reshape(-1, 1)
+
+    def derive(parent):
+        taken = ops.gather(ops.reshape(parent, new_sizes=(size,)),
+                           runtime.from_host(flat_index))
+        return ops.reshape(taken, new_sizes=shape)
+
+    def put(parent, view):
+        values = ops.reshape(view, new_sizes=(index.size,))
+        written = ops.scatter(ops.reshape(parent, new_sizes=(size,)),
+                              runtime.from_host(flat_index), values)
+        return ops.reshape(written, new_sizes=x.shape)
+
+    distinct = len(np.unique(index)) == index.size
+    out = wrap(derive(x._node))
+    return _link(x, out, derive, put if writeable and distinct else None,
+                 lambda s: _AS_STRIDED(s, shape, strides, writeable=writeable))

@@ -40,6 +40,12 @@ Checked against NumPy 2.4.6. On a NumPy upgrade, re-read:
                  applied lazily), so NumPy's directives, slices and dtype rules stay its own
                  and np.concatenate, which dispatches to lazyx, joins them. Other keys: NumPy's.
 
+  numpy.lib.stride_tricks.as_strided  a plain function, not dispatched: it read a lazy array
+                 on the host (a counted fallback) and returned a host view. For a lazy array it
+                 is _view_ops.as_strided (a gather of the positions the strides name, linked as
+                 a view); NumPy's own for anything else. Code that imported the name before
+                 lazyx was imported keeps NumPy's.
+
   einops         (not a dependency; checked against einops 0.8.2) picks a backend for a
                  tensor among the subclasses of einops._backends.AbstractBackend whose
                  `framework_name` is an imported module; its NumpyBackend accepts only
@@ -58,7 +64,7 @@ from numpy.lib import _index_tricks_impl as _index_tricks
 from ...core import runtime
 from ...core.after_import import after_import
 from ...core.source import user_line
-from . import _views
+from . import _view_ops, _views
 from ._base import LazyArray, wrap
 from ._indexing import take
 from ._manipulation import stack
@@ -286,4 +292,5 @@ def install():
     np.array, np.asarray = array, asarray
     np.random.shuffle = shuffle
     _CONCATENATOR.__getitem__ = concatenate_items
+    np.lib.stride_tricks.as_strided = _view_ops.as_strided
     after_import("einops._backends", _einops_backend)
