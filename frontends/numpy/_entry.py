@@ -26,7 +26,7 @@ from ...core.ir import param
 from ...core.tables import Table, caller
 from ._base import LazyArray, wrap
 from ._complex import lowering as complex_lowering
-from ._fallback import run_eagerly
+from ._fallback import observe_with, run_eagerly
 from ._promote import (UnsupportedDtype, as_node, assign, broadcast_node, broadcast_shapes,
                        dtype_key, resolve_ufunc, shape_of)
 from ._special import SPECIAL
@@ -359,6 +359,10 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     elif method == "at" and ufunc in AT and out is None and not kwargs and \
             len(inputs) == 3 and AT[ufunc](ufunc, *inputs):
         return None
+    elif method == "at" and isinstance(inputs[0], np.ndarray) and out is None:
+        # a host array written from lazy values (numpy-ml's col2im: np.add.at(host, idx,
+        # lazy)) reads them, as `host += lazy` does: an observation, not a missing lowering
+        return observe_with(ufunc.at, inputs, kwargs)
     else:
         name = ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
         return run_eagerly(getattr(ufunc, method), name, inputs,

@@ -72,3 +72,20 @@ def test_out_of_bounds_raises_numpys_error():
     lazy = lnp.asarray(np.zeros(3, np.float32))
     with pytest.raises(IndexError, match="out of bounds"):
         np.add.at(lazy, [5], np.float32(1))
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.maximum, np.power], ids=lambda u: u.__name__)
+def test_a_host_target_written_from_lazy_values_reads_them_as_an_observation(ufunc):
+    # numpy-ml's col2im: np.add.at(host_buffer, index, lazy_columns). It was reported as a
+    # fallback with no lowering; it is what `host += lazy` is, a read of the lazy values
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0.5, 1.5, (2, 4))
+    index = (slice(None), np.array([0, 2, 2, 1]))
+    want = np.ones((2, 3))
+    ufunc.at(want, index, values * 2)
+    got = np.ones((2, 3))
+    lazyx.reset_metrics()
+    ufunc.at(got, index, lnp.asarray(values) * 2)
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert lazyx.metrics()["sync_causes"] == {"convert": 1}
+    np.testing.assert_array_equal(got, want)
