@@ -326,8 +326,9 @@ def _top(counts, indent="      "):
 
 def analysis():
     """Findings about the run so far, as text (printed to stderr at exit with LAZYX_DEBUG=1):
-    warns when most graph runs compiled, when .item()/print syncs dominate, and when ops fell
-    back to eager execution -- with counts and the top source lines."""
+    warns when most graph runs compiled, when .item()/print syncs dominate, when ops fell back
+    to eager execution and when lazyx.compile mostly traced again -- with counts and the top
+    source lines."""
     m = metrics.metrics()
     runs, compiles, syncs = m["executions"], m["compiles"], m["syncs"]
     lines = [f"lazyx analysis: {runs} graph runs, {compiles} compiles "
@@ -360,6 +361,12 @@ def analysis():
                      f"(their inputs were synced and copied to the host). Where:")
         lines += _top({f"{op} at {where}": n for op, sites in m["fallback_sources"].items()
                        for where, n in sites.items()})
+    misses, calls = m["replay_misses"], m["replays"] + m["replay_misses"]
+    if misses >= _MIN_STEPS and misses > _MOST * calls:
+        lines.append(f"! lazyx.compile rarely replays: {misses} of {calls} calls after the "
+                     f"first traced the step again (running its Python) instead of replaying "
+                     f"it. Why, and where:")
+        lines += _top(m["replay_miss_reasons"])
     if m["graph_breaks"]:
         lines.append(f"! graph breaks: torch.compile split the code {m['graph_breaks']} "
                      "time(s); each piece is compiled and run separately. Where and why:")

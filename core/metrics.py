@@ -49,6 +49,7 @@ class _State:
         self.fallback_ops = {}
         self.fallback_sources = {}       # op -> {file:line: n}
         self.graph_break_reasons = {}    # "reason at file:line" -> n (torch.compile)
+        self.replay_miss_reasons = {}    # "reason at file:line" -> n (lazyx.compile)
         self.timers = {name: _Timer() for name in TIMERS}
         self.nodes_base = ir.CREATED[0]
 
@@ -142,6 +143,13 @@ def record_graph_break(reason, where=None):
         _tally(_state.graph_break_reasons, f"{reason} at {where}" if where else reason)
 
 
+def record_replay_miss(reason, where=None):
+    """A lazyx.compile call traced again instead of replaying, and why."""
+    with _lock:
+        _state.counters["replay_misses"] += 1
+        _tally(_state.replay_miss_reasons, f"{reason} at {where}" if where else reason)
+
+
 def metrics():
     """A snapshot: integer counters, per-cause / per-line / per-op dicts, and timer summaries."""
     with _lock:
@@ -153,6 +161,7 @@ def metrics():
         snap["sync_sources_by_cause"] = {c: dict(v) for c, v in _state.sync_sources_by_cause.items()}
         snap["compile_sources"] = dict(_state.compile_sources)
         snap["graph_break_reasons"] = dict(_state.graph_break_reasons)
+        snap["replay_miss_reasons"] = dict(_state.replay_miss_reasons)
         snap["fallback_sources"] = {op: dict(v) for op, v in _state.fallback_sources.items()}
         for name, t in _state.timers.items():
             snap[f"{name}_seconds_total"] = float(t.total)
@@ -190,7 +199,8 @@ def metrics_report():
     for title, key in (("syncs by cause", "sync_causes"), ("syncs by source line", "sync_sources"),
                        ("fallbacks by op", "fallback_ops"),
                        ("live buffer bytes per device", "memory_per_device"),
-                       ("graph breaks by reason", "graph_break_reasons")):
+                       ("graph breaks by reason", "graph_break_reasons"),
+                       ("compile misses by reason", "replay_miss_reasons")):
         if m[key]:
             lines.append(f"  {title}:")
             for name, n in sorted(m[key].items(), key=lambda kv: -kv[1]):

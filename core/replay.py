@@ -26,6 +26,7 @@ most `max_entries`).
 Where state is found and how arguments are flattened: core/capture.py; what a trace records
 for its replays: core/replay_entry.py; whether an entry fits a call: core/replay_guard.py.
 """
+import re
 import sys
 import time
 import types
@@ -41,6 +42,9 @@ from .replay_guard import (_Miss, _guard_miss, call_miss, _new_int, _predict,
                            _result_needs_grad, _state_numbers_changed, _with_state_numbers)
 from .source import format_line, user_line
 from .split_steps import same_values
+
+# "(0.01 -> 0.02)", "(0.0167, 0.0833)": the values in a miss's reason
+_VALUES_SEEN = re.compile(r" \((?:[^()]*->[^()]*|[-+\d.e, ]+)\)")
 
 # ---------------------------------------------------------------- the compiled step
 
@@ -158,11 +162,12 @@ class Compiled:
                 f"float() of a value, is part of the guard: only a float from .item() is "
                 f"recomputed at each replay)", stacklevel=3)
         if self.entries:
-            metrics.count("replay_misses")
+            why, where = miss or call_miss(full, self.entries), format_line(user_line(2))
+            # (tallied without the values seen, so that each call's miss counts as one kind)
+            metrics.record_replay_miss(_VALUES_SEEN.sub("", why), where)
             if config.debug():
-                print(f"lazyx: compile miss at {format_line(user_line(2))}: "
-                      f"{getattr(self.fn, '__qualname__', self.fn)}: "
-                      f"{miss or call_miss(full, self.entries)}; tracing again",
+                print(f"lazyx: compile miss at {where}: "
+                      f"{getattr(self.fn, '__qualname__', self.fn)}: {why}; tracing again",
                       file=sys.stderr)
         result, fresh = self._trace(full, args, kwargs)
         if fresh is not None and not fresh.confirmed:

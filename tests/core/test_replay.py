@@ -86,6 +86,21 @@ def test_guard_misses_on_shape_and_keeps_both_variants():
     assert sum(len(v) for v in step.entries.values()) == 2
 
 
+def test_a_step_that_mostly_traces_again_is_named_by_the_analysis():
+    # a structure number (the rows kept) changes at every call: each call traces again
+    w = lnp.asarray(np.arange(8.0, dtype=np.float32))
+    step = lazyx.compile(lambda x, rows: (x[:rows] * w[:rows]).sum())
+    lazyx.reset_metrics()
+    for rows in range(2, 8):
+        assert float(step(lnp.asarray(np.ones(8, np.float32)), rows)) == sum(range(rows))
+    m = lazyx.metrics()
+    assert m["replays"] == 0 and m["replay_misses"] == 5
+    (reason, n), = m["replay_miss_reasons"].items()
+    assert n == 5 and "argument 0 changed and" in reason and __file__.rsplit("/", 1)[-1] in reason
+    report = lazyx.analysis()
+    assert "! lazyx.compile rarely replays: 5 of 5 calls" in report and reason in report
+
+
 def test_guard_misses_when_captured_state_is_replaced():
     state = {"w": lnp.asarray(np.ones(3, np.float32))}
 
