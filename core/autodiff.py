@@ -150,10 +150,23 @@ def _pow(n, g):
 
 @rule("max", "min")
 def _max_min(n, g):
+    """At a tie the gradient goes to a number's operand when one is a number and the other
+    not: relu is max(x, 0), relu6 min(relu(x), 6), and TF's, torch's and JAX's relu have
+    the gradient 0 at 0 (6). Otherwise to the first operand. (The operands' order is the
+    canonical one (ops.py), not the user's, so "first" alone made relu'(0) 1 or 0 by which op
+    produced x: wrong gradients in a conv net on zero patches, found in TF's CVAE tutorial.)"""
     x, y = n.inputs
-    to_x = (ops.ge if n.op == "max" else ops.le)(x, y)
+    strict, tie = (ops.gt, ops.ge) if n.op == "max" else (ops.lt, ops.le)
+    to_x = (strict if _number(y) and not _number(x) else tie)(x, y)
     zero = zeros_like(g)
     return ops.select(to_x, g, zero), ops.select(to_x, zero, g)
+
+
+def _number(node):
+    """Whether `node` holds a Python number: a param or constant, broadcast or not."""
+    if node.op == "broadcast_in_dim":
+        node = node.inputs[0]
+    return node.op == "param" or node.op == "constant"
 
 
 @rule("select")

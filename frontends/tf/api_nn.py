@@ -46,8 +46,9 @@ def _elu(x):
 
 
 def _selu(x):
+    # (x >= 0 takes the linear branch: equal values at 0, and TF's gradient there, `scale`)
     alpha, scale = 1.6732632423543772, 1.0507009873554805
-    return ops.mul(const(scale, x), ops.select(ops.gt(x, const(0, x)), x,
+    return ops.mul(const(scale, x), ops.select(ops.ge(x, const(0, x)), x,
                                                ops.mul(const(alpha, x), ops.expm1(x))))
 
 
