@@ -10,7 +10,7 @@ import lazyx.frontends.tf as ltf
 
 _X = np.array([-1.0, 0.0, 0.0, 6.0, 2.0], np.float32)
 _PRODUCERS = {"leaf": lambda x: x, "add": lambda x: x + 0.0, "mul": lambda x: x * 1.0,
-              "sub": lambda x: x - 0.0, "tanh": lambda x: tf.tanh(x) * 6.0 / np.tanh(6.0),
+              "sub": lambda x: x - 0.0, "tanh": lambda x: tf.tanh(x) * 0.0 + x,  # (x exactly)
               "matmul": lambda x: tf.reshape(tf.reshape(x, (1, 5)) @ tf.eye(5), (5,))}
 
 
