@@ -201,6 +201,15 @@ def einsum(subscripts, *operands, out=None, **kwargs):
     read = np.einsum(subscripts, positions, optimize=optimize)
     if not np.shares_memory(read, positions):  # it sums: a new array, as in NumPy
         return result
+    return _positions_view(x, read, lambda s: np.einsum(subscripts, s, optimize=optimize),
+                           result)
+
+
+def _positions_view(x, read, shadow_op, out=None, writeable=True):
+    """A view of the lazy `x` holding, at each index, x's element at the C-order position
+    `read` (an integer array of the view's shape) names: one gather, and a write into it one
+    scatter into x -- read-only when not `writeable` or a position repeats. `out`: the view's
+    values, where the caller has computed them already."""
     index = read.reshape(-1, 1)
 
     def derive(parent):
@@ -214,7 +223,9 @@ def einsum(subscripts, *operands, out=None, **kwargs):
         written = ops.scatter(flat, runtime.from_host(index), values)  # (distinct positions)
         return ops.reshape(written, new_sizes=x.shape)
 
-    return _link(x, result, derive, put, lambda s: np.einsum(subscripts, s, optimize=optimize))
+    writeable = writeable and len(np.unique(index)) == index.size
+    return _link(x, wrap(derive(x._node)) if out is None else out, derive,
+                 put if writeable else None, shadow_op)
 
 
 def iterate(x):
@@ -261,20 +272,6 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
         from ._fallback import run_eagerly
         return run_eagerly(_AS_STRIDED, "numpy.lib.stride_tricks.as_strided", (x, shape),
                            dict(strides=strides, subok=subok, writeable=writeable))
-    flat_index = index.reshape(-1, 1)
-
-    def derive(parent):
-        taken = ops.gather(ops.reshape(parent, new_sizes=(size,)),
-                           runtime.from_host(flat_index))
-        return ops.reshape(taken, new_sizes=shape)
-
-    def put(parent, view):
-        values = ops.reshape(view, new_sizes=(index.size,))
-        written = ops.scatter(ops.reshape(parent, new_sizes=(size,)),
-                              runtime.from_host(flat_index), values)
-        return ops.reshape(written, new_sizes=x.shape)
-
-    distinct = len(np.unique(index)) == index.size
-    out = wrap(derive(x._node))
-    return _link(x, out, derive, put if writeable and distinct else None,
-                 lambda s: _AS_STRIDED(s, shape, strides, writeable=writeable))
+    return _positions_view(x, index, lambda s: _AS_STRIDED(s, shape, strides,
+                                                           writeable=writeable),
+                           writeable=writeable)
