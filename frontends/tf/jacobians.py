@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import origins, runtime
-from .tensor import LazyTensor
+from .tensor import LazyTensor, taped_node
 
 
 def tape_gradient(tape, target, sources):
@@ -78,8 +78,7 @@ def direct_gradient(target, sources):
         return lambda target, flat, seed, unconnected_gradients: [None] * len(flat)
     tokens = {id(s._token): s for s in flat if isinstance(s, LazyTensor) and
               s._token is not None and s._leaf_token}
-    taped = getattr(target, "_taped_node", None)
-    node = taped() if taped is not None else None  # (the graph before any sync realized it)
+    node = taped_node(target)  # (the graph before any sync realized it)
     if node is None or not all(id(token) in tokens for token, _ in target._sources):
         return None
     # each reached source's node as the target's graph holds it

@@ -8,7 +8,7 @@ from tensorflow.python.eager import record
 
 from ...core import dtypes as dt
 from ...core import ir, ops, origins, runtime
-from .tensor import MATERIALIZED, LazyTensor, sources_of, tf_dtype
+from .tensor import MATERIALIZED, LazyTensor, sources_of, taped_node, tf_dtype
 
 
 def _vjp_to_tf(node, cotangent, sources, also_sync=()):
@@ -223,6 +223,5 @@ def lazy_source_gradients(tape, target, sources, output_gradients, unconnected_g
 def _taped(value):
     """`value`, or a lazy value of the graph its tape token was recorded with when a sync
     has realized it since."""
-    ref = getattr(value, "_taped_node", None)
-    node = ref() if ref is not None else None
+    node = taped_node(value)
     return value if node is None or node is value.node else LazyTensor(node)

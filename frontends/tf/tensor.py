@@ -403,6 +403,13 @@ def remember_lift(tensor, node):
 _NUMBERS = (float, int, bool)
 
 
+def taped_node(value):
+    """The graph `value`'s tape token was recorded with -- its node before any sync since
+    realized it -- while that graph lives; else None."""
+    ref = getattr(value, "_taped_node", None)
+    return ref() if ref is not None else None
+
+
 def sources_of(*values):
     """The watched (tf tensor, node) pairs the values depend on, deduplicated."""
     out, seen = [], set()
