@@ -23,7 +23,8 @@ from ...core import ops, runtime, source
 from ...core.tables import Table, caller
 from . import control_flow, variables
 from .lowering import Reject, pack
-from .tensor import _IR_DTYPES, TARGETS, LazyTensor, silent_turn, sources_of, to_tf, _tf_leaf
+from .tensor import (_IR_DTYPES, TARGETS, LazyTensor, graph_capture, silent_turn, sources_of,
+                     to_tf, _tf_leaf)
 
 _OP_LINE = source.OP_LINE
 
@@ -200,6 +201,8 @@ def _rejected(api, args, kwargs, values=False):
     multiples), which the lowerings need static. The replay on zeros would judge another
     call (a reshape to a shape of zeros: a bogus InvalidArgumentError for a valid call), so
     it runs eagerly: TF computes it, or raises its own error for the real values."""
+    if not tf.executing_eagerly():
+        return in_graph(api, args, kwargs)
     if values or _tf_accepts(api, args, kwargs):
         return run_eagerly(api, args, kwargs)
     raise_like_tf(api, args, kwargs)
@@ -392,16 +395,16 @@ def _has_lazy(value):
     return False
 
 
-def _materialize(value):
+def _materialize(value, cause="fallback"):
     if isinstance(value, LazyTensor):
-        return to_tf(value, cause="fallback")
+        return to_tf(value, cause=cause)
     if variables.has_shadow(value):  # TF gets the variable itself, holding its value
-        variables.write_back([variables.tf_variable(value)], cause="fallback")
+        variables.write_back([variables.tf_variable(value)], cause=cause)
         return value
     if isinstance(value, (list, tuple)):
-        return type(value)(_materialize(v) for v in value)
+        return type(value)(_materialize(v, cause) for v in value)
     if isinstance(value, dict):
-        return {k: _materialize(v) for k, v in value.items()}
+        return {k: _materialize(v, cause) for k, v in value.items()}
     return value
 
 
@@ -421,10 +424,24 @@ def wrap_result(value):
 
 def run_eagerly(api, args, kwargs, name=None):
     """Run the real TF api on materialized inputs and wrap the result: a counted fallback
-    (named `name`, or the api's public name)."""
+    (named `name`, or the api's public name). In a TF graph being built: `in_graph`."""
+    if not tf.executing_eagerly():
+        return in_graph(api, args, kwargs)
     control_flow.untraceable(name or api_name(api))  # a lazy cond's branch stops before it
     runtime.fallback(name or api_name(api), "tensorflow")
     return wrap_result(api(*_materialize(tuple(args)), **_materialize(kwargs)))
+
+
+def in_graph(api, args, kwargs):
+    """A lazy value met a TF graph being built: a tf.function's trace reading a lazy tensor
+    it closes over (TF's style-transfer tutorial: the style targets). The graph captures its
+    value (tensor.graph_capture) and TF's own op joins the graph. A lowering cannot take the
+    graph's symbolic operands (tensor._tf_leaf refuses them); ops on lazy operands alone stay
+    lazy until their result meets the graph: here, converted by TF, or returned
+    (LazyTensor._convert_variables_to_tensors)."""
+    with tf.init_scope():
+        args, kwargs = _materialize(tuple(args), "convert"), _materialize(kwargs, "convert")
+    return api(*args, **kwargs)
 
 
 # APIs TF's type-based dispatch cannot take (varargs): tf.einsum
@@ -521,7 +538,13 @@ FALLBACK = _Fallback()
 def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):
     """TF converts unknown objects through __array__, which would run every API we do not
     lower silently and uncounted. Refusing sends those calls to _Fallback (counted, wrapped)
-    instead. Variable assignment has no dispatch hook, so it alone materializes here."""
+    instead. Variable assignment has no dispatch hook, so it alone materializes here; and a
+    TF graph being built (a tf.function's trace) captures the value (in_graph)."""
+    if not tf.executing_eagerly():
+        real = graph_capture(value)
+        if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
+            _wrong_dtype(dtype, real)
+        return real
     frame = sys._getframe(1)
     for _ in range(8):
         if frame is None:
@@ -547,7 +570,11 @@ def _assign_conversion(frame, value, dtype):
     silent_turn(f"tf.Variable.{kind}")  # TF asked for the value, not the user
     real = to_tf(value, cause="fallback")
     if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
-        # what TF says converting a real tensor of the wrong dtype
-        raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "
-                         f"Tensor with dtype {real.dtype.name}: {real!r}")
+        _wrong_dtype(dtype, real)
     return real
+
+
+def _wrong_dtype(dtype, real):
+    """What TF says converting a real tensor to another dtype."""
+    raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "
+                     f"Tensor with dtype {real.dtype.name}: {real!r}")

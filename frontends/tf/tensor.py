@@ -187,6 +187,12 @@ class LazyTensor(composite_tensor.CompositeTensor):
     def _shape_invariant_to_type_spec(self, shape):
         return LazySpec(shape, self.dtype)
 
+    def _convert_variables_to_tensors(self):
+        # TF calls this on a function's outputs (and a graph while_loop's variables) as it
+        # builds the graph, which cannot hold a lazy value: it captures this one's tensor.
+        # Eagerly (custom_gradient's arguments): the lazy value itself.
+        return self if tf.executing_eagerly() else graph_capture(self)
+
     # ---- static metadata: answered without running anything
     @property
     def shape(self):
@@ -379,6 +385,10 @@ def _tf_leaf(tensor, operand=False):
         # (a lazyx.compile trace lifts a constant again, as a leaf of its own program: the
         # leaf an earlier call lifted -- a Keras model's tf.constant, lifted by an optimizer's
         # warm-up call -- is a lazy tensor made before the step, which a replay cannot find)
+    if not hasattr(tensor, "numpy"):
+        # a TF graph's symbolic tensor (a tf.function being traced): it has no value to
+        # lift; the op runs in TF's graph instead (registry.in_graph)
+        raise TypeError("lazyx: a TF graph tensor is not a lazy operand")
     if len(_lift_cache) > 512:
         _lift_cache.clear()
     dtype = ir_dtype(tensor.dtype)
@@ -391,6 +401,15 @@ def _tf_leaf(tensor, operand=False):
         node = runtime.from_host(tensor.numpy(), dtype)
     _lift_cache[id(tensor)] = (tensor, node)
     return node
+
+
+def graph_capture(value):
+    """The tensor a TF graph being built (a tf.function's trace) captures for a lazy value,
+    as it captures an eager tensor: materialized once, at the trace (a sync, cause
+    "convert"), outside the graph (tf.init_scope): an eager tensor the graph captures, not a
+    constant copied into it."""
+    with tf.init_scope():
+        return to_tf(value, cause="convert")
 
 
 def remember_lift(tensor, node):
