@@ -20,5 +20,6 @@ for _namespace, _name in ((tf, "map_fn"), (tf, "vectorized_map"), (tf, "py_funct
                           (tf, "numpy_function"),
                           (tf.data.Dataset, "from_tensor_slices"),
                           (tf.data.Dataset, "from_tensors"),
-                          (tf.io, "serialize_tensor")):  # (a checkpoint or a tf.train.Example)
+                          (tf.io, "serialize_tensor"),  # (a checkpoint or a tf.train.Example)
+                          (tf.summary, "write")):  # (TensorBoard's scalar / histogram / image)
     fallback_undispatched(_namespace, _name)

@@ -81,3 +81,18 @@ def test_serialize_tensor_of_a_lazy_value_gives_tfs_bytes():
     assert lazyx.metrics()["fallback_ops"] == {"tf.io.serialize_tensor": 1}
     assert got.numpy() == tf.io.serialize_tensor(tf.constant(X) * 2.0).numpy()
     np.testing.assert_array_equal(tf.io.parse_tensor(got, tf.float32).numpy(), X * 2.0)
+
+
+def test_summary_write_of_a_lazy_loss_is_a_counted_fallback(tmp_path):
+    """pix2pix's train_step logs its losses with tf.summary.scalar, TensorBoard's call of
+    tf.summary.write, which has no dispatch: it refused the implicit conversion (TypeError)."""
+    writer = tf.summary.create_file_writer(str(tmp_path))
+    lazyx.reset_metrics()
+    with writer.as_default():
+        assert bool(tf.summary.write("loss", tf.reduce_mean(ltf.constant(X)), step=3))
+    assert lazyx.metrics()["fallback_ops"] == {"tf.summary.write": 1}
+    writer.flush()
+    events = [e for f in tmp_path.iterdir() for e in tf.compat.v1.train.summary_iterator(str(f))]
+    values = [v for e in events for v in e.summary.value if v.tag == "loss"]
+    assert [e.step for e in events if e.summary.value] == [3]
+    np.testing.assert_allclose(tf.make_ndarray(values[0].tensor), X.mean(), rtol=1e-6)
