@@ -61,6 +61,19 @@ def identity(input):  # noqa: A002
     return input
 
 
+@lower(tf.ensure_shape, "x")
+def ensure_shape(x, shape):
+    # a lazy value's shape is static: checked now, at the call (TF's own error otherwise);
+    # the value is x's (tf.data pipelines and Keras' preprocessing layers call it)
+    try:
+        compatible = tf.TensorShape(shape).is_compatible_with(x.shape)
+    except (TypeError, ValueError) as err:
+        raise Reject() from err
+    if not compatible:
+        raise Reject()
+    return x
+
+
 @lower(tf.stop_gradient, "input")
 def stop_gradient(input):  # noqa: A002
     (x,) = operand_nodes(input)

@@ -261,3 +261,16 @@ def test_fill_errors_and_lazy_dims_are_tfs():
     lazyx.reset_metrics()  # dims held lazily: the shape needs their values, TF runs it
     np.testing.assert_array_equal(tf.fill(ltf.constant([3]), ltf.constant(1.0)).numpy(), [1, 1, 1])
     assert lazyx.metrics()["fallback_ops"] == {"tf.fill": 1}
+
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (None, 5), [3, None], tf.TensorShape(None)])
+def test_ensure_shape(shape):
+    """A lazy value's shape is static: checked at the call, the value is x's (tf.data and
+    Keras' preprocessing layers call it; it was a fallback, a sync)."""
+    check(lambda t: tf.ensure_shape(t * 2.0, shape), np.arange(15, dtype=np.float32).reshape(3, 5))
+
+
+def test_ensure_shape_of_another_shape_is_tfs_error_at_the_call():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not compatible"):
+        tf.ensure_shape(ltf.constant(np.zeros((3, 5), np.float32)), (3, 4))
