@@ -41,6 +41,12 @@ def shape_v1(input, out_type=None):  # noqa: A002
     return shape(input, out_type)
 
 
+@lower(tf.shape_n, lists=("input",))
+def shape_n(input, out_type=tf.int32):  # noqa: A002
+    """tf.image.psnr / ssim's shape checks: a fallback, a sync of each image."""
+    return [shape(v, out_type) for v in input]
+
+
 @lower(tf.size, "input")
 def size(input, out_type=None):  # noqa: A002
     return tf.constant(int(np.prod(input.shape)), dtype=out_type or tf.int32)

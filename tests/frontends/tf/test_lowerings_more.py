@@ -274,3 +274,14 @@ def test_ensure_shape(shape):
 def test_ensure_shape_of_another_shape_is_tfs_error_at_the_call():
     with pytest.raises(tf.errors.InvalidArgumentError, match="not compatible"):
         tf.ensure_shape(ltf.constant(np.zeros((3, 5), np.float32)), (3, 4))
+
+
+def test_shape_n_and_psnr_which_checks_shapes_with_it():
+    """tf.image.psnr checks its images' shapes with tf.shape_n: a fallback (a sync of both
+    images) and an Assert on its result, another."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.uniform(size=(2, 6, 6, 3)).astype(np.float32) for _ in range(2))
+    check(lambda s, t: tf.image.psnr(s, t, 1.0), a, b, rtol=1e-5)
+    lazy, eager = lazy_and_eager(lambda s, t: tf.shape_n([s, t[0]], out_type=tf.int64), a, b)
+    assert [(v.dtype, v.numpy().tolist()) for v in lazy] == \
+        [(v.dtype, v.numpy().tolist()) for v in eager]  # (eager tensors, as tf.shape's)
