@@ -20,7 +20,7 @@ from ._base import LazyArray, wrap
 from ._entry import AT, REDUCEAT, register, traced
 from ._fallback import rewrap
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, ir_dtype, shape_of)
+                       broadcast_shapes, ir_dtype, shape_of, shape_text)
 from ._ufuncs import fill
 
 _INDEX_DTYPE = "int32"  # starts of dynamic slices: int32 keeps float32 programs 32-bit
@@ -403,8 +403,8 @@ def _value_node(value, dtype, shape):
     try:
         return broadcast_node(v, shape)
     except ValueError:
-        raise ValueError(f"could not broadcast input array from shape {v.shape} into shape "
-                         f"{shape}") from None
+        raise ValueError(f"could not broadcast input array from shape {shape_text(v.shape)} "
+                         f"into shape {shape_text(shape)}") from None
 
 
 def _update_window(node, items, value):

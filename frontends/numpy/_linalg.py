@@ -15,8 +15,8 @@ from ._fallback import run_eagerly
 from ._entry import GUFUNCS, apply, register, traced
 from ._manipulation import expand_dims, ravel
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, dtype_key, nodes_result_dtype, result_ir_dtype,
-                       shape_of)
+                       broadcast_shapes, dtype_key, nodes_result_dtype, result_ir_dtype, shape_of,
+                       shape_text)
 from ._reductions import sum as sum_
 from ._ufuncs import fill
 
@@ -91,17 +91,15 @@ def dot(a, b, out=None):
     else:
         ya = 0 if y.ndim == 1 else y.ndim - 2
         if x.shape[-1] != y.shape[ya]:
-            raise ValueError(f"shapes {_fmt(x.shape)} and {_fmt(y.shape)} not aligned: "
-                             f"{x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[ya]} (dim {ya})")
+            raise ValueError(f"shapes {shape_text(x.shape)} and {shape_text(y.shape)} not "
+                             f"aligned: {x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[ya]} "
+                             f"(dim {ya})")
         result = _finish(ops.dot_general(x, y, contracting_dimensions=((x.ndim - 1,), (ya,))),
                          dtype)
     if out is not None:
         return assign(out, result)
     return result
 
-
-def _fmt(shape):
-    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def tensordot(a, b, /, axes=2):
@@ -150,7 +148,7 @@ def inner(a, b, /):
     if x.ndim == 0 or y.ndim == 0:
         return apply(np.multiply, (a, b))
     if x.shape[-1] != y.shape[-1]:
-        raise ValueError(f"shapes {_fmt(x.shape)} and {_fmt(y.shape)} not aligned: "
+        raise ValueError(f"shapes {shape_text(x.shape)} and {shape_text(y.shape)} not aligned: "
                          f"{x.shape[-1]} (dim {x.ndim - 1}) != {y.shape[-1]} (dim {y.ndim - 1})")
     return _finish(ops.dot_general(x, y, contracting_dimensions=((x.ndim - 1,), (y.ndim - 1,))),
                    dtype)

@@ -15,8 +15,8 @@ from ._fallback import run_eagerly
 from ._entry import apply, traced
 from ._indexing import take
 from ._promote import (as_lazy, as_node, assign, axes_tuple, axis_index, broadcast_node,
-                       broadcast_shapes, holdable, ir_dtype, normalize_axis_tuple,
-                       result_ir_dtype, shape_of)
+                       broadcast_shapes, holdable, ir_dtype, normalize_axis_tuple, result_ir_dtype,
+                       shape_of, shape_text)
 
 
 def _shape_arg(shape):
@@ -41,10 +41,11 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         known = math.prod(d for d in shape if d >= 0)
         if known == 0 or node.size % known:
             raise ValueError(f"cannot reshape array of size {node.size} into shape "
-                             f"{_fmt(shape)}")
+                             f"{shape_text(shape)}")
         shape = tuple(node.size // known if d < 0 else d for d in shape)
     if math.prod(shape) != node.size:
-        raise ValueError(f"cannot reshape array of size {node.size} into shape {_fmt(shape)}")
+        raise ValueError(f"cannot reshape array of size {node.size} into shape "
+                         f"{shape_text(shape)}")
     if order == "F" and node.ndim > 1 or order == "F" and len(shape) > 1:
         # column-major: the reversed axes, reshaped row-major to the reversed shape, reversed
         reverse = tuple(range(node.ndim))[::-1]
@@ -54,9 +55,6 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
             if len(shape) > 1 else out
     return node if node.shape == shape else ops.reshape(node, new_sizes=shape)
 
-
-def _fmt(shape):
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def ravel(a, order="C"):

@@ -172,13 +172,15 @@ def broadcast_node(node, shape):
     for d, t in zip(node.shape, shape[offset:]):
         if d != 1 and d != t:
             raise ValueError(f"operands could not be broadcast together with remapped shapes "
-                             f"[original->remapped]: {_fmt(node.shape)} and requested shape "
-                             f"{_fmt(shape)}")
+                             f"[original->remapped]: {shape_text(node.shape)} and requested shape "
+                             f"{shape_text(shape)}")
     return compose.broadcast_to(node, shape)
 
 
-def _fmt(shape):
-    return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+def shape_text(shape):
+    """A shape as NumPy's messages write it: (5,3), (5,); -1 (reshape's) as newaxis."""
+    dims = ["newaxis" if d == -1 else str(d) for d in shape]
+    return "(" + ",".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
 # ---------------------------------------------------------------- promotion
@@ -270,10 +272,11 @@ def assign(out, result, ufunc=None, casting="same_kind", index=0):
         raise TypeError(f"Cannot cast array data from dtype('{src}') to "
                         f"dtype('{dst_dtype.name}') according to the rule '{casting}'")
     res_shape = shape_of(result)
-    if broadcast_shapes_or_none(res_shape, out.shape) != tuple(out.shape):
-        raise ValueError(f"non-broadcastable output operand with shape {tuple(out.shape)} "
-                         f"doesn't match the broadcast shape "
-                         f"{broadcast_shapes_or_none(res_shape, out.shape) or res_shape}")
+    wanted = broadcast_shapes_or_none(res_shape, out.shape)
+    if wanted != tuple(out.shape):
+        raise ValueError(f"non-broadcastable output operand with shape "
+                         f"{shape_text(out.shape)} doesn't match the broadcast shape "
+                         f"{shape_text(wanted or res_shape)}")
     if isinstance(out, LazyArray):
         node = broadcast_node(as_node(result, out._node.dtype), out.shape)
         _views.write(out, node, "output array is read-only")

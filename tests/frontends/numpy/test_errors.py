@@ -65,6 +65,25 @@ def test_same_exception_as_numpy(name, fn):
     assert lazyx.metrics()["executions"] == 0  # raised while tracing, before any run
 
 
+SHAPE_TEXT_CASES = [  # messages that print shapes: NumPy's text exactly, (5,3) and not (5, 3)
+    ("reshape", lambda m, x: x.reshape(4, 2)),
+    ("reshape_unknown", lambda m, x: x.reshape(4, -1)),
+    ("reshape_1d", lambda m, x: m.reshape(x, (4,))),
+    ("setitem_broadcast", lambda m, x: x.__setitem__(slice(None), m.ones((3, 2)))),
+    ("out_smaller", lambda m, x: m.add(x, 1.0, out=m.zeros(3))),
+    ("dot_align", lambda m, x: m.dot(x, x)),
+]
+
+
+@pytest.mark.parametrize("name,fn", SHAPE_TEXT_CASES, ids=[c[0] for c in SHAPE_TEXT_CASES])
+def test_shapes_in_messages_are_written_as_numpy_writes_them(name, fn):
+    with pytest.raises(ValueError) as numpy_err:
+        fn(np, A.copy())
+    with pytest.raises(ValueError) as lazy_err:
+        fn(lnp, lnp.asarray(A))
+    assert str(lazy_err.value) == str(numpy_err.value)
+
+
 def test_axis_error_is_numpys():
     with pytest.raises(AxisError):
         lnp.sum(lnp.ones((2, 3)), axis=3)
