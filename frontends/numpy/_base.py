@@ -224,8 +224,11 @@ class LazyArray:
     def __deepcopy__(self, memo):
         return wrap(self._node)
 
-    def __reduce__(self):  # pickling materializes
-        return (_from_host_array, (self._host("convert"),))
+    def __reduce__(self):
+        # pickled as NumPy's array of the value (an observation), as x.dumps() pickles it: a
+        # file np.save wrote of an object array holding lazy arrays (a dict of weights) loads
+        # without lazyx, as ndarrays (it loaded as lazy arrays, and not at all without lazyx)
+        return self._host("convert").__reduce__()
 
 
 def _numpy_scalar_rule():
@@ -295,10 +298,6 @@ def numpy_caller():
             break
         frame = frame.f_back
     return name
-
-
-def _from_host_array(host):
-    return LazyArray(runtime.from_host(host))
 
 
 def _py_wrap(node):

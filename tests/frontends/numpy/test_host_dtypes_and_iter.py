@@ -145,6 +145,12 @@ def _memory_methods():
         a.setfield(7, np.int32, 0)
         return a
 
+    def save_dict(a):  # numpy-tutorials' NLP: np.save("parameters.npy", {"W": ..., ...})
+        f = io.BytesIO()
+        np.save(f, {"W": a, "b": np.zeros(2)})
+        f.seek(0)
+        return np.load(f, allow_pickle=True).item()["W"]
+
     def dump(a):
         f = io.BytesIO()
         a.dump(f)
@@ -153,6 +159,8 @@ def _memory_methods():
     return {"byteswap": lambda a: a.byteswap(), "byteswap inplace": byteswap_inplace,
             "getfield": lambda a: a.getfield(np.int32, 4), "setfield": setfield,
             "dumps": lambda a: pickle.loads(a.dumps()), "dump": dump,
+            "pickle.dumps": lambda a: pickle.loads(pickle.dumps(a)),
+            "np.save of a dict": save_dict,
             "data": lambda a: np.array(a.data)}
 
 
@@ -166,7 +174,7 @@ def test_host_memory_methods_match_numpy(name):
         got = fn(lnp.asarray(host) * 1)
     assert np.asarray(got).dtype == want.dtype
     np.testing.assert_array_equal(np.asarray(got), want)
-    if name.startswith("dump"):  # NumPy's pickle of the value: it loads as NumPy's array
+    if "dump" in name or "save" in name:  # NumPy's pickle of the value: loads as NumPy's array
         assert type(got) is np.ndarray
 
 
