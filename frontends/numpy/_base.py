@@ -213,8 +213,11 @@ class LazyArray:
         return str(self._host("print"))
 
     def __format__(self, spec):
-        if not spec:
+        if not spec and self.ndim:
             return str(self)
+        # a 0-d value formats as NumPy's scalar does -- a reduction's or an element's result,
+        # far more common than a 0-d array: f"{loss}" of a float32 mean is its float's
+        # digits (0.15000000596046448), where str() gives the short form (0.15)
         return format(self._host("print").reshape(()).item() if self.size == 1
                       else self._host("print"), spec)
 

@@ -89,3 +89,20 @@ def test_three_argument_pow_is_refused_as_numpy_refuses_it():
     with pytest.raises(TypeError) as lazy:
         pow(lnp.asarray(np.array([2, 3])), 2, 3)
     assert str(lazy.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int32, np.bool_,
+                                   np.complex64])
+def test_a_0d_lazy_array_formats_like_numpys_scalar(dtype):
+    """numpy-tutorials print losses with '... Loss : {}'.format(np.mean(costs)): NumPy's
+    float32 scalar formats its float's digits (0.15000000596046448), str() the short form."""
+    host = np.array([0.1, 0.2, 0.7], dtype)
+    lazy = lnp.asarray(host)
+    for want, got in ((np.mean(host) if dtype is not np.bool_ else host.any(),
+                       np.mean(lazy) if dtype is not np.bool_ else lazy.any()),
+                      (host[1], lazy[1])):
+        assert f"{got}" == f"{want}" and "{}".format(got) == "{}".format(want)
+        assert str(got) == str(want)
+        if dtype is not np.bool_ and dtype is not np.complex64:
+            assert f"{got:.3f}" == f"{want:.3f}"
+    assert f"{lazy}" == f"{host}"  # arrays: str()
