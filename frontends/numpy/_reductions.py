@@ -69,6 +69,9 @@ def _extreme(reduce_op, name):
     @traced("x", "where")
     def reduction(x, axis=None, out=None, keepdims=False, initial=None, where=None):
         node = x
+        if dt.is_complex(node.dtype):  # NumPy orders complex lexicographically; lazyx does not
+            raise TypeError(f"lazyx.frontends.numpy: {name[:3]} is not supported on complex "
+                            f"arrays")
         axes = axes_tuple(axis, node.ndim)
         if initial is None and builtins.any(node.shape[a] == 0 for a in axes):
             raise ValueError(f"zero-size array to reduction operation {name} which has no "

@@ -166,3 +166,14 @@ def test_c99_special_values(fn, z, expected):
             assert np.isnan(part), (got, expected)
         else:
             assert part == want and np.signbit(part) == np.signbit(want), (got, expected)
+
+
+@pytest.mark.parametrize("name", ["max", "min", "amax", "argmax", "argmin"])
+def test_orderings_of_complex_values_are_refused_by_name(name):
+    """NumPy orders complex values lexicographically; lazyx does not. The refusal names the
+    call (np.max's named the IR's reduce_max and its operand rule)."""
+    x = lnp.asarray(np.array([1 + 2j, 3 - 1j]))
+    said = name if name.startswith("arg") else name[-3:]
+    with pytest.raises(TypeError, match=f"lazyx.frontends.numpy: {said} is not supported on "
+                                        f"complex arrays"):
+        getattr(np, name)(x)
