@@ -18,7 +18,10 @@ import warnings
 from . import config, metrics
 from .source import format_line
 
-# a line that made this many operations of one graph ran in a loop the graph spans
+# a line that made this many operations of one graph ran in a loop the graph spans -- unless
+# the graph ends at the user's own barrier: then it is one call of a big function (a backward
+# pass, an optimizer's step: hundreds of operations from one line) or a loop the user meant to
+# be one program (an RNN's time steps), and a cut inside it would split their step
 _LOOP_REPEATS = 100
 
 
@@ -53,12 +56,12 @@ def describe(program, cause, source, seconds):
     lines = collections.Counter(s for s in program.sources if s)
     top = lines.most_common(3)
     if top:
-        made = ", ".join(f"{format_line(line)} ({count:,}x)" for line, count in top)
+        made = ", ".join(f"{format_line(line)} ({count:,} operations)" for line, count in top)
         text.append(f"The lines that made most of it: {made}.")
-    if top and top[0][1] >= _LOOP_REPEATS:
-        text.append("A line that ran that many times in one graph is a loop with no barrier in "
-                    "it: every iteration is recorded into the same graph, and XLA's compile "
-                    "time grows quickly with its length. End each iteration with "
+    if top and top[0][1] >= _LOOP_REPEATS and cause != "explicit":
+        text.append("A line that made that many operations of one graph is usually a loop with "
+                    "no barrier in it: every iteration is recorded into the same graph, and "
+                    "XLA's compile time grows quickly with its length. End each iteration with "
                     "lazyx.sync(), or set LAZYX_NODE_CAP (e.g. 2000) to cut long graphs "
                     "automatically.")
     else:
