@@ -46,6 +46,14 @@ Checked against NumPy 2.4.6. On a NumPy upgrade, re-read:
                  a view); NumPy's own for anything else. Code that imported the name before
                  lazyx was imported keeps NumPy's.
 
+  numpy.polynomial.polyutils.mapdomain  converted its argument with np.asanyarray, so
+                 calling a Polynomial (Chebyshev, Legendre, ...) on a lazy array read it on
+                 the host (a counted fallback, a sync per call: numpy-tutorials' fractals
+                 and Moore's law) though the evaluation after it (polyval's Horner loop) is
+                 plain arithmetic. For a lazy array it maps the domain lazily, with NumPy's
+                 own offset and scale (mapparms); NumPy's for anything else. _polybase looks
+                 the name up in polyutils at each call.
+
   einops         (not a dependency; checked against einops 0.8.2) picks a backend for a
                  tensor among the subclasses of einops._backends.AbstractBackend whose
                  `framework_name` is an imported module; its NumpyBackend accepts only
@@ -60,6 +68,7 @@ import types
 
 import numpy as np
 from numpy.lib import _index_tricks_impl as _index_tricks
+from numpy.polynomial import polyutils as _polyutils
 
 from ...core import runtime
 from ...core.after_import import after_import
@@ -225,6 +234,14 @@ def asarray(a, *args, **kwargs):
 
 
 _SHUFFLE = np.random.shuffle
+_MAPDOMAIN = _polyutils.mapdomain
+
+
+def mapdomain(x, old, new):
+    if type(x) is not LazyArray:
+        return _MAPDOMAIN(x, old, new)
+    off, scl = _polyutils.mapparms(old, new)
+    return off + scl * x
 
 
 def shuffle(x):
@@ -235,9 +252,11 @@ def shuffle(x):
     _views.write(x, take(x, order, axis=0)._node)
 
 
-for _fn, _numpy in ((array, _ARRAY), (asarray, _ASARRAY), (shuffle, _SHUFFLE)):
+for _fn, _numpy in ((array, _ARRAY), (asarray, _ASARRAY), (shuffle, _SHUFFLE),
+                    (mapdomain, _MAPDOMAIN)):
     _fn.__doc__, _fn.__module__ = _numpy.__doc__, "numpy"
 shuffle.__module__ = "numpy.random"
+mapdomain.__module__ = "numpy.polynomial.polyutils"
 
 
 def _array_keeping_lazy(item, copy=None, subok=False, ndmin=0, dtype=None):
@@ -293,4 +312,5 @@ def install():
     np.random.shuffle = shuffle
     _CONCATENATOR.__getitem__ = concatenate_items
     np.lib.stride_tricks.as_strided = _view_ops.as_strided
+    _polyutils.mapdomain = mapdomain
     after_import("einops._backends", _einops_backend)

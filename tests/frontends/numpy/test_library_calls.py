@@ -192,3 +192,21 @@ def test_scipy_code_reading_a_lazy_array_is_a_counted_fallback():
     assert m["sync_causes"] == {"fallback": 1}
     np.asarray(lnp.asarray(x) + 1.0)
     assert lazyx.metrics()["sync_causes"] == {"fallback": 1, "convert": 1}
+
+
+@pytest.mark.parametrize("kind", ["Polynomial", "Chebyshev", "Legendre", "Hermite"])
+@pytest.mark.parametrize("domain", [None, (-2.0, 3.0)])
+def test_calling_a_numpy_polynomial_on_a_lazy_array_stays_lazy(kind, domain):
+    """numpy.polynomial's __call__ mapped its argument through np.asanyarray, a host read per
+    call (numpy-tutorials' fractals evaluate a Polynomial on the whole grid every step);
+    the domain map is lazy now and the evaluation after it was already plain arithmetic."""
+    cls = getattr(np.polynomial, kind)
+    p = cls([1.0, -2.0, 0.5, 0.25], **({} if domain is None else {"domain": domain}))
+    for host in (np.linspace(-1.5, 2.5, 7), np.linspace(-1, 1, 6).astype(np.float32)):
+        want = p(host)
+        lazyx.reset_metrics()
+        got = p(lnp.asarray(host))
+        assert isinstance(got, lnp.ndarray)
+        assert lazyx.metrics()["fallbacks"] == 0 and lazyx.metrics()["syncs"] == 0
+        assert_matches(got, want, rtol=1e-12)
+    assert np.polynomial.polyutils.mapdomain(2.0, (0, 4), (-1, 1)) == 0.0  # (host: NumPy's)
