@@ -361,17 +361,47 @@ def _module_to(self, *args, **kwargs):
     conversion only: other code in the process keeps torch's default. A module whose
     parameters torch cannot swap (a TorchScript module, the GraphModule of torch.export)
     moves the default way, as it would without lazyx."""
-    device = torch._C._nn._parse_to(*args, **kwargs)[0]
+    device, dtype = torch._C._nn._parse_to(*args, **kwargs)[:2]
     if (device is None or torch.device(device).type != "lazyx") and not _on_device(self):
         return _ORIGINAL["module_to"](self, *args, **kwargs)
-    return _swapping(_ORIGINAL["module_to"], self, *args, **kwargs)
+    with _uninitialized_set_aside(self, device, dtype):
+        return _swapping(_ORIGINAL["module_to"], self, *args, **kwargs)
 
 
 def _module_cpu(self):
     """model.cpu() of a model on the device: tied weights stay tied (see _module_to)."""
     if not _on_device(self):
         return _ORIGINAL["module_cpu"](self)
-    return _swapping(_ORIGINAL["module_cpu"], self)
+    with _uninitialized_set_aside(self, torch.device("cpu"), None):
+        return _swapping(_ORIGINAL["module_cpu"], self)
+
+
+@contextlib.contextmanager
+def _uninitialized_set_aside(module, device, dtype):
+    """The uninitialized parameters and buffers of lazy modules (nn.LazyLinear, LazyConv2d:
+    d2l builds every model from them and moves it before the first forward) are left out
+    of the swap, and made again as the same uninitialized kind on `device`, in `dtype` if
+    floating: the first forward materializes them there, as on CUDA. Swapped, one became
+    a plain 0-element Parameter (the forward then failed); and the move read the shape
+    torch's placeholder refuses to give."""
+    aside = []
+    for owner in module.modules():
+        for table in (owner._parameters, owner._buffers):
+            for name, value in table.items():
+                if value is not None and torch.nn.parameter.is_lazy(value):
+                    aside.append((table, name, value))
+                    table[name] = None
+    try:
+        yield
+    finally:
+        for table, name, value in aside:
+            kind = dtype if dtype is not None and value.is_floating_point() else value.dtype
+            remade = type(value)(requires_grad=value.requires_grad,
+                                 device=device if device is not None else value.device,
+                                 dtype=kind)
+            if hasattr(value, "persistent"):  # an UninitializedBuffer's
+                remade.persistent = value.persistent
+            table[name] = remade
 
 
 def _on_device(module):
