@@ -202,7 +202,7 @@ def lazy_source_gradients(tape, target, sources, output_gradients, unconnected_g
     flat = tf.nest.flatten(sources)
     picked = [i for i, s in enumerate(flat) if type(s) is LazyTensor and s._token is not None]
     targets = tf.nest.flatten(target)
-    if not picked or not targets or not all(isinstance(t, LazyTensor) for t in targets):
+    if not targets or not all(isinstance(t, LazyTensor) for t in targets):
         return {}
     # Not when a lazy value was materialized for TF under a tape since a source was made:
     # TF's eager ops (a fallback) may lie between it and the target, and TF's tape records
@@ -211,13 +211,36 @@ def lazy_source_gradients(tape, target, sources, output_gradients, unconnected_g
     # watched lazy input, None for an activation (docs/tf.md).
     if any(flat[i]._made_at != MATERIALIZED[0] for i in picked):
         return {}
+    picked += _lazily_read_variables(tape, flat)
+    if not picked:
+        return {}
     # (each value as the tape recorded it: a sync since -- a jacobian's earlier row -- made
     # its node a data leaf, which no gradient reaches)
     grads = lazy_gradient(tape, tf.nest.pack_sequence_as(target, [_taped(t) for t in targets]),
-                          [_taped(flat[i]) for i in picked], output_gradients,
+                          [flat[i] if type(flat[i]) is not LazyTensor else _taped(flat[i])
+                           for i in picked], output_gradients,
                           unconnected_gradients, carried=sources_of(*targets),
                           through_tf=False)
     return dict(zip(picked, grads))
+
+
+def _lazily_read_variables(tape, flat):
+    """Indices of the variable sources this tape watches that were read lazily -- as a shadow,
+    because an ltf.GradientTape recorded at the read (one nested in TF's tape, or around
+    it: a WGAN-GP penalty's tapes mixed) -- so TF's tape saw no read of theirs and gave None.
+    A variable TF's tape read itself holds no shadow (variables.read stores it first)."""
+    from .variables import tf_variable
+    watched = None
+    out = []
+    for i, s in enumerate(flat):
+        var = tf_variable(s) if type(s) is not LazyTensor else None
+        if var is None or getattr(var, "_lazyx_shadow", None) is None:
+            continue
+        if watched is None:
+            watched = {id(v) for v in tape.watched_variables()}
+        if id(var) in watched:
+            out.append(i)
+    return out
 
 
 def _taped(value):
