@@ -23,8 +23,8 @@ from ...core import ops, runtime, source
 from ...core.tables import Table, caller
 from . import control_flow, variables
 from .lowering import Reject, pack
-from .tensor import (_IR_DTYPES, TARGETS, LazyTensor, graph_capture, silent_turn, sources_of,
-                     to_tf, _tf_leaf)
+from .tensor import (_IR_DTYPES, TARGETS, LazyTensor, graph_capture, outside_graph,
+                     silent_turn, sources_of, to_tf, _tf_leaf)
 
 _OP_LINE = source.OP_LINE
 
@@ -439,7 +439,7 @@ def in_graph(api, args, kwargs):
     graph's symbolic operands (tensor._tf_leaf refuses them); ops on lazy operands alone stay
     lazy until their result meets the graph: here, converted by TF, or returned
     (LazyTensor._convert_variables_to_tensors)."""
-    with tf.init_scope():
+    with outside_graph():
         args, kwargs = _materialize(tuple(args), "convert"), _materialize(kwargs, "convert")
     return api(*args, **kwargs)
 

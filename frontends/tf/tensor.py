@@ -6,6 +6,7 @@ reads) records one op on the tape -- a scalar "token" whose inputs are those wat
 When the tape reaches the token, its backward function differentiates the *IR* (core/autodiff)
 from the lazy value to those inputs, and runs forward and backward as one compiled program.
 """
+import contextlib
 import os
 import sys
 import weakref
@@ -406,10 +407,39 @@ def _tf_leaf(tensor, operand=False):
 def graph_capture(value):
     """The tensor a TF graph being built (a tf.function's trace) captures for a lazy value,
     as it captures an eager tensor: materialized once, at the trace (a sync, cause
-    "convert"), outside the graph (tf.init_scope): an eager tensor the graph captures, not a
+    "convert"), outside the graph (outside_graph): an eager tensor the graph captures, not a
     constant copied into it."""
-    with tf.init_scope():
+    with outside_graph():
         return to_tf(value, cause="convert")
+
+
+@contextlib.contextmanager
+def outside_graph():
+    """tf.init_scope, to materialize lazy values a graph being built meets. init_scope pauses
+    the tapes, so whether one records is asked first: a sync then keeps what it realized
+    computable from its graph (runtime.KEEP_ORIGINS), or the realized value -- used again
+    after the trace, in the step's loss -- cut every gradient through it (None under TF's
+    tape). Keras' compute_output_spec (an unbuilt layer's first call, traced in a scratch
+    graph for its shapes only) is refused, as before 2026-11-30: Keras then builds the layer
+    in the real, lazy call -- capturing would sync the whole pending step for a shape."""
+    if _keras_symbolic_scope is not None and _keras_symbolic_scope():
+        raise TypeError("lazyx: a lazy value in Keras' symbolic trace (compute_output_spec)")
+    keep = record.could_possibly_record()
+    if keep:
+        runtime.KEEP_ORIGINS[0] += 1
+    try:
+        with tf.init_scope():
+            yield
+    finally:
+        if keep:
+            runtime.KEEP_ORIGINS[0] -= 1
+
+
+try:
+    from keras.src.backend.common.symbolic_scope import in_symbolic_scope as \
+        _keras_symbolic_scope
+except ImportError:  # pragma: no cover - keras is optional
+    _keras_symbolic_scope = None
 
 
 def remember_lift(tensor, node):

@@ -101,3 +101,51 @@ def test_a_lazy_value_of_another_dtype_than_the_graph_asks_is_tfs_error():
         return tf.add(x, t)
     with pytest.raises((TypeError, ValueError)):
         f(tf.constant(_X.astype(np.float64)))
+
+
+def test_a_capture_under_a_tape_keeps_the_gradient_through_the_value():
+    """The capture's sync ran inside tf.init_scope, which pauses the tapes: the realized value
+    forgot its graph, and a loss using it after the trace had no gradient (None)."""
+    def grad(make, tape_type):
+        w = tf.Variable(np.full((3, 3), 0.5, np.float32))
+        with tape_type() as tape:
+            y = tf.matmul(make(_T), w)
+            tf.function(lambda: tf.reduce_sum(y))()  # the trace captures y
+            loss = tf.reduce_sum(y * y)
+        return tape.gradient(loss, w)
+    want = grad(tf.constant, tf.GradientTape)
+    for tape_type in (tf.GradientTape, ltf.GradientTape):
+        got = grad(ltf.constant, tape_type)
+        assert got is not None
+        np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-5)
+
+
+def test_a_keras_layer_built_by_its_first_call_under_a_tape_gets_its_gradients():
+    """Keras traces an unbuilt layer's call in a scratch graph for its output shapes (d2l's
+    transformer blocks: layers with sub-layers and no build()); capturing the lazy input
+    there synced the step and lost its gradients. It is refused, as before, and Keras builds
+    the layer in the real call."""
+    keras = pytest.importorskip("keras")
+
+    class Block(keras.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.dense = keras.layers.Dense(3)
+
+        def call(self, x):
+            return self.dense(x)
+
+    def grads(make):
+        keras.utils.set_random_seed(0)
+        w = tf.Variable(np.full((3, 3), 0.5, np.float32))
+        block = Block()
+        lazyx.reset_metrics()
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(block(tf.matmul(make(_T), w)) ** 2)
+        assert lazyx.metrics()["syncs"] == 0  # the forward stays lazy
+        return tape.gradient(loss, [w] + block.trainable_variables)
+    want = grads(tf.constant)
+    got = grads(ltf.constant)
+    for g, e in zip(got, want):
+        assert g is not None
+        np.testing.assert_allclose(np.asarray(g), e.numpy(), rtol=1e-5)
