@@ -443,10 +443,11 @@ def _subscript(tensor, slice_spec):
     for d in x.shape[axis:]:
         starts.append(0), limits.append(d), strides.append(1), flips.append(False)
         final.append(d)
-    if any(starts) and not any(flips) and all(step == 1 for step in strides):
+    sizes = tuple(lim - start for start, lim in zip(starts, limits))
+    if sizes != tuple(x.shape) and not any(flips) and all(step == 1 for step in strides):
         # a window with a run-time start (int32, as NumPy's frontend records x[i:i + b]): a
         # loop over `X[i:i + b]` or `X[i]` runs one program for every i, not one per start
-        sizes = tuple(lim - start for start, lim in zip(starts, limits))
+        # -- from 0 too, so that an index 0 does not make a loop's pieces differ
         out = ops.dynamic_slice(x, *[ir.param(start, "int32") for start in starts],
                                 slice_sizes=sizes)
     elif not any(flips):

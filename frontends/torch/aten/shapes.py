@@ -112,11 +112,13 @@ def _slice_bounds(size, start, end, step):
 
 
 def _window(a, axis, start, stop, step):
-    """a[start:stop:step] along axis. A unit-step window that does not begin at 0 is a
+    """a[start:stop:step] along axis. A unit-step window short of the whole axis is a
     dynamic_slice whose starts are run-time parameters (int32, as NumPy's frontend records
     x[i:i + b]): a loop over `X[i:i + b]` or `X[i]` runs one program for every i instead of
-    compiling one per start."""
-    if step != 1 or start == 0 or stop <= start:
+    compiling one per start -- from 0 too: `x[0]` static made the pieces a loop with no
+    barrier is cut into differ wherever an index 0 fell (d2l's element-wise
+    `A[i, j] = torch.dot(B[i, :], C[:, j])`: a compile per piece, 465 s for a 64x64 A)."""
+    if step != 1 or stop <= start or stop - start == a.shape[axis]:
         return compose.slice_axis(a, axis, start, stop, step)
     starts = [ir.param(start if k == axis else 0, _START) for k in range(a.ndim)]
     sizes = tuple(stop - start if k == axis else d for k, d in enumerate(a.shape))
@@ -273,7 +275,7 @@ def _slice_scatter_nodes(a, src, axis, start, end, step):
     n = src.shape[axis]
     if n == 0:
         return a
-    if step == 1 and start != 0:  # (a run-time start, as _window's: one program for every i)
+    if step == 1 and n < a.shape[axis]:  # (a run-time start, as _window's: one program per i)
         starts = [ir.param(start if k == axis else 0, _START) for k in range(a.ndim)]
         return ops.dynamic_update_slice(a, src, *starts)
     size = a.shape[axis]
