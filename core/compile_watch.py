@@ -59,9 +59,11 @@ def describe(program, cause, source, seconds):
         made = ", ".join(f"{format_line(line)} ({count:,} operations)" for line, count in top)
         text.append(f"The lines that made most of it: {made}.")
     if top and top[0][1] >= _LOOP_REPEATS and cause != "explicit":
-        text.append("A line that made that many operations of one graph is usually a loop with "
-                    "no barrier in it: every iteration is recorded into the same graph, and "
-                    "XLA's compile time grows quickly with its length. End each iteration with "
+        text.append("A line that made that many operations of one graph is one call of a big "
+                    "function (a recurrent layer unrolled over its time steps, a backward pass: "
+                    "compiled once, then taken from the cache) or a loop with no barrier in "
+                    "it: every iteration is recorded into the same graph, and XLA's compile "
+                    "time grows quickly with its length. For a loop, end each iteration with "
                     "lazyx.sync(), or set LAZYX_NODE_CAP (e.g. 2000) to cut long graphs "
                     "automatically.")
     else:

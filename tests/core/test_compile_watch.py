@@ -81,7 +81,8 @@ def test_the_text_tells_a_loop_from_a_big_step():
     is lazyx.sync() or LAZYX_NODE_CAP; a big graph without one gets the cache's story."""
     looped = runtime.program_of(_loop_without_barrier(60))[0]
     text = compile_watch.describe(looped, "item", ("/u/train.py", 7), 10)
-    assert "End each iteration with lazyx.sync()" in text and "LAZYX_NODE_CAP" in text
+    assert "end each iteration with lazyx.sync()" in text and "LAZYX_NODE_CAP" in text
+    assert "recurrent layer" in text  # (or one big call: d2l's unrolled GRU, cut by a read)
     assert "a value read into Python" in text and "train.py:7" in text
     short = runtime.program_of(_loop_without_barrier(20))[0]
     text = compile_watch.describe(short, "explicit", None, 10)
