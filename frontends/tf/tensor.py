@@ -474,6 +474,8 @@ def sources_of(*values):
                 and record.should_record_backprop([v]):
             pairs = ((v, _tf_leaf(v, operand=True)),)
             TAPED_LEAVES[pairs[0][1]] = v
+        elif kind is list or kind is tuple:  # an operand TF packs (node_of)
+            pairs = sources_of(*v)
         else:
             continue
         for pair in pairs:
@@ -516,10 +518,22 @@ def node_of(value, dtype=None, shape=()):
     if isinstance(value, (bool, int, float, np.generic)) and dtype is not None:
         converted = tf.convert_to_tensor(value, dtype=dtype)  # TF's range/type errors
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))
+    if (kind is list or kind is tuple) and _holds_tensor(value):
+        # TF packs a list holding tensors (`loss + model.losses`, d2l's weight decay): packed
+        # lazily, element by element, or converting it read a lazy element (or made a leaf
+        # of TF's packed tensor, which no tape links to its elements) -- a constant, so the
+        # gradient through it was lost, silently
+        from .lowering import pack  # (lowering imports this module)
+        return pack(value).node
     converted = tf.convert_to_tensor(value, dtype=dtype)
     if converted.shape.rank == 0:
         return ir.param(converted.numpy(), ir_dtype(converted.dtype))
     return runtime.from_host(converted.numpy(), ir_dtype(converted.dtype))
+
+
+def _holds_tensor(values):
+    return any(type(v) is LazyTensor or isinstance(v, tf.Tensor) or
+               type(v) in (list, tuple) and _holds_tensor(v) for v in values)
 
 
 def _negative_to_uint64(value):
