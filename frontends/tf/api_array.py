@@ -469,6 +469,17 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     a slice whose masked ends are open. Known bounds only; TF's own errors (a zero stride, an
     index out of range, two ellipses) come from running TF's op. `var`: the slice of a
     variable holding a lazy value (`v[0, :]`), which gets TF's `assign` of that slice."""
+    spec = strided_spec(begin, end, strides, begin_mask, end_mask, ellipsis_mask,
+                        new_axis_mask, shrink_axis_mask)
+    out = _subscript(input_, spec)
+    if var is not None:
+        variables.assignable_slice(out, var, spec)
+    return out
+
+
+def strided_spec(begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                 new_axis_mask=0, shrink_axis_mask=0):
+    """The subscript (a tuple) tf.strided_slice's arguments encode, or Reject."""
     begin, end = static_ints(begin), static_ints(end)
     strides = [1] * len(begin) if strides is None else static_ints(strides)
     # (an empty list is a float tensor to TF, which it refuses; TF refuses a shrunk axis with
@@ -490,10 +501,7 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
         else:
             spec.append(slice(None if begin_mask & bit else b, None if end_mask & bit else e,
                               step))
-    out = _subscript(input_, tuple(spec))
-    if var is not None:
-        variables.assignable_slice(out, var, tuple(spec))
-    return out
+    return tuple(spec)
 
 
 def _expand_ellipsis(spec, ndim):

@@ -567,11 +567,35 @@ def _assign_conversion(frame, value, dtype):
         unchanged = var.value() if kind == "assign" else tf.zeros(var.shape, var.dtype)
         if variables.record_assign(var, kind, value):
             return unchanged
+    if kind == "_strided_slice_assign" and isinstance(var, tf.Variable) \
+            and not isinstance(var, variables.LazyVariable):
+        recorded = _slice_assign(var, frame.f_locals, value)
+        if recorded is not None:
+            return recorded
     silent_turn(f"tf.Variable.{kind}")  # TF asked for the value, not the user
     real = to_tf(value, cause="fallback")
     if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
         _wrong_dtype(dtype, real)
     return real
+
+
+def _slice_assign(var, where, value):
+    """`v[i, j].assign(lazy)` / `v[:].assign(lazy)` on a variable not yet lazy-aware (d2l's
+    corr2d and its from-scratch optimizers): the variable's lazy value becomes the scatter
+    of `value` into the slice (variables.assign_slice), and TF's op is handed the slice as
+    it is, which leaves the buffer unchanged. None where the subscript is not static (TF
+    decides, on the materialized value)."""
+    from .api_array import strided_spec
+    keys = ("begin", "end", "strides", "begin_mask", "end_mask", "ellipsis_mask",
+            "new_axis_mask", "shrink_axis_mask")
+    args = {k: where[k] for k in keys}
+    try:
+        spec = strided_spec(**args)
+    except Reject:
+        return None
+    unchanged = tf.strided_slice(var.value(), **args)  # (read before the variable turns lazy)
+    variables.assign_slice(var, spec, value)
+    return unchanged
 
 
 def _wrong_dtype(dtype, real):
