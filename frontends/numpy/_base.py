@@ -230,8 +230,10 @@ class LazyArray:
     def __reduce__(self):
         # pickled as NumPy's array of the value (an observation), as x.dumps() pickles it: a
         # file np.save wrote of an object array holding lazy arrays (a dict of weights) loads
-        # without lazyx, as ndarrays (it loaded as lazy arrays, and not at all without lazyx)
-        return self._host("convert").__reduce__()
+        # without lazyx, as ndarrays (it loaded as lazy arrays, and not at all without lazyx).
+        # Asked for by whoever pickles, never NumPy's own computing: not a fallback even
+        # inside np.save (docs/numpy.md's table)
+        return runtime.to_host(self.__lazyx_handle__, cause="convert").__reduce__()
 
 
 def _numpy_scalar_rule():

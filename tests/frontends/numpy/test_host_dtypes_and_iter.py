@@ -169,6 +169,7 @@ def test_host_memory_methods_match_numpy(name):
     host = np.array([[1.5, -2.0, 3.25], [0.0, 1e300, -7.0]])
     fn = _memory_methods()[name]
     want = fn(host.copy())
+    lazyx.reset_metrics()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         got = fn(lnp.asarray(host) * 1)
@@ -176,6 +177,7 @@ def test_host_memory_methods_match_numpy(name):
     np.testing.assert_array_equal(np.asarray(got), want)
     if "dump" in name or "save" in name:  # NumPy's pickle of the value: loads as NumPy's array
         assert type(got) is np.ndarray
+        assert lazyx.metrics()["fallbacks"] == 0  # an observation (cause convert), also in np.save
 
 
 def test_data_is_a_read_only_view_of_a_copy():
