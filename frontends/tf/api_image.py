@@ -9,6 +9,7 @@ import functools
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import random_ops
 
 from ...core import dtypes as dt
 from ...core import ir, ops
@@ -32,6 +33,32 @@ def flip_left_right(image):
 @lower(tf.image.flip_up_down, "image")
 def flip_up_down(image):
     return tf.reverse(image, [_rank(image) - 3])
+
+
+def _random_flip(image, flip_index, seed):
+    """TF's random flip (image_ops_impl._random_flip) with TF's own draws: the same
+    random_uniform call, so the same numbers from TF's stream as eager TF's, and the flip
+    itself lazy -- it was a fallback, a sync of the image per call (augmentation in an eager
+    loop). One draw picks the flip of one image; a batch blends each image with its flip by
+    its rounded draw, as TF does (so an inf or NaN spreads as in TF's)."""
+    rank = _rank(image)
+    axis = flip_index + rank - 3
+    if rank == 3:
+        draw = random_ops.random_uniform(shape=[], minval=0, maxval=1.0, seed=seed)
+        return tf.reverse(image, [axis]) if draw.numpy() < 0.5 else image
+    draw = random_ops.random_uniform(shape=[image.shape[0]], minval=0, maxval=1.0, seed=seed)
+    flips = tf.cast(tf.round(tf.reshape(draw, [image.shape[0], 1, 1, 1])), image.dtype)
+    return flips * tf.reverse(image, [axis]) + (1 - flips) * image
+
+
+@lower(tf.image.random_flip_left_right, "image")
+def random_flip_left_right(image, seed=None):
+    return _random_flip(image, 1, seed)
+
+
+@lower(tf.image.random_flip_up_down, "image")
+def random_flip_up_down(image, seed=None):
+    return _random_flip(image, 0, seed)
 
 
 def _swap_hw(rank):

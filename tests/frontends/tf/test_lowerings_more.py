@@ -285,3 +285,25 @@ def test_shape_n_and_psnr_which_checks_shapes_with_it():
     lazy, eager = lazy_and_eager(lambda s, t: tf.shape_n([s, t[0]], out_type=tf.int64), a, b)
     assert [(v.dtype, v.numpy().tolist()) for v in lazy] == \
         [(v.dtype, v.numpy().tolist()) for v in eager]  # (eager tensors, as tf.shape's)
+
+
+@pytest.mark.parametrize("fn", [tf.image.random_flip_left_right, tf.image.random_flip_up_down],
+                         ids=["left_right", "up_down"])
+@pytest.mark.parametrize("shape", [(4, 5, 3), (6, 4, 5, 3)], ids=["image", "batch"])
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+@pytest.mark.parametrize("seed", [None, 7])
+def test_random_flips_draw_tfs_numbers_and_stay_lazy(fn, shape, dtype, seed):
+    """TF's own draws (the same random_uniform call), so eager TF's flips under the same
+    global seed; the flip itself lazy (it was a fallback: a sync of the image per call)."""
+    images = (np.random.default_rng(2).uniform(0, 200, shape)).astype(dtype)
+
+    def run(make):
+        tf.random.set_seed(11)
+        return [np.asarray(fn(make(images), seed=seed)) for _ in range(6)]
+    want = run(tf.constant)
+    before = dict(lazyx.metrics()["fallback_ops"])
+    got = run(ltf.constant)
+    assert dict(lazyx.metrics()["fallback_ops"]) == before
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert len({g.tobytes() for g in got}) > 1  # the draws differ from call to call
