@@ -61,6 +61,23 @@ def random_flip_up_down(image, seed=None):
     return _random_flip(image, 0, seed)
 
 
+@lower(tf.image.random_crop, "value")
+def random_crop(value, size, seed=None):
+    """TF's random crop (random_crop_ops) with TF's own draw -- one random_uniform of the
+    rank's length, taken modulo the room left, as TF takes it -- and the crop a lazy slice
+    (a run-time start: one program for every offset). It was a fallback, a sync per call.
+    A size TF refuses is TF's error (Reject)."""
+    size = static_ints(size)
+    shape = [int(d) for d in value.shape]
+    if not isinstance(size, list) or len(size) != len(shape) or \
+            any(not 0 <= s <= d for s, d in zip(size, shape)):
+        raise Reject()
+    draw = random_ops.random_uniform([len(shape)], dtype=tf.int32, maxval=tf.int32.max,
+                                     seed=seed)
+    offset = draw.numpy() % (np.array(shape, np.int32) - np.array(size, np.int32) + 1)
+    return tf.slice(value, offset.tolist(), size)
+
+
 def _swap_hw(rank):
     return [1, 0, 2] if rank == 3 else [0, 2, 1, 3]
 

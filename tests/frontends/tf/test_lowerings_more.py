@@ -307,3 +307,27 @@ def test_random_flips_draw_tfs_numbers_and_stay_lazy(fn, shape, dtype, seed):
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert len({g.tobytes() for g in got}) > 1  # the draws differ from call to call
+
+
+@pytest.mark.parametrize("size", [(2, 3, 3), (4, 5, 1), (1, 1, 1)])
+@pytest.mark.parametrize("seed", [None, 3])
+def test_random_crop_draws_tfs_offsets_and_stays_lazy(size, seed):
+    """tf.image.random_crop: TF's own draw, so eager TF's crops under the same global seed;
+    the crop a lazy slice (it was a fallback: a sync per call)."""
+    image = np.arange(60, dtype=np.float32).reshape(4, 5, 3)
+
+    def run(make):
+        tf.random.set_seed(5)
+        return [np.asarray(tf.image.random_crop(make(image), size, seed=seed))
+                for _ in range(5)]
+    want = run(tf.constant)
+    before = dict(lazyx.metrics()["fallback_ops"])
+    got = run(ltf.constant)
+    assert dict(lazyx.metrics()["fallback_ops"]) == before
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_random_crop_larger_than_the_image_is_tfs_error():
+    with pytest.raises((tf.errors.InvalidArgumentError, ValueError)):
+        tf.image.random_crop(ltf.constant(np.zeros((4, 5, 3), np.float32)), (5, 5, 3))
