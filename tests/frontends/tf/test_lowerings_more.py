@@ -296,17 +296,23 @@ def test_random_flips_draw_tfs_numbers_and_stay_lazy(fn, shape, dtype, seed):
     """TF's own draws (the same random_uniform call), so eager TF's flips under the same
     global seed; the flip itself lazy (it was a fallback: a sync of the image per call)."""
     images = (np.random.default_rng(2).uniform(0, 200, shape)).astype(dtype)
+    got = _seeded_calls_match_eager(lambda t: fn(t, seed=seed), images, 6)
+    assert len({g.tobytes() for g in got}) > 1  # the draws differ from call to call
 
+
+def _seeded_calls_match_eager(call, array, times):
+    """`call` made `times` times on tf.constant(array), then on ltf.constant(array), each
+    series after one tf.random.set_seed: equal results and no fallback; the lazy ones."""
     def run(make):
         tf.random.set_seed(11)
-        return [np.asarray(fn(make(images), seed=seed)) for _ in range(6)]
+        return [np.asarray(call(make(array))) for _ in range(times)]
     want = run(tf.constant)
     before = dict(lazyx.metrics()["fallback_ops"])
     got = run(ltf.constant)
     assert dict(lazyx.metrics()["fallback_ops"]) == before
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-    assert len({g.tobytes() for g in got}) > 1  # the draws differ from call to call
+    return got
 
 
 @pytest.mark.parametrize("size", [(2, 3, 3), (4, 5, 1), (1, 1, 1)])
@@ -315,17 +321,7 @@ def test_random_crop_draws_tfs_offsets_and_stays_lazy(size, seed):
     """tf.image.random_crop: TF's own draw, so eager TF's crops under the same global seed;
     the crop a lazy slice (it was a fallback: a sync per call)."""
     image = np.arange(60, dtype=np.float32).reshape(4, 5, 3)
-
-    def run(make):
-        tf.random.set_seed(5)
-        return [np.asarray(tf.image.random_crop(make(image), size, seed=seed))
-                for _ in range(5)]
-    want = run(tf.constant)
-    before = dict(lazyx.metrics()["fallback_ops"])
-    got = run(ltf.constant)
-    assert dict(lazyx.metrics()["fallback_ops"]) == before
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(g, w)
+    _seeded_calls_match_eager(lambda t: tf.image.random_crop(t, size, seed=seed), image, 5)
 
 
 def test_random_crop_larger_than_the_image_is_tfs_error():
