@@ -184,24 +184,14 @@ def _sign(x):
 
 
 def _wide_half(fn):
-    """fn accumulating float16/bfloat16 operands in float32, then rounded once: XLA:CPU sums
-    them in their own precision (30,000 float16 ones summed to 30,016), where NumPy, torch,
-    TF and the reference backend accumulate in float32."""
-    def wide(x, axes):
-        if x.dtype in (jnp.float16, jnp.bfloat16):
-            return fn(x.astype(jnp.float32), axes).astype(x.dtype)
-        return fn(x, axes)
-    return wide
-
-
-def _half_in_float32(fn):
-    """An element-wise fn of float16/bfloat16 computed in float32 and rounded once, as NumPy,
-    torch and the reference backend compute it: XLA:CPU expands expm1, asin, acos, asinh,
+    """fn of a float16/bfloat16 operand computed in float32, then rounded once, as NumPy,
+    torch, TF and the reference backend compute it: XLA:CPU sums half values in their own
+    precision (30,000 float16 ones summed to 30,016), and expands expm1, asin, acos, asinh,
     acosh and atanh in the half type itself (1-2 ulps off on a fifth of float16 inputs)."""
-    def wide(x):
+    def wide(x, *args):
         if x.dtype in (jnp.float16, jnp.bfloat16):
-            return fn(x.astype(jnp.float32)).astype(x.dtype)
-        return fn(x)
+            return fn(x.astype(jnp.float32), *args).astype(x.dtype)
+        return fn(x, *args)
     return wide
 
 
@@ -374,13 +364,13 @@ def _pad(x, value, *, padding_config):
 
 
 TABLE = Table("lazyx.backends.xla.TABLE", {
-    "exp": lax.exp, "exp2": _exp2, "expm1": _half_in_float32(lax.expm1), "log": lax.log,
+    "exp": lax.exp, "exp2": _exp2, "expm1": _wide_half(lax.expm1), "log": lax.log,
     "log1p": lax.log1p,
     "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "cbrt": lax.cbrt, "sin": lax.sin, "cos": lax.cos,
-    "tan": lax.tan, "asin": _half_in_float32(lax.asin), "acos": _half_in_float32(lax.acos),
-    "atan": lax.atan, "sinh": _half_in_float32(lax.sinh), "cosh": lax.cosh, "tanh": lax.tanh,
-    "asinh": _half_in_float32(lax.asinh), "acosh": _half_in_float32(lax.acosh),
-    "atanh": _half_in_float32(lax.atanh), "erf": lax.erf, "erf_inv": lax.erf_inv,
+    "tan": lax.tan, "asin": _wide_half(lax.asin), "acos": _wide_half(lax.acos),
+    "atan": lax.atan, "sinh": _wide_half(lax.sinh), "cosh": lax.cosh, "tanh": lax.tanh,
+    "asinh": _wide_half(lax.asinh), "acosh": _wide_half(lax.acosh),
+    "atanh": _wide_half(lax.atanh), "erf": lax.erf, "erf_inv": lax.erf_inv,
     "lgamma": lax.lgamma,
     "digamma": _digamma, "logistic": lax.logistic, "floor": lax.floor, "ceil": lax.ceil,
     "round": lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
