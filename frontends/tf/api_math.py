@@ -215,15 +215,6 @@ for _name, _fn in UNARY.items():
     _register_unary(getattr(tf.math, _name), _fn)
 
 
-def _half_in_float32(fn):
-    """A Cephes series in (b)float16 would lose most digits: evaluate in float32, round once."""
-    def apply(x):
-        if x.dtype in ("float16", "bfloat16"):
-            return ops.convert(fn(ops.convert(x, dtype="float32")), dtype=x.dtype)
-        return fn(x)
-    return apply
-
-
 # tf.math.special's modified Bessel functions (tf.math.bessel_i0 & co. are the same
 # functions): the Cephes compositions every frontend shares (core/cephes.py), equal to TF's
 # to float rounding. J0/J1/Y0/Y1 stay TF's own: those compositions follow torch's kernels,
@@ -241,7 +232,7 @@ for _name, _fn in (("bessel_i0", cephes.i0), ("bessel_i0e", cephes.i0e),
                    ("bessel_k0e", _tf_k_domain(cephes.k0e)),
                    ("bessel_k1", _tf_k_domain(cephes.k1)),
                    ("bessel_k1e", _tf_k_domain(cephes.k1e))):
-    _register_unary(getattr(tf.math.special, _name), _float_only(_half_in_float32(_fn)))
+    _register_unary(getattr(tf.math.special, _name), _float_only(compose.in_float32(_fn)))
 
 
 @lower(tf.cast, "x")
