@@ -101,7 +101,6 @@ def dot(a, b, out=None):
     return result
 
 
-
 def tensordot(a, b, /, axes=2):
     runtime.maybe_cut()
     x, y, dtype = _operands(a, b)

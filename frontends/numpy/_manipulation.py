@@ -56,7 +56,6 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     return node if node.shape == shape else ops.reshape(node, new_sizes=shape)
 
 
-
 def ravel(a, order="C"):
     return reshape(a, (-1,), "C" if order == "K" else order)
 

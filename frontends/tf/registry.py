@@ -541,10 +541,7 @@ def _refuse_implicit_conversion(value, dtype=None, name=None, as_ref=False):
     instead. Variable assignment has no dispatch hook, so it alone materializes here; and a
     TF graph being built (a tf.function's trace) captures the value (in_graph)."""
     if not tf.executing_eagerly():
-        real = graph_capture(value)
-        if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
-            _wrong_dtype(dtype, real)
-        return real
+        return _of_dtype(graph_capture(value), dtype)
     frame = sys._getframe(1)
     for _ in range(8):
         if frame is None:
@@ -573,10 +570,7 @@ def _assign_conversion(frame, value, dtype):
         if recorded is not None:
             return recorded
     silent_turn(f"tf.Variable.{kind}")  # TF asked for the value, not the user
-    real = to_tf(value, cause="fallback")
-    if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
-        _wrong_dtype(dtype, real)
-    return real
+    return _of_dtype(to_tf(value, cause="fallback"), dtype)
 
 
 def _slice_assign(var, where, value):
@@ -598,7 +592,10 @@ def _slice_assign(var, where, value):
     return unchanged
 
 
-def _wrong_dtype(dtype, real):
-    """What TF says converting a real tensor to another dtype."""
-    raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "
-                     f"Tensor with dtype {real.dtype.name}: {real!r}")
+def _of_dtype(real, dtype):
+    """`real`, the conversion's result, if of the `dtype` asked for (or none asked); else what
+    TF says converting a real tensor to another dtype."""
+    if dtype is not None and not tf.as_dtype(dtype).is_compatible_with(real.dtype):
+        raise ValueError(f"Tensor conversion requested dtype {tf.as_dtype(dtype).name} for "
+                         f"Tensor with dtype {real.dtype.name}: {real!r}")
+    return real

@@ -229,16 +229,15 @@ def _lazily_read_variables(tape, flat):
     because an ltf.GradientTape recorded at the read (one nested in TF's tape, or around
     it: a WGAN-GP penalty's tapes mixed) -- so TF's tape saw no read of theirs and gave None.
     A variable TF's tape read itself holds no shadow (variables.read stores it first)."""
-    from .variables import tf_variable
+    from .variables import has_shadow, tf_variable
     watched = None
     out = []
     for i, s in enumerate(flat):
-        var = tf_variable(s) if type(s) is not LazyTensor else None
-        if var is None or getattr(var, "_lazyx_shadow", None) is None:
+        if type(s) is LazyTensor or not has_shadow(s):
             continue
         if watched is None:
             watched = {id(v) for v in tape.watched_variables()}
-        if id(var) in watched:
+        if id(tf_variable(s)) in watched:
             out.append(i)
     return out
 
