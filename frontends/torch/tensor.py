@@ -754,10 +754,22 @@ def foreach(func, args, kwargs):
     if name in ("addcmul", "addcdiv") and len(args) == 4:  # value is keyword-only in torch.X
         args, kwargs = args[:3], dict(kwargs, value=args[3])
     results = []
-    for i in range(length):
-        pick = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
-        kw = {k: v[i] if isinstance(v, (list, tuple)) else v for k, v in kwargs.items()}
-        results.append(fn(*pick, **kw))
+    # A user's foreach call (depth 1) makes its element calls as the user's own: at depth 0
+    # each takes the C dispatcher's fast path or stamps its recipe (recipes.py), as a
+    # per-parameter optimizer's calls do, instead of the general path every time. Optimizers
+    # default to foreach on lt.device (torch lists "lazyx" among its foreach devices).
+    state = _state
+    outermost = state.depth == 1 and not state.capturing
+    if outermost:
+        state.depth = 0
+    try:
+        for i in range(length):
+            pick = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
+            kw = {k: v[i] if isinstance(v, (list, tuple)) else v for k, v in kwargs.items()}
+            results.append(fn(*pick, **kw))
+    finally:
+        if outermost:
+            state.depth = 1
     return results
 
 

@@ -3,6 +3,8 @@ dispatcher once per signature, and stamped in C after. A stamped trace must be t
 path's trace exactly -- graph hash, leaf order (one compile), source lines, values -- and a
 call whose lowering is not a pure function of its key (random numbers, a changed default
 dtype, -0.0 against 0.0) must never be stamped from another call's recipe."""
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -295,3 +297,40 @@ def test_a_call_whose_floats_keep_changing_stops_being_recorded(monkeypatch):
         z = torch.ones(n, 3).to(lt.device)
         torch.testing.assert_close(torch.add(z, y, alpha=0.7).cpu(), z.cpu() + y.cpu() * 0.7)
     assert sum(1 for key in recipes.RECIPES if key[0] is add) == 8
+
+
+@native
+def test_an_optimizers_foreach_elements_are_stamped(monkeypatch):
+    """torch picks the foreach path for optimizers on lt.device (it lists the device among
+    its foreach devices). Each `_foreach_X` reaches the dispatcher whole; its element calls
+    are made as a user's calls, so from the second step on they are stamped in C instead of
+    going through the general path one element at a time (an element whose numbers change
+    every step, such as Adam's step size, still takes it)."""
+    general = []
+    slow = lazy_tensor._dispatch
+
+    def counting(func, args, kwargs, state):
+        general.append(str(func))
+        return slow(func, args, kwargs, state)
+    monkeypatch.setattr(lazy_tensor, "_dispatch", counting)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+                                    torch.nn.Linear(8, 2))
+        lazy_model = copy.deepcopy(model).to(lt.device)
+        x = torch.linspace(-1, 1, 12).reshape(3, 4)
+        opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+                for m in (model, lazy_model)]
+        assert opts[1].defaults["foreach"] is None  # torch's own default: foreach here
+        for step in range(3):
+            for m, opt, data in ((model, opts[0], x), (lazy_model, opts[1], x.to(lt.device))):
+                opt.zero_grad()
+                F.mse_loss(m(data), torch.zeros(3, 2, device=data.device)).backward()
+                general.clear()
+                opt.step()
+            lt.mark_step()
+        assert general and all(name.startswith("aten._foreach_") for name in general), general
+        for p, q in zip(model.parameters(), lazy_model.parameters()):
+            torch.testing.assert_close(q.cpu(), p.detach(), rtol=1e-6, atol=1e-7)
+    finally:
+        monkeypatch.undo()
