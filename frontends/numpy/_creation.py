@@ -93,10 +93,14 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
 
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
+    if _on_host(dtype):  # NumPy's zero bytes: '' for a string field (full(.., 0) writes '0')
+        return np.zeros(_shape(shape), dtype)
     return full(shape, 0, dtype if dtype is not None else "float64")
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
+    if _on_host(dtype):
+        return np.ones(_shape(shape), dtype)
     return full(shape, 1, dtype if dtype is not None else "float64")
 
 

@@ -186,3 +186,16 @@ def test_data_is_a_read_only_view_of_a_copy():
     assert (view.format, view.shape, view.tolist()) == ("d", (4,), [0.0, 1.0, 2.0, 3.0])
     with pytest.raises(TypeError):  # a write could not reach the lazy array: refused
         view[0] = 5.0
+
+
+@pytest.mark.parametrize("dtype", ["U3", "S3", [("name", "U10"), ("age", "i4"), ("w", "f8")],
+                                   [("a", "U2"), ("b", "S2")]], ids=str)
+def test_zeros_of_a_string_dtype_are_empty_strings(dtype):
+    """NumPy's zeros (and empty, which lazyx fills with zeros) of a string dtype, or of a
+    structured one with string fields, hold zero bytes: ''. They were np.full(.., 0), which
+    writes the text '0' (the Python Data Science Handbook's structured-array cell)."""
+    for make in (lnp.zeros, lnp.empty):
+        got = make(2, dtype=dtype)
+        assert got.dtype == np.dtype(dtype)
+        assert got.tolist() == np.zeros(2, dtype=dtype).tolist()
+    assert lnp.ones(2, dtype=dtype).tolist() == np.ones(2, dtype=dtype).tolist()
