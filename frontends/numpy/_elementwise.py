@@ -2,7 +2,7 @@
 import numpy as np
 
 from ...core import ops
-from ._base import wrap
+from ._base import LazyArray, wrap
 from ._entry import apply, array_ufunc
 from ._fallback import run_eagerly
 from ._promote import as_node, assign
@@ -68,7 +68,43 @@ def _make(name, ufunc):
     fn.__name__ = name
     fn.__qualname__ = name
     fn.__doc__ = f"Element-wise {name} (numpy.{ufunc.__name__} semantics), traced lazily."
+    _ufunc_methods(fn, ufunc)
     return fn
+
+
+_UFUNC_ATTRIBUTES = ("nin", "nout", "nargs", "ntypes", "types", "identity", "signature")
+
+
+def _lazy_operand(x):
+    """An array-like operand of a ufunc method as a lazy array, as the namespace's functions
+    take it; a lazy array, a scalar or what the IR cannot hold (objects) as given."""
+    if isinstance(x, LazyArray) or np.isscalar(x) or x is None:
+        return x
+    try:
+        return wrap(as_node(x))
+    except (TypeError, ValueError):
+        return x
+
+
+def _ufunc_methods(fn, ufunc):
+    """`lnp.add.reduce`, `.accumulate`, `.outer`, `.reduceat` and `.at` (numpy-100 and the
+    Python Data Science Handbook call them through the namespace): NumPy's own methods, with
+    array-like operands made lazy first, so they trace through __array_ufunc__ as
+    `np.add.reduce(lazy)` does. `.at` writes in place, so its target stays the caller's."""
+    def method(name, lazy_operands):
+        bound = getattr(ufunc, name)
+
+        def call(*args, **kwargs):
+            args = [_lazy_operand(a) if k < lazy_operands else a for k, a in enumerate(args)]
+            return bound(*args, **kwargs)
+        call.__name__ = call.__qualname__ = f"{fn.__name__}.{name}"
+        call.__doc__ = f"numpy.{ufunc.__name__}.{name}, traced lazily."
+        return call
+    fn.reduce, fn.accumulate = method("reduce", 1), method("accumulate", 1)
+    fn.reduceat, fn.outer = method("reduceat", 1), method("outer", 2)
+    fn.at = ufunc.at
+    for attribute in _UFUNC_ATTRIBUTES:
+        setattr(fn, attribute, getattr(ufunc, attribute))
 
 
 FUNCTIONS = {name: _make(name, ufunc) for name, ufunc in ARRAY_API_UFUNCS.items()}

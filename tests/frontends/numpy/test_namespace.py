@@ -426,3 +426,36 @@ def test_the_namespace_keeps_its_own_matmul_and_vecdot():
     Array API's rules), not the generic ufunc wrappers every other ufunc name gets."""
     from lazyx.frontends.numpy import _linalg
     assert lnp.matmul is _linalg.matmul and lnp.vecdot is _linalg.vecdot
+
+
+@pytest.mark.parametrize("name", ["add", "subtract", "multiply", "maximum", "logical_and",
+                                  "bitwise_or", "hypot"])
+def test_ufunc_names_have_numpys_methods(name):
+    """`lnp.add.reduce(x)` and its kin, as numpy-100 and the Python Data Science Handbook
+    write them through the namespace (they raised AttributeError): NumPy's numbers, a lazy
+    result, array-likes made lazy first; `.at` writes the caller's array in place."""
+    ufunc, fn = getattr(np, name), getattr(lnp, name)
+    x = np.arange(1, 13).reshape(3, 4)
+    if name == "hypot":
+        x = x.astype(np.float64)
+    if name == "logical_and":
+        x = x % 3 > 0
+    lazy = lnp.asarray(x)
+    cases = {
+        "reduce": (lambda f, a: f.reduce(a), lambda f, a: f.reduce(a, axis=1, keepdims=True)),
+        "accumulate": (lambda f, a: f.accumulate(a, axis=1),),
+        "outer": (lambda f, a: f.outer(a[0], a[1]),),
+        "reduceat": (lambda f, a: f.reduceat(a, [0, 2], axis=1),),
+    }
+    for method, calls in cases.items():
+        for call in calls:
+            want, got = call(ufunc, x), call(fn, lazy)
+            assert isinstance(got, lnp.ndarray), method
+            assert_matches(got, want)
+    assert_matches(fn.reduce(x.tolist()), ufunc.reduce(x.tolist()))  # an array-like operand
+    assert (fn.nin, fn.nout, fn.identity) == (ufunc.nin, ufunc.nout, ufunc.identity)
+    target, lazy_target = x.copy(), lnp.asarray(x)
+    if name not in ("logical_and", "hypot"):
+        ufunc.at(target, [0, 0, 2], 1)
+        fn.at(lazy_target, [0, 0, 2], 1)
+        assert_matches(lazy_target, target)
