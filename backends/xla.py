@@ -129,8 +129,15 @@ def _exp2(x):
     # XLA's half-precision exp2 multiplies by ln 2 rounded to the half type (8 ulps off in
     # bfloat16 near 2**10); compute in float32 and round once, like the other half math
     if x.dtype in (jnp.float16, jnp.bfloat16):
-        return lax.exp2(x.astype(jnp.float32)).astype(x.dtype)
-    return lax.exp2(x)
+        return _exp2(x.astype(jnp.float32)).astype(x.dtype)
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        return lax.exp2(x)
+    # XLA's exp2 is exp(x * ln 2), inexact at integers (exp2(3.0) = 7.999999999999998, so
+    # ldexp, which the frontends lower through exp2, and log2's exact-power check were off):
+    # 2**x = 2**(x - n) * 2**n with n = round(x), the power of two put in by ldexp (exact)
+    n = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    whole = jnp.clip(n, -2000, 2000).astype(jnp.int32)  # past +-2000 it is inf or 0 anyway
+    return jnp.where(jnp.isfinite(x), jnp.ldexp(lax.exp2(x - n), whole), lax.exp2(x))
 
 
 def _abs(x):
@@ -585,9 +592,59 @@ def expand(packed, inv):
     return packed if inv is None else packed[np.array(inv, dtype=np.intp)]
 
 
+# XLA's algebraic simplifier rewrites float divisions into arithmetic that rounds otherwise
+# than IEEE division, which NumPy, torch and TF compute: x / broadcast(s) becomes
+# x * broadcast(1 / s) (a third of `arange(1, 200) / 10.0` one ulp off, so `floor(0.7 / 0.1)`
+# gave 7.0), x / constant a product with its inverse, x / sqrt(y) x * rsqrt(y), x / exp(y)
+# x * exp(-y), x / pow(y, z) x * pow(y, -z), (a / b) / c a / (b * c) and a / (b / c)
+# (a * c) / b. jaxlib 0.10.2 has no flag that stops them (xla_cpu_enable_fast_math is off
+# already). Each pattern is read from the divisor's producer (the dividend's for (a / b) / c),
+# so such an operand reaches the division through an optimization barrier, a value XLA may
+# not look into: a broadcast divisor is then materialized (measured: 0.72 -> 0.81 ms for
+# tanh(x / s) * 2 + 1 on 1024x1024 float32), the price of NumPy's quotient.
+_REWRITTEN_DIVISORS = frozenset({"exp", "sqrt", "rsqrt", "pow", "div"})
+_INEXACT = frozenset(dt.FLOATS + dt.COMPLEX)
+
+
+def _broadcast_like(program):
+    """Per env slot (leaves, then instructions): whether XLA may see the value as a broadcast
+    (a splat, a constant, a broadcast_in_dim, or any op of only such values, which the
+    simplifier sinks below one broadcast)."""
+    like = [kind == "splat" for kind, _shape, _dtype in program.leaves]
+    for op, _attrs, ins, _shape, _dtype, _const in program.instructions:
+        like.append(op in ("constant", "broadcast_in_dim") or all(like[i] for i in ins))
+    return like
+
+
+def _exact_divisions(program):
+    """{instruction index: (bar the dividend, bar the divisor)} for the float divisions XLA
+    would rewrite (above)."""
+    like = _broadcast_like(program)
+    n_leaves = len(program.leaves)
+    producer = [None] * n_leaves + [op for op, *_ in program.instructions]
+    bars = {}
+    for k, (op, _attrs, ins, _shape, dtype, _const) in enumerate(program.instructions):
+        if op != "div" or dtype not in _INEXACT:
+            continue
+        a, b = ins
+        bar = (producer[a] == "div", like[b] or producer[b] in _REWRITTEN_DIVISORS)
+        if any(bar):
+            bars[k] = bar
+    return bars
+
+
+def _exact_div(bar_a, bar_b):
+    def div(a, b):
+        return lax.div(lax.optimization_barrier(a) if bar_a else a,
+                       lax.optimization_barrier(b) if bar_b else b)
+    return div
+
+
 def _as_function(program, signature):
-    steps = [(TABLE[op] if op != "constant" else None, attrs, ins, const)
-             for op, attrs, ins, _shape, _dtype, const in program.instructions]
+    exact = _exact_divisions(program)
+    steps = [(TABLE[op] if k not in exact else _exact_div(*exact[k]), attrs, ins, const)
+             if op != "constant" else (None, attrs, ins, const)
+             for k, (op, attrs, ins, _shape, _dtype, const) in enumerate(program.instructions)]
     outputs = program.outputs
     # baked literals (runtime.bake) go behind one optimization barrier: to XLA they are
     # values, not constants it may fold into each other (which rounds otherwise)

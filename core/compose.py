@@ -104,6 +104,19 @@ def relu(x):
     return ops.max_(x, scalar(0, x.dtype, x.shape))
 
 
+def log_base(x, base):
+    """log2 (base 2) or log10 (base 10) of a real float x: log(x) / log(base), except where x
+    is the base's exact power base**k, which gives k exactly, as C's log2 and log10 (NumPy,
+    torch and TF) do. The quotient alone rounds log2(8) and log10(1000) to
+    2.9999999999999996, so `int(np.log2(x))` was 2. k is the quotient's nearest integer,
+    and base**k its exact power: exp2 (exact at integers on every backend) or pow, exact for
+    the powers of ten a float holds (10**0 to 10**22 in float64)."""
+    y = ops.div(ops.log(x), const(math.log(base), x.dtype, x.shape))
+    k = ops.round(y)
+    power = ops.exp2(k) if base == 2 else ops.pow_(const(base, x.dtype, x.shape), k)
+    return ops.select(ops.eq(power, x), k, y)
+
+
 def power_scalar(x, exponent):
     """x ** exponent for a Python number: x * x for 2 (exact, and what every framework
     computes for a square), x for 1, else pow with a run-time exponent."""

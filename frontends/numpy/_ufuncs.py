@@ -227,7 +227,7 @@ def _fminmax(op):
 
 
 def _log_base(base):
-    return _rounded_once(lambda x: ops.div(ops.log(x), const(math.log(base), x)))
+    return _rounded_once(lambda x: compose.log_base(x, base))
 
 
 def _scale(factor):

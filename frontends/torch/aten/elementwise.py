@@ -36,14 +36,8 @@ for _name, _fn in _UNARY.items():
     FAST_ROUTES[_op] = (1, _fn, LOWERINGS[_op])
 
 
-def _log_base(base):
-    def fn(a):
-        return ops.div(ops.log(a), const(math.log(base), a.dtype, a.shape))
-    return fn
-
-
-lower(aten.log2.default)(_unary(_log_base(2.0)))
-lower(aten.log10.default)(_unary(_log_base(10.0)))
+lower(aten.log2.default)(_unary(lambda a: compose.log_base(a, 2)))
+lower(aten.log10.default)(_unary(lambda a: compose.log_base(a, 10)))
 
 
 def torch_sign(a):

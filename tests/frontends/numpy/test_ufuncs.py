@@ -279,3 +279,63 @@ def test_float16_ufuncs_round_once_as_numpy_does(ufunc):
     got = np.asarray(got)
     assert _half_ulps(got, want) <= 1  # (a float32 result on a float16 rounding boundary)
     assert np.mean(got != want) < 0.002
+
+
+_DIVIDEND = np.arange(1, 400, dtype=np.float64) / 7.3 - 20.0
+
+
+def _divisions(x, y, e, p):
+    """Quotients XLA's simplifier rewrote into other arithmetic: by a Python number, a 0-d
+    value, a column broadcast along rows, sqrt, exp and power results (e, p: exp(y / 50) and
+    y ** 1.5, computed lazily, as XLA's exp and pow need not round as NumPy's do), and nested
+    quotients."""
+    rows = x.reshape(21, 19) / y[:21].reshape(21, 1)
+    return {
+        "x / 10.0": x / 10.0, "x / 0.1": x / 0.1, "x / y.max()": x / y.max(), "rows": rows,
+        "x / sqrt(y)": x / np.sqrt(y), "x / exp(y)": x / e, "x / y ** 1.5": x / p,
+        "(x / y) / 3.0": (x / y) / 3.0, "x / (y / 3.0)": x / (y / 3.0),
+        "x / -(2.5 * 4.0)": x / -(np.float64(2.5) * 4.0),
+    }
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_division_is_ieee_division(dtype):
+    """x / s is NumPy's correctly rounded quotient on every backend. XLA's algebraic
+    simplifier made x / broadcast(s) a product with 1 / s (a third of these quotients one
+    ulp off, `floor(0.7 / 0.1)` 7.0 for NumPy's 6.0), and x / sqrt(y) a product with
+    rsqrt(y), with no flag to stop it (backends/xla.py, _exact_divisions)."""
+    x = _DIVIDEND.astype(dtype)
+    y = (np.abs(_DIVIDEND) + 0.5).astype(dtype)[::-1].copy()
+    lazy_y = lnp.asarray(y)
+    e, p = np.asarray(np.exp(lazy_y / 50.0)), np.asarray(lazy_y ** 1.5)
+    want = _divisions(x, y, e, p)
+    got = _divisions(lnp.asarray(x), lazy_y, np.exp(lazy_y / 50.0), lazy_y ** 1.5)
+    for name in want:
+        assert np.array_equal(np.asarray(got[name]), want[name]), name
+
+
+def test_one_tenth_floors_as_in_numpy():
+    x = _DIVIDEND
+    assert np.array_equal(np.asarray(np.floor(lnp.asarray(x) / 0.1)), np.floor(x / 0.1))
+    y = np.array([3.0, 0.7, 4.35])
+    assert np.floor(lnp.asarray(y) / 0.1).tolist() == np.floor(y / 0.1).tolist() == [30.0, 6.0, 43.0]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_logs_and_exp2_are_exact_at_exact_powers(dtype):
+    """log2(2**k), log10(10**k) and exp2(k) are exact, as C's (NumPy's) are: log(x) / log(b)
+    gave log2(8) = log10(1000) = 2.9999999999999996 and XLA's exp2(3.0) 7.999999999999998,
+    so `int(np.log2(x))` and `np.exp2(k).astype(int)` came out one less."""
+    k = np.arange(-14, 15).astype(dtype)
+    for ufunc, x in ((np.log2, np.exp2(k)), (np.exp2, k)):
+        got = ufunc(lnp.asarray(x))
+        assert np.array_equal(np.asarray(got), ufunc(x)), ufunc.__name__
+    # (NumPy's own float32 log10 is not exact there: 2.0000002 for 100; C's log10f is)
+    e = np.arange(0, 5 if dtype == "float16" else 11).astype(dtype)
+    tens = np.array([10.0 ** i for i in e.tolist()], dtype)
+    assert np.array_equal(np.asarray(np.log10(lnp.asarray(tens))), e)
+    assert int(np.log2(lnp.asarray(8.0))) == 3
+    assert np.exp2(lnp.asarray(np.arange(11.0))).astype(int).tolist() == [2 ** i for i in range(11)]
+    # ldexp is lowered through exp2
+    assert np.array_equal(np.asarray(np.ldexp(lnp.asarray(np.ones(5, dtype)), np.arange(5))),
+                          np.ldexp(np.ones(5, dtype), np.arange(5)))
