@@ -400,11 +400,16 @@ class _Capture:
         # resized the caller's input
         placeholders = {n: k for k, n in enumerate(n for n in self.gm.graph.nodes
                                                    if n.op == "placeholder")}
+        # an input handed through an op unchanged, the very tensor (with_effects' token,
+        # which AOTAutograd passes in as None or an empty tensor: no value to read back)
+        passed = {id(self.env[n]): k for n, k in placeholders.items()}
         for fx_node, value in zip(outputs, self.env[marker]):
             if isinstance(value, tensor.LazyTensor):
                 node = value._lazyx_handle.node
                 if isinstance(fx_node, torch.fx.Node) and fx_node in placeholders:
                     spec.append((_INPUT, placeholders[fx_node], value.dtype))
+                elif id(value) in passed:
+                    spec.append((_INPUT, passed[id(value)], value.dtype))
                 elif id(node) in self.slot_of:
                     spec.append((_SLOT, self.slot_of[id(node)], value.dtype))
                 else:  # a constant: made once, handed out at every call

@@ -546,3 +546,25 @@ def test_a_clone_of_an_input_is_a_new_tensor(on_device):
     assert same is x or on_device  # (AOT hands an input back as itself on the CPU)
     y.add_(1)
     torch.testing.assert_close(x.cpu(), before)
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "cholesky"])
+def test_linalg_ops_with_an_effect_token_compile(name):
+    """torch.linalg.solve, inv and cholesky check their `info` through an effectful op, which
+    AOTAutograd threads a token through: the token came back as an output with no value
+    (`'NoneType' object has no attribute 'is_ready'`; the parametrizations tutorial's Cayley
+    map). It is the input handed back; the check runs, and raises torch's error."""
+    torch._dynamo.reset()
+    a = torch.eye(4) * 2 + torch.linspace(-0.3, 0.3, 16).reshape(4, 4)
+    a = a @ a.T
+    b = torch.linspace(1, 2, 8).reshape(4, 2)
+    fns = {"solve": lambda a, b: torch.linalg.solve(a, b),
+           "inv": lambda a, b: torch.linalg.inv(a) @ b,
+           "cholesky": lambda a, b: torch.linalg.cholesky(a).sum() + b}
+    fn = fns[name]
+    compiled = torch.compile(fn, backend="lazyx")
+    for _ in range(2):
+        torch.testing.assert_close(compiled(a, b), fn(a, b))
+    if name != "cholesky":
+        with pytest.raises(torch.linalg.LinAlgError):
+            compiled(torch.zeros(4, 4), b)
