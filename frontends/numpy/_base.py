@@ -44,14 +44,30 @@ class Device:
 DEVICE = Device()
 
 
+def _has_handle(array):
+    try:
+        array.__lazyx_handle__
+    except AttributeError:
+        return False
+    return True
+
+
 class LazyArray:
     """A NumPy-like array whose operations are recorded into lazyx's IR instead of running."""
     __slots__ = ("__lazyx_handle__", "__weakref__")
     __hash__ = None  # __eq__ is element-wise; a 0-d array hashes as a scalar (_methods.py)
     __array_priority__ = 100
 
-    def __init__(self, node):
+    def __init__(self, node, *args, **kwargs):
         # (wrap below makes the same object in C: keep the two alike)
+        if type(self) is not LazyArray and _has_handle(self):
+            # a subclass whose __new__ made it as a view, `lnp.asarray(a).view(cls)` (the
+            # ndarray-subclass recipe): Python then calls __init__ with __new__'s arguments,
+            # which ndarray's __init__ ignores
+            return
+        if args or kwargs:
+            raise TypeError(f"LazyArray.__init__() takes 2 positional arguments but "
+                            f"{2 + len(args)} were given")
         self.__lazyx_handle__ = runtime.LazyHandle(node)
 
     # ------------------------------------------------------------ static facts (no sync)

@@ -40,6 +40,20 @@ def flags(self):
     return _views.shadow(self, keep=True).flags
 
 
+def subclass_view(base, cls, source):
+    """`base` as an instance of `cls`, a subclass of lnp.ndarray (numpy-100's NamedArray):
+    made as NumPy makes a subclass view, without calling cls.__new__, then handed to
+    cls.__array_finalize__(source) when it has one."""
+    if not isinstance(base, LazyArray):  # (a host array: a view NumPy itself made)
+        return base
+    obj = object.__new__(cls)
+    obj.__lazyx_handle__ = base.__lazyx_handle__
+    finalize = getattr(obj, "__array_finalize__", None)
+    if finalize is not None:
+        finalize(source)
+    return obj
+
+
 def view(self, dtype=None, type=None):  # noqa: A002 - NumPy's names
     if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray)):
         raise TypeError("lazyx arrays have no ndarray subclass views; use np.asarray(a) "

@@ -5,6 +5,7 @@
 Only these user-facing entries link: the frontend's own code calls the plain lowerings, so a
 value it computes from a user's array and then writes into never reaches the user's array.
 """
+import builtins
 import operator
 
 import numpy as np
@@ -163,6 +164,10 @@ def imag(x):
 
 
 def view(self, dtype=None, type=None):  # noqa: A002 - NumPy's names
+    if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, LazyArray):
+        dtype, type = None, dtype  # a.view(Sub), as NumPy reads a.view(ndarray subclass)
+    if isinstance(type, builtins.type) and issubclass(type, LazyArray):
+        return _layout.subclass_view(view(self, dtype), type, self)
     out = _layout.view(self, dtype, type)
     if dtype is None or np.dtype(dtype) == self.dtype:
         return _link(self, out, _same, _put_same, lambda s: s.view())

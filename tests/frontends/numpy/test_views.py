@@ -413,3 +413,38 @@ def test_real_and_imag_setters_write_in_place():
         with pytest.raises(TypeError, match="array does not have imaginary part to set"):
             x.imag = 1
     _same(lr, r)
+
+
+class _NamedArray(lnp.ndarray):
+    """numpy-100's exercise 63 written against lnp: a subclass made by viewing."""
+
+    def __new__(cls, array, name="no name"):
+        obj = lnp.asarray(array).view(cls)
+        obj.name = name
+        return obj
+
+    def __array_finalize__(self, obj):
+        if obj is None:
+            return
+        self.name = getattr(obj, "name", "no name")
+
+
+def test_a_view_as_a_subclass_of_lnp_ndarray():
+    """a.view(Sub) for a subclass of lnp.ndarray is an instance of Sub holding a's values,
+    made as NumPy makes one (no Sub.__new__; Sub.__array_finalize__(a)); it ran NumPy's view
+    on a host copy with dtype=Sub (a fallback) and failed with NumPy's object-dtype message.
+    A view as a subclass of np.ndarray stays refused by name."""
+    z = _NamedArray(np.arange(10), "range_10")
+    assert type(z) is _NamedArray and z.name == "range_10"
+    np.testing.assert_array_equal(np.asarray(z * 2), np.arange(10) * 2)
+    plain = lnp.asarray(np.arange(3.0))
+    for made in (plain.view(_NamedArray), plain.view(type=_NamedArray)):
+        assert type(made) is _NamedArray and made.name == "no name"
+        np.testing.assert_array_equal(np.asarray(made), np.arange(3.0))
+
+    class HostSub(np.ndarray):
+        pass
+    with pytest.raises(TypeError, match="no ndarray subclass views"):
+        plain.view(HostSub)
+    with pytest.raises(TypeError):
+        lnp.ndarray(plain._node, "extra")
