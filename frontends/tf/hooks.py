@@ -46,6 +46,9 @@ Installed here, once:
       variable makes it lazy-aware first, so the write is recorded instead of reaching
       TF's buffer (it could not be undone); every other call is TF's own.
 
+  ResourceVariable._init_from_args is wrapped: tf.Variable(lazy value) is made from zeros
+      and assigned the lazy value (its shadow), instead of reading it on the host.
+
   Function.__call__ (tensorflow/python/eager/polymorphic_function) is wrapped: a
       tf.function called with lazy arguments runs its Python function on them, as TF's
       run_functions_eagerly mode does (control_flow.function_call; a lazy value cannot
@@ -182,6 +185,7 @@ def install():
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
         indexed_slices.densify)
     _wrap_variable_scatters()
+    _wrap_variable_init()
     _redirect_branch_writes()
     _wrap_tensor_arrays()
     _wrap_sparse_tensor()
@@ -578,6 +582,29 @@ def _wrap_stop_recording():
             finally:
                 tensor.STOPPED[0] -= 1
     tf.GradientTape.stop_recording = stop_recording
+
+
+def _wrap_variable_init():
+    """tf.Variable(lazy value) -- how tf.Module code makes its weights,
+    `tf.Variable(tf.random.normal(...))` on lazy values: TF's initialization converts the
+    value, which read it on the host, a counted fallback and a sync per variable (36 in the TF
+    guide's intro_to_modules). The variable is made from zeros of the value's shape and dtype
+    and given the lazy value as an assign, recorded as its shadow (variables.py) as every
+    lazy assign is; reading it runs the value. Any other initial value (a callable, a tensor,
+    a dtype to convert to, graph mode) goes to TF's own initialization."""
+    from tensorflow.python.ops import resource_variable_ops
+    cls = resource_variable_ops.ResourceVariable
+    original = cls._init_from_args
+
+    @functools.wraps(original)
+    def init(self, initial_value=None, *args, **kwargs):
+        dtype = kwargs.get("dtype")
+        if type(initial_value) is not LazyTensor or not tf.executing_eagerly() or \
+                (dtype is not None and tf.as_dtype(dtype) != initial_value.dtype):
+            return original(self, initial_value, *args, **kwargs)
+        original(self, tf.zeros(initial_value.shape, initial_value.dtype), *args, **kwargs)
+        self.assign(initial_value)
+    cls._init_from_args = init
 
 
 def _wrap_checkpoints():
