@@ -25,7 +25,29 @@ class GradientTape(tf.GradientTape):
         variables._lazy_tapes[0] += 1
         self._keep_origins()
         self._lazyx_recording = True
+        if getattr(self, "_lazyx_start", None) is None:
+            self._mark_start()
         return super().__enter__()
+
+    def _mark_start(self):
+        """What this tape recorded starts here (TF's rules, which the IR's gradient follows:
+        a lazy value made before it is a constant unless watched): the node count now, and
+        nothing watched yet."""
+        self._lazyx_start = ir.CREATED[0]
+        self._lazyx_watched = {}  # id -> each lazy value watched, and its node (kept alive)
+
+    def watch(self, tensor):
+        for t in tf.nest.flatten(tensor):
+            if isinstance(t, LazyTensor):
+                self._lazyx_watched[id(t)] = t
+                self._lazyx_watched[id(t.node)] = t.node
+        return super().watch(tensor)
+
+    def reset(self):
+        """TF's reset: as if the tape were exited and entered anew -- values made before it
+        no longer lead a gradient to anything."""
+        super().reset()
+        self._mark_start()
 
     def __exit__(self, *exc):
         self._stop_lazy()
@@ -81,7 +103,10 @@ def lazy_gradient(tape, target, sources, output_gradients, unconnected_gradients
         output_gradients = None
     flat = tf.nest.flatten(sources)
     nodes = [_source_node(s) for s in flat]
-    if not tape._watch_accessed_variables:  # only what was watched has a gradient
+    start = getattr(tape, "_lazyx_start", None)  # an ltf.GradientTape's: TF's rules below
+    if start is not None:
+        nodes = _recorded_sources(tape, flat, nodes, start)
+    elif not tape._watch_accessed_variables:  # only what was watched has a gradient
         watched = {id(v) for v in tape.watched_variables()}
         nodes = [n if variables.tf_variable(s) is None or
                  id(variables.tf_variable(s)) in watched else None
@@ -96,7 +121,7 @@ def lazy_gradient(tape, target, sources, output_gradients, unconnected_gradients
         # the usual step: nothing in this graph realized mid-step or run by TF under the
         # tape -- one walk of the graph here, instead of three with a weak-table lookup
         # per node
-        reachable = _connected(target.node, through=False)
+        reachable = _connected(target.node, through=False, after=start)
         wanted = [n for n in nodes if n is not None and id(n) in reachable
                   and _differentiable(n.dtype)]
         bridges = []
@@ -105,7 +130,7 @@ def lazy_gradient(tape, target, sources, output_gradients, unconnected_gradients
             return autodiff.vjp([target.node], [seed], wrt, order)
     else:
         order = origins.order_through(target.node)
-        reachable = _connected(target.node)
+        reachable = _connected(target.node, after=start)
         # a source's shadow realized mid-step has two names (its leaf, its computation)
         wanted = [n for n in nodes if n is not None and _differentiable(n.dtype)
                   and any(id(a) in reachable for a in origins.aliases(n))]
@@ -136,6 +161,53 @@ def lazy_gradient(tape, target, sources, output_gradients, unconnected_gradients
         else:
             out.append(LazyTensor(tf_convention(g), carried))  # (a complex source: TF's)
     return tf.nest.pack_sequence_as(sources, out)
+
+
+def _recorded_sources(tape, flat, nodes, start):
+    """The source nodes an ltf.GradientTape differentiates, by TF's rules: a variable when
+    trainable and read under it (watch_accessed_variables), or watched; a lazy tensor when
+    watched, or made while it recorded from what it watches. The IR would differentiate
+    anything reachable: a non-trainable variable, an unwatched tensor made before the tape,
+    a value from before tape.reset() all got gradients where TF gives None (the TF guide's
+    autodiff cells)."""
+    watched_variables = None
+    out = []
+    for s, n in zip(flat, nodes):
+        var = variables.tf_variable(s)
+        if n is None:
+            out.append(None)
+        elif var is not None:
+            if not (var.trainable and tape._watch_accessed_variables):
+                if watched_variables is None:
+                    watched_variables = {id(v) for v in tape.watched_variables()}
+                n = n if id(var) in watched_variables else None
+            out.append(n)
+        else:
+            watched = id(s) in tape._lazyx_watched or id(n) in tape._lazyx_watched
+            out.append(n if watched or n.serial > start and _from_watched(tape, n, start)
+                       else None)
+    return out
+
+
+def _from_watched(tape, node, start):
+    """Whether `node`, made while the tape recorded, was computed from something it watches
+    (a watched lazy value, a variable's value read under it): TF's tape follows only those."""
+    marks = set(tape._lazyx_watched)
+    for v in list(variables._SHADOWED.values()):
+        shadow = v._lazyx_shadow
+        if shadow is not None:
+            marks.add(id(shadow.node))
+    seen, todo = {id(node)}, [node]
+    while todo:
+        x = todo.pop()
+        if id(x) in marks:
+            return True
+        if x.serial > start:
+            for i in x.inputs:
+                if id(i) not in seen:
+                    seen.add(id(i))
+                    todo.append(i)
+    return False
 
 
 def _through_tf(tape, bridges, cotangents, flat):

@@ -67,15 +67,19 @@ def _differentiable(dtype):
 _BLOCKING = frozenset(("floor", "ceil", "round", "stop_gradient"))
 
 
-def _connected(target, through=True):
+def _connected(target, through=True, after=None):
     """ids of the nodes that a gradient of `target` reaches through differentiable ops, on
     through realized values to their computations (runtime.ORIGINS, as origins.vjp goes;
-    `through=False` where the caller knows no realized value is in the graph)."""
+    `through=False` where the caller knows no realized value is in the graph). `after`: an
+    ltf.GradientTape's start -- a value made before it is reached (a variable's shadow, a
+    watched input) but is not gone through: the tape did not record what made it."""
     realized = runtime.ORIGINS if through and runtime.ORIGINS else None  # (len() once)
     reached, todo = {id(target)}, [target]
     while todo:
         node = todo.pop()
         dtype = node.dtype
+        if after is not None and node.serial <= after and node is not target:
+            continue
         if node.op in _BLOCKING or not (
                 any(map(_differentiable, dtype)) if type(dtype) is tuple else
                 _differentiable(dtype)):

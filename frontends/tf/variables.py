@@ -560,13 +560,18 @@ for _name in STORED_FIRST:
 
 def _shadow_operator(name):
     """`var * 2` on a variable holding a lazy value computes on that value (tf.Variable's
-    own operators would read it eagerly, running the pending step)."""
+    own operators would read it eagerly, running the pending step). The value is read as a
+    lowering reads it (read): the recording tapes are told, and under a plain
+    tf.GradientTape the read is TF's own, stored first -- reading the shadow past the tape
+    gave d(x * x)/dx as 2.0 and d(x ** 2)/dx as None (the TF guide's autodiff cells)."""
     def method(self, *args):
-        shadow = self._lazyx_shadow
-        if shadow is not None:
+        if self._lazyx_shadow is not None:
             if tf.executing_eagerly():
-                return getattr(shadow, name)(*args)
-            write_back([self])  # a tf.function being traced: stored first, as a read is
+                shadow = read(self)
+                if shadow is not None:
+                    return getattr(shadow, name)(*args)
+            else:
+                write_back([self])  # a tf.function being traced: stored first, as a read is
         return getattr(super(_LazyMethods, self), name)(*args)
     method.__name__ = name
     return method
@@ -582,8 +587,8 @@ for _form in ("__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__abs__"):
 def _getitem(self, slice_spec):
     """`v[0, :]` of a variable holding a lazy value: the slice of that value, which can be
     assigned as TF's variable slices can."""
-    shadow = self._lazyx_shadow
-    if shadow is not None and tf.executing_eagerly():
+    shadow = read(self) if self._lazyx_shadow is not None and tf.executing_eagerly() else None
+    if shadow is not None:
         return assignable_slice(shadow[slice_spec], self, slice_spec)
     return _shadow_operator("__getitem__")(self, slice_spec)
 
