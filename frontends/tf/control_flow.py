@@ -309,11 +309,29 @@ def function_call(function, original, args, kwargs):
     if function.input_signature is not None:
         _check_signature(function, args, kwargs)
     creator = _first_call_creation if _first_call(function) else _no_creation
+    seeds = _op_seeds()
     try:
         with tf.variable_creator_scope(creator):
             return python_function(*args, **kwargs)
     except _CreatesVariable:
+        # the body's draws before the stop (the guide's `tf.Variable(tf.random.uniform(..))`)
+        # took op seeds from TF's stream: given back, so TF's trace draws what eager TF draws
+        # and every later unseeded draw (a Dataset.shuffle) is eager TF's
+        _restore_op_seeds(seeds)
         return fallback()
+
+
+def _op_seeds():
+    """The state of the eager context's op-seed stream (TF draws an unseeded random op's seed
+    from it once a global seed is set), or None."""
+    from tensorflow.python.eager import context
+    rng = getattr(context.context(), "_rng", None)
+    return (rng, rng.getstate()) if rng is not None else None
+
+
+def _restore_op_seeds(saved):
+    if saved is not None:
+        saved[0].setstate(saved[1])
 
 
 def _first_call(function):
