@@ -294,8 +294,12 @@ def after_barrier(cause="explicit"):
 def _write_back(variables, cause):
     targets = list(_SHADOWED.values()) if variables is None else variables
     if any(v._lazyx_shadow is not None and v._lazyx_shadow._handle.pending for v in targets):
-        # every pending shadow together: one program, not one per variable
-        runtime.sync(*pending_handles(), cause=cause)
+        # every pending shadow together: one program, not one per variable; with the live
+        # values that share its computation (an observation's rule: core/observation.py) --
+        # a loop that reads a variable each step (`if v == old`) and keeps a lazy value built
+        # with it (a momentum) left that value pending, so its graph grew by a step at every
+        # read and every read compiled anew (the TF guide's optimizers_core: 301 compiles)
+        runtime.sync(*pending_handles(), cause=cause, sharing=True)
     for var in targets:
         shadow = var._lazyx_shadow
         if shadow is None:

@@ -161,3 +161,37 @@ def test_store_variables_leaves_nothing_on_the_device():
     assert not any(var is w or var is u for var in variables._SHADOWED.values())
     np.testing.assert_allclose(w.numpy(), v.numpy(), rtol=1e-6)
     np.testing.assert_allclose(u.numpy(), v.numpy() * X[0], rtol=1e-6)
+
+
+def _momentum_loop(lazy, steps=20):
+    """The TF guide's optimizers_core loop: a variable read every step (`x == x_old`) while a
+    lazy momentum built from it lives on."""
+    Tape = ltf.GradientTape if lazy else tf.GradientTape
+    x = tf.Variable(2.0)
+    if lazy:
+        x.assign(ltf.constant(2.0))
+    change = 0.0
+    for _ in range(steps):
+        with Tape() as tape:
+            tape.watch(x)
+            loss = 2 * x ** 4 + 3 * x ** 3 + 2
+        g = tape.gradient(loss, x)
+        x_old = x.numpy()
+        c = 1e-3 * g + 0.7 * change
+        x.assign_sub(c)
+        change = c
+        if x == x_old:
+            break
+    return x.numpy()
+
+
+def test_a_variable_read_each_step_beside_a_live_lazy_value_compiles_once():
+    """The read stores the variable, and computes with it the live values sharing its graph
+    (the momentum): left pending, the momentum's graph grew by a step at every read, and every
+    read compiled a new program (301 compiles for the guide's 300 steps)."""
+    want = _momentum_loop(lazy=False)
+    lazyx.sync()
+    lazyx.reset_metrics()
+    got = _momentum_loop(lazy=True)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert lazyx.metrics()["compiles"] <= 3, lazyx.metrics()["compiles"]
