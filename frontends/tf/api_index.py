@@ -414,13 +414,19 @@ def _tensor_scatter(api, mode):
             operand_nodes(tensor, updates)[1:]
         if u.dtype != t.dtype or (t.dtype == dt.BOOL and mode != "set"):
             raise Reject()
-        return wrap(_scatter_nd(t, i, u, mode, api, dict(tensor=tensor, indices=indices,
-                                                          updates=updates)), tensor, updates)
+        how = mode
+        if mode == "sub":  # the scatter's add of the negated updates, exact as TF's sub
+            if dt.is_unsigned(u.dtype):
+                raise Reject()
+            u, how = ops.neg(u), "add"
+        return wrap(_scatter_nd(t, i, u, how, api, dict(tensor=tensor, indices=indices,
+                                                         updates=updates)), tensor, updates)
     lowering.__name__ = api.__name__
 
 
 _tensor_scatter(tf.tensor_scatter_nd_update, "set")
 _tensor_scatter(tf.tensor_scatter_nd_add, "add")
+_tensor_scatter(tf.tensor_scatter_nd_sub, "sub")
 _tensor_scatter(tf.tensor_scatter_nd_max, "max")
 _tensor_scatter(tf.tensor_scatter_nd_min, "min")
 

@@ -3,7 +3,7 @@ broadcasting, Python scalars take the tensor's dtype) expressed as explicit IR."
 import numpy as np
 import tensorflow as tf
 
-from ...core import compose
+from ...core import compose, host_values
 from .tensor import LazyTensor, ir_dtype, node_of, scalar_splat, sources_of
 
 TENSORS = (LazyTensor, tf.Tensor, tf.Variable)
@@ -125,9 +125,13 @@ def axes_of(axis, ndim, allow_none=True):
 
 
 def static_ints(value):
-    """A shape-like argument as Python ints (a lazy one would need its value: Reject)."""
+    """A shape-like argument as Python ints: a lazy one only when its value is known on the
+    host without running anything (a lazy constant, the TF guide's `shape=tf.constant([10])`
+    made lazy); else it would need a sync: Reject."""
     if isinstance(value, LazyTensor):
-        raise Reject()
+        value = host_values.known(value.node)
+        if value is None:
+            raise Reject()
     if isinstance(value, (tf.Tensor, tf.Variable)):
         value = value.numpy()
     if isinstance(value, tf.TensorShape):
