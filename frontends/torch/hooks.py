@@ -29,6 +29,9 @@ upgrade, re-read those:
   torch.func.functionalize     (and eager_transforms.functionalize) runs `func` itself on
                                lazyx tensors; a name bound before lazyx's import is torch's
   autograd.graph.save_on_cpu.__init__  its pack hook keeps lazyx tensors lazy (no host copy)
+  higher_order.cond            a rule for LazyTensor (py_impl): the predicate is read, the
+                               branch it picks runs, recorded (torch raised "no rule
+                               registered for HOP cond and subclass LazyTensor")
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
@@ -48,7 +51,7 @@ import warnings
 
 import torch
 
-from ...core import split_steps
+from ...core import runtime, split_steps
 from . import tensor
 
 _ORIGINAL = {}
@@ -727,6 +730,18 @@ def _for_lazyx(compiler_fn):
     return False
 
 
+def _cond(pred, true_fn, false_fn, operands):
+    """torch.cond on lazyx tensors (torch_controlflow_tutorial): as eager torch, one branch
+    runs -- the one the predicate picks, read on the host (a data-dependent sync; a Python
+    bool is taken as it is). Tracing both and selecting would be one program, but the branch
+    eager never runs could put NaNs into the gradient through the select."""
+    if isinstance(pred, tensor.LazyTensor):
+        take = bool(runtime.to_host(pred._lazyx_handle, cause="data_dependent"))
+    else:
+        take = bool(pred)
+    return (true_fn if take else false_fn)(*operands)
+
+
 def install():
     """Install the hooks (once; device.register calls this)."""
     if _ORIGINAL:
@@ -769,6 +784,8 @@ def install():
         _ORIGINAL[name] = getattr(proxy_tensor, name)
         setattr(proxy_tensor, name, patched)
     proxy_tensor.HANDLED_TYPES += (tensor.LazyTensor,)
+    from torch._higher_order_ops.cond import cond_op
+    cond_op.py_impl(tensor.LazyTensor)(_cond)
     _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward
     torch.autograd.graph._engine_run_backward = _run_backward
     torch.autograd._engine_run_backward = _run_backward
