@@ -28,7 +28,8 @@ from ._base import LazyArray, wrap
 from ._complex import lowering as complex_lowering
 from ._fallback import observe_with, run_eagerly
 from ._promote import (UnsupportedDtype, as_node, assign, broadcast_node, broadcast_shapes,
-                       dtype_key, resolve_ufunc, shape_of)
+                       broadcast_shapes_or_none, dtype_key, resolve_ufunc, shape_of,
+                       shape_text)
 from ._special import SPECIAL
 from ._special import lowers as scipy_lowers
 from ._special import name as ufunc_name
@@ -338,11 +339,15 @@ def array_ufunc(ufunc, method, inputs, kwargs):
             return NotImplemented
     out = kwargs.pop("out", None)
     casting = "same_kind"
-    if method == "__call__" and _traceable_call(ufunc, kwargs):
+    where = True
+    if method == "__call__" and _traceable_call(ufunc, kwargs, out):
         if ufunc in GUFUNCS:
             result = GUFUNCS[ufunc](*inputs, **kwargs)
         else:
             casting = kwargs.pop("casting", casting)
+            where = kwargs.pop("where", True)
+            if where is not True:
+                _check_where_shape(inputs, out, where)
             result = apply(ufunc, inputs, dtype=kwargs.get("dtype"))
     elif method == "outer" and ufunc.nin == 2 and ufunc not in GUFUNCS and \
             _traceable_call(ufunc, kwargs):
@@ -372,7 +377,8 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     results = result if isinstance(result, tuple) else (result,)
     for i, (o, r) in enumerate(zip(out, results)):
         if o is not None:
-            assign(o, r, ufunc, casting=casting, index=i)
+            assign(o, r, ufunc, casting=casting, index=i,
+                   where=None if where is True else where)
     written = tuple(o if o is not None else r for o, r in zip(out, results))
     return written if isinstance(result, tuple) else written[0]
 
@@ -389,13 +395,35 @@ def _outer_operands(a, b):
     return a.reshape(a.shape + (1,) * extra), b
 
 
-def _traceable_call(ufunc, kwargs):
+def _traceable_call(ufunc, kwargs, out=None):
     if ufunc not in UFUNCS and ufunc not in GUFUNCS and not scipy_lowers(ufunc):
         return False
     # "unsafe" only loosens the output's cast (inputs always cast to the loop's dtype here);
     # the stricter rules also judge the inputs: NumPy's own call does that
     casting = kwargs.get("casting", "same_kind")
     traced = ("same_kind",) if ufunc in GUFUNCS else ("same_kind", "unsafe")
-    if kwargs.get("where", True) is not True or casting not in traced:
+    where = kwargs.get("where", True)
+    if where is not True and (ufunc in GUFUNCS or not _lazy_where(where, out)):
+        return False
+    if casting not in traced:
         return False
     return set(kwargs) <= {"dtype", "casting", "where"}
+
+
+def _check_where_shape(inputs, out, where):
+    """NumPy's error for a `where=` mask that does not broadcast with the operands."""
+    shapes = [shape_of(x) for x in inputs] + [o.shape for o in out] + [shape_of(where)]
+    if broadcast_shapes_or_none(*shapes) is None:
+        raise ValueError("operands could not be broadcast together with shapes " +
+                         "".join(shape_text(s) + " " for s in shapes))
+
+
+def _lazy_where(where, out):
+    """Whether `where=` can be a select into the outputs: every output given and lazy (the
+    positions `where` leaves alone keep their values: NumPy leaves a missing output's
+    uninitialized), and the mask a boolean array."""
+    if not out or any(not isinstance(o, LazyArray) for o in out):
+        return False
+    if isinstance(where, LazyArray):
+        return where.dtype == np.bool_
+    return np.asarray(where).dtype == np.bool_

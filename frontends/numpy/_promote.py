@@ -262,8 +262,9 @@ def _output_casting_error(ufunc, src, dst, index):
                      f"dtype('{dst}') with casting rule 'same_kind'")
 
 
-def assign(out, result, ufunc=None, casting="same_kind", index=0):
-    """Write `result` into `out` (a lazy or NumPy array), as a ufunc's out= does."""
+def assign(out, result, ufunc=None, casting="same_kind", index=0, where=None):
+    """Write `result` into `out` (a lazy or NumPy array), as a ufunc's out= does; with a
+    boolean `where`, only where it is true (a select on a lazy `out`)."""
     src = result._node.dtype if isinstance(result, LazyArray) else ir_dtype(np.asarray(result).dtype)
     dst_dtype = out.dtype
     if not np.can_cast(np_dtype(src), dst_dtype, casting=casting):
@@ -279,9 +280,13 @@ def assign(out, result, ufunc=None, casting="same_kind", index=0):
                          f"{shape_text(wanted or res_shape)}")
     if isinstance(out, LazyArray):
         node = broadcast_node(as_node(result, out._node.dtype), out.shape)
+        if where is not None:  # (its shape checked by the caller: _entry._check_where_shape)
+            node = ops.select(broadcast_node(as_node(where, "bool"), out.shape), node,
+                              out._node)
         _views.write(out, node, "output array is read-only")
     else:
-        np.copyto(out, np.asarray(result), casting=casting)
+        np.copyto(out, np.asarray(result), casting=casting,
+                  where=True if where is None else np.asarray(where))
     return out
 
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import lazyx
 import lazyx.frontends.numpy as lnp
 
 F64 = np.array([1.5, 2.5, -1.0])
@@ -89,3 +90,31 @@ def test_any_casting_rule_into_any_out(ufunc, left, right, out, casting, masked)
     def call(ns, a):
         return getattr(ns, ufunc)(a(ARRAYS[left]), a(ARRAYS[right]), out=a(ARRAYS[out]), **kwargs)
     _assert_like_numpy(call)
+
+
+def test_where_into_lazy_outputs_is_a_select():
+    """`where=` with every output lazy is a select into the outputs' current values (it ran on
+    NumPy, a counted fallback and a sync of its operands): numpy-100's `Z[mask] *= -1`
+    written lazily, `np.multiply(Z, -1, out=Z, where=mask)`, and a division guarded by its
+    divisor. A mask that does not broadcast is NumPy's error."""
+    z = np.arange(10.0) - 3.0
+    mask = (z > 0) & (z < 5)
+    calls = [lambda Z, M: np.multiply(Z, -1, out=Z, where=M),
+             lambda Z, M: np.divide(1.0, Z, out=Z, where=Z != 0),
+             lambda Z, M: np.add(Z, [1.0] * 10, out=Z, where=mask),
+             lambda Z, M: np.sqrt(Z, out=Z, where=M)]
+    for call in calls:
+        want = z.copy()
+        call(want, mask)
+        got, m = lnp.asarray(z), lnp.asarray(mask)
+        lazyx.sync()
+        lazyx.reset_metrics()
+        assert call(got, m) is got
+        assert lazyx.metrics()["syncs"] == 0 and lazyx.metrics()["fallbacks"] == 0
+        np.testing.assert_array_equal(np.asarray(got), want)
+    errors = []
+    for arr in (z.copy(), lnp.asarray(z)):
+        with pytest.raises(ValueError) as err:
+            np.add(arr, 1, out=arr, where=np.array([True, False]))
+        errors.append(str(err.value))
+    assert errors[0] == errors[1]
