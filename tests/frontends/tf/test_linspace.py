@@ -51,11 +51,17 @@ def test_linspace_gradient_is_tfs():
 
 
 def test_what_linspace_leaves_to_tf():
-    """A lazy count would need its value; integer endpoints follow TF's casts: TF's function
-    runs (counted), with its numbers and its errors."""
+    """A lazy count would need its value -- unless the host holds it (a lazy constant: read
+    there, no sync); integer endpoints follow TF's casts: TF's function runs (counted), with
+    its numbers and its errors."""
     start, stop = ltf.constant(1.0), ltf.constant(2.0)
     lazyx.reset_metrics()
     got = tf.linspace(start, stop, ltf.constant(3))
+    assert lazyx.metrics()["fallback_ops"] == {}
+    np.testing.assert_allclose(np.asarray(got), [1.0, 1.5, 2.0])
+    computed = tf.reduce_sum(ltf.constant([[3]]), axis=0)[0]  # a count only the device knows
+    lazyx.reset_metrics()
+    got = tf.linspace(start, stop, computed)
     assert lazyx.metrics()["fallback_ops"] == {"tf.linspace": 1}
     np.testing.assert_allclose(np.asarray(got), [1.0, 1.5, 2.0])
     with pytest.raises((tf.errors.InvalidArgumentError, ValueError)):
