@@ -44,14 +44,6 @@ class Device:
 DEVICE = Device()
 
 
-def _has_handle(array):
-    try:
-        array.__lazyx_handle__
-    except AttributeError:
-        return False
-    return True
-
-
 class LazyArray:
     """A NumPy-like array whose operations are recorded into lazyx's IR instead of running."""
     __slots__ = ("__lazyx_handle__", "__weakref__")
@@ -60,7 +52,7 @@ class LazyArray:
 
     def __init__(self, node, *args, **kwargs):
         # (wrap below makes the same object in C: keep the two alike)
-        if type(self) is not LazyArray and _has_handle(self):
+        if type(self) is not LazyArray and hasattr(self, "__lazyx_handle__"):
             # a subclass whose __new__ made it as a view, `lnp.asarray(a).view(cls)` (the
             # ndarray-subclass recipe): Python then calls __init__ with __new__'s arguments,
             # which ndarray's __init__ ignores
