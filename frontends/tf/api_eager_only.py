@@ -11,7 +11,13 @@ tf.map_fn / vectorized_map are usually lazy: hooks._wrap_mapping wraps these wra
 runs the body per row (control_flow.py). What it leaves to TF -- over UNROLL_LIMIT rows, no
 rows, a ragged or sparse fn_output_signature -- reaches the fallback registered here.
 (tf.scan / foldl / foldr need none: TF's dispatch reaches registry's fallback for them.)
+
+tf.py_function and tf.numpy_function used as decorators (`@tf.py_function(Tout=...)`) return
+a function that calls TF's internal op, past the public name: `decorator_form` (applied by
+hooks.py) makes that function call the public, wrapped name instead.
 """
+import functools
+
 import tensorflow as tf
 
 from .registry import fallback_undispatched
@@ -23,3 +29,24 @@ for _namespace, _name in ((tf, "map_fn"), (tf, "vectorized_map"), (tf, "py_funct
                           (tf.io, "serialize_tensor"),  # (a checkpoint or a tf.train.Example)
                           (tf.summary, "write")):  # (TensorBoard's scalar / histogram / image)
     fallback_undispatched(_namespace, _name)
+
+
+DECORATOR_FORMS = ((tf, "py_function"), (tf, "numpy_function"))
+
+
+def decorator_form(public):
+    """`public` (the wrapped tf.py_function or tf.numpy_function), whose decorator form's
+    calls go through `public` too."""
+    @functools.wraps(public)
+    def call(func=None, inp=None, Tout=None, **kwargs):
+        if func is not None:
+            return public(func, inp, Tout, **kwargs)
+        public(None, inp, Tout, **kwargs)  # TF's checks of a decorator's arguments
+
+        def decorator(fun):
+            @functools.wraps(fun)
+            def wrapper(*args):
+                return public(fun, inp=args, Tout=Tout, **kwargs)
+            return wrapper
+        return decorator
+    return call

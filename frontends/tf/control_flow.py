@@ -30,6 +30,7 @@ import threading
 import tensorflow as tf
 
 from ...core import runtime
+from . import saved_functions
 from . import variables as _vars
 from .tensor import LazyTensor, _tf_leaf, framework_request, silent_turn
 
@@ -297,7 +298,8 @@ def function_call(function, original, args, kwargs):
 
     TF's graph run on the materialized values (the counted fallback "tf.function(<name>)")
     stays for: Keras' own tf.functions (fit / train_on_batch / predict drive data iterators
-    and distribution strategies around them), and a call whose body creates a variable (TF
+    and distribution strategies around them), a function restored from a SavedModel (only
+    its graphs were saved), and a call whose body creates a variable (TF
     creates a tf.function's variables once, on its first trace; rerunning the Python body at
     each call would create them again): the body is stopped before the creation."""
     from . import registry
@@ -306,19 +308,29 @@ def function_call(function, original, args, kwargs):
                                  args, kwargs, name=f"tf.function({function._name})")
     if getattr(python_function, "__module__", "").startswith("keras."):
         return fallback()
+    if _restored(function):  # its Python function picks one of its graphs: no lazy value enters
+        return fallback()
     if function.input_signature is not None:
         _check_signature(function, args, kwargs)
     creator = _first_call_creation if _first_call(function) else _no_creation
     seeds = _op_seeds()
     try:
         with tf.variable_creator_scope(creator):
-            return python_function(*args, **kwargs)
+            result = python_function(*args, **kwargs)
     except _CreatesVariable:
         # the body's draws before the stop (the guide's `tf.Variable(tf.random.uniform(..))`)
         # took op seeds from TF's stream: given back, so TF's trace draws what eager TF draws
         # and every later unseeded draw (a Dataset.shuffle) is eager TF's
         _restore_op_seeds(seeds)
         return fallback()
+    saved_functions.remember_signature(function, args, kwargs)  # for tf.saved_model.save
+    return result
+
+
+def _restored(function):
+    """Whether `function` was loaded from a SavedModel (its graphs are all it has)."""
+    module = sys.modules.get("tensorflow.python.saved_model.function_deserialization")
+    return module is not None and isinstance(function, module.RestoredFunction)
 
 
 def _op_seeds():

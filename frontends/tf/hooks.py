@@ -49,6 +49,14 @@ Installed here, once:
   ResourceVariable._init_from_args is wrapped: tf.Variable(lazy value) is made from zeros
       and assigned the lazy value (its shadow), instead of reading it on the host.
 
+  Function._list_all_concrete_functions_for_serialization and get_concrete_function,
+      ConcreteFunction.__call__ and saved_model.save.save_and_return_nodes are wrapped
+      (saved_functions.py): a function saved after lazy calls only traces their signatures
+      first; get_concrete_function traces a lazy example as its TensorSpec; a concrete (or
+      restored) function called with lazy arguments runs on their values, a counted
+      fallback; a save stores the variables' pending lazy values first. Calls without
+      lazy values go to TF unchanged (but for that store, as a tf.function call's).
+
   Function.__call__ (tensorflow/python/eager/polymorphic_function) is wrapped: a
       tf.function called with lazy arguments runs its Python function on them, as TF's
       run_functions_eagerly mode does (control_flow.function_call; a lazy value cannot
@@ -97,6 +105,10 @@ Installed here, once:
       A variable holding a lazy value (a shadow) is a lazy operand too: TF's eager fast path
       of a generated op (tf.maximum) would read it, a sync.
 
+  tf.py_function / tf.numpy_function (already wrapped as above) are wrapped again for their
+      decorator form, whose function called TF's internal op past the public name
+      (api_eager_only.decorator_form); any other call is the wrapper's.
+
   Every other lowered API that is a generated op (tf.tile, tf.nn.l2_loss, tf.linalg.det;
       registry.lazy_operand_wrapper) gets the same treatment for its public names: a call
       with a lazy operand or a shadowed variable goes to its lowering's dispatch target; so
@@ -135,7 +147,7 @@ from tensorflow.python.util import dispatch, tf_decorator
 
 from ...core import runtime
 from ...core.after_import import after_import
-from . import control_flow, indexed_slices, registry, variables
+from . import api_eager_only, control_flow, indexed_slices, registry, saved_functions, variables
 from .tensor import LazyTensor
 
 _installed = []
@@ -156,6 +168,8 @@ def install():
         if isinstance(inspect.getattr_static(namespace, name), staticmethod):
             wrapper = staticmethod(wrapper)  # tf.data.Dataset.from_tensor_slices
         setattr(namespace, name, wrapper)
+    for namespace, name in api_eager_only.DECORATOR_FORMS:
+        setattr(namespace, name, api_eager_only.decorator_form(getattr(namespace, name)))
     for api, (operator, arity) in registry.DIRECT.items():
         wrapper = registry.direct_wrapper(api, operator, arity)
         for namespace, name in _public_names(api):
@@ -180,6 +194,7 @@ def install():
     _wrap_keras_cond()
     _wrap_keras_sparse_divide()
     _wrap_tf_function()
+    _wrap_saved_functions()
     _wrap_mapping()
     _wrap_random_draws()
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
@@ -296,6 +311,54 @@ def _wrap_tf_function():
         return control_flow.function_call(self, original, args, kwargs)
     __call__.__wrapped__ = original
     function_class.__call__ = __call__
+
+
+def _wrap_saved_functions():
+    """tf.functions beside their graphs (saved_functions.py): a function listed for a
+    SavedModel first traces the signatures of its lazy calls; a ConcreteFunction called with
+    lazy arguments runs on their values (a counted fallback); get_concrete_function traces a
+    lazy example argument as its TensorSpec; and a save first stores the variables' pending
+    lazy values, as a checkpoint's does."""
+    from tensorflow.python.eager.polymorphic_function import concrete_function
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+    from tensorflow.python.saved_model import save
+    function_class = polymorphic_function.Function
+    listing = function_class._list_all_concrete_functions_for_serialization
+    get_concrete = function_class.get_concrete_function
+
+    @functools.wraps(listing)
+    def list_for_serialization(self):
+        saved_functions.trace_remembered(self)
+        return listing(self)
+
+    @functools.wraps(get_concrete)
+    def get_concrete_function(self, *args, **kwargs):
+        if registry._has_lazy(args) or registry._has_lazy(kwargs):
+            args, kwargs = saved_functions.as_specs(args), saved_functions.as_specs(kwargs)
+        return get_concrete(self, *args, **kwargs)
+    function_class._list_all_concrete_functions_for_serialization = list_for_serialization
+    function_class.get_concrete_function = get_concrete_function
+
+    concrete_class = concrete_function.ConcreteFunction
+    call = concrete_class.__call__
+
+    def __call__(self, *args, **kwargs):
+        if not (registry._has_lazy(args) or registry._has_lazy(kwargs)):
+            if variables._SHADOWED:
+                variables.store_captured()
+            return call(self, *args, **kwargs)
+        return registry.run_eagerly(functools.partial(call, self), args, kwargs,
+                                    name=f"ConcreteFunction({saved_functions.name_of(self)})")
+    __call__.__wrapped__ = call
+    concrete_class.__call__ = __call__
+
+    save_nodes = save.save_and_return_nodes  # what tf.saved_model.save (and Keras' export) call
+
+    @functools.wraps(save_nodes)
+    def save_and_return_nodes(*args, **kwargs):
+        variables.write_back(cause="explicit")
+        return save_nodes(*args, **kwargs)
+    save.save_and_return_nodes = save_and_return_nodes
 
 
 def _wrap_mapping():
