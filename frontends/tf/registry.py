@@ -419,6 +419,8 @@ def wrap_result(value):
         return type(value)(wrap_result(v) for v in value)
     if hasattr(value, "_fields"):  # namedtuples such as tf.math.top_k's
         return type(value)(*[wrap_result(v) for v in value])
+    if type(value) is dict:  # a SavedModel signature's results
+        return {k: wrap_result(v) for k, v in value.items()}
     return value
 
 

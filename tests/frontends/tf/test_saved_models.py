@@ -75,6 +75,10 @@ def test_a_restored_function_with_a_signature_takes_lazy_arguments(tmp_path):
     x = [[1.0, 1.0], [2.0, 3.0]]
     out = restored(ltf.constant(x))
     np.testing.assert_array_equal(np.asarray(out), [[3.0], [8.0]])
+    serving = restored.signatures["serving_default"]
+    (name, result), = serving(x=ltf.constant(x)).items()
+    assert isinstance(result, ltf.LazyTensor)
+    np.testing.assert_array_equal(np.asarray(result), [[3.0], [8.0]])
     with pytest.raises(Exception) as eager:
         restored(tf.constant([[1, 2]]))  # int32 against a float32 signature
     with pytest.raises(type(eager.value)):
