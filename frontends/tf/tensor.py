@@ -151,6 +151,12 @@ class _GradientHook:
         return value if caller.endswith("custom_gradient") else grad
 
 
+def _numpy_text(text):
+    """A value's text as TF prints it in a tensor's repr and str (a scalar's repr is its Python
+    value's): on its own lines when it takes several."""
+    return "\n" + text if "\n" in text else text
+
+
 class LazyTensor(composite_tensor.CompositeTensor):
     """A TF-looking tensor whose value is lazyx IR; TF APIs on it dispatch to lazyx."""
     __composite_gradient__ = _GradientHook()
@@ -270,12 +276,13 @@ class LazyTensor(composite_tensor.CompositeTensor):
 
     def __repr__(self):
         value = _observe(self._handle, cause="print")
+        text = _numpy_text(repr(value.item() if np.ndim(value) == 0 else value))
         return f"<lazyx.tf.Tensor: shape={tuple(self.node.shape)}, dtype={self.dtype.name}, " \
-               f"numpy={value!r}>"
+               f"numpy={text}>"
 
     def __str__(self):
-        value = _observe(self._handle, cause="print")
-        return f"lazyx.tf.Tensor({value}, shape={tuple(self.node.shape)}, " \
+        text = _numpy_text(str(_observe(self._handle, cause="print")))
+        return f"lazyx.tf.Tensor({text}, shape={tuple(self.node.shape)}, " \
                f"dtype={self.dtype.name})"
 
     def __format__(self, format_spec):

@@ -200,3 +200,10 @@ def test_a_spectral_loss_through_an_eager_complex_op_has_tfs_gradient(tape):
     got_loss, got = grad(tape, ltf.constant)
     np.testing.assert_allclose(got_loss, want_loss, rtol=1e-5)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("value", [[1, 2, 3], [[1.5, -2.0], [3.25, 4.0]], 7.0, [[True], [False]]])
+def test_print_and_repr_lay_out_values_as_tf_does(value):
+    eager, lazy = tf.constant(value), ltf.constant(value)
+    assert str(lazy) == "lazyx." + str(eager)
+    assert repr(lazy) == "<lazyx." + repr(eager)[1:]
