@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import runtime
+from ...core import ir, runtime
 from ...core.split_steps import observed
 from ...core.symbolic import plain
 
@@ -117,14 +117,23 @@ class LazyArray:
 
     # ------------------------------------------------------------ observation (syncs)
     def _host(self, cause, source=None):
+        frame = None
         if cause != "fallback":
-            inside = numpy_caller()
+            inside, frame = _library_caller()
             if inside is not None:  # a library's own code reads the value: not the user
-                runtime.fallback(inside, inside.partition(".")[0], read=True)
+                # counted once per call, though it may read many values (np.mean of a list
+                # reads each element twice): a read with nothing traced since the last one
+                # in the same function is the same call
+                if _counted[0] != (id(frame), ir.CREATED[0]):
+                    runtime.fallback(inside, inside.partition(".")[0], read=True)
                 cause = "fallback"
+                if self.__lazyx_handle__.pending:
+                    _read_siblings(frame, cause)
         # (the user's line is looked up by to_host only when the value is pending: a read of
         # data needs none)
         host = runtime.to_host(self.__lazyx_handle__, cause=cause, source=source)
+        if frame is not None:
+            _counted[0] = (id(frame), ir.CREATED[0])
         if not host.flags.writeable:  # XLA may hand out a read-only view of its buffer
             host = host.copy()
         return host
@@ -288,29 +297,56 @@ def _scipy_name(frame):
     return ".".join(parts[:private] + [getattr(frame.f_code, "co_qualname", frame.f_code.co_name)])
 
 
-def numpy_caller():
-    """`numpy.<function>` (or `scipy.<module>.<function>`) when the code reading a lazy
-    value (past lazyx's own frames) is NumPy's or scipy's Python code -- a function with no
-    lowering that did not dispatch to lazyx (np.vectorize, np.piecewise, scipy.signal's and
-    scipy.ndimage's filters, ...) -- else None: the user (or a C entry point such as
-    np.asarray called by the user) is observing it. Names the outermost such frame, the
-    function the user called."""
+def _library_caller():
+    """(`numpy.<function>` or `scipy.<module>.<function>`, its frame) when the code reading a
+    lazy value (past lazyx's own frames) is NumPy's or scipy's Python code -- a function with
+    no lowering that did not dispatch to lazyx (np.vectorize, np.piecewise, scipy.signal's and
+    scipy.ndimage's filters, np.mean of a list, ...) -- else (None, None): the user (or a C
+    entry point such as np.asarray called by the user) is observing it. Names the outermost
+    such frame, the function the user called. (Called by LazyArray._host only.)"""
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_LAZYX_DIR):
         frame = frame.f_back
-    name, scipy_dir = None, _scipy_dir()
+    name = outermost = None
+    scipy_dir = _scipy_dir()
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename.startswith(_NUMPY_DIR):
             if filename.startswith(_NUMPY_TESTING):
-                return None  # np.testing compares because the user asked it to: an observation
+                return None, None  # np.testing compares because the user asked: an observation
             name = "numpy." + getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
         elif scipy_dir is not None and filename.startswith(scipy_dir):
             name = _scipy_name(frame)
         else:
             break
+        outermost = frame
         frame = frame.f_back
-    return name
+    return name, outermost
+
+
+_counted = [None]  # the library call whose fallback was last counted: (its frame's id, nodes made)
+_SIBLINGS_MAX = 100_000
+
+
+def _read_siblings(frame, cause):
+    """A library function given a list of arrays (`np.mean(losses)`, `np.argmax(scores)`):
+    NumPy converts the list element by element, so each pending lazy element would be a cut
+    of its own. Its pending lazy elements are computed together instead, in one cut."""
+    code = frame.f_code
+    if not code.co_argcount:
+        return
+    first = frame.f_locals.get(code.co_varnames[0])
+    if type(first) not in (list, tuple):
+        return
+    handles, todo = [], [first]
+    while todo and len(handles) < _SIBLINGS_MAX:
+        for item in todo.pop():
+            if type(item) in (list, tuple):
+                todo.append(item)
+            elif is_lazy(item) and item.__lazyx_handle__.pending:
+                handles.append(item.__lazyx_handle__)
+    if len(handles) > 1:
+        runtime.sync(*handles, cause=cause, source=runtime.user_line(3), sharing=True)
 
 
 def _py_wrap(node):

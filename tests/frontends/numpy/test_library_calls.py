@@ -6,6 +6,7 @@ copy checks) -- answered without a sync or a fallback; scipy.special's ufuncs an
 (neither a dependency) on lazy arrays."""
 import os
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -210,3 +211,26 @@ def test_calling_a_numpy_polynomial_on_a_lazy_array_stays_lazy(kind, domain):
         assert lazyx.metrics()["fallbacks"] == 0 and lazyx.metrics()["syncs"] == 0
         assert_matches(got, want, rtol=1e-12)
     assert np.polynomial.polyutils.mapdomain(2.0, (0, 4), (-1, 1)) == 0.0  # (host: NumPy's)
+
+
+@pytest.mark.parametrize("reduce", [np.mean, np.sum, np.argmax, np.max, np.std])
+def test_a_reduction_of_a_list_of_lazy_values_is_one_cut_and_one_fallback(reduce):
+    """NumPy converts a list element by element (reading each twice): one cut for all the
+    pending elements, and the call counted once, not twice per element."""
+    base = np.linspace(0.5, 3.0, 5)
+    x = lnp.asarray(base)
+    values = [x[i] * 2.0 + 1.0 for i in range(5)]
+    before = lazyx.metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (warned once per process)
+        result = reduce(values)
+    after = lazyx.metrics()
+    assert result == reduce([b * 2.0 + 1.0 for b in base])
+    assert after["syncs"] - before["syncs"] == 1
+    assert after["fallbacks"] - before["fallbacks"] == 1
+    for _ in range(2):  # each call counted, in a loop as in one go
+        values = [v + 1.0 for v in values]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            reduce(values)
+    assert lazyx.metrics()["fallbacks"] - after["fallbacks"] == 2
