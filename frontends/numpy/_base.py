@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from ...core import dtypes as dt
-from ...core import ir, runtime
+from ...core import runtime
 from ...core.split_steps import observed
 from ...core.symbolic import plain
 
@@ -117,14 +117,10 @@ class LazyArray:
 
     # ------------------------------------------------------------ observation (syncs)
     def _host(self, cause, source=None):
-        frame = None
         if cause != "fallback":
             inside, frame = _library_caller()
             if inside is not None:  # a library's own code reads the value: not the user
-                # counted once per call, though it may read many values (np.mean of a list
-                # reads each element twice): a read with nothing traced since the last one
-                # in the same function is the same call
-                if _counted[0] != (id(frame), ir.CREATED[0]):
+                if _first_read_in(frame):  # (np.mean of a list reads each element twice)
                     runtime.fallback(inside, inside.partition(".")[0], read=True)
                 cause = "fallback"
                 if self.__lazyx_handle__.pending:
@@ -132,8 +128,6 @@ class LazyArray:
         # (the user's line is looked up by to_host only when the value is pending: a read of
         # data needs none)
         host = runtime.to_host(self.__lazyx_handle__, cause=cause, source=source)
-        if frame is not None:
-            _counted[0] = (id(frame), ir.CREATED[0])
         if not host.flags.writeable:  # XLA may hand out a read-only view of its buffer
             host = host.copy()
         return host
@@ -324,7 +318,19 @@ def _library_caller():
     return name, outermost
 
 
-_counted = [None]  # the library call whose fallback was last counted: (its frame's id, nodes made)
+_COUNTED = "__lazyx_read__"
+
+
+def _first_read_in(frame):
+    """Whether the library call running in `frame` reads a lazy value for the first time: a
+    fallback is counted once per call, however many values it reads. The mark is a key of the
+    frame's own locals dict, which lives and dies with that call's frame object (CPython
+    reuses a finished frame's address, so an id would take the next call for the same)."""
+    local = frame.f_locals
+    if _COUNTED in local:
+        return False
+    local[_COUNTED] = True
+    return True
 _SIBLINGS_MAX = 100_000
 
 

@@ -234,3 +234,10 @@ def test_a_reduction_of_a_list_of_lazy_values_is_one_cut_and_one_fallback(reduce
             warnings.simplefilter("ignore", RuntimeWarning)
             reduce(values)
     assert lazyx.metrics()["fallbacks"] - after["fallbacks"] == 2
+    first, second = [x[i] * 3.0 for i in range(5)], [x[i] * 4.0 for i in range(5)]
+    before = lazyx.metrics()["fallbacks"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        reduce(first)  # back to back, nothing traced between: two calls all the same
+        reduce(second)
+    assert lazyx.metrics()["fallbacks"] - before == 2
