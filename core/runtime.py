@@ -651,8 +651,9 @@ def bind_fixed(exe, fixed):
 
 def compile_program(program, fixed=None, cause=None, source=None):
     """Compile (or fetch from the cache) an executable for `program`; `fixed` (leaf index ->
-    value): leaves the caller will never change and will bind (exe.bind), which the backend
-    may specialize the executable to (XLA reads equal ones as one). `cause` and `source`
+    value): the values of leaves its first call passes -- a binding caller's (exe.bind), which
+    it never changes, or a lazy cut's scalars -- which the backend may lay out the executable
+    it compiles first for (XLA reads equal ones as one). `cause` and `source`
     (the cut's) go into the warning about a compile that runs long (core/compile_watch.py)."""
     exe = CACHE.get(program.key)
     if exe is not None:
@@ -674,6 +675,17 @@ def compile_program(program, fixed=None, cause=None, source=None):
     metrics.record_time("compile", elapsed)
     _notify("on_compile", program, exe, start, elapsed)
     return CACHE.put(program.key, exe), True
+
+
+def _scalars(program, values):
+    """{leaf index: value} of `program`'s inexact scalar leaves (Python floats, splats).
+    Integer ones are left out: those are the indices and counters a loop changes (a minibatch
+    start 0 at the first step, as a literal 0 is), whose equality a later call would part."""
+    return {i: values[i] for i, (kind, shape, dtype) in enumerate(program.leaves)
+            if (kind == "splat" or (kind == "param" and shape == ())) and dtype in _INEXACT}
+
+
+_INEXACT = frozenset(dt.FLOATS + dt.COMPLEX)
 
 
 def _trace_key(roots):
@@ -880,7 +892,9 @@ def _run(roots, cause, source, trace_seconds=0.0):
         _notify("on_sync", cause, source, program, run_roots)
     hit = exe is not None
     if not hit:
-        exe, _ = compile_program(program, cause=cause, source=source)
+        # the first call's scalars: the backend may lay out equal ones as one (XLA: see
+        # backends/xla._LazyLayout), compiling the layout this call runs
+        exe, _ = compile_program(program, _scalars(program, values), cause=cause, source=source)
         metrics.record_compile(source)
     if alias is not None:
         CACHE.put_alias(alias[0], exe, alias[1])

@@ -1,7 +1,8 @@
-"""Equal fixed scalars read as one element of their pack (backends/xla.py, merge_fixed): a
-caller that binds values it never changes (a lazyx.compile replay's literals) gets a variant
-of the program that reads each distinct value once; the lazy path, whose scalars may change
-at any step, merges nothing and never recompiles for a new value."""
+"""Equal scalars read as one element of their pack (backends/xla.py, merge_fixed): a caller
+that binds values it never changes (a lazyx.compile replay's literals) gets a variant of the
+program that reads each distinct value once, and so does the lazy path for the values of its
+first call (_LazyLayout), as long as later calls keep the equal ones equal; one that parts
+them compiles once more, and the layouts compute the same numbers bit for bit."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -75,15 +76,63 @@ def _numpy(x, a, b, c):
     return np.sum(np.tanh(x * f(a) + f(b)) * f(c) - f(a), dtype=np.float32)
 
 
-def test_the_lazy_path_never_recompiles_for_equal_or_unequal_scalars(xla_backend):
+def test_the_lazy_path_compiles_once_more_when_equal_scalars_part(xla_backend, fresh_runtime):
     x_host = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
     x = lnp.asarray(x_host)
     rng = np.random.default_rng(0)
-    for _ in range(8):  # which of a, b, c are equal changes from call to call
+    counts = []
+    for _ in range(12):  # which of a, b, c are equal changes from call to call
         a, b, c = (float(v) for v in rng.choice([0.5, 0.25, 2.0], size=3))
         np.testing.assert_allclose(float(_chain(x, a, b, c)), _numpy(x_host, a, b, c),
                                    rtol=2e-6)
+        counts.append(lazyx.metrics()["compiles"])
+    # the first call's layout merges a's two uses; the call that parts what it merged gets a
+    # layout that merges nothing that changed, the general one here, and keeps it
+    assert counts[-1] == 2 and counts.index(2) == counts.index(2, 0) and \
+        all(c == 2 for c in counts[counts.index(2):])
+
+
+def _literal_chain(x, scale):
+    for _ in range(6):  # 18 uses of 3 literals, as benchmark W3's chain
+        x = lnp.tanh(x * 0.9 + 0.1) - 0.5
+    return lnp.sum(x) * scale
+
+
+def test_the_lazy_path_reads_equal_literals_once(xla_backend, fresh_runtime):
+    host = np.linspace(-2, 2, 64, dtype=np.float32).reshape(8, 8)
+    x = lnp.asarray(host)
+    for step in range(1, 6):  # a scale that changes at every step, alone
+        _literal_chain(x, 1.0 / step).item()
     assert lazyx.metrics()["compiles"] == 1
+    (exe,) = [e for e in runtime.CACHE.entries.values() if isinstance(e, xla._Executable)]
+    (pattern,) = exe._lazy_layout.patterns
+    assert pattern is not None and len(set(pattern)) == 4  # 0.9, 0.1, 0.5, then the scale
+
+
+@given(st.lists(st.tuples(st.sampled_from(["add", "mul", "sub", "div", "tanh", "max"]),
+                          st.sampled_from([0.5, 2.0, -1.5, 3.0, 0.1])),
+                min_size=2, max_size=24),
+       st.sampled_from(["float32", "float64"]))
+@settings(max_examples=30, deadline=None)
+def test_merged_and_general_lazy_layouts_compute_the_same_bits(chain, dtype):
+    if not isinstance(runtime.get_backend(), xla.XlaBackend):
+        pytest.skip("the XLA backend is not the active one")
+    host = np.linspace(-3, 3, 48, dtype=dtype).reshape(6, 8)
+
+    def run():
+        t = lnp.asarray(host)
+        for op, c in chain:
+            t = {"add": lambda: t + c, "mul": lambda: t * c, "sub": lambda: c - t,
+                 "div": lambda: t / c, "tanh": lambda: lnp.tanh(t) * c,
+                 "max": lambda: lnp.maximum(t, c)}[op]()
+        return np.asarray(t)
+
+    results = []
+    for merging in (True, False):
+        runtime.CACHE.clear()
+        xla.MERGE_EQUAL_SCALARS = merging  # (the autouse fixture restores it)
+        results.append(run())
+    np.testing.assert_array_equal(_bits(results[0]), _bits(results[1]))
 
 
 def test_a_replay_reads_its_equal_literals_once_and_computes_the_lazy_paths_numbers(
