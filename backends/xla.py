@@ -876,35 +876,41 @@ class _LazyLayout:
     random chains, tests/backends/test_equal_scalars.py); elsewhere (`merging` False) the
     lazy path keeps the general layout. Only float and complex packs merge: integer scalars
     are the indices and counters a loop changes (runtime._scalars)."""
-    __slots__ = ("signature", "patterns", "firsts", "elements", "last")
+    __slots__ = ("signature", "state", "last")
 
     def __init__(self, signature, merging):
         self.signature = signature
         self.last = None
         self._set(signature.patterns if merging else signature.general)
 
+    @property
+    def patterns(self):
+        return self.state[0]
+
     def _set(self, patterns):
-        self.patterns = patterns
-        # per pack: the position of each element's first scalar, and each scalar's element
-        # (None, None: the general layout)
-        self.firsts = [None if inv is None else _first_positions(inv) for inv in patterns]
-        self.elements = [None if inv is None else np.array(inv, dtype=np.intp)
-                         for inv in patterns]
+        # (patterns, and per pack the position of each element's first scalar and each
+        # scalar's element, None for the general layout): one tuple, replaced whole, so a
+        # call in another thread reads one layout
+        self.state = (patterns,
+                      [None if inv is None else _first_positions(inv) for inv in patterns],
+                      [None if inv is None else np.array(inv, dtype=np.intp)
+                       for inv in patterns])
 
     def arrange(self, args, first):
         """Lay out the packs in `args` (from position `first`, in the general layout) in place;
         the layout's patterns."""
         packs = args[first:]
-        for k, firsts in enumerate(self.firsts):
-            if firsts is not None and \
-                    packs[k][firsts][self.elements[k]].tobytes() != packs[k].tobytes():
+        patterns, firsts, elements = self.state
+        for k, at in enumerate(firsts):
+            if at is not None and packs[k][at][elements[k]].tobytes() != packs[k].tobytes():
                 self._relayout(packs)
+                patterns, firsts, elements = self.state
                 break
         self.last = packs
-        for k, firsts in enumerate(self.firsts):
-            if firsts is not None:
-                args[first + k] = packs[k][firsts]
-        return self.patterns
+        for k, at in enumerate(firsts):
+            if at is not None:
+                args[first + k] = packs[k][at]
+        return patterns
 
     def _relayout(self, packs):
         """A layout for values that broke this one: only scalars unchanged since the previous
