@@ -20,7 +20,9 @@ upgrade, re-read those:
   Tensor._reduce_ex_internal   torch.save/pickle of lazy tensors: values go through the CPU
   Tensor.__deepcopy__          copy.deepcopy of lazy tensors (a model's buffers): a clone
   nn.utils.parametrize._maybe_set      no set_ on a lazy parameter (it froze its storage)
-  Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first
+  Tensor.copy_, __setitem__    a plain tensor written from a lazy one reads it first;
+                               x[bool_mask] = row on lazyx with a row that requires grad is
+                               where(mask, row, x) (no count-shaped gradient: _mask_write)
   torch._dynamo.trace_rules    Dynamo runs lazyx's own code, never compiles it (add)
   Tensor.item                  only while a split lazyx.compile step traces (split_item)
   UntypedStorage.data_ptr      a lazyx storage's is its StorageImpl's address (safetensors)
@@ -545,9 +547,36 @@ def _copy_(self, src, non_blocking=False, _functional=torch._is_functional_tenso
 
 
 def _setitem(self, index, value, _functional=torch._is_functional_tensor):
-    if isinstance(value, torch.Tensor) and _functional(value):
-        value = _read_across(self, value)
+    if isinstance(value, torch.Tensor):
+        if _functional(value):
+            value = _read_across(self, value)
+        if value.requires_grad and type(index) is torch.Tensor and tensor.on_device(self) \
+                and torch.is_grad_enabled() and _mask_write(self, index, value):
+            return None
     return _ORIGINAL["__setitem__"](self, index, value)
+
+
+def _mask_write(x, mask, value):
+    """x[mask] = value for a boolean mask over x's leading axes and a value that requires a
+    gradient and does not span the masked count (one row broadcast to every picked one, HF
+    Wav2Vec2's SpecAugment: `hidden[mask_time_indices] = self.masked_spec_embed`), written as
+    x.copy_(where(mask, value, x)): the same values, and a backward that needs no count. torch's
+    index_put backward gathers the gradient by the mask (`grad[mask]`), whose shape is the
+    count of True: a sync at every step, and a new program for every count. False when the
+    write is not of that form (torch's own __setitem__ then)."""
+    if mask.dtype != torch.bool or not 0 < mask.dim() <= x.dim() or \
+            tuple(mask.shape) != tuple(x.shape[:mask.dim()]):
+        return False
+    row = x.shape[mask.dim():]
+    if value.dim() > len(row) + 1 or (value.dim() == len(row) + 1 and value.shape[0] != 1):
+        return False
+    try:
+        value = torch.broadcast_to(value.to(x.dtype), (1,) * mask.dim() + tuple(row))
+    except RuntimeError:
+        return False  # (not broadcastable: torch's own error)
+    spread = mask.reshape(tuple(mask.shape) + (1,) * len(row)).to(x.device)
+    x.copy_(torch.where(spread, value, x))
+    return True
 
 
 # lazyx's runtime, not model code: Dynamo must run it as it is, as it runs torch's own Python.
