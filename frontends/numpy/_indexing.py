@@ -373,11 +373,13 @@ _AT_MODES = {np.add: "add", np.subtract: "add", np.multiply: "mul", np.maximum: 
 def ufunc_at(ufunc, x, key, value):
     """np.<ufunc>.at on a lazy `x` as one scatter; False (NumPy runs it) when `x` is not lazy
     or `value`'s dtype would make NumPy's loop another dtype than x's (it computes in that
-    dtype and casts back unsafely at every write)."""
+    dtype and casts back unsafely at every write). A value of a dtype that x's takes in
+    (float32 or int64 into float64: numpy-ml's col2im) is NumPy's loop in x's dtype, and so
+    the scatter's after casting it."""
     if type(x) is not LazyArray or x.dtype.kind not in "iuf":
         return False
     if isinstance(value, (LazyArray, np.ndarray, np.generic)):
-        if value.dtype != x.dtype:
+        if value.dtype != x.dtype and np.result_type(x.dtype, value.dtype) != x.dtype:
             return False
     elif not (type(value) is int and _fits(value, x.dtype) or
               type(value) is float and x.dtype.kind == "f"):

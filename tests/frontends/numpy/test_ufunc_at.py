@@ -1,6 +1,8 @@
 """np.add.at, subtract.at, multiply.at, maximum.at and minimum.at on a lazy array are one
 scatter in the step's graph (no fallback, no sync), with NumPy's unbuffered semantics: an
 index given twice combines twice. Compared with NumPy on random keys, values and dtypes."""
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -89,3 +91,27 @@ def test_a_host_target_written_from_lazy_values_reads_them_as_an_observation(ufu
     assert lazyx.metrics()["fallback_ops"] == {}
     assert lazyx.metrics()["sync_causes"] == {"convert": 1}
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("target,value", [(np.float64, np.float32), (np.float64, np.int64),
+                                          (np.int64, np.int32), (np.float32, np.float64)])
+@pytest.mark.parametrize("ufunc", UFUNCS, ids=lambda u: u.__name__)
+def test_a_value_of_another_dtype(ufunc, target, value):
+    """A value x's dtype takes in (numpy-ml's col2im: float32 patches into a float64 image)
+    is NumPy's loop in x's dtype: one scatter. One that would widen x's loop (float64 into
+    float32) is NumPy's own, a counted fallback."""
+    rng = np.random.default_rng(3)
+    host = _values(target, (4, 3), rng)
+    key, v = np.array([0, 2, 2, 3]), _values(value, (4, 3), rng)
+    want = host.copy()
+    ufunc.at(want, key, v)
+    lazy = lnp.asarray(host) * target(1)
+    lazyx.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ufunc.at(lazy, key, lnp.asarray(v))
+    widens = np.result_type(target, value) != np.dtype(target)
+    assert lazyx.metrics()["fallbacks"] == (1 if widens else 0)
+    got = np.asarray(lazy)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12 if target is np.float64 else 1e-6)
