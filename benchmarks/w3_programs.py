@@ -36,7 +36,11 @@ def main():
     roots = [lazy_sum.__lazyx_handle__.node]
     exe, values, program, _ = runtime._lookup(roots)
     if exe is None:
-        exe, _ = runtime.compile_program(program)
+        # compiled as the lazy path compiles it: laid out for this cut's scalars (equal ones
+        # read once, backends/xla._LazyLayout; a lazyx before 2026-11-30 had no _scalars and
+        # compiled the general layout)
+        scalars = getattr(runtime, "_scalars", None)
+        exe, _ = runtime.compile_program(program, scalars(program, values) if scalars else None)
     lazy_value = float(lazy_sum)
     # a lazyx.compile replay binds the step's literals: equal ones are read as one
     # (backends/xla.merge_fixed), a variant of the same program
