@@ -14,9 +14,9 @@ WRITERS = {
     "fill_diagonal": lambda a: np.fill_diagonal(a, 0.0),
     "put_along_axis": lambda a: np.put_along_axis(a, np.array([[1], [0], [3]]), 9.0, axis=1),
     # (add, subtract, multiply, maximum and minimum .at are lowered: test_ufunc_at.py; with
-    # an operand of another dtype NumPy's loop computes in that dtype, so they run eagerly)
-    "add.at float32 into float64": lambda a: np.add.at(a, ([0, 0, 2], [1, 1, 3]),
-                                                       np.float32(1.5)),
+    # an operand that widens NumPy's loop past the array's dtype, they run eagerly)
+    "add.at longdouble into float64": lambda a: np.add.at(a, ([0, 0, 2], [1, 1, 3]),
+                                                          np.longdouble(1.5)),
     "power.at": lambda a: np.power.at(a, [0, 2], 2.0),
 }
 
