@@ -270,6 +270,16 @@ class _CreatesVariable(BaseException):
 
 
 def _no_creation(next_creator, **kwargs):
+    """A later call: a Keras optimizer building its slots there (a second optimizer passed to
+    the function, the TF guide's function.ipynb) is TF's error for a variable made on a
+    retrace -- stopped instead, the fallback's trace met the optimizer half built (an
+    AttributeError on `_momentums`). Any other creation stops the body (function_call)."""
+    if _keras_optimizer_building():
+        raise ValueError(
+            "tf.function only supports singleton tf.Variables created on the first call. "
+            "Make sure the tf.Variable is only created once or created outside tf.function. "
+            "See https://www.tensorflow.org/guide/function#creating_tfvariables for more "
+            "information.")
     raise _CreatesVariable()
 
 
@@ -278,12 +288,19 @@ def _first_call_creation(next_creator, **kwargs):
     (Keras 3 builds lazily) creates them, as TF's first trace does: stopped there, the
     optimizer was left `built` without its slots and TF's trace of the fallback failed on
     the missing `_momentums`. Any other creation stops the body (function_call)."""
-    frame = sys._getframe(1)
+    if _keras_optimizer_building():
+        return next_creator(**kwargs)
+    raise _CreatesVariable()
+
+
+def _keras_optimizer_building():
+    """Whether a Keras optimizer's code is creating the variable being created."""
+    frame = sys._getframe(2)
     while frame is not None:
         if frame.f_globals.get("__name__", "").startswith("keras.src.optimizers."):
-            return next_creator(**kwargs)
+            return True
         frame = frame.f_back
-    raise _CreatesVariable()
+    return False
 
 
 def function_call(function, original, args, kwargs):

@@ -184,3 +184,25 @@ def test_a_stopped_first_call_gives_back_the_op_seeds_it_drew():
     np.testing.assert_array_equal(lazy[0], eager[0])
     np.testing.assert_array_equal(lazy[1], eager[1])
     assert lazy[2] == eager[2]
+
+
+def test_a_second_keras_optimizer_in_a_later_call_is_tfs_error():
+    """TF's guide (function.ipynb): a train step called with another optimizer than on its
+    first call would create that optimizer's slots on a retrace, TF's ValueError. Lazily the
+    body was stopped there and the fallback's trace met a half-built optimizer."""
+    outcomes = []
+    for make in (tf.constant, ltf.constant):
+        first, second = (tf.keras.optimizers.Adam(learning_rate=lr) for lr in (1e-2, 1e-3))
+
+        @tf.function
+        def step(w, x, y, optimizer):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.square(w * x - y))
+            optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+
+        w = tf.Variable(2.0)
+        step(w, make([-1.0]), make([2.0]), first)
+        with pytest.raises(ValueError, match="singleton tf.Variables") as err:
+            step(w, make([-1.0]), make([2.0]), second)
+        outcomes.append((type(err.value), float(w.numpy())))
+    assert outcomes[0] == outcomes[1]
