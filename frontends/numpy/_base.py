@@ -331,7 +331,9 @@ def _first_read_in(frame):
         return False
     local[_COUNTED] = True
     return True
-_SIBLINGS_MAX = 100_000
+
+
+_SIBLINGS_MAX = 100_000  # pending elements computed together, at most
 
 
 def _read_siblings(frame, cause):
