@@ -13,6 +13,8 @@ A ConcreteFunction (get_concrete_function's, a restored function's, a SavedModel
 holds a TF graph and nothing else: a lazy argument cannot enter it. It runs on the
 materialized values, a counted fallback, its results lazy again (registry.run_eagerly).
 """
+import warnings
+
 import tensorflow as tf
 
 from .tensor import LazyTensor
@@ -59,9 +61,16 @@ def _leaf_key(leaf):
 
 
 def trace_remembered(function):
-    """Trace `function` for every signature its lazy calls had (TF skips those it has)."""
+    """Trace `function` for every signature its lazy calls had (TF skips those it has). A
+    body TF cannot trace (it ran lazily, reading values) is saved without that signature, as
+    TF saves a function it never traced, with a warning saying so."""
     for args, kwargs in function.__dict__.get("_lazyx_signatures", {}).values():
-        function.get_concrete_function(*args, **kwargs)
+        try:
+            function.get_concrete_function(*args, **kwargs)
+        except Exception as err:  # noqa: BLE001 -- TF's tracing errors are of every kind
+            warnings.warn(f"lazyx: tf.function {function._name!r} ran lazily but TF cannot "
+                          f"trace it for its signature {args!r}, {kwargs!r} ({err}); it is "
+                          f"saved without it", RuntimeWarning, stacklevel=2)
 
 
 def name_of(concrete):

@@ -137,3 +137,16 @@ def test_py_function_as_a_decorator_takes_lazy_arguments():
     np.testing.assert_allclose(np.asarray(twice(ltf.constant([1.0, 2.0]))), [2.0, 4.0])
     with pytest.raises(TypeError, match="Tout"):
         tf.py_function()
+
+
+def test_a_lazily_run_function_tf_cannot_trace_is_saved_without_it(tmp_path):
+    class Reads(tf.Module):
+        @tf.function(autograph=False)
+        def positive(self, x):
+            return x * 2.0 if float(tf.reduce_sum(x)) > 0 else -x  # a value read in Python
+
+    module = Reads()
+    np.testing.assert_allclose(np.asarray(module.positive(ltf.constant([1.0, 2.0]))),
+                               [2.0, 4.0])
+    with pytest.warns(RuntimeWarning, match="cannot trace it"):
+        tf.saved_model.save(module, str(tmp_path))
