@@ -611,7 +611,6 @@ def expand(packed, inv):
 # not look into: a broadcast divisor is then materialized (measured: 0.72 -> 0.81 ms for
 # tanh(x / s) * 2 + 1 on 1024x1024 float32), the price of NumPy's quotient.
 _REWRITTEN_DIVISORS = frozenset({"exp", "sqrt", "rsqrt", "pow", "div"})
-_INEXACT = frozenset(dt.FLOATS + dt.COMPLEX)
 
 
 def _broadcast_like(program):
@@ -632,7 +631,7 @@ def _exact_divisions(program):
     producer = [None] * n_leaves + [op for op, *_ in program.instructions]
     bars = {}
     for k, (op, _attrs, ins, _shape, dtype, _const) in enumerate(program.instructions):
-        if op != "div" or dtype not in _INEXACT:
+        if op != "div" or dtype not in dt.INEXACT:
             continue
         a, b = ins
         bar = (producer[a] == "div", like[b] or producer[b] in _REWRITTEN_DIVISORS)
@@ -900,17 +899,17 @@ class _LazyLayout:
         """Lay out the packs in `args` (from position `first`, in the general layout) in place;
         the layout's patterns."""
         packs = args[first:]
-        patterns, firsts, elements = self.state
-        for k, at in enumerate(firsts):
-            if at is not None and packs[k][at][elements[k]].tobytes() != packs[k].tobytes():
-                self._relayout(packs)
-                patterns, firsts, elements = self.state
-                break
+        state = self.state
+        merged = _merged(packs, state)
+        if merged is None:  # a merged group parted: a layout they fit (by construction)
+            self._relayout(packs)
+            state = self.state
+            merged = _merged(packs, state)
         self.last = packs
-        for k, at in enumerate(firsts):
-            if at is not None:
-                args[first + k] = packs[k][at]
-        return patterns
+        for k, pack in enumerate(merged):
+            if pack is not None:
+                args[first + k] = pack
+        return state[0]
 
     def _relayout(self, packs):
         """A layout for values that broke this one: only scalars unchanged since the previous
@@ -918,7 +917,7 @@ class _LazyLayout:
         patterns = []
         for k, (dtype, idx) in enumerate(self.signature.packs):
             now, before = packs[k], (self.last[k] if self.last is not None else None)
-            if dtype not in _INEXACT:  # (indices and counters: see runtime._scalars)
+            if dtype not in dt.INEXACT:  # (indices and counters: see runtime._scalars)
                 patterns.append(None)
                 continue
             if before is None:
@@ -929,6 +928,22 @@ class _LazyLayout:
                 fixed = {i: now[j] for j, i in enumerate(idx) if same[j]}
             patterns.append(merge_fixed(dtype, idx, fixed)[0])
         self._set(tuple(patterns))
+
+
+def _merged(packs, state):
+    """Per pack, its distinct values as `state`'s layout reads them (None: the general
+    layout, the pack as it is); None when some merged group's values are no longer equal."""
+    _, firsts, elements = state
+    merged = []
+    for pack, at, element in zip(packs, firsts, elements):
+        if at is None:
+            merged.append(None)
+            continue
+        distinct = pack[at]
+        if distinct[element].tobytes() != pack.tobytes():
+            return None
+        merged.append(distinct)
+    return merged
 
 
 def _first_positions(inv):

@@ -12,6 +12,7 @@ FLOATS = ("float16", "bfloat16", "float32", "float64")
 COMPLEX = ("complex64", "complex128")  # pairs of float32 / float64, as in NumPy and XLA
 REAL = (BOOL,) + SIGNED + UNSIGNED + FLOATS
 ALL = REAL + COMPLEX
+INEXACT = frozenset(FLOATS + COMPLEX)  # the dtypes whose arithmetic rounds
 
 ITEMSIZE = {BOOL: 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
             "uint32": 4, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,

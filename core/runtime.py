@@ -682,10 +682,7 @@ def _scalars(program, values):
     Integer ones are left out: those are the indices and counters a loop changes (a minibatch
     start 0 at the first step, as a literal 0 is), whose equality a later call would part."""
     return {i: values[i] for i, (kind, shape, dtype) in enumerate(program.leaves)
-            if (kind == "splat" or (kind == "param" and shape == ())) and dtype in _INEXACT}
-
-
-_INEXACT = frozenset(dt.FLOATS + dt.COMPLEX)
+            if (kind == "splat" or (kind == "param" and shape == ())) and dtype in dt.INEXACT}
 
 
 def _trace_key(roots):
