@@ -297,20 +297,28 @@ def _wrap_variable_scatters():
         setattr(cls, name, method)
 
 
-def _wrap_tf_function():
-    from tensorflow.python.eager.polymorphic_function import polymorphic_function
-    from . import control_flow
-    function_class = polymorphic_function.Function
-    original = function_class.__call__
-
+def _graph_call(original, lazy_call):
+    """A __call__ for a class running TF graphs (tf.function, ConcreteFunction): `original`
+    for calls without lazy values, after storing the pending shadows a graph may read (it
+    reads the TF buffer with no Python on its way); `lazy_call(self, args, kwargs)` else."""
     def __call__(self, *args, **kwargs):
         if not (registry._has_lazy(args) or registry._has_lazy(kwargs)):
             if variables._SHADOWED:
                 variables.store_captured()
             return original(self, *args, **kwargs)
-        return control_flow.function_call(self, original, args, kwargs)
+        return lazy_call(self, args, kwargs)
     __call__.__wrapped__ = original
-    function_class.__call__ = __call__
+    return __call__
+
+
+def _wrap_tf_function():
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+    from . import control_flow
+    function_class = polymorphic_function.Function
+    original = function_class.__call__
+    function_class.__call__ = _graph_call(
+        original, lambda self, args, kwargs: control_flow.function_call(self, original, args,
+                                                                        kwargs))
 
 
 def _wrap_saved_functions():
@@ -341,16 +349,9 @@ def _wrap_saved_functions():
 
     concrete_class = concrete_function.ConcreteFunction
     call = concrete_class.__call__
-
-    def __call__(self, *args, **kwargs):
-        if not (registry._has_lazy(args) or registry._has_lazy(kwargs)):
-            if variables._SHADOWED:
-                variables.store_captured()
-            return call(self, *args, **kwargs)
-        return registry.run_eagerly(functools.partial(call, self), args, kwargs,
-                                    name=f"ConcreteFunction({saved_functions.name_of(self)})")
-    __call__.__wrapped__ = call
-    concrete_class.__call__ = __call__
+    concrete_class.__call__ = _graph_call(call, lambda self, args, kwargs: registry.run_eagerly(
+        functools.partial(call, self), args, kwargs,
+        name=f"ConcreteFunction({saved_functions.name_of(self)})"))
 
     save_nodes = save.save_and_return_nodes  # what tf.saved_model.save (and Keras' export) call
 

@@ -27,15 +27,8 @@ MAX_SIGNATURES = 64
 def as_specs(value):
     """`value` with each tensor, lazy or not, replaced by the TensorSpec TF would trace it as
     (and not kept alive by it)."""
-    if isinstance(value, _TENSORS):
-        return tf.TensorSpec(value.shape, value.dtype)
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(as_specs(v) for v in value)
-    if hasattr(value, "_fields"):
-        return type(value)(*[as_specs(v) for v in value])
-    if isinstance(value, dict):
-        return {k: as_specs(v) for k, v in value.items()}
-    return value
+    return tf.nest.map_structure(
+        lambda v: tf.TensorSpec(v.shape, v.dtype) if isinstance(v, _TENSORS) else v, value)
 
 
 def remember_signature(function, args, kwargs):
