@@ -2,11 +2,11 @@
 joins, padding, and the functional scatters that functionalization writes views back with."""
 import torch
 
-from ....core import compose, ir, ops, runtime
+from ....core import compose, ir, ops
 from .. import dtypes
 from ..tensor import FAST_ROUTES
-from .table import (Unsupported, aten, bcast, const, dim_of, ir_dtype, lower, node_of,
-                    scalar)
+from .table import (Unsupported, aten, bcast, const, dim_of, host_data, ir_dtype, lower,
+                    node_of, scalar)
 from .table import fill_value as checked_fill
 
 
@@ -316,13 +316,12 @@ def _select_scatter(out, x, src, dim, index):
 @lower(aten.copy.default)
 def _copy(out, x, src, non_blocking=False):
     a = node_of(x)
-    if type(src) is torch.Tensor and src.dim() == 0 and src.device.type == "cpu" and \
-            dtypes.supported(src.dtype):
-        # a CPU scalar tensor moved to the device (`torch.tensor(2.6).to(device)`, a module's
-        # 0-d parameter or buffer: CLIP's logit_scale, BatchNorm's num_batches_tracked) is
-        # device data, as any other moved tensor: as node_of's run-time scalar it became data
-        # only after the first step wrote it, and the second step compiled again
-        src = runtime.from_host(dtypes.to_numpy_array(src), dtypes.to_ir(src.dtype))
+    if type(src) is torch.Tensor and src.device.type == "cpu" and dtypes.supported(src.dtype):
+        # a CPU tensor moved to the device is device data, a 0-d one too (`torch.tensor(2.6)
+        # .to(device)`, a module's 0-d parameter or buffer: CLIP's logit_scale, BatchNorm's
+        # num_batches_tracked): as node_of's run-time scalar it became data only after the
+        # first step wrote it, and the second step compiled again
+        src = host_data(src)
     return bcast(node_of(src, a.dtype), a.shape)
 
 

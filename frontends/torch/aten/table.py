@@ -32,6 +32,12 @@ def _scalar_dtype(value):
     raise Unsupported(f"scalar of type {type(value).__name__}")
 
 
+def host_data(x):
+    """A device data leaf holding a CPU tensor's values (a supported dtype)."""
+    from ....core import runtime
+    return runtime.from_host(dtypes.to_numpy_array(x), dtypes.to_ir(x.dtype))
+
+
 def node_of(x, dtype=None):
     """An IR node for a lazy tensor, a CPU scalar tensor or a Python number (a run-time param,
     never a constant, so a changing learning rate does not recompile), converted to `dtype`."""
@@ -52,8 +58,7 @@ def node_of(x, dtype=None):
         elif x.dim() == 0:
             node = ir.param(x.item(), dtypes.to_ir(x.dtype))
         else:
-            from ....core import runtime
-            node = runtime.from_host(dtypes.to_numpy_array(x), dtypes.to_ir(x.dtype))
+            node = host_data(x)
     elif isinstance(x, ir.Node):
         node = x
     elif isinstance(x, complex):
