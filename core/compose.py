@@ -161,9 +161,17 @@ def floor_mod(a, b):
 
 # ---------------------------------------------------------------- softmax
 
+def _row_peak(x, axis):
+    """max along axis, kept as a broadcastable dim, held constant for differentiation: softmax
+    and log-softmax do not depend on the shift, so its exact gradient is zero, and core/autodiff
+    would otherwise spend a full-size equality mask and a reduction (a tape over attention
+    scores) to compute that zero with rounding error."""
+    return keepdims(ops.stop_gradient(ops.reduce_max(x, axes=(axis,))), x.shape, (axis,))
+
+
 def softmax(x, axis):
     """exp(x - max) / sum(exp(x - max)) along axis."""
-    m = keepdims(ops.reduce_max(x, axes=(axis,)), x.shape, (axis,))
+    m = _row_peak(x, axis)
     e = ops.exp(ops.sub(x, broadcast_to(m, x.shape)))
     s = keepdims(ops.reduce_sum(e, axes=(axis,)), x.shape, (axis,))
     return ops.div(e, broadcast_to(s, x.shape))
@@ -171,7 +179,7 @@ def softmax(x, axis):
 
 def log_softmax(x, axis):
     """(x - max) - log(sum(exp(x - max))) along axis."""
-    m = keepdims(ops.reduce_max(x, axes=(axis,)), x.shape, (axis,))
+    m = _row_peak(x, axis)
     shifted = ops.sub(x, broadcast_to(m, x.shape))
     s = keepdims(ops.reduce_sum(ops.exp(shifted), axes=(axis,)), x.shape, (axis,))
     return ops.sub(shifted, broadcast_to(ops.log(s), x.shape))

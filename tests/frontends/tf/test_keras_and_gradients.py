@@ -28,6 +28,7 @@ GRAD_CASES = [
     lambda x, w, b: tf.reduce_sum(tf.nn.log_softmax(tf.nn.bias_add(x @ w, b)) *
                                   tf.one_hot([0, 1, 1, 0], 2)),
     lambda x, w, b: tf.reduce_max(tf.concat([x @ w, tf.sigmoid(x @ w) * b], 0)),
+    lambda x, w, b: tf.reduce_sum(tf.reduce_logsumexp(x @ w * b, axis=1)),
     lambda x, w, b: tf.reduce_sum(tf.gather(x @ w, [3, 1, 1]) / (1.0 + b * b)),
     # top_k is one IR node with two results (values, indices); the gradient goes to the values
     lambda x, w, b: tf.reduce_sum(tf.math.top_k(tf.transpose(x @ w) + b[:, None], k=3).values
@@ -42,6 +43,25 @@ def test_gradient_tape_matches_eager(i):
     np.testing.assert_allclose(float(lazy_out), float(eager_out), rtol=1e-5)
     for got, want in zip(lazy_g, eager_g):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_softmax_and_logsumexp_gradients_hold_the_shift_constant():
+    """Their max shift cancels, so a tape does not differentiate it: no tie mask (`eq`) over
+    the logits in the gradient's graph, and the numbers are TF's."""
+    w = RNG.standard_normal((4, 3)).astype(np.float32)
+
+    def loss(x):
+        return (tf.reduce_sum(tf.reduce_logsumexp(x, axis=1))
+                + tf.reduce_sum(tf.nn.softmax(x) * w) + tf.reduce_sum(tf.nn.log_softmax(x) * w))
+
+    grads = []
+    for x in (ltf.constant(RNG_X), tf.constant(RNG_X)):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = loss(x)
+        grads.append(tape.gradient(out, x))
+    assert "= eq(" not in lazyx.ir_text(grads[0])
+    np.testing.assert_allclose(grads[0].numpy(), grads[1].numpy(), rtol=1e-5, atol=1e-6)
 
 
 C = RNG.standard_normal((4, 4)).astype(np.float32)
