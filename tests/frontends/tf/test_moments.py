@@ -9,7 +9,7 @@ from hypothesis.extra import numpy as hnp
 
 import lazyx.frontends.tf as ltf
 
-from .conftest import same_as_eager
+from .conftest import gradients_both_ways, same_as_eager
 
 FLOATS = st.floats(-5, 5, width=32, allow_subnormal=False)
 
@@ -89,3 +89,30 @@ def test_a_scaled_loss_gradient_is_tfs():
     got = grad(ltf.constant, ltf.GradientTape, tf.Variable)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("stats", [(3,), (1, 1, 1, 3)])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
+def test_batch_normalization_takes_tfs_formula(stats, affine):
+    """tf.nn.batch_normalization of lazy tensors: eager TF's values and gradient, and TF's
+    formula -- the rsqrt taken once per channel, at the statistics' shape, not per element of
+    x (which also made its gradient reduce full-size products)."""
+    import lazyx
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5, 5, 3)).astype(np.float32)
+    mean, offset, scale = (rng.standard_normal(stats).astype(np.float32) for _ in range(3))
+    var = np.abs(rng.standard_normal(stats)).astype(np.float32) + 0.1
+    given = [a for a, keep in zip((offset, scale), affine) if keep]
+
+    def norm(t, m, v, *rest):
+        it = iter(rest)
+        off, sc = (next(it) if keep else None for keep in affine)
+        return tf.nn.batch_normalization(t, m, v, off, sc, 1e-3)
+
+    _same(norm, x, mean, var, *given)
+    lazy = norm(*[ltf.constant(a) for a in (x, mean, var, *given)])
+    rsqrt = [line for line in lazyx.ir_text(lazy).splitlines() if "= rsqrt(" in line]
+    assert len(rsqrt) == 1 and f"float32[{','.join(map(str, stats))}]" in rsqrt[0], rsqrt
+    want, got = gradients_both_ways(
+        lambda t: tf.reduce_sum(tf.tanh(norm(t, mean, var, *given))), x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
