@@ -179,10 +179,17 @@ def softmax(x, axis):
 
 def log_softmax(x, axis):
     """(x - max) - log(sum(exp(x - max))) along axis."""
-    m = _row_peak(x, axis)
-    shifted = ops.sub(x, broadcast_to(m, x.shape))
+    shifted, log_sum = shifted_log_sum(x, axis)
+    return ops.sub(shifted, broadcast_to(log_sum, x.shape))
+
+
+def shifted_log_sum(x, axis):
+    """(x - max, log(sum(exp(x - max))) with axis kept as 1): log_softmax's two terms, for a
+    loss that picks entries of the first (a cross-entropy: log_sum - picked is TF's kernel's
+    own rounding, and its gradient needs no sum of the picked cotangents over the classes)."""
+    shifted = ops.sub(x, broadcast_to(_row_peak(x, axis), x.shape))
     s = keepdims(ops.reduce_sum(ops.exp(shifted), axes=(axis,)), x.shape, (axis,))
-    return ops.sub(shifted, broadcast_to(ops.log(s), x.shape))
+    return shifted, ops.log(s)
 
 
 # ---------------------------------------------------------------- layout and indexing

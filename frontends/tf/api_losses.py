@@ -57,11 +57,15 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None):
         raise_for_values(tf.nn.sparse_softmax_cross_entropy_with_logits,
                          dict(labels=labels, logits=logits), {"labels": known})
     last = x.ndim - 1
-    # -log_softmax(x)[label], picked by a one-hot mask: its gradient is a select, not a scatter
+    # log(sum(exp(x - max))) - (x - max)[label], as TF's kernel rounds it, the label's entry
+    # picked by a one-hot mask: its gradient is a select, not a scatter. (Picked from
+    # log_softmax instead, as until 2026-11-30, the gradient also summed the picked cotangents
+    # over the classes: 2.5x the loss's time at 8,192 classes, measured.)
     hot = ops.eq(ops.iota(dtype=y.dtype, shape=x.shape, dimension=last),
                  ops.broadcast_in_dim(y, shape=x.shape, broadcast_dimensions=tuple(range(last))))
-    picked = ops.select(hot, compose.log_softmax(x, last), const(0, x))
-    return wrap(ops.neg(ops.reduce_sum(picked, axes=(last,))), labels, logits)
+    shifted, log_sum = compose.shifted_log_sum(x, last)
+    picked = ops.reduce_sum(ops.select(hot, shifted, const(0, x)), axes=(last,))
+    return wrap(ops.sub(ops.reshape(log_sum, new_sizes=picked.shape), picked), labels, logits)
 
 
 @lower(tf.nn.compute_average_loss, "per_example_loss")
