@@ -15,6 +15,7 @@ same compiled program. A rule that raises is never recorded, and a gradient that
 node the key does not name (a leaf from elsewhere) is not recorded either: the rules run.
 """
 from . import ir
+from .compose import HELD_CONSTANT, HELD_OPS
 from .ir import LEAF_OPS, TRACE, new_node
 
 _LIMIT = 64  # recipes kept; a step has one or two gradient calls, so this is many programs
@@ -54,16 +55,25 @@ def key_of(outputs, cotangents, wrt):
     return tuple(key)
 
 
-class Recipe:
-    __slots__ = ("eids", "steps", "kept", "results")
+def _held(order):
+    """Positions in `order` of the nodes held constant for differentiation (compose.py): they
+    shape the gradient as much as the structure does, and no eid names them."""
+    held, ops = HELD_CONSTANT, HELD_OPS
+    return tuple(k for k, n in enumerate(order) if n.op in ops and n in held) if held else ()
 
-    def __init__(self, eids, steps, kept, results):
-        self.eids, self.steps, self.kept, self.results = eids, steps, kept, results
+
+class Recipe:
+    __slots__ = ("eids", "held", "steps", "kept", "results")
+
+    def __init__(self, eids, held, steps, kept, results):
+        self.eids, self.held, self.steps, self.kept, self.results = \
+            eids, held, steps, kept, results
 
     def stamp(self, order, cotangents, wrt):
         """The gradients of `wrt`, made as recorded; None when `order` differs in structure."""
         if len(order) != len(self.eids) or \
-                any(_eid(n) != e for n, e in zip(order, self.eids)):
+                any(_eid(n) != e for n, e in zip(order, self.eids)) or \
+                _held(order) != self.held:
             return None
         made = []
         where = (order, cotangents, wrt, made, self.kept)
@@ -128,7 +138,7 @@ def record(order, cotangents, wrt, results, first_serial):
     outs = tuple(ref(r) for r in results)
     if None in outs:
         return None
-    return Recipe(tuple(_eid(n) for n in order), tuple(steps), kept, outs)
+    return Recipe(tuple(_eid(n) for n in order), _held(order), tuple(steps), kept, outs)
 
 
 def vjp(outputs, cotangents, wrt, order, build):

@@ -6,6 +6,7 @@ apply their own promotion and broadcasting rules first and call these with opera
 already agree in dtype.
 """
 import math
+import weakref
 
 from . import dtypes as dt
 from . import ir, ops
@@ -161,12 +162,28 @@ def floor_mod(a, b):
 
 # ---------------------------------------------------------------- softmax
 
+# Nodes that the code which made them holds constant for differentiation: core/autodiff sends
+# no cotangent through them. A mark, not a stop_gradient node, so that the IR stays that of
+# the same math written by hand (NumPy's softmax is `exp(x - x.max())`: the frontends' graphs
+# for one program must be equal, tests/equivalence). A copy of the node is not marked, and
+# is differentiated as usual.
+HELD_CONSTANT = weakref.WeakSet()
+HELD_OPS = set()  # the ops of every node ever marked: a cheap test before the WeakSet's
+
+
+def held_constant(node):
+    """`node`, marked as held constant for differentiation (HELD_CONSTANT)."""
+    HELD_CONSTANT.add(node)
+    HELD_OPS.add(node.op)
+    return node
+
+
 def _row_peak(x, axis):
     """max along axis, kept as a broadcastable dim, held constant for differentiation: softmax
     and log-softmax do not depend on the shift, so its exact gradient is zero, and core/autodiff
     would otherwise spend a full-size equality mask and a reduction (a tape over attention
     scores) to compute that zero with rounding error."""
-    return keepdims(ops.stop_gradient(ops.reduce_max(x, axes=(axis,))), x.shape, (axis,))
+    return keepdims(held_constant(ops.reduce_max(x, axes=(axis,))), x.shape, (axis,))
 
 
 def softmax(x, axis):

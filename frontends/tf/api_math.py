@@ -337,7 +337,7 @@ def _variance(x, axes):
 def _logsumexp(x, axes):
     kept = tuple(i for i in range(x.ndim) if i not in axes)
     # the shift cancels: held constant for differentiation (compose._row_peak says why)
-    peak = ops.stop_gradient(ops.reduce_max(x, axes=axes))
+    peak = compose.held_constant(ops.reduce_max(x, axes=axes))
     finite = ops.select(ops.is_finite(peak), peak, const(0, peak))
     shifted = ops.sub(x, ops.broadcast_in_dim(finite, shape=x.shape, broadcast_dimensions=kept))
     return ops.add(ops.log(ops.reduce_sum(ops.exp(shifted), axes=axes)), finite)
