@@ -283,9 +283,21 @@ def _pow(out, x, y):
             not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError("Integers to negative integer powers are not allowed.")  # (eager's)
     if isinstance(y, (int, float)) and not isinstance(y, bool):
+        if y == 0 or y == 1:  # torch's pow_out fills ones or copies, for every dtype (and
+            # autograd's backward of every x ** 2 is 2 * x ** 1: a full-size power until now)
+            (a,) = operands(out, x)
+            return a if y == 1 else const(1, a.dtype, a.shape)
         if y == 2:
             (a,) = operands(out, x)
             return ops.mul(a, a)  # what torch does for x ** 2, exact and cheap
+        if y in (3, -1, -2) and out.dtype in (torch.float32, torch.float64):
+            # torch's kernel takes these as products and a reciprocal (in float32 or float64:
+            # half and bfloat16 round the product once, complex has its own kernel); a
+            # run-time exponent was a full-size power, 32x a product's time on XLA:CPU
+            (a,) = operands(out, x)
+            if y == 3:
+                return ops.mul(ops.mul(a, a), a)
+            return ops.div(const(1, a.dtype, a.shape), a if y == -1 else ops.mul(a, a))
         if (y == 0.5 or y == -0.5) and out.dtype in _ROOT_POWER_DTYPES:
             # torch's kernel takes these exponents as sqrt and rsqrt: at -0.0 and -inf they
             # give -0.0 / -inf and nan, where pow gives +0.0 / +inf and inf / 0
