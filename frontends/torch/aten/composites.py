@@ -1,6 +1,7 @@
 """Ops lowered by running torch's own decomposition on lazy tensors: batch norm, corrected
 where the decomposition follows CUDA rather than the CPU kernels lazyx matches; the
-upsampling, grid sampler and multi-margin loss backwards, as the VJP of their forward's
+upsampling (bicubic here; the general case of nearest and linear modes, for
+aten/upsample.py), grid sampler and multi-margin loss backwards, as the VJP of their forward's
 decomposition."""
 from torch._decomp import decomposition_table
 
@@ -41,7 +42,7 @@ lower(aten._native_batch_norm_legit.no_stats)(
     _batch_norm_on_cpu_terms(aten._native_batch_norm_legit.no_stats, _training_arg(3)))
 
 
-def _upsample_backward(forward):
+def upsample_backward(forward):
     """An upsampling is linear in its input: its input gradient is the IR's VJP of torch's own
     decomposition of the forward, taken at any input of the input's shape (zeros). The
     backward's arguments are the forward's with `input_size` after `output_size`."""
@@ -56,12 +57,9 @@ def _upsample_backward(forward):
     return lowering
 
 
-for _name in ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
-              "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
-              "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
-              "upsample_trilinear3d", "upsample_bicubic2d"):
-    lower(getattr(aten, _name + "_backward").default)(
-        _upsample_backward(getattr(aten, _name).default))
+# (nearest and linear modes: aten/upsample.py, which falls back to this where it must)
+lower(aten.upsample_bicubic2d_backward.default)(
+    upsample_backward(aten.upsample_bicubic2d.default))
 
 
 def _backward_through(forward, wrt_count):
