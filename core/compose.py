@@ -211,6 +211,43 @@ def shifted_log_sum(x, axis):
 
 # ---------------------------------------------------------------- layout and indexing
 
+def edge_pad(x, pads, mode):
+    """x padded by (lo, hi) per axis from its own edges: "reflect" (the edge not repeated:
+    TF's REFLECT, torch's reflection_pad), "symmetric" (repeated: TF's SYMMETRIC) or
+    "replicate" (the edge value: torch's replication_pad). Slices, reversals and one
+    concatenate per axis, whose gradient is as cheap (torch's decomposition gathered, 9
+    gathers in its backward). The caller checks that each pad fits its axis."""
+    for axis, (lo, hi) in enumerate(pads):
+        if not lo and not hi:
+            continue
+        n = x.shape[axis]
+        parts = []
+        if mode == "replicate":
+            if lo:
+                parts.append(_repeat_edge(slice_axis(x, axis, 0, 1), axis, lo))
+            parts.append(x)
+            if hi:
+                parts.append(_repeat_edge(slice_axis(x, axis, n - 1, n), axis, hi))
+        else:
+            skip = 1 if mode == "reflect" else 0
+            if lo:
+                parts.append(ops.rev(slice_axis(x, axis, skip, skip + lo), dimensions=(axis,)))
+            parts.append(x)
+            if hi:
+                parts.append(ops.rev(slice_axis(x, axis, n - hi - skip, n - skip),
+                                     dimensions=(axis,)))
+        x = ops.concatenate(*parts, dimension=axis)
+    return x
+
+
+def _repeat_edge(edge, axis, count):
+    shape = tuple(count if i == axis else d for i, d in enumerate(edge.shape))
+    return ops.broadcast_in_dim(ops.reshape(edge, new_sizes=shape[:axis] + shape[axis + 1:]),
+                                shape=shape,
+                                broadcast_dimensions=tuple(i for i in range(edge.ndim)
+                                                           if i != axis))
+
+
 def slice_axis(x, axis, start, stop, step=1):
     """x[..., start:stop:step, ...] along one axis."""
     starts, limits, strides = [0] * x.ndim, list(x.shape), [1] * x.ndim

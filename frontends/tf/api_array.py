@@ -265,21 +265,11 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
 
 
 def _mirror_pad(x, pads, reflect):
-    """TF's REFLECT (the edge not repeated) and SYMMETRIC padding: each axis joined with its
-    reversed edge slices (tf.image.sobel_edges pads by REFLECT)."""
     skip = 1 if reflect else 0
     for axis, (lo, hi) in enumerate(pads.tolist()):
-        n = x.shape[axis]
-        if lo + skip > n or hi + skip > n:
+        if lo + skip > x.shape[axis] or hi + skip > x.shape[axis]:
             raise Reject()  # TF's own error: the padding is wider than the axis allows
-        parts = [ops.rev(compose.slice_axis(x, axis, skip, skip + lo), dimensions=(axis,))] \
-            if lo else []
-        parts.append(x)
-        if hi:
-            parts.append(ops.rev(compose.slice_axis(x, axis, n - hi - skip, n - skip),
-                                 dimensions=(axis,)))
-        x = ops.concatenate(*parts, dimension=axis) if len(parts) > 1 else x
-    return x
+    return compose.edge_pad(x, pads.tolist(), "reflect" if reflect else "symmetric")
 
 
 @lower(array_ops.pad, "tensor")
