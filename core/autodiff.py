@@ -719,6 +719,18 @@ def vjp(outputs, cotangents, wrt, order=None):
                                  lambda order: _vjp(outputs, cotangents, wrt, order))
 
 
+def linear_transpose(forward, shape, dtype, cotangent):
+    """The input cotangent of `forward`, a map linear in its one input (node -> node), for an
+    input of `shape` and `dtype`: its VJP, taken at zeros (a linear map's is the same at any
+    input). The backward of an upsampling, a padding or an embedding bag is this."""
+    x = compose.const(0, dtype, shape)
+    y = forward(x)
+    if cotangent.dtype != y.dtype:
+        cotangent = ops.convert(cotangent, dtype=y.dtype)
+    (dx,) = vjp([y], [cotangent], [x])
+    return dx
+
+
 def _vjp(outputs, cotangents, wrt, order):
     needs = _needs_gradient(order, {id(w) for w in wrt})
     acc = {}  # id(node) -> its cotangent contributions (_total sums them)

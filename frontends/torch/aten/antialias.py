@@ -6,7 +6,7 @@ normalized to sum 1). The backward is that product's VJP, so the two agree by co
 import numpy as np
 
 from ....core import autodiff, compose, ir, ops
-from .table import aten, compute_dtype, const, lower, node_of
+from .table import aten, compute_dtype, lower, node_of
 
 
 def _axis_weights(in_size, out_size, align_corners, scale):
@@ -50,8 +50,6 @@ def _upsample_bilinear2d_aa(out, x, output_size, align_corners, scales_h=None, s
 @lower(aten._upsample_bilinear2d_aa_backward.default)
 def _upsample_bilinear2d_aa_backward(out, grad_output, output_size, input_size, align_corners,
                                      scales_h=None, scales_w=None):
-    dtype = compute_dtype(out.dtype)
-    x = const(0, dtype, tuple(input_size))
-    y = _resize(x, tuple(output_size), align_corners, scales_h, scales_w)
-    (dx,) = autodiff.vjp([y], [node_of(grad_output, dtype)], [x])
-    return dx
+    return autodiff.linear_transpose(
+        lambda x: _resize(x, tuple(output_size), align_corners, scales_h, scales_w),
+        tuple(input_size), compute_dtype(out.dtype), node_of(grad_output))

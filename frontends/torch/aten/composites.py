@@ -49,11 +49,10 @@ def upsample_backward(forward):
     decomposition = decomposition_table[forward]
 
     def lowering(out, grad_output, output_size, input_size, *rest):
-        dtype = ir_dtype(grad_output.dtype)
-        x = const(0, dtype, tuple(input_size))
-        y = node_of(expand(decomposition, from_node(x, grad_output.dtype), output_size, *rest))
-        (dx,) = autodiff.vjp([y], [node_of(grad_output, y.dtype)], [x])
-        return dx
+        return autodiff.linear_transpose(
+            lambda x: node_of(expand(decomposition, from_node(x, grad_output.dtype),
+                                     output_size, *rest)),
+            tuple(input_size), ir_dtype(grad_output.dtype), node_of(grad_output))
     return lowering
 
 

@@ -7,7 +7,7 @@ cover (negative, or a reflection as wide as its axis, which torch refuses) takes
 decomposition, or torch's own error."""
 from ....core import autodiff, compose
 from ..tensor import Unsupported
-from .table import aten, const, ir_dtype, lower, node_of
+from .table import aten, ir_dtype, lower, node_of
 
 
 def _pads(shape, padding, mode):
@@ -40,10 +40,9 @@ def _backward(mode):
         pads = _pads(tuple(x.shape), list(padding), mode)
         if pads is None:
             raise Unsupported(f"{mode} padding {list(padding)} of shape {tuple(x.shape)}")
-        zeros = const(0, ir_dtype(grad_output.dtype), tuple(x.shape))
-        (dx,) = autodiff.vjp([compose.edge_pad(zeros, pads, mode)], [node_of(grad_output)],
-                             [zeros])
-        return dx
+        return autodiff.linear_transpose(lambda t: compose.edge_pad(t, pads, mode),
+                                         tuple(x.shape), ir_dtype(grad_output.dtype),
+                                         node_of(grad_output))
     return lowering
 
 

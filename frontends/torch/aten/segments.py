@@ -255,8 +255,7 @@ def _embedding_bag_backward(out, grad, indices, offsets, offset2bag, bag_size, m
                               maximum_indices, g, "add")
     # the backward is not told include_last_offset: offsets then has one entry more than bags
     include_last_offset = node_of(offsets).shape[0] == bags + 1
-    weight = const(0, g.dtype, (num_weights, width))
-    result = _embedding_bag_nodes(weight, indices, offsets, mode, per_sample_weights,
-                                  include_last_offset, padding_idx)[0]
-    (dw,) = autodiff.vjp([result], [g], [weight])
-    return dw
+    return autodiff.linear_transpose(
+        lambda weight: _embedding_bag_nodes(weight, indices, offsets, mode, per_sample_weights,
+                                            include_last_offset, padding_idx)[0],
+        (num_weights, width), g.dtype, g)

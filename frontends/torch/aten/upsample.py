@@ -20,7 +20,7 @@ from torch._decomp import decompositions as _decomp
 from ....core import autodiff, compose, ir, ops
 from ..tensor import expand
 from . import composites
-from .table import aten, const, ir_dtype, lower, node_of
+from .table import aten, ir_dtype, lower, node_of
 
 
 def _per_axis(scales, n):
@@ -146,10 +146,9 @@ def _linear_backward(forward):
     def lowering(out, grad_output, output_size, input_size, align_corners, *scales):
         if grad_output.dtype not in _LINEAR_DTYPES:
             return general(out, grad_output, output_size, input_size, align_corners, *scales)
-        x = const(0, ir_dtype(grad_output.dtype), tuple(input_size))
-        y = _interpolate(x, tuple(output_size), align_corners, list(scales))
-        (dx,) = autodiff.vjp([y], [node_of(grad_output)], [x])
-        return dx
+        return autodiff.linear_transpose(
+            lambda x: _interpolate(x, tuple(output_size), align_corners, list(scales)),
+            tuple(input_size), ir_dtype(grad_output.dtype), node_of(grad_output))
     return lowering
 
 
