@@ -539,12 +539,7 @@ def _tiled_windows_gradient(x, g, window):
     adaptive pooling that divides evenly): each element is in exactly one window and gets its
     cotangent, repeated by one broadcast (the general rule's interior pad and window sum of
     zeros cost 1.5x jax's program for the same pooling); elements past the last window, 0."""
-    tiled, dims = [], []
-    for out, k in zip(g.shape, window):
-        dims.append(len(tiled))
-        tiled += [out, k]
-    spread = ops.broadcast_in_dim(g, shape=tuple(tiled), broadcast_dimensions=tuple(dims))
-    spread = ops.reshape(spread, new_sizes=tuple(out * k for out, k in zip(g.shape, window)))
+    spread = compose.repeat_elements(g, window)
     tail = [(0, size - out * k, 0) for size, out, k in zip(x.shape, g.shape, window)]
     if any(hi for _, hi, _ in tail):
         spread = ops.pad(spread, ir.constant(0, g.dtype), padding_config=tail)
@@ -671,20 +666,17 @@ def _merge_bands(gs, shape):
         pieces, at = [], 0
         for lo, hi, inner, _ in sorted(chosen, key=lambda c: c[0]):
             if lo > at:
-                pieces.append(_zeros(_with(shape, axis, lo - at), inner.dtype))
+                pieces.append(_zeros(compose.with_size(shape, axis, lo - at), inner.dtype))
             pieces.append(inner)
             at = hi
         if at < shape[axis]:
-            pieces.append(_zeros(_with(shape, axis, shape[axis] - at), pieces[0].dtype))
+            pieces.append(_zeros(compose.with_size(shape, axis, shape[axis] - at),
+                                 pieces[0].dtype))
         first = min(k for *_, k in chosen)
         merged[first] = ops.concatenate(*pieces, dimension=axis)
         skip.update(k for *_, k in chosen)
     return [merged[k] if k in merged else g for k, g in enumerate(gs)
             if k in merged or k not in skip]
-
-
-def _with(shape, axis, size):
-    return tuple(size if i == axis else d for i, d in enumerate(shape))
 
 
 def _zeros(shape, dtype):

@@ -224,10 +224,12 @@ def edge_pad(x, pads, mode):
         parts = []
         if mode == "replicate":
             if lo:
-                parts.append(_repeat_edge(slice_axis(x, axis, 0, 1), axis, lo))
+                parts.append(broadcast_to(slice_axis(x, axis, 0, 1),
+                                          with_size(x.shape, axis, lo)))
             parts.append(x)
             if hi:
-                parts.append(_repeat_edge(slice_axis(x, axis, n - 1, n), axis, hi))
+                parts.append(broadcast_to(slice_axis(x, axis, n - 1, n),
+                                          with_size(x.shape, axis, hi)))
         else:
             skip = 1 if mode == "reflect" else 0
             if lo:
@@ -240,12 +242,20 @@ def edge_pad(x, pads, mode):
     return x
 
 
-def _repeat_edge(edge, axis, count):
-    shape = tuple(count if i == axis else d for i, d in enumerate(edge.shape))
-    return ops.broadcast_in_dim(ops.reshape(edge, new_sizes=shape[:axis] + shape[axis + 1:]),
-                                shape=shape,
-                                broadcast_dimensions=tuple(i for i in range(edge.ndim)
-                                                           if i != axis))
+def with_size(shape, axis, size):
+    """`shape` with `axis` of `size`."""
+    return tuple(size if i == axis else d for i, d in enumerate(shape))
+
+
+def repeat_elements(x, factors):
+    """x with each element repeated factors[i] times along axis i: one broadcast (the
+    repeats as new axes after their own) and a reshape."""
+    tiled, dims = [], []
+    for size, k in zip(x.shape, factors):
+        dims.append(len(tiled))
+        tiled += [size, k] if k != 1 else [size]
+    spread = ops.broadcast_in_dim(x, shape=tuple(tiled), broadcast_dimensions=tuple(dims))
+    return ops.reshape(spread, new_sizes=tuple(s * k for s, k in zip(x.shape, factors)))
 
 
 def slice_axis(x, axis, start, stop, step=1):

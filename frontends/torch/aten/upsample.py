@@ -46,19 +46,8 @@ def _nearest_factors(input_shape, output_size, scales, exact):
     return factors
 
 
-def _repeat(x, factors):
-    """x (N, C, *spatial) with each spatial element repeated by its axis' factor."""
-    lead = x.shape[:2]
-    tiled, dims = list(lead), [0, 1]
-    for size, k in zip(x.shape[2:], factors):
-        dims.append(len(tiled))
-        tiled += [size, k]
-    spread = ops.broadcast_in_dim(x, shape=tuple(tiled), broadcast_dimensions=tuple(dims))
-    return ops.reshape(spread, new_sizes=lead + tuple(s * k for s, k in zip(x.shape[2:], factors)))
-
-
 def _block_sums(g, input_size, factors):
-    """The backward of _repeat: each input element's block of the cotangent, summed."""
+    """The backward of the repetition: each input element's block of the cotangent, summed."""
     tiled = list(input_size[:2])
     for size, k in zip(input_size[2:], factors):
         tiled += [size, k]
@@ -73,7 +62,7 @@ def _nearest(forward, exact):
         factors = _nearest_factors(tuple(x.shape), output_size, list(scales), exact)
         if factors is None:
             return expand(decomposition, x, output_size, *scales)
-        return _repeat(node_of(x), factors)
+        return compose.repeat_elements(node_of(x), (1, 1, *factors))
     return lowering
 
 
