@@ -731,9 +731,9 @@ def _vjp(outputs, cotangents, wrt, order):
         if id(out) in needs and _carries(out.dtype):
             _accumulate(acc, out, g)
     wrt_ids = {id(w) for w in wrt}
-    held, held_ops = compose.HELD_CONSTANT, compose.HELD_OPS
+    is_held = compose.is_held
     for node in reversed(order):
-        if node.is_leaf or node.op == "constant" or (node.op in held_ops and node in held):
+        if node.is_leaf or node.op == "constant" or is_held(node):
             continue
         g = multi.get(id(node)) if node.is_multi else _total(acc, node)
         if g is None:

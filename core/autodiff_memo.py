@@ -15,7 +15,7 @@ same compiled program. A rule that raises is never recorded, and a gradient that
 node the key does not name (a leaf from elsewhere) is not recorded either: the rules run.
 """
 from . import ir
-from .compose import HELD_CONSTANT, HELD_OPS
+from .compose import HELD_CONSTANT, is_held
 from .ir import LEAF_OPS, TRACE, new_node
 
 _LIMIT = 64  # recipes kept; a step has one or two gradient calls, so this is many programs
@@ -58,8 +58,7 @@ def key_of(outputs, cotangents, wrt):
 def _held(order):
     """Positions in `order` of the nodes held constant for differentiation (compose.py): they
     shape the gradient as much as the structure does, and no eid names them."""
-    held, ops = HELD_CONSTANT, HELD_OPS
-    return tuple(k for k, n in enumerate(order) if n.op in ops and n in held) if held else ()
+    return tuple(k for k, n in enumerate(order) if is_held(n)) if HELD_CONSTANT else ()
 
 
 class Recipe:

@@ -178,6 +178,11 @@ def held_constant(node):
     return node
 
 
+def is_held(node):
+    """Whether `node` is marked as held constant for differentiation."""
+    return node.op in HELD_OPS and node in HELD_CONSTANT
+
+
 def _row_peak(x, axis):
     """max along axis, kept as a broadcastable dim, held constant for differentiation: softmax
     and log-softmax do not depend on the shift, so its exact gradient is zero, and core/autodiff

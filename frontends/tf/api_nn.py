@@ -11,8 +11,8 @@ from tensorflow.python.ops import nn_ops as _tf_nn_ops  # tf.nn.pool's argument 
 
 from ...core import dtypes as dt
 from ...core import autodiff, compose, ir, ops
-from .lowering import (Reject, as_tensor, axes_of, broadcast_to, const, operand_nodes,
-                       static_ints)
+from .lowering import (Reject, as_tensor, axes_of, broadcast_all, broadcast_to, const,
+                       operand_nodes, static_ints)
 from .registry import lower, lower_varargs
 from .tensor import LazyTensor, ir_dtype, wrap
 
@@ -191,25 +191,16 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon):
     xn, m, v = nodes[:3]
     rest = iter(nodes[3:])
     off = next(rest) if offset is not None else None
-    inv = _broadcasting(ops.add, v, ir.param(variance_epsilon, v.dtype))
+    inv = ops.add(*broadcast_all(v, ir.param(variance_epsilon, v.dtype)))
     inv = ops.rsqrt(inv)
     if scale is not None:
-        inv = _broadcasting(ops.mul, inv, next(rest))
-    shift = _broadcasting(ops.mul, m, inv)
-    shift = _broadcasting(ops.sub, off, shift) if off is not None else ops.neg(shift)
+        inv = ops.mul(*broadcast_all(inv, next(rest)))
+    shift = ops.mul(*broadcast_all(m, inv))
+    shift = ops.sub(*broadcast_all(off, shift)) if off is not None else ops.neg(shift)
     if inv.dtype != xn.dtype:  # (TF casts both to x's dtype: float16 activations)
         inv, shift = ops.convert(inv, dtype=xn.dtype), ops.convert(shift, dtype=xn.dtype)
-    out = _broadcasting(ops.add, _broadcasting(ops.mul, xn, inv), shift)
+    out = ops.add(*broadcast_all(ops.mul(*broadcast_all(xn, inv)), shift))
     return wrap(out, x, mean, variance, offset, scale)
-
-
-def _broadcasting(op, a, b):
-    """op(a, b) with both broadcast to their common shape (NumPy's rules, as TF's)."""
-    try:
-        shape = tuple(np.broadcast_shapes(a.shape, b.shape))
-    except ValueError:
-        raise Reject() from None
-    return op(broadcast_to(a, shape), broadcast_to(b, shape))
 
 
 @lower(tf.nn.l2_normalize, "x")
