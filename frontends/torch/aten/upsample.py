@@ -6,11 +6,11 @@ XLA:CPU runs both element by element: F.interpolate's step took 1.6x (nearest), 
 (bilinear) and 17x (bilinear, align_corners) jax's program for the same math (measured). The
 indices and weights depend only on the sizes, so they are made here on the host -- with
 torch's own index helpers, so they are the decomposition's -- and the op becomes what XLA
-does best: nearest by whole factors repeats each element (its backward sums each block),
-linear interpolation contracts each axis with an (out, in) matrix holding the two weights of
-every output row (its backward is that product's VJP). Anything else (a nearest upsampling
-that is not a whole factor, a linear one in half precision, whose decomposition rounds in
-that dtype) runs the decomposition as before.
+does best: nearest by whole factors repeats each element, linear interpolation contracts
+each axis with an (out, in) matrix holding the two weights of every output row, and each
+backward is its forward's VJP (block sums; the transposed products). Anything else (a nearest
+upsampling that is not a whole factor, a linear one in half precision, whose decomposition
+rounds in that dtype) runs the decomposition as before.
 """
 import numpy as np
 import torch
@@ -46,15 +46,6 @@ def _nearest_factors(input_shape, output_size, scales, exact):
     return factors
 
 
-def _block_sums(g, input_size, factors):
-    """The backward of the repetition: each input element's block of the cotangent, summed."""
-    tiled = list(input_size[:2])
-    for size, k in zip(input_size[2:], factors):
-        tiled += [size, k]
-    blocks = ops.reshape(g, new_sizes=tuple(tiled))
-    return ops.reduce_sum(blocks, axes=tuple(range(3, len(tiled), 2)))
-
-
 def _nearest(forward, exact):
     decomposition = decomposition_table[forward]
 
@@ -73,7 +64,9 @@ def _nearest_backward(forward, exact):
         factors = _nearest_factors(tuple(input_size), output_size, list(scales), exact)
         if factors is None:
             return general(out, grad_output, output_size, input_size, *scales)
-        return _block_sums(node_of(grad_output), tuple(input_size), factors)
+        return autodiff.linear_transpose(  # (each input element's block of it, summed)
+            lambda x: compose.repeat_elements(x, (1, 1, *factors)), tuple(input_size),
+            ir_dtype(grad_output.dtype), node_of(grad_output))
     return lowering
 
 
