@@ -28,12 +28,18 @@ from jax.extend.random import threefry_2x32
 
 from . import disk_cache, preload, xla_inline
 from .xla_transfers import ScalarPacks
-from ..core import config, metrics
+from ..core import config, ir, metrics
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
 from ..core.tables import Table
 
 _HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks compute them
+# A jax array refers to its aval, sharding and device buffers, never back to lazyx's objects:
+# data nodes holding one can leave the cyclic GC's sight (core/ir.py INERT_VALUE_TYPES). (Its
+# concrete type, which the C node compares exactly; a jaxlib without it only costs speed.)
+_ARRAY_TYPE = getattr(getattr(jaxlib, "_jax", None), "ArrayImpl", None)
+if _ARRAY_TYPE is not None:
+    ir.INERT_VALUE_TYPES.add(_ARRAY_TYPE)
 
 
 def _initialize_lapack():

@@ -197,6 +197,11 @@ class _PyNodeBase:
 _NATIVE = config.native()
 NATIVE_BASE = None if _NATIVE is None else _NATIVE.NodeBase
 
+# Types of node values (a backend's buffers) that hold no reference a cycle could pass
+# through: the C node leaves the cyclic GC's sight when its fields are all of this kind
+# (core/_native.c, "nodes and the cyclic GC"). Backends add their buffer types at import.
+INERT_VALUE_TYPES = set()
+
 
 class Node(NATIVE_BASE or _PyNodeBase):
     """An IR node (see the module docstring); its fields are set once, at construction."""

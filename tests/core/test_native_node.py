@@ -273,3 +273,63 @@ def test_the_c_op_line_works_with_a_python_current(monkeypatch):
         return source.CURRENT.line, ir.param(1.5, "float32").source
     line, node_line = op(source.OP_LINE, probe)
     assert line == node_line and line[0] == __file__ and source.CURRENT.depth == 0
+
+
+# ---------------------------------------------------------------- nodes and the cyclic GC
+# (core/_native.c: a node whose fields cannot lead back to it is left out of the collector,
+# so a traced graph no longer fills the oldest generation and sets off full collections)
+
+@native
+def test_plain_nodes_and_their_inputs_are_left_out_of_the_collector():
+    x = ir.data(np.ones((2, 3), np.float32), (2, 3), "float32")
+    made = [x, ops.exp(x), ops.add(x, ir.param(0.5, "float32", (2, 3))),
+            ops.reduce_sum(x, axes=(1,)), ops.transpose(x, permutation=(1, 0))]
+    for node in made:
+        assert not gc.is_tracked(node), node.op
+        assert not gc.is_tracked(node.inputs), node.op
+    # a long chain adds (almost) nothing for the collector to walk: without the untracking,
+    # each link is a tracked node and a tracked inputs tuple
+    gc.collect()
+    before = len(gc.get_objects())
+    chain = made[1]
+    for _ in range(2000):
+        chain = ops.tanh(ops.mul(chain, ir.param(0.5, "float32", (2, 3))))
+    gc.collect()
+    assert len(gc.get_objects()) - before < 100
+
+
+class _Holder:
+    """A mutable object a node's field may hold: a cycle can pass through it."""
+
+
+@native
+def test_a_node_whose_fields_could_close_a_cycle_stays_tracked_and_is_collected():
+    x = ir.data(np.ones(2, np.float32), (2,), "float32")
+    holder = _Holder()
+    # (a value: attributes are interned with the node's structure, and live on with it)
+    odd = ir.new_node("neg", (x,), {}, (2,), "float32", holder)
+    after = ops.exp(odd)  # made from a tracked node: tracked too
+    assert gc.is_tracked(odd) and gc.is_tracked(after)
+    assert gc.is_tracked(ir.new_node("neg", (x,), {"held": _Holder()}, (2,), "float32"))
+    holder.back = after  # the cycle: after -> odd -> its value, holder -> after
+    refs = weakref.ref(odd), weakref.ref(after)
+    del odd, after, holder
+    gc.collect()
+    assert refs[0]() is None and refs[1]() is None
+
+
+@native
+def test_a_field_set_later_to_a_container_tracks_the_node_again():
+    node = ops.exp(ir.data(np.ones(2, np.float32), (2,), "float32"))
+    assert not gc.is_tracked(node)
+    node.value = 3.0  # not a container: nothing changes
+    assert not gc.is_tracked(node)
+    node.value = _Holder()
+    assert gc.is_tracked(node)
+
+
+@native
+def test_a_view_node_with_fields_of_its_own_is_the_collectors_to_judge():
+    base = ir.data(np.arange(6, dtype=np.float32).reshape(2, 3), (2, 3), "float32")
+    leaf = ir.Derived(base, "transpose", {"permutation": (1, 0)}, (3, 2), "float32", None)
+    assert gc.is_tracked(leaf)
