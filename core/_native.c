@@ -340,14 +340,21 @@ static PyObject *s_inert_values;  /* "INERT_VALUE_TYPES" in core/ir.py */
    a node's attributes, which are part of its interned key and never change). */
 static int acyclic(PyObject *obj, int depth) {
     if (!PyObject_IS_GC(obj)) return 1;
-    if (PyObject_TypeCheck(obj, &NodeType)) return !PyObject_GC_IsTracked(obj);
+    int tracked = PyObject_GC_IsTracked(obj);
+    if (PyObject_TypeCheck(obj, &NodeType)) return !tracked;
     if (depth > 4) return 0;
     if (PyTuple_CheckExact(obj)) {
+        /* untracked: CPython (or this function, before) found its items atomic */
+        if (!tracked) return 1;
         for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(obj); j++)
             if (!acyclic(PyTuple_GET_ITEM(obj, j), depth + 1)) return 0;
+        /* as the collector would at its next pass: the shape and line tuples nodes share
+           are then checked at once */
+        PyObject_GC_UnTrack(obj);
         return 1;
     }
     if (PyDict_CheckExact(obj)) {
+        if (!tracked) return 1;  /* atomic values only (a dict tracks itself on a new one) */
         PyObject *key, *item;
         Py_ssize_t pos = 0;
         while (PyDict_Next(obj, &pos, &key, &item))
@@ -375,15 +382,21 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
     PyTypeObject *type = Py_TYPE(self);
     /* a subclass with fields of its own (ir's view nodes) is the collector's to judge */
     if (type->tp_basicsize != NodeType.tp_basicsize || type->tp_dictoffset != 0) return 0;
-#define ACYCLIC_FIELD(name) \
-    if (&self->name != &self->value && self->name != NULL && !acyclic(self->name, 0)) return 0;
-    NODE_FIELDS(ACYCLIC_FIELD)
+    /* (hash, order, serial, epoch, local and eid are numbers fill_fields made, or None; the
+       inputs are nodes, which fill_fields checked) */
+    PyObject *given[] = {self->op, self->attrs, self->shape, self->dtype, self->source};
+    for (size_t j = 0; j < sizeof(given) / sizeof(given[0]); j++)
+        if (given[j] != NULL && !PyUnicode_CheckExact(given[j]) && !acyclic(given[j], 0))
+            return 0;
+    if (!PyTuple_CheckExact(self->inputs)) return 0;
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(self->inputs); j++)
+        if (PyObject_GC_IsTracked(PyTuple_GET_ITEM(self->inputs, j))) return 0;
     if (self->value != NULL) {
         int inert = inert_value(G, self->value);
         if (inert <= 0) return inert;
     }
     PyObject_GC_UnTrack(self);
-    if (PyTuple_CheckExact(self->inputs)) PyObject_GC_UnTrack(self->inputs);
+    PyObject_GC_UnTrack(self->inputs);
     return 0;
 }
 
