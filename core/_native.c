@@ -159,9 +159,9 @@ static PyObject *combined_hash(PyObject *first, PyObject *inputs, Py_ssize_t n, 
 }
 
 /* Set every field of a new node (ir._PyNodeBase.__init__'s rules). */
-static int fill_fields(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, PyObject *attrs,
-                PyObject *shape, PyObject *dtype, PyObject *value, PyObject *extra_hash,
-                PyObject *source, PyObject *entry) {
+static int fill_fields(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs,
+                       PyObject *attrs, PyObject *shape, PyObject *dtype, PyObject *value,
+                       PyObject *extra_hash, PyObject *source, PyObject *entry) {
     PyObject *owned_entry = NULL, *count, *key = NULL;
     Py_ssize_t n;
     int is_leaf_op;
@@ -323,15 +323,16 @@ fail:
 A traced graph is thousands of nodes (and their inputs tuples) that live until the next cut:
 long enough to survive young collections, so every step promoted them into the oldest
 generation, whose growth set off full collections of the whole heap -- torch, jax and TF
-loaded are some 360,000 objects, 200 ms each, every second or so of tracing (W4 through
-torch: mean 8.0 us per op, median 6.1; with the collector off, 5.9). A node's fields are set
-once, at construction, and a plain node's lead only to older nodes, strings, numbers, tuples
-and attribute dicts of those, and its value (a buffer): no path from them leads back to the
-node, so no reference cycle passes through it and the collector has nothing to find there.
-Such a node is untracked, as CPython untracks a tuple of atomic items; so is its inputs
-tuple, whose items then are such nodes. A node with any other field (an attribute holding a
-function, a value of a type not known to be inert) stays tracked, and so do the nodes made
-from it; a field set later to such an object tracks the node again (Node_setattro). */
+loaded are some 360,000 objects, 200 ms each, every ten or so steps of 5,000 ops, whose mean
+step was then 1.6-2.4x the collector-off time (benchmarks/gc_pauses.py). A node's fields are
+set once, at construction, and a plain node's lead only to older nodes, strings, numbers,
+tuples and attribute dicts of those, and its value (a buffer): no path from them leads back
+to the node, so no reference cycle passes through it and the collector has nothing to find
+there. Such a node is untracked, as CPython untracks a tuple of atomic items; so is its
+inputs tuple, whose items then are such nodes. A node with any other field (an attribute
+holding a function, a value of a type not known to be inert) stays tracked, and so do the
+nodes made from it; a field set later to such an object tracks the node again
+(Node_setattro), as does a second __init__ that gives it one. */
 
 static PyObject *s_inert_values;  /* "INERT_VALUE_TYPES" in core/ir.py */
 
@@ -373,12 +374,9 @@ static int inert_value(PyObject *G, PyObject *value) {
     return PySet_Check(types) ? PySet_Contains(types, (PyObject *)Py_TYPE(value)) : 0;
 }
 
-static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, PyObject *attrs,
-                PyObject *shape, PyObject *dtype, PyObject *value, PyObject *extra_hash,
-                PyObject *source, PyObject *entry) {
-    if (fill_fields(G, self, op, inputs, attrs, shape, dtype, value, extra_hash, source,
-                    entry) < 0)
-        return -1;
+/* Whether the collector has nothing to find through a node whose fields were just set:
+   1, 0, or -1 with an error. */
+static int cycle_free(PyObject *G, NodeObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     /* a subclass with fields of its own (ir's view nodes) is the collector's to judge */
     if (type->tp_basicsize != NodeType.tp_basicsize || type->tp_dictoffset != 0) return 0;
@@ -391,12 +389,23 @@ static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, P
     if (!PyTuple_CheckExact(self->inputs)) return 0;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(self->inputs); j++)
         if (PyObject_GC_IsTracked(PyTuple_GET_ITEM(self->inputs, j))) return 0;
-    if (self->value != NULL) {
-        int inert = inert_value(G, self->value);
-        if (inert <= 0) return inert;
+    return self->value == NULL ? 1 : inert_value(G, self->value);
+}
+
+static int fill(PyObject *G, NodeObject *self, PyObject *op, PyObject *inputs, PyObject *attrs,
+                PyObject *shape, PyObject *dtype, PyObject *value, PyObject *extra_hash,
+                PyObject *source, PyObject *entry) {
+    if (fill_fields(G, self, op, inputs, attrs, shape, dtype, value, extra_hash, source,
+                    entry) < 0)
+        return -1;
+    int free = cycle_free(G, self);
+    if (free < 0) return -1;
+    if (free) {
+        PyObject_GC_UnTrack(self);
+        PyObject_GC_UnTrack(self->inputs);
+    } else if (!PyObject_GC_IsTracked((PyObject *)self)) {  /* __init__ called again */
+        PyObject_GC_Track(self);
     }
-    PyObject_GC_UnTrack(self);
-    PyObject_GC_UnTrack(self->inputs);
     return 0;
 }
 
