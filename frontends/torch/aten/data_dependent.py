@@ -99,7 +99,7 @@ def _masked_select(x, mask):
 def _checked_masked_select(x, mask):
     """masked_select's own argument checks, at the call and before any sync."""
     if mask.dtype != torch.bool:
-        raise RuntimeError(f"masked_select: expected BoolTensor for mask")
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
     torch.broadcast_shapes(tuple(x.shape), tuple(mask.shape))  # torch's own RuntimeError
     return _masked_select(x, mask)
 

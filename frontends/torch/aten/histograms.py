@@ -7,7 +7,7 @@ import types
 import numpy as np
 import torch
 
-from ....core import compose, ir, ops
+from ....core import compose, ops
 from .shapes import _linspace
 from .table import aten, bcast, compute_dtype, const, lower, node_of
 
