@@ -380,9 +380,10 @@ static int cycle_free(PyObject *G, NodeObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     /* a subclass with fields of its own (ir's view nodes) is the collector's to judge */
     if (type->tp_basicsize != NodeType.tp_basicsize || type->tp_dictoffset != 0) return 0;
-    /* (hash, order, serial, epoch, local and eid are numbers fill_fields made, or None; the
-       inputs are nodes, which fill_fields checked) */
-    PyObject *given[] = {self->op, self->attrs, self->shape, self->dtype, self->source};
+    /* (serial, epoch and eid are numbers fill_fields made, or None; the inputs are nodes,
+       which fill_fields checked; local, hash and order come from the entry a caller may give) */
+    PyObject *given[] = {self->op, self->attrs, self->shape, self->dtype, self->source,
+                         self->local, self->hash, self->order};
     for (size_t j = 0; j < sizeof(given) / sizeof(given[0]); j++)
         if (given[j] != NULL && !PyUnicode_CheckExact(given[j]) && !acyclic(given[j], 0))
             return 0;
