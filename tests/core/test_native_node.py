@@ -338,3 +338,15 @@ def test_a_view_node_with_fields_of_its_own_is_the_collectors_to_judge():
     base = ir.data(np.arange(6, dtype=np.float32).reshape(2, 3), (2, 3), "float32")
     leaf = ir.Derived(base, "transpose", {"permutation": (1, 0)}, (3, 2), "float32", None)
     assert gc.is_tracked(leaf)
+
+
+@native
+def test_a_computed_value_leaves_its_data_node_out_of_the_collector():
+    # a cut's result is a data node holding the backend's buffer: a NumPy array on the
+    # reference backend, a jax array on XLA (which lists its type in ir.INERT_VALUE_TYPES)
+    h = runtime.LazyHandle(ops.exp(ir.data(np.ones(3, np.float32), (3,), "float32")))
+    runtime.sync(h)
+    assert h.node.op == "data" and h.node.value is not None
+    assert not gc.is_tracked(h.node)
+    later = ops.neg(h.node)  # and what is made from it
+    assert not gc.is_tracked(later)
