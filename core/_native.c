@@ -340,6 +340,8 @@ static PyObject *s_inert_values;  /* "INERT_VALUE_TYPES" in core/ir.py */
    sees (an int, a str, a NumPy array), an untracked node, or a tuple or dict of such (a dict:
    a node's attributes, which are part of its interned key and never change). */
 static int acyclic(PyObject *obj, int depth) {
+    /* (most fields are numbers and strings: answered without a call) */
+    if (obj == Py_None || PyLong_CheckExact(obj) || PyUnicode_CheckExact(obj)) return 1;
     if (!PyObject_IS_GC(obj)) return 1;
     int tracked = PyObject_GC_IsTracked(obj);
     if (PyObject_TypeCheck(obj, &NodeType)) return !tracked;
@@ -385,7 +387,7 @@ static int cycle_free(PyObject *G, NodeObject *self) {
     PyObject *given[] = {self->op, self->attrs, self->shape, self->dtype, self->source,
                          self->local, self->hash, self->order};
     for (size_t j = 0; j < sizeof(given) / sizeof(given[0]); j++)
-        if (given[j] != NULL && !PyUnicode_CheckExact(given[j]) && !acyclic(given[j], 0))
+        if (given[j] != NULL && !acyclic(given[j], 0))
             return 0;
     if (!PyTuple_CheckExact(self->inputs)) return 0;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(self->inputs); j++)
