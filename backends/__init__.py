@@ -23,6 +23,9 @@ and optionally (XLA):
   bound.inline() -> callable|None       the binding run on the calling thread, for a caller
                                         that passes host data only and waits at once
   memory_per_device() -> {device: bytes}
+  asynchronous = True                   an executable returns before its results exist: a
+                                        cut's scalar results may then run ahead of the rest
+                                        (core/early_results.py)
   lend_to_host(buffer) -> DLPack-exportable|None  the buffer's own memory when it is host memory
                                         a caller may take over (torch.compile outputs no one
                                         else holds) or share read-only (tf.Variable stores)

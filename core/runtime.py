@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from . import compile_watch, config, ir, metrics, observation
+from . import compile_watch, config, early_results, ir, metrics, observation
 from . import dtypes as dt
 from . import source as source_lines
 from .source import user_line
@@ -587,6 +587,13 @@ class _Cache:
                 self._evict()
             return exe
 
+    def grow(self, exe, nbytes):
+        """`exe` (cached) holds `nbytes` more than when it was put (a split cut's pair)."""
+        with self.lock:
+            exe.nbytes = getattr(exe, "nbytes", 0) + nbytes
+            if self.entries.get(exe.program.key) is exe:
+                self.nbytes += nbytes
+
     def put_alias(self, key, exe, leaf_positions):
         with self.lock:
             if exe.program.key not in self.entries:
@@ -649,12 +656,13 @@ def bind_fixed(exe, fixed):
     return bind(fixed) if bind is not None and fixed else exe
 
 
-def compile_program(program, fixed=None, cause=None, source=None):
+def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False):
     """Compile (or fetch from the cache) an executable for `program`; `fixed` (leaf index ->
     value): the values of leaves its first call passes -- a binding caller's (exe.bind), which
     it never changes, or a lazy cut's scalars -- which the backend may lay out the executable
     it compiles first for (XLA reads equal ones as one). `cause` and `source`
-    (the cut's) go into the warning about a compile that runs long (core/compile_watch.py)."""
+    (the cut's) go into the warning about a compile that runs long (core/compile_watch.py).
+    `lazy_cut`: for a cut, whose scalar results may later run ahead (core/early_results.py)."""
     exe = CACHE.get(program.key)
     if exe is not None:
         metrics.count("cache_hits")
@@ -674,7 +682,31 @@ def compile_program(program, fixed=None, cause=None, source=None):
     metrics.count("compiles")
     metrics.record_time("compile", elapsed)
     _notify("on_compile", program, exe, start, elapsed)
+    # (not on a mesh, whose handed-over values would need layouts; not while tiered
+    # compiles would run the pair on the interpreter instead of the compiled whole)
+    if lazy_cut and getattr(backend, "asynchronous", False) and ir.LAYOUT_OF[0] is None \
+            and not config.tiered():
+        split = early_results.plan(program, Program)
+        if split is not None:
+            exe = early_results.Splitting(exe, split, _compile_part, _scalars, CACHE.grow)
     return CACHE.put(program.key, exe), True
+
+
+def _compile_part(part, fixed):
+    """An executable for one program of a split cut (early_results.Splitting; `fixed`: its
+    scalar leaves' values at the call that started it): compiled like a cut's, counted apart
+    (`split_compiles`: no new graph was traced)."""
+    backend = get_backend()
+    start = time.perf_counter()
+    with compile_watch.watch(part):
+        exe = backend.compile(part, fixed) if fixed and _takes_fixed(backend) else \
+            backend.compile(part)
+    elapsed = time.perf_counter() - start
+    exe.program = part
+    metrics.count("split_compiles")
+    metrics.record_time("compile", elapsed)
+    _notify("on_compile", part, exe, start, elapsed)
+    return exe
 
 
 def _scalars(program, values):
@@ -891,7 +923,8 @@ def _run(roots, cause, source, trace_seconds=0.0):
     if not hit:
         # the first call's scalars: the backend may lay out equal ones as one (XLA: see
         # backends/xla._LazyLayout), compiling the layout this call runs
-        exe, _ = compile_program(program, _scalars(program, values), cause=cause, source=source)
+        exe, _ = compile_program(program, _scalars(program, values), cause=cause, source=source,
+                                 lazy_cut=True)
         metrics.record_compile(source)
     if alias is not None:
         CACHE.put_alias(alias[0], exe, alias[1])
