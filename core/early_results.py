@@ -68,14 +68,11 @@ def plan(program, program_class):
     first_results = [outputs[k] for k in early] + handoff
     first, first_leaves = _part(program, program_class, first_slots, (), first_results, "first")
     second, second_leaves = _part(program, program_class, second_slots, handoff, later, "second")
+    at_first = {k: i for i, k in enumerate(early)}
+    at_second = iter(range(len(later)))
+    order = [(0, at_first[k]) if k in at_first else (1, next(at_second))
+             for k in range(len(outputs))]
     n_early = len(early)
-    order, at_early, at_later = [], {k: i for i, k in enumerate(early)}, 0
-    for k in range(len(outputs)):
-        if k in at_early:
-            order.append((0, at_early[k]))
-        else:
-            order.append((1, at_later))
-            at_later += 1
     return Split(first, second, first_leaves, second_leaves,
                  list(range(n_early, n_early + len(handoff))), order)
 
@@ -124,7 +121,7 @@ def _part(program, program_class, slots, handoff, results, name):
     """A Program of `program`'s instructions at `slots`, in their order, reading the leaves
     they use and, as data leaves after those, the instructions at `handoff`."""
     n_leaves = len(program.leaves)
-    insts = [s for s in sorted(slots)]
+    insts = sorted(slots)  # (the program's order: a topological one)
     used = sorted({i for s in insts for i in program.instructions[s - n_leaves][2]
                    if i < n_leaves})
     at = {}
