@@ -139,3 +139,18 @@ def test_the_replay_targets_are_reported_per_compiled_system():
     assert "  [met ] lazyx-numpy+compile W4 within 3.0x of jax.jit: 2.50x" in lines
     assert "  [n/a ] lazyx-numpy+compile W2 within 1.05x of jax.jit: -" in lines
     assert "  [n/a ] lazyx-torch+compile W1 within 1.05x of jax.jit: -" in lines
+
+
+def test_measure_warms_up_again_when_lazyx_was_compiling_in_the_background():
+    """A lazy step's warm-up repeats once if a background compile was still running at its
+    end (harness._settle): the timed steps then run what the steady state runs."""
+    plan = (3, 2, 10.0, 0.0, 0.0)  # 3 timed steps, 2 warm-up steps, no time floors
+    for answers, expected in (([False], 1 + 2 + 3), ([True, False], 1 + 2 + 2 + 3)):
+        calls, settles = [], iter(answers)
+
+        def step():
+            calls.append(1)
+            return 1.0
+        step.settle = lambda: next(settles)
+        harness.measure(step, plan)
+        assert len(calls) == expected
