@@ -242,7 +242,12 @@ def store_later(fn, *args):
         if not _writer:
             _writer.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="lazyx-cache"))
         _pending[:] = [f for f in _pending if not f.done()]
-        _pending.append(_writer[0].submit(fn, *args))
+        try:
+            _pending.append(_writer[0].submit(fn, *args))
+            return
+        except RuntimeError:  # the interpreter is exiting and the writer has stopped:
+            pass  # a compile finishing now (a background one, which exit waits for)
+    fn(*args)  # writes its entry on its own thread, or the next process compiles it again
 
 
 def flush():

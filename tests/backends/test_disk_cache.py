@@ -158,3 +158,26 @@ def test_cache_dir_settings(monkeypatch, tmp_path):
     assert config.cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "lazyx")
     monkeypatch.setenv("LAZYX_CACHE_DIR_BYTES", "3000000")
     assert config.cache_dir_bytes() == 3_000_000
+
+
+_LATE_WRITER = """
+import sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from lazyx.backends import disk_cache
+disk_cache.store_later(lambda: None)  # the writer thread exists, as after any compile
+
+def late():  # a background compile (core/early_results.py) finishing after the main thread
+    time.sleep(0.5)  # by now exit has stopped the writer; Python still waits for this thread
+    disk_cache.store_later(lambda: open(sys.argv[2], "w").write("stored"))
+threading.Thread(target=late).start()
+"""
+
+
+def test_an_entry_handed_over_while_the_interpreter_exits_is_still_written(tmp_path):
+    """The writer is a thread pool, which Python stops at exit before it joins other threads:
+    an entry handed over then (a background compile's) is written by the thread handing it."""
+    target = tmp_path / "entry"
+    done = subprocess.run([sys.executable, "-c", _LATE_WRITER, SHIM, str(target)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert target.read_text() == "stored"
