@@ -89,9 +89,7 @@ def _settle():
     """Wait for programs lazyx compiles in the background (a repeated cut's loss run ahead of
     the rest: docs/runtime.md); True if one was compiling. The steady state starts after."""
     from lazyx.core import early_results
-    compiling = any(s.pair is None for s in list(early_results._STARTED))
-    early_results.join_all()
-    return compiling
+    return early_results.join_all()
 
 
 def measure(step, plan):

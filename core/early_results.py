@@ -223,6 +223,10 @@ _STARTED = weakref.WeakSet()  # Splittings whose pair has started compiling
 
 
 def join_all():
-    """Wait for every pair still compiling (tests that count compiles; a clean shutdown)."""
+    """Wait for every pair still compiling (tests that count compiles, a benchmark's steady
+    state); True if one was."""
+    compiling = False
     for splitting in list(_STARTED):
+        compiling = compiling or splitting.pair is None
         splitting.join()
+    return compiling

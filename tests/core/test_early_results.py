@@ -183,8 +183,9 @@ def test_steps_run_the_single_program_while_the_pair_compiles():
         loop.step()
     assert entry.pair is None and not compiled  # still compiling: the steps did not wait
     release.set()
-    early_results.join_all()
+    assert early_results.join_all()  # (it was compiling)
     assert len(compiled) == 2 and entry.pair not in (None, False)
+    assert not early_results.join_all()
     loop.step()
     x_host, w_host = host((64, 256), 1), host((256, 256), 2)
     for loss in loop.losses:
