@@ -161,6 +161,12 @@ def cache_preload():
     return max(0, _int("LAZYX_CACHE_PRELOAD", 4))
 
 
+def scalars_first():
+    """LAZYX_SCALARS_FIRST=0: never run a repeated cut's scalar results (a loss) as a program
+    of their own ahead of the rest (core/early_results.py); on by default."""
+    return os.environ.get("LAZYX_SCALARS_FIRST", "1") not in ("", "0", "false", "False")
+
+
 def tiered():
     """LAZYX_TIERED=1: run a new graph on the reference interpreter while XLA compiles it."""
     return os.environ.get("LAZYX_TIERED", "0") not in ("", "0", "false", "False")

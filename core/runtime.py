@@ -685,7 +685,7 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
     # (not on a mesh, whose handed-over values would need layouts; not while tiered
     # compiles would run the pair on the interpreter instead of the compiled whole)
     if lazy_cut and getattr(backend, "asynchronous", False) and ir.LAYOUT_OF[0] is None \
-            and not config.tiered():
+            and not config.tiered() and config.scalars_first():
         split = early_results.plan(program, Program)
         if split is not None:
             exe = early_results.Splitting(exe, split, _compile_part, _scalars, CACHE.grow)

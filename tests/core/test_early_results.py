@@ -209,3 +209,11 @@ def test_a_pair_that_fails_to_compile_leaves_the_single_program(monkeypatch):
     whole = _whole_loop(len(loop.losses), monkeypatch)
     for a, b in zip(loop.losses + loop.weights, whole.losses + whole.weights):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("value, splits", [("0", False), ("1", True)])
+def test_LAZYX_SCALARS_FIRST_turns_it_off_and_on(monkeypatch, value, splits):
+    monkeypatch.setenv("LAZYX_SCALARS_FIRST", value)
+    _split_loop(1)
+    (entry,) = runtime.CACHE.entries.values()
+    assert isinstance(entry, early_results.Splitting) == (splits and _asynchronous())
