@@ -669,19 +669,11 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
         return exe, False
     if LISTENERS:  # listing the cache is for explanations only
         _notify("on_cache_miss", program, CACHE.programs(), source)
-    start = time.perf_counter()
     backend = get_backend()
     if backend.code_mappings_short():
         CACHE.shed()
         metrics.count("cache_sheds")
-    with compile_watch.watch(program, cause, source):
-        exe = backend.compile(program, fixed) if fixed and _takes_fixed(backend) else \
-            backend.compile(program)
-    elapsed = time.perf_counter() - start
-    exe.program = program
-    metrics.count("compiles")
-    metrics.record_time("compile", elapsed)
-    _notify("on_compile", program, exe, start, elapsed)
+    exe = _compile_timed(program, fixed, "compiles", cause, source)
     # (not on a mesh, whose handed-over values would need layouts; not while tiered
     # compiles would run the pair on the interpreter instead of the compiled whole)
     if lazy_cut and getattr(backend, "asynchronous", False) and ir.LAYOUT_OF[0] is None \
@@ -696,16 +688,21 @@ def _compile_part(part, fixed):
     """An executable for one program of a split cut (early_results.Splitting; `fixed`: its
     scalar leaves' values at the call that started it): compiled like a cut's, counted apart
     (`split_compiles`: no new graph was traced)."""
+    return _compile_timed(part, fixed, "split_compiles")
+
+
+def _compile_timed(program, fixed, counter, cause=None, source=None):
+    """The backend's executable for `program`, timed, counted under `counter`, announced."""
     backend = get_backend()
     start = time.perf_counter()
-    with compile_watch.watch(part):
-        exe = backend.compile(part, fixed) if fixed and _takes_fixed(backend) else \
-            backend.compile(part)
+    with compile_watch.watch(program, cause, source):
+        exe = backend.compile(program, fixed) if fixed and _takes_fixed(backend) else \
+            backend.compile(program)
     elapsed = time.perf_counter() - start
-    exe.program = part
-    metrics.count("split_compiles")
+    exe.program = program
+    metrics.count(counter)
     metrics.record_time("compile", elapsed)
-    _notify("on_compile", part, exe, start, elapsed)
+    _notify("on_compile", program, exe, start, elapsed)
     return exe
 
 
