@@ -217,3 +217,40 @@ def test_LAZYX_SCALARS_FIRST_turns_it_off_and_on(monkeypatch, value, splits):
     _split_loop(1)
     (entry,) = runtime.CACHE.entries.values()
     assert isinstance(entry, early_results.Splitting) == (splits and _asynchronous())
+
+
+def test_a_rest_that_reads_the_scalar_itself_gets_it_handed_over(monkeypatch):
+    """w - lr * loss * grad: the second program needs the loss the first computes."""
+    if not _asynchronous():
+        pytest.skip("only an asynchronous backend splits")
+
+    def scaled_step(x, w):
+        loss, _ = _sgd_step(x, w)
+        h = _matmul(x, w)
+        grad = _matmul(ops.transpose(x, permutation=(1, 0)), h)
+        scale = ops.broadcast_in_dim(loss, shape=grad.shape, broadcast_dimensions=())
+        return loss, ops.sub(w, ops.mul(ops.mul(grad, scale), ir.param(1e-3, "float32",
+                                                                        grad.shape)))
+
+    def run(steps):
+        x = runtime.LazyHandle(runtime.from_host(host((64, 256), 1)))
+        w = runtime.LazyHandle(runtime.from_host(host((256, 256), 2)))
+        seen = []
+        for k in range(steps):
+            loss, new_w = scaled_step(x.node, w.node)
+            loss, w = runtime.LazyHandle(loss), runtime.LazyHandle(new_w)
+            runtime.sync(loss, w)
+            seen += [runtime.to_host(loss).copy(), runtime.to_host(w).copy()]
+            if k == early_results.RUNS_BEFORE_SPLIT - 1:
+                early_results.join_all()
+        return seen
+
+    split = run(early_results.RUNS_BEFORE_SPLIT + 2)
+    (entry,) = runtime.CACHE.entries.values()
+    assert entry.pair not in (None, False)
+    first_results = entry.split.first.outputs
+    assert len(first_results) > len(set(first_results))  # the loss: a result and a handoff
+    runtime.CACHE.clear()
+    monkeypatch.setattr(early_results, "MIN_WORK", 1 << 62)
+    for a, b in zip(split, run(early_results.RUNS_BEFORE_SPLIT + 2)):
+        np.testing.assert_array_equal(a, b)
