@@ -23,6 +23,7 @@ and optionally (XLA):
   bound.inline() -> callable|None       the binding run on the calling thread, for a caller
                                         that passes host data only and waits at once
   memory_per_device() -> {device: bytes}
+  mark_used(executable)                 its persistent-cache entry becomes the most recent
   asynchronous = True                   an executable returns before its results exist: a
                                         cut's scalar results may then run ahead of the rest
                                         (core/early_results.py)

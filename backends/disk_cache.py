@@ -119,6 +119,17 @@ class DiskCache:
         except OSError:
             pass
 
+    def make_newest(self, key):
+        """Mark `key`'s entry used after every other entry, even one written within the same
+        tick of the file system's clock (whose coarse timestamps tie otherwise)."""
+        try:
+            newest = max((e.stat().st_mtime_ns for e in os.scandir(self.folder)
+                          if e.name.endswith(SUFFIX)), default=0)
+            now = time.time_ns()
+            os.utime(self.path(key), ns=(now, max(now, newest + 1)))
+        except OSError:
+            pass
+
     def read(self, key):
         """The payload under `key` if it checks out, else None: no warning, no removal, no
         LRU refresh (for the preloader, which must leave the folder as it found it)."""

@@ -1237,15 +1237,32 @@ class XlaBackend:
         # (XLA's threads do not survive a fork), and compile_now raises the error saying so
         if not cache or signature.mesh is not None or _FORKED_FROM[0] is not None:
             return None, cache, None
-        context = self.cache_context(x64)
-        if signature.patterns != signature.general:
-            context += repr(("equal scalars", signature.patterns)).encode()
-        key = disk_cache.program_key(program, context)
+        key = self._disk_key(program, signature, x64)
         if key is None:
             return None, cache, None
         compiled = self._load(cache, key, signature, len(program.outputs))
         metrics.count("disk_hits" if compiled is not None else "disk_misses")
         return compiled, cache, key
+
+    def _disk_key(self, program, signature, x64):
+        context = self.cache_context(x64)
+        if signature.patterns != signature.general:
+            context += repr(("equal scalars", signature.patterns)).encode()
+        return disk_cache.program_key(program, context)
+
+    def mark_used(self, exe):
+        """Refresh the disk entry of `exe` (as compiled first) as the most recently used: a
+        split cut's single program, which a new process needs at its first step, before the
+        pair it compiles later (the warm-start preloader loads the newest entries first)."""
+        cache = disk_cache.open_cache()
+        signature = getattr(exe, "signature", None)
+        if not cache or signature is None or signature.mesh is not None or \
+                _FORKED_FROM[0] is not None:
+            return
+        key = self._disk_key(exe.program, signature, exe.x64)
+        if key is not None:
+            disk_cache.flush()  # (the pair's own entries are written by then, not after)
+            cache.make_newest(key)
 
     def compile_now(self, program, signature, x64, cache=None, key=None):
         """Trace, lower and compile with XLA (timed apart), then store the result on disk."""

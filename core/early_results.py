@@ -158,13 +158,13 @@ class Splitting:
     at interpreter shutdown aborts the process), so a script that ends right after starting it
     waits for the compile at exit. `pair` is published by one assignment: None while it is
     compiling (or not started), False if it failed, else (first, second)."""
-    __slots__ = ("whole", "split", "compile_part", "scalars", "grow", "pair", "runs",
+    __slots__ = ("whole", "split", "compile_part", "scalars", "ready", "pair", "runs",
                  "program", "aliases", "nbytes", "_thread", "__weakref__")
 
-    def __init__(self, whole, split, compile_part, scalars, grow):
+    def __init__(self, whole, split, compile_part, scalars, ready):
         self.whole, self.split, self.compile_part = whole, split, compile_part
         self.scalars = scalars  # (program, leaf values) -> its scalar leaves' {index: value}
-        self.grow = grow        # (self, bytes): the cache's count of what entries hold
+        self.ready = ready      # (self, the pair's bytes), once the pair is compiled
         self.pair, self.runs, self._thread = None, 0, None
         self.program = whole.program
         self.aliases = []
@@ -209,7 +209,7 @@ class Splitting:
                           f"program", RuntimeWarning, stacklevel=2)
             self.pair = False
             return
-        self.grow(self, getattr(first, "nbytes", 0) + getattr(second, "nbytes", 0))
+        self.ready(self, getattr(first, "nbytes", 0) + getattr(second, "nbytes", 0))
         self.pair = (first, second)
 
     def join(self, timeout=None):

@@ -680,7 +680,7 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
             and not config.tiered() and config.scalars_first():
         split = early_results.plan(program, Program)
         if split is not None:
-            exe = early_results.Splitting(exe, split, _compile_part, _scalars, CACHE.grow)
+            exe = early_results.Splitting(exe, split, _compile_part, _scalars, _pair_ready)
     return CACHE.put(program.key, exe), True
 
 
@@ -689,6 +689,15 @@ def _compile_part(part, fixed):
     scalar leaves' values at the call that started it): compiled like a cut's, counted apart
     (`split_compiles`: no new graph was traced)."""
     return _compile_timed(part, fixed, "split_compiles")
+
+
+def _pair_ready(splitting, nbytes):
+    """A split cut's pair is compiled: the cache counts its bytes, and the disk cache sees the
+    single program used after it (a new process's first step needs that one first)."""
+    CACHE.grow(splitting, nbytes)
+    mark_used = getattr(get_backend(), "mark_used", None)
+    if mark_used is not None:
+        mark_used(splitting.whole)
 
 
 def _compile_timed(program, fixed, counter, cause=None, source=None):

@@ -254,3 +254,22 @@ def test_a_rest_that_reads_the_scalar_itself_gets_it_handed_over(monkeypatch):
     monkeypatch.setattr(early_results, "MIN_WORK", 1 << 62)
     for a, b in zip(split, run(early_results.RUNS_BEFORE_SPLIT + 2)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_single_program_stays_the_newest_disk_entry(tmp_path, monkeypatch):
+    """A new process's first step needs the cut's own program, its pair only later: the
+    warm-start preloader loads the newest entries first, so the single program must be the
+    newest entry once the pair is stored (backends/preload.py)."""
+    if not _asynchronous():
+        pytest.skip("only an asynchronous backend splits")
+    from lazyx.backends import disk_cache, preload
+    monkeypatch.setenv("LAZYX_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("LAZYX_TIERED", raising=False)
+    _split_loop(1)
+    disk_cache.flush()
+    (entry,) = runtime.CACHE.entries.values()
+    backend = runtime.get_backend()
+    whole = entry.whole
+    keys = preload.recent_keys(disk_cache.open_cache(), 3)
+    assert len(keys) == 3  # the single program and the pair
+    assert keys[0] == backend._disk_key(whole.program, whole.signature, whole.x64)
