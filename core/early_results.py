@@ -209,8 +209,8 @@ class Splitting:
                           f"program", RuntimeWarning, stacklevel=2)
             self.pair = False
             return
+        self.pair = (first, second)  # (published first: `ready` only keeps the books)
         self.ready(self, getattr(first, "nbytes", 0) + getattr(second, "nbytes", 0))
-        self.pair = (first, second)
 
     def join(self, timeout=None):
         """Wait until the pair is compiled (or failed), where its compile has started."""
