@@ -58,6 +58,12 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
           "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12}
 
 
+def _switch(name, default):
+    """A yes/no variable: unset gives `default`; empty, 0, false and False mean no."""
+    raw = os.environ.get(name)
+    return default if raw is None else raw not in ("", "0", "false", "False")
+
+
 def _bytes(name, default):
     """A byte count: an integer, or a number with a unit (`512M`, `2GiB`, `1.5 GB`)."""
     raw = _env(name)
@@ -108,7 +114,7 @@ def slow_compile_seconds():
 
 def debug():
     """LAZYX_DEBUG=1: explain recompiles and syncs on stderr as they happen."""
-    return os.environ.get("LAZYX_DEBUG", "0") not in ("", "0", "false", "False")
+    return _switch("LAZYX_DEBUG", False)
 
 
 def dump_dir():
@@ -164,9 +170,9 @@ def cache_preload():
 def scalars_first():
     """LAZYX_SCALARS_FIRST=0: never run a repeated cut's scalar results (a loss) as a program
     of their own ahead of the rest (core/early_results.py); on by default."""
-    return os.environ.get("LAZYX_SCALARS_FIRST", "1") not in ("", "0", "false", "False")
+    return _switch("LAZYX_SCALARS_FIRST", True)
 
 
 def tiered():
     """LAZYX_TIERED=1: run a new graph on the reference interpreter while XLA compiles it."""
-    return os.environ.get("LAZYX_TIERED", "0") not in ("", "0", "false", "False")
+    return _switch("LAZYX_TIERED", False)
