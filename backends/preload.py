@@ -10,6 +10,13 @@ is among them takes it from here instead of from disk (xla.py `_load`), and its 
 runs at steady speed. The user's own first steps trace meanwhile (a model's construction and
 its first trace take longer than this), so the work is off their critical path.
 
+Where the foreground catches up with it, the foreground goes first. A cut that waits for an
+entry while it is loaded gets it without the run on zeros (its own run sets the code up as
+well). After handing an executable over, or while the process runs any program for the first
+time, the preloader waits for that run before its next entry, which would share the cores
+with it. (A cut that comes during the run on zeros waits for it: running the executable
+beside it finished no sooner on two cores, measured on W2.)
+
 Safe by construction: the entries are read-only here (never rewritten, removed or warned
 about; `_load` does that for the entries it uses), an executable is a pure function of its
 inputs (so a run on zeros has no effect but its warm-up), programs with more than
@@ -30,12 +37,22 @@ MAX_INPUT_BYTES = 256 << 20
 # of loading and first-running it a second time beside the preloader: W2's warm first step
 # reached its cut 10-30 ms after the preload began, and both copies then shared two cores.
 IN_FLIGHT_WAIT_S = 60.0
-_ready = {}  # key (bytes) -> compiled executable, loaded and run once
+_ready = {}  # key (bytes) -> compiled executable, loaded (and run once unless wanted)
 _in_flight = {}  # key -> threading.Event set once the preloader is done with it
 _claimed = set()  # keys a cut loaded itself: the preloader skips them
+_wanted = set()  # keys a cut waits for: handed over once loaded, not run on zeros first
 _lock = threading.Lock()
 _started = []
 _settled = threading.Event()
+# The foreground's first runs, which the preloader lets finish before its next entry: W2's
+# warm first step ran its program in 50 ms beside the preloader's next entry, 25 ms alone.
+_running = []  # True while the preloader thread runs (first runs are only noted then)
+_first_runs = []  # outputs of programs the process ran for the first time
+_handed_out = threading.Event()  # a cut took an executable from here, and may not have run it
+_first_run_noted = threading.Event()
+# How long the preloader waits for the cut it handed an executable to to run it: the cut
+# runs it at once, but it may also fail before running anything.
+HANDOVER_WAIT_S = 1.0
 
 
 def settle():
@@ -51,13 +68,46 @@ def take(key):
     it itself, and the preloader leaves it alone. Waits while the preloader is busy with it."""
     with _lock:
         done = _in_flight.get(key)
+        if done is not None:
+            _wanted.add(key)
     if done is not None:
         done.wait(IN_FLIGHT_WAIT_S)
     with _lock:
         compiled = _ready.pop(key, None)
         if compiled is None:
             _claimed.add(key)
+        else:
+            _handed_out.set()
         return compiled
+
+
+def note_first_run(outputs):
+    """The process has dispatched a program's first run (its `outputs`, not ready yet): the
+    preloader finishes the entry it is busy with, then waits for this run before the next
+    one. Both would otherwise share the cores, and the step waiting for this run is the
+    foreground's (a first step, typically)."""
+    if _running:
+        with _lock:
+            _first_runs.append(outputs)
+        _first_run_noted.set()
+
+
+def _let_the_foreground_run(jax):
+    """(On the preloader thread, between entries.) Wait for the first runs the process has
+    dispatched, and for the one a cut that took an executable from here is about to
+    dispatch."""
+    if _handed_out.is_set():
+        _first_run_noted.wait(HANDOVER_WAIT_S)
+        _handed_out.clear()
+    _first_run_noted.clear()
+    with _lock:
+        runs = list(_first_runs)
+        _first_runs.clear()
+    for outputs in runs:
+        try:
+            jax.block_until_ready(outputs)
+        except Exception:  # noqa: BLE001 -- the run's own caller sees its errors
+            pass
 
 
 def start(load):
@@ -90,9 +140,20 @@ def recent_keys(cache, count):
 
 
 def _preload(cache, count, load):
+    _running.append(True)
+    try:
+        _preload_entries(cache, count, load)
+    finally:
+        _running.clear()
+        with _lock:
+            _first_runs.clear()
+
+
+def _preload_entries(cache, count, load):
     import jax
     main = threading.main_thread()
     for key in recent_keys(cache, count):
+        _let_the_foreground_run(jax)
         if not main.is_alive() or _settled.is_set():  # exiting, or steady: stop here
             return
         with _lock:
@@ -104,6 +165,8 @@ def _preload(cache, count, load):
             with _lock:
                 if compiled is not None:
                     _ready[key] = compiled
+                    if key in _wanted:  # (before the cut wakes: it runs it next)
+                        _handed_out.set()
         finally:
             with _lock:
                 del _in_flight[key]
@@ -111,7 +174,10 @@ def _preload(cache, count, load):
 
 
 def _load_and_run(cache, key, load, jax):
-    """The entry's executable, loaded and run once on zeros; None where it cannot be."""
+    """The entry's executable, loaded and run once on zeros; None where it cannot be.
+
+    Not run when a cut already waits for it: the cut's own run sets the code up as well, and
+    a run on zeros first would add a whole execution to that step's time."""
     payload = cache.read(key)
     if payload is None:
         return None
@@ -119,6 +185,9 @@ def _load_and_run(cache, key, load, jax):
         compiled, avals = load(payload)
         if sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in avals) > MAX_INPUT_BYTES:
             return None
+        with _lock:
+            if key in _wanted:
+                return compiled
         with jax.enable_x64(any(a.dtype.itemsize == 8 for a in avals)):
             jax.block_until_ready(compiled(*[np.zeros(a.shape, a.dtype) for a in avals]))
     except Exception:  # noqa: BLE001 -- a warm-up only: the cut loads it again if it must

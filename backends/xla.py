@@ -749,6 +749,7 @@ class _Executable:
     def run(self, args, patterns):
         """Run on the executable's arguments (leaf values already packed, the packs laid out
         by `patterns`)."""
+        first = self.runs == 0
         if self.runs < xla_inline.RUNS_BEFORE:
             self.count_run()
         compiled = self.variants.get(patterns)
@@ -762,8 +763,12 @@ class _Executable:
                 return self._paced(local, compiled, args)
         if self.x64:
             with jax.enable_x64(True):  # (placing int64 scalars must not narrow them)
-                return compiled(*self._placed(args))
-        return compiled(*self._placed(args))
+                outputs = compiled(*self._placed(args))
+        else:
+            outputs = compiled(*self._placed(args))
+        if first:  # the warm-start preloader waits for it before loading more
+            preload.note_first_run(outputs)
+        return outputs
 
     def _paced(self, local, compiled, args):
         """Run a tiny program on the calling thread (`local`, its synchronous-client copy) or

@@ -18,7 +18,10 @@ from lazyx.backends import disk_cache, preload, xla  # noqa: E402
 @pytest.fixture(autouse=True)
 def _fresh_preloader_state(monkeypatch):
     """What the preloader holds, waits on and was told to skip, per test."""
-    for name, value in (("_ready", {}), ("_in_flight", {}), ("_claimed", set())):
+    for name, value in (("_ready", {}), ("_in_flight", {}), ("_claimed", set()),
+                        ("_wanted", set()), ("_first_runs", []), ("_running", []),
+                        ("_handed_out", preload.threading.Event()),
+                        ("_first_run_noted", preload.threading.Event())):
         monkeypatch.setattr(preload, name, value)
 
 
@@ -153,3 +156,120 @@ def test_a_cut_waits_for_the_entry_in_flight_and_the_preloader_skips_what_a_cut_
     worker.join(30)
     assert got == [marker]
     assert len(loaded) == 1  # `second` was claimed by the cut: not preloaded
+
+
+class _FakeExecutable:
+    """Stands for a loaded executable: counts its runs (on zeros, by the preloader)."""
+
+    def __init__(self):
+        self.runs = 0
+
+    def __call__(self, *args):
+        self.runs += 1
+        return ()
+
+
+def _preloading(cache, load, monkeypatch):
+    """The preloader started on its own thread, as at a backend's start."""
+    import threading
+    monkeypatch.setattr(preload, "_settled", threading.Event())
+    worker = threading.Thread(target=preload._preload, args=(cache, 4, load))
+    worker.start()
+    return worker
+
+
+def test_a_cut_waiting_for_an_entry_gets_it_loaded_but_not_run_on_zeros(tmp_path, monkeypatch):
+    """The run on zeros readies the code for a later first step; a cut already waiting would
+    wait for a whole extra execution of its program (W2: 80-110 ms) before its own."""
+    import threading
+    cache = disk_cache.DiskCache(str(tmp_path), 2**20)
+    waited, alone = b"\x07" * 32, b"\x08" * 32
+    _entry(cache, waited)
+    os.utime(_entry(cache, alone), (1000.0, 1000.0))  # older: preloaded second
+    fakes = {}
+    loading, release = threading.Event(), threading.Event()
+
+    def load(payload):
+        fake = fakes[len(fakes)] = _FakeExecutable()
+        if len(fakes) == 1:
+            loading.set()
+            release.wait(30)
+        return fake, [np.zeros(3, np.float32)]
+    worker = _preloading(cache, load, monkeypatch)
+    assert loading.wait(30)
+    got = []
+    taker = threading.Thread(target=lambda: got.append(preload.take(waited)))
+    taker.start()
+    time.sleep(0.2)  # the cut is waiting for the entry being loaded
+    release.set()
+    taker.join(30)
+    preload.note_first_run(())  # (the cut's own run, which the preloader waits for)
+    worker.join(30)
+    assert got == [fakes[0]] and fakes[0].runs == 0  # handed over as loaded
+    assert fakes[1].runs == 1                        # no one waited: run once on zeros
+    assert preload.take(alone) is fakes[1]
+
+
+class _Outputs:
+    """A first run's outputs, ready when the test says so."""
+
+    def __init__(self):
+        self.ready = preload.threading.Event()
+        self.waited = False
+
+    def block_until_ready(self):
+        self.waited = True
+        assert self.ready.wait(30)
+        return self
+
+
+def test_the_preloader_lets_the_first_run_of_what_it_handed_over_finish_first(
+        tmp_path, monkeypatch):
+    """The cut that took a preloaded executable runs it at once; the preloader's next entry
+    would share the cores with that run (W2's warm first step: its run 50 ms beside the next
+    entry's load and run on zeros, 25 ms alone), so it waits for the run to finish."""
+    import threading
+    cache = disk_cache.DiskCache(str(tmp_path), 2**20)
+    first, second = b"\x09" * 32, b"\x0a" * 32
+    _entry(cache, first)
+    os.utime(_entry(cache, second), (1000.0, 1000.0))
+    loads, loading = [], threading.Event()
+
+    def load(payload):
+        loads.append(payload)
+        if len(loads) == 1:
+            assert loading.wait(30)  # the cut asks for it while it loads
+        return _FakeExecutable(), [np.zeros(2, np.float32)]
+    worker = _preloading(cache, load, monkeypatch)
+    got = []
+    taker = threading.Thread(target=lambda: got.append(preload.take(first)))
+    while not preload._in_flight:
+        time.sleep(0.001)
+    taker.start()
+    time.sleep(0.1)
+    loading.set()
+    taker.join(30)
+    assert got[0] is not None
+    time.sleep(0.3)
+    assert len(loads) == 1  # waiting for the cut to run what it took
+    outputs = _Outputs()
+    preload.note_first_run(outputs)
+    time.sleep(0.3)
+    assert outputs.waited and len(loads) == 1  # waiting for that run to finish
+    outputs.ready.set()
+    worker.join(30)
+    assert len(loads) == 2  # then the next entry
+
+
+def test_first_runs_are_noted_only_while_the_preloader_runs_and_only_the_first(monkeypatch):
+    noted, note = [], preload.note_first_run
+    monkeypatch.setattr(preload, "note_first_run", noted.append)
+    x = xla.jax.numpy.ones(3)
+    exe = xla._Executable(xla.jax.jit(lambda a: a * 2).lower(x).compile(), False,
+                          xla._Signature(_one_leaf_program()))
+    first = exe([np.ones(3, np.float32)])
+    exe([np.ones(3, np.float32)])
+    assert len(noted) == 1 and noted[0] is first
+    note(first)  # no preloader running: nothing is kept
+    assert preload._first_runs == []
+
