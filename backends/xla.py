@@ -1154,6 +1154,12 @@ class XlaBackend:
             os.register_at_fork(after_in_child=_note_fork)
         preload.start(lambda payload: _deserialize(payload, self.device))
 
+    def bakes_bitwise(self):
+        """Whether a program with literals baked (runtime.bake) computes what the program with
+        them as run-time parameters computes, bit for bit: on XLA:CPU (tests/core/test_bake.py
+        checks it); an H100 summed a reduction in another order once they were baked."""
+        return self.device.platform == "cpu"
+
     def from_host(self, array):
         # On CPU, device_put may alias the NumPy buffer instead of copying it, and the caller
         # may mutate its array later (a torch tensor updated in place after .to(lt.device))

@@ -280,18 +280,14 @@ class Compiled:
             run_nodes = [nodes[k] for k in computed] if derivations else nodes
             program, leaves = runtime.linearize(run_nodes)
             # The numbers of the code (no argument's, no state's, no random key) never change
-            # between replays. They stay run-time parameters, not constants: XLA would
-            # rewrite the program around a constant and round otherwise than the uncompiled
-            # run (see runtime.literal_leaves). Bound to them, an XLA executable packs and
-            # transfers them once, not per call, and reads equal ones as one; it is compiled
-            # for them from the start.
-            literals = {i: leaf.value for i, leaf in enumerate(leaves) if leaf.op != "data"
-                        and id(leaf) not in rec.keys and id(leaf) not in rec.params}
+            # between replays: constants where that computes the same bits (XLA:CPU, only
+            # the literals runtime.literal_leaves allows), the others bound (packed and put
+            # on the device once, equal ones read as one); see runtime.compile_fixed.
             source = user_line(3)
-            exe, compiled = runtime.compile_program(program, literals, "explicit", source)
+            exe, compiled = runtime.compile_fixed(program, leaves, rec.keys | rec.params,
+                                                  "explicit", source)
             if compiled:
                 metrics.record_compile(source)
-            exe = runtime.bind_fixed(exe, literals)
             run_start = time.perf_counter()
             buffers = exe([leaf.value for leaf in leaves])
             metrics.record_cut("explicit", source, trace_seconds,

@@ -193,9 +193,17 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         # and the stream advances by the trace's draws: the numbers the uncompiled run draws
         feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
                 for f in feed]
-        part.template = [f[1] if f[0] in ("const", "baked") else None for f in feed]
+        run = feed
+        kept = getattr(part.exe, "kept", None)
+        if kept is not None:
+            # a program with literals baked, fed the leaves it kept only; its key holds the
+            # baked values, which two traces must share as they share the template's
+            # (split_steps.same_pieces)
+            part.exe, part.program, run = part.exe.exe, part.exe.program, \
+                [feed[i] for i in kept]
+        part.template = [f[1] if f[0] in ("const", "baked") else None for f in run]
         part.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
-                        for i, f in enumerate(feed) if f[0] not in ("const", "baked")]
+                        for i, f in enumerate(run) if f[0] not in ("const", "baked")]
         return feed
 
     for piece, feed in zip(pieces, feeds):

@@ -421,8 +421,9 @@ def literal_leaves(program, leaves, run_time=()):
     stays a division for a sliced-out parameter; LLVM turns pow with a known exponent into
     sqrt or a product. A literal that only meets additions, products, comparisons and selects
     is one operand of one rounding either way (chains of them are bitwise equal, checked in
-    tests/core/test_bake.py). Baking can still change how XLA treats the parameters that are
-    left (docs/runtime.md), so only callers without a bitwise promise bake.
+    tests/core/test_bake.py, also next to divisions, roots, powers and exponentials of
+    other literals in replays). That holds on XLA:CPU, where replays bake (`compile_fixed`);
+    elsewhere only callers without a bitwise promise (torch.compile graphs) bake.
     """
     n = len(leaves)
     reaches = {}  # instruction slot -> the leaf whose value it is (through _PASSES only)
@@ -471,9 +472,10 @@ def bake(program, values):
     For a caller whose values for them never change -- a torch.compile graph's literals --
     XLA then fuses the ops that use them as jax.jit fuses a Python constant's, instead of
     slicing each out of a packed argument at every run (W3's chain: 23 fusions instead of 1).
-    The lazy path keeps them run-time parameters (a new scalar must not recompile), and so do
-    lazyx.compile replays (they promise the uncompiled run's numbers bit for bit). The values are part of the new key, so programs baked with
-    other values never share an executable. The kept leaves keep their order.
+    The lazy path keeps them run-time parameters (a new scalar must not recompile);
+    lazyx.compile replays bake where that keeps the uncompiled run's bits (`compile_fixed`).
+    The values are part of the new key, so programs baked with other values never share an
+    executable. The kept leaves keep their order.
     """
     if not values:
         return program
@@ -647,6 +649,44 @@ def _takes_fixed(backend):
     except (TypeError, ValueError):
         return False
     return len(params) > 1 or any(p.kind == p.VAR_POSITIONAL for p in params.values())
+
+
+def compile_fixed(program, leaves, run_time, cause=None, source=None):
+    """(executable, whether it compiled) for a caller that runs `program` again and again with
+    the same values at every scalar leaf whose node is not in `run_time` (ids): a replayed
+    step's literals, its numbers of the code. The executable takes all of `program`'s leaf
+    values, as `program` orders them.
+
+    Where the backend computes a baked program bit for bit as it computes the program itself
+    (`bakes_bitwise`: XLA:CPU), the literals `literal_leaves` allows become constants (`bake`):
+    XLA:CPU's kernels for a run-time scalar are slower than for a constant (W3's chain,
+    replayed: 1.15x jax.jit's step with run-time literals). The others are bound (`bind_fixed`)."""
+    fixed = {i: leaf.value for i, leaf in enumerate(leaves)
+             if leaf.op != "data" and id(leaf) not in run_time}
+    baked = {}
+    if fixed and getattr(get_backend(), "bakes_bitwise", lambda: False)():
+        baked = literal_leaves(program, leaves, run_time)
+    if not baked:
+        exe, compiled = compile_program(program, fixed, cause, source)
+        return bind_fixed(exe, fixed), compiled
+    kept = [i for i in range(len(leaves)) if i not in baked]
+    kept_fixed = {k: fixed[i] for k, i in enumerate(kept) if i in fixed}
+    baked_program = bake(program, baked)
+    exe, compiled = compile_program(baked_program, kept_fixed, cause, source)
+    return _Kept(bind_fixed(exe, kept_fixed), kept, baked_program), compiled
+
+
+class _Kept:
+    """The executable (`exe`) of a baked program (`program`), called with the unbaked
+    program's leaf values; `kept`: the positions among those that `exe` takes (a replay
+    builds only those, replay_entry.build_entry)."""
+    __slots__ = ("exe", "kept", "program")
+
+    def __init__(self, exe, kept, program):
+        self.exe, self.kept, self.program = exe, kept, program
+
+    def __call__(self, leaf_values):
+        return self.exe([leaf_values[i] for i in self.kept])
 
 
 def bind_fixed(exe, fixed):

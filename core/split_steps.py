@@ -147,13 +147,12 @@ def same_plan(a, b):
 def compile_piece(roots, rec):
     """A cut inside a split step as a program of its own (its inputs classified by _build)."""
     program, leaves = runtime.linearize(roots)
-    literals = {i: leaf.value for i, leaf in enumerate(leaves) if leaf.op != "data"
-                and id(leaf) not in rec.keys and id(leaf) not in rec.params}
     source = user_line(4)
-    exe, compiled = runtime.compile_program(program, literals, "explicit", source)
+    exe, compiled = runtime.compile_fixed(program, leaves, rec.keys | rec.params, "explicit",
+                                          source)
     if compiled:
         metrics.record_compile(source)
-    piece = Piece(runtime.bind_fixed(exe, literals), program,
+    piece = Piece(exe, program,
                    [(n.shape, n.dtype, n.source) for n in roots])
     piece.template = leaves  # (until _build replaces them by the inputs' feed)
     return piece

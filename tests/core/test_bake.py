@@ -73,25 +73,73 @@ def test_only_scalars_are_baked():
     assert runtime.literal_leaves(program, leaves, run_time={id(leaf) for leaf in leaves}) == {}
 
 
-def test_a_replayed_step_keeps_its_literals_run_time_parameters():
-    """A replay must compute what the uncompiled run computes, bit for bit: baked literals
-    would let XLA rewrite the program by another structure (x / sqrt(c) as x * rsqrt(c))."""
+def _executed_program(compiled):
+    """The program a lazyx.compile'd function's (only) entry runs."""
+    (entry,) = [e for bucket in compiled.entries.values() for e in bucket]
+    return getattr(entry.exe, "program", None) or entry.program
+
+
+def test_a_replayed_step_bakes_its_literals_and_computes_the_uncompiled_runs_numbers():
+    """A replay's numbers of the code never change: on XLA:CPU they are constants of the
+    program it runs (as jax.jit's Python numbers are), and it still computes the uncompiled
+    run's numbers bit for bit. Until divisions were made IEEE divisions (docs/runtime.md),
+    a baked 0.5 here let XLA rewrite `x / sqrt(c)` as `x * rsqrt(c)`: 35 of 128 float64
+    results moved by an ulp. The argument `lr` (and `abs(lr) + 0.6`, computed in Python from
+    it) stay run-time parameters."""
     rng = np.random.default_rng(0)
-    xs = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(4)]
 
     def step(x, lr):
         y = x * 0.9 + 0.1
         return y * y - lr * x / lnp.sqrt(abs(lr) + 0.6) + 0.5
 
+    for dtype in (np.float32, np.float64):
+        xs = [rng.standard_normal((16, 8)).astype(dtype) for _ in range(4)]
+        compiled = lazyx.compile(step)
+        lazyx.reset_metrics()
+        for k, x in enumerate(xs):
+            lr = 0.5 / (k + 1)
+            got = np.asarray(compiled(lnp.asarray(x), lr))
+            np.testing.assert_array_equal(got, np.asarray(step(lnp.asarray(x), lr)))
+        assert lazyx.metrics()["replays"] == 3
+        constants = sorted(float(ins[5]) for ins in _executed_program(compiled).instructions
+                           if ins[0] == "constant")
+        bakes = getattr(runtime.get_backend(), "bakes_bitwise", lambda: False)()
+        assert constants == (sorted(float(dtype(c)) for c in (0.1, 0.5, 0.9))
+                             if bakes else [])
+
+
+_REPLAYED_OPS = {
+    "add": lambda x, c: x + c, "rsub": lambda x, c: c - x, "mul": lambda x, c: x * c,
+    "div": lambda x, c: x / c, "rdiv": lambda x, c: c / (abs(x) + 1.5),
+    "sqrt": lambda x, c: lnp.sqrt(abs(x) + c), "tanh": lambda x, c: lnp.tanh(x * c),
+    "pow": lambda x, c: (abs(x) + 0.5) ** c, "max": lambda x, c: lnp.maximum(x, c),
+    "where": lambda x, c: lnp.where(x > c, x, c * x), "exp": lambda x, c: lnp.exp(x * c) - c,
+}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(_REPLAYED_OPS)),
+                          st.sampled_from([0.5, 2.0, -1.0, 3.0, 0.1, 0.9, 1e-3, 1.0, 0.0, 7.0])),
+                min_size=2, max_size=8),
+       st.sampled_from([np.float32, np.float64]))
+def test_replays_of_random_chains_compute_the_uncompiled_runs_numbers(chain, dtype):
+    """Whatever the replay bakes (only literals that meet sums, products, min/max, comparisons
+    and selects), its numbers are the uncompiled run's, bit for bit, next to divisions,
+    square roots, powers and exponentials of other literals (a CPU; elsewhere nothing is
+    baked, see runtime.compile_fixed)."""
+    def step(x, s):
+        t = x * s
+        for op, c in chain:
+            t = _REPLAYED_OPS[op](t, c)
+        return t
+
+    rng = np.random.default_rng(len(chain))
     compiled = lazyx.compile(step)
-    lazyx.reset_metrics()
-    for k, x in enumerate(xs):
-        lr = 0.5 / (k + 1)
-        got = np.asarray(compiled(lnp.asarray(x), lr))
-        np.testing.assert_array_equal(got, np.asarray(step(lnp.asarray(x), lr)))
-    assert lazyx.metrics()["replays"] == 3
-    (entry,) = [e for bucket in compiled.entries.values() for e in bucket]
-    assert not any(ins[0] == "constant" for ins in entry.program.instructions)
+    for k in range(3):
+        x = rng.standard_normal((16, 8)).astype(dtype)
+        got = np.asarray(compiled(lnp.asarray(x), 0.75 + k))
+        want = np.asarray(step(lnp.asarray(x), 0.75 + k))
+        np.testing.assert_array_equal(got, want)
 
 
 _OPS = {
