@@ -58,6 +58,7 @@ class Entry:
         # a split step (on_observe="split"): the programs of the cuts inside it, run in order
         # before the last one; their results are outputs len(outs), len(outs) + 1, ...
         self.pieces = []            # _Piece per cut inside the step
+        self.constants = []         # the values of its constant inputs, baked ones included
         self.reads = 0              # values read back after the pieces (split_steps.observed)
         self.confirmed = True       # a piecewise entry replays once a second trace agrees
         self.guards = []            # (expression, outcome) of what Python decided from reads
@@ -193,14 +194,13 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         # and the stream advances by the trace's draws: the numbers the uncompiled run draws
         feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
                 for f in feed]
+        # every constant it is fed or has baked in: what two traces of a split step must
+        # share (split_steps.same_pieces)
+        part.constants = [f[1] for f in feed if f[0] in ("const", "baked")]
         run = feed
         kept = getattr(part.exe, "kept", None)
-        if kept is not None:
-            # a program with literals baked, fed the leaves it kept only; its key holds the
-            # baked values, which two traces must share as they share the template's
-            # (split_steps.same_pieces)
-            part.exe, part.program, run = part.exe.exe, part.exe.program, \
-                [feed[i] for i in kept]
+        if kept is not None:  # a program with literals baked: fed the leaves it kept only
+            part.exe, run = part.exe.exe, [feed[i] for i in kept]
         part.template = [f[1] if f[0] in ("const", "baked") else None for f in run]
         part.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
                         for i, f in enumerate(run) if f[0] not in ("const", "baked")]

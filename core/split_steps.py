@@ -82,14 +82,14 @@ class _PieceRef:
 
 class Piece:
     """A cut inside a split step: its program, its inputs (as an entry's: constants in
-    `template`, the rest in `dynamic`), its results' metadata, and the scalars the step read
+    `template`, the rest in `dynamic`; `constants` also holds those baked into `exe`), its results' metadata, and the scalars the step read
     from them: (read index, result index, Python type, traced value, whether it is a number
     the later pieces compute from -- else it is guarded by value)."""
-    __slots__ = ("exe", "program", "template", "dynamic", "outs", "reads")
+    __slots__ = ("exe", "program", "template", "dynamic", "outs", "reads", "constants")
 
     def __init__(self, exe, program, outs):
         self.exe, self.program, self.outs = exe, program, outs
-        self.template, self.dynamic, self.reads = [], [], []
+        self.template, self.dynamic, self.reads, self.constants = [], [], [], []
 
 
 READ_MISSES = 4  # calls in a row that no variant could replay for what the step read: stop
@@ -113,8 +113,8 @@ def same_pieces(a, b):
                 (x.program is not None and x.program.key != y.program.key):
             return False
         if [d[:2] for d in x.dynamic] != [d[:2] for d in y.dynamic] or \
-                not same_values([np.asarray(v) for v in x.template if v is not None],
-                                 [np.asarray(v) for v in y.template if v is not None]):
+                not same_values([np.asarray(v) for v in x.constants],
+                                 [np.asarray(v) for v in y.constants]):
             return False
     if [r[1:3] + r[4:] for p in a.pieces for r in p.reads] != \
             [r[1:3] + r[4:] for p in b.pieces for r in p.reads]:
