@@ -82,9 +82,10 @@ class _PieceRef:
 
 class Piece:
     """A cut inside a split step: its program, its inputs (as an entry's: constants in
-    `template`, the rest in `dynamic`; `constants` also holds those baked into `exe`), its results' metadata, and the scalars the step read
-    from them: (read index, result index, Python type, traced value, whether it is a number
-    the later pieces compute from -- else it is guarded by value)."""
+    `template`, the rest in `dynamic`; `constants` also holds those baked into `exe`), its
+    results' metadata, and the scalars the step read from them: (read index, result index,
+    Python type, traced value, whether it is a number the later pieces compute from -- else
+    it is guarded by value)."""
     __slots__ = ("exe", "program", "template", "dynamic", "outs", "reads", "constants")
 
     def __init__(self, exe, program, outs):
@@ -152,8 +153,7 @@ def compile_piece(roots, rec):
                                           source)
     if compiled:
         metrics.record_compile(source)
-    piece = Piece(exe, program,
-                   [(n.shape, n.dtype, n.source) for n in roots])
+    piece = Piece(exe, program, [(n.shape, n.dtype, n.source) for n in roots])
     piece.template = leaves  # (until _build replaces them by the inputs' feed)
     return piece
 
