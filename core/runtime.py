@@ -671,19 +671,18 @@ def compile_fixed(program, leaves, run_time, cause=None, source=None):
         return bind_fixed(exe, fixed), compiled
     kept = [i for i in range(len(leaves)) if i not in baked]
     kept_fixed = {k: fixed[i] for k, i in enumerate(kept) if i in fixed}
-    baked_program = bake(program, baked)
-    exe, compiled = compile_program(baked_program, kept_fixed, cause, source)
-    return _Kept(bind_fixed(exe, kept_fixed), kept, baked_program), compiled
+    exe, compiled = compile_program(bake(program, baked), kept_fixed, cause, source)
+    return _Kept(bind_fixed(exe, kept_fixed), kept), compiled
 
 
 class _Kept:
-    """The executable (`exe`) of a baked program (`program`), called with the unbaked
-    program's leaf values; `kept`: the positions among those that `exe` takes (a replay
-    builds only those, replay_entry.build_entry)."""
-    __slots__ = ("exe", "kept", "program")
+    """The executable (`exe`) of a baked program, called with the unbaked program's leaf
+    values; `kept`: the positions among those that `exe` takes (a replay builds only those,
+    replay_entry.build_entry)."""
+    __slots__ = ("exe", "kept")
 
-    def __init__(self, exe, kept, program):
-        self.exe, self.kept, self.program = exe, kept, program
+    def __init__(self, exe, kept):
+        self.exe, self.kept = exe, kept
 
     def __call__(self, leaf_values):
         return self.exe([leaf_values[i] for i in self.kept])
