@@ -372,6 +372,21 @@ LazyTensor.__invert__ = _logical_or_bitwise("math.logical_not", "bitwise.invert"
 # ---------------------------------------------------------------- lifting operands
 
 _lift_cache = {}  # id(tf tensor) -> (tensor, data node): one leaf per tensor per step
+_LIFT_CACHE_SIZE = 512
+
+
+def _remember(tensor, node):
+    """Cache `tensor`'s leaf. When full, the older half goes (insertion order; a hit moves
+    its entry to the end), never the whole cache: a lowering lifts an operand twice -- its
+    node, then its tape source (sources_of) -- and must get the same leaf both times. A
+    clear between the two (the cache's 512th entry being the op's second operand) gave the
+    first operand a new leaf for the tape: d(v * v)/dv came out as v, an order-dependent
+    flake of test_plain_tape_reads_the_variable_for_real."""
+    if len(_lift_cache) >= _LIFT_CACHE_SIZE:
+        for key in list(_lift_cache)[:_LIFT_CACHE_SIZE // 2]:
+            del _lift_cache[key]
+    _lift_cache.pop(id(tensor), None)
+    _lift_cache[id(tensor)] = (tensor, node)
 
 
 # Leaves lifted from real tensors that a recording tape tracks (a fallback's result, say):
@@ -389,6 +404,7 @@ def _tf_leaf(tensor, operand=False):
         rec = capture.current()
         node = hit[1]
         if rec is None or node.serial > rec.serial0 or id(node) in rec.start_nodes:
+            _lift_cache[id(tensor)] = _lift_cache.pop(id(tensor))  # the newest (_remember)
             return node
         # (a lazyx.compile trace lifts a constant again, as a leaf of its own program: the
         # leaf an earlier call lifted -- a Keras model's tf.constant, lifted by an optimizer's
@@ -397,8 +413,6 @@ def _tf_leaf(tensor, operand=False):
         # a TF graph's symbolic tensor (a tf.function being traced): it has no value to
         # lift; the op runs in TF's graph instead (registry.in_graph)
         raise TypeError("lazyx: a TF graph tensor is not a lazy operand")
-    if len(_lift_cache) > 512:
-        _lift_cache.clear()
     dtype = ir_dtype(tensor.dtype)
     if operand and tensor.shape.rank == 0 and dtype in dt.REAL and not (
             record.could_possibly_record() and record.should_record_backprop([tensor])):
@@ -407,7 +421,7 @@ def _tf_leaf(tensor, operand=False):
         node = ir.param(tensor.numpy(), dtype)
     else:
         node = runtime.from_host(tensor.numpy(), dtype)
-    _lift_cache[id(tensor)] = (tensor, node)
+    _remember(tensor, node)
     return node
 
 
@@ -451,9 +465,7 @@ except ImportError:  # pragma: no cover - keras is optional
 
 def remember_lift(tensor, node):
     """`tensor` holds what the data leaf `node` holds: lifting it reuses the node."""
-    if len(_lift_cache) > 512:
-        _lift_cache.clear()
-    _lift_cache[id(tensor)] = (tensor, node)
+    _remember(tensor, node)
 
 
 _NUMBERS = (float, int, bool)

@@ -96,6 +96,21 @@ def test_plain_tape_reads_the_variable_for_real():
     np.testing.assert_allclose(np.asarray(tape.gradient(loss, v)), [2.0] * 3)
 
 
+@pytest.mark.parametrize("lifted_before", range(-2, 3))
+def test_plain_tape_gradient_holds_whatever_the_lift_cache_holds(lifted_before):
+    """A lowering lifts each eager operand twice (its node, then its tape source): both must
+    be one leaf however full the lift cache is. When the op's second operand was the cache's
+    512th entry, the cache was cleared between the two lifts of the first, and d(v * v)/dv
+    came out as v -- a flake that hung on how many tensors earlier tests had lifted."""
+    from lazyx.frontends.tf import tensor as ltf_tensor
+    ltf_tensor._lift_cache.clear()
+    lazy = ltf.constant(W0)
+    seen = [tf.constant(W0 + i) for i in range(ltf_tensor._LIFT_CACHE_SIZE + lifted_before)]
+    for t in seen:
+        lazy + t  # lifts t (a leaf cached for it)
+    test_plain_tape_reads_the_variable_for_real()
+
+
 def test_tf_function_traced_on_a_lazy_variable_reads_its_lazy_value():
     v = tf.Variable(W0)
 
