@@ -87,9 +87,11 @@ def make_step(run, barrier, read, lazy=False, ops_per_step=None, replay=False):
 
 def _settle():
     """Wait for programs lazyx compiles in the background (a repeated cut's loss run ahead of
-    the rest: docs/runtime.md); True if one was compiling. The steady state starts after."""
-    from lazyx.core import early_results
-    return early_results.join_all()
+    the rest, its literals baked: docs/runtime.md); True if one was compiling. The steady
+    state starts after."""
+    from lazyx.core import baked_literals, early_results
+    split = early_results.join_all()
+    return baked_literals.join_all() or split
 
 
 def measure(step, plan):

@@ -173,6 +173,12 @@ def scalars_first():
     return _switch("LAZYX_SCALARS_FIRST", True)
 
 
+def bake_literals():
+    """LAZYX_BAKE_LITERALS=0: never compile a repeated cut again with its unchanged Python
+    numbers as constants (core/baked_literals.py); on by default."""
+    return _switch("LAZYX_BAKE_LITERALS", True)
+
+
 def tiered():
     """LAZYX_TIERED=1: run a new graph on the reference interpreter while XLA compiles it."""
     return _switch("LAZYX_TIERED", False)

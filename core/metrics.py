@@ -20,12 +20,15 @@ _formatted = {}  # source (file, line) -> "relative/path.py:line": relpath is sl
 # on memory mappings (backends/code_maps.py); slow_compiles: compiles still running after
 # LAZYX_SLOW_COMPILE seconds, each warned about as it ran (core/compile_watch.py);
 # split_compiles: programs compiled to run a repeated cut's scalar results ahead of the rest
-# (core/early_results.py; the cut's own program is one of `compiles`)
+# (core/early_results.py; the cut's own program is one of `compiles`); bake_compiles: programs
+# compiled for a repeated cut with its unchanged Python numbers as constants
+# (core/baked_literals.py; likewise apart from `compiles`)
 COUNTERS = ("compiles", "cache_hits", "executions", "syncs", "fallbacks", "graph_breaks",
             "nodes_traced",
             "nodes_walked", "transfers_to_device", "bytes_to_device", "transfers_to_host",
             "bytes_to_host", "disk_hits", "disk_misses", "disk_preloaded", "interpreted_steps",
-            "replays", "replay_misses", "cache_sheds", "slow_compiles", "split_compiles")
+            "replays", "replay_misses", "cache_sheds", "slow_compiles", "split_compiles",
+            "bake_compiles")
 # compile = the backend's whole compile call; on XLA it splits into lower (jax tracing our
 # program and lowering it to StableHLO) and xla_compile, or disk_load on a disk hit
 TIMERS = ("trace", "compile", "execute", "lower", "xla_compile", "disk_load")

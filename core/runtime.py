@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from . import compile_watch, config, early_results, ir, metrics, observation
+from . import baked_literals, compile_watch, config, early_results, ir, metrics, observation
 from . import dtypes as dt
 from . import source as source_lines
 from .source import user_line
@@ -425,7 +425,24 @@ def literal_leaves(program, leaves, run_time=()):
     other literals in replays). That holds on XLA:CPU, where replays bake (`compile_fixed`);
     elsewhere only callers without a bitwise promise (torch.compile graphs) bake.
     """
-    n = len(leaves)
+    unsafe = _unsafe_literals(program)
+    return {i: leaf.value for i, leaf in enumerate(leaves)
+            if leaf.op == "param" and id(leaf) not in run_time and i not in unsafe and
+            (leaf.shape == () or ir.is_splat(leaf)) and not _identity_like(leaf.value)}
+
+
+def bakeable(program, scalars):
+    """The leaf indices among `scalars` (a lazy cut's {index: value}, runtime._scalars) that
+    a lazy cut may bake while their values hold (core/baked_literals.py): literal_leaves'
+    rule, and not a NaN (never equal to itself, so never the same value again)."""
+    unsafe = _unsafe_literals(program)
+    return [i for i, v in sorted(scalars.items())
+            if i not in unsafe and not _identity_like(v) and v == v]
+
+
+def _unsafe_literals(program):
+    """The leaf indices that reach an op outside _BAKE_USES, or a result (literal_leaves)."""
+    n = len(program.leaves)
     reaches = {}  # instruction slot -> the leaf whose value it is (through _PASSES only)
     unsafe = set()
     for k, (op, _, ins, _, _, _) in enumerate(program.instructions):
@@ -438,9 +455,7 @@ def literal_leaves(program, leaves, run_time=()):
                 unsafe.add(leaf)
     for s in program.outputs:  # a literal returned as such stays what it is
         unsafe.add(s if s < n else reaches.get(s))
-    return {i: leaf.value for i, leaf in enumerate(leaves)
-            if leaf.op == "param" and id(leaf) not in run_time and i not in unsafe and
-            (leaf.shape == () or ir.is_splat(leaf)) and not _identity_like(leaf.value)}
+    return unsafe
 
 
 def _identity_like(value):
@@ -720,7 +735,29 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
         split = early_results.plan(program, Program)
         if split is not None:
             exe = early_results.Splitting(exe, split, _compile_part, _scalars, _pair_ready)
+    if lazy_cut and fixed and type(exe) is not early_results.Splitting and \
+            config.bake_literals() and not config.tiered() and \
+            getattr(backend, "bakes_bitwise", lambda: False)():
+        indices = bakeable(program, fixed)
+        if indices:
+            exe = baked_literals.Baking(exe, indices, len(program.leaves), _baker(program),
+                                        _bake_ready)
     return CACHE.put(program.key, exe), True
+
+
+def _baker(program):
+    """compile_baked for a Baking of `program`: its baked program's executable, compiled like
+    a cut's (laid out for the kept scalars' values), counted apart (`bake_compiles`)."""
+    def compile_baked(baked, kept_values):
+        baked_program = bake(program, baked)
+        return _compile_timed(baked_program, _scalars(baked_program, kept_values),
+                              "bake_compiles")
+    return compile_baked
+
+
+def _bake_ready(baking, nbytes):
+    """A cut's baked program is compiled (core/baked_literals.py): see _grown."""
+    _grown(baking, baking.general, nbytes)
 
 
 def _compile_part(part, fixed):
@@ -731,12 +768,18 @@ def _compile_part(part, fixed):
 
 
 def _pair_ready(splitting, nbytes):
-    """A split cut's pair is compiled: the cache counts its bytes, and the disk cache sees the
-    single program used after it (a new process's first step needs that one first)."""
-    CACHE.grow(splitting, nbytes)
+    """A split cut's pair is compiled: see _grown."""
+    _grown(splitting, splitting.whole, nbytes)
+
+
+def _grown(cached, single, nbytes):
+    """`cached` compiled more programs (`nbytes`) behind its `single` one: the cache counts
+    their bytes, and the disk cache sees `single` used after them (a new process's first step
+    needs that one first: the warm-start preloader loads the newest entries first)."""
+    CACHE.grow(cached, nbytes)
     mark_used = getattr(get_backend(), "mark_used", None)
     if mark_used is not None:
-        mark_used(splitting.whole)
+        mark_used(single)
 
 
 def _compile_timed(program, fixed, counter, cause=None, source=None):
