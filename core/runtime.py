@@ -735,14 +735,25 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
         split = early_results.plan(program, Program)
         if split is not None:
             exe = early_results.Splitting(exe, split, _compile_part, _scalars, _pair_ready)
-    if lazy_cut and fixed and type(exe) is not early_results.Splitting and \
-            config.bake_literals() and not config.tiered() and \
-            getattr(backend, "bakes_bitwise", lambda: False)():
-        indices = bakeable(program, fixed)
-        if indices:
-            exe = baked_literals.Baking(exe, indices, len(program.leaves), _baker(program),
-                                        _bake_ready)
+    if lazy_cut and fixed and type(exe) is not early_results.Splitting:
+        exe = _baking(exe, program, fixed, backend)
     return CACHE.put(program.key, exe), True
+
+
+def _baking(exe, program, scalars, backend):
+    """A lazy cut's `exe`, wrapped to bake its unchanged literals later (core/baked_literals.py)
+    where that keeps every bit: on XLA:CPU (`bakes_bitwise`), not on a mesh (a constant may
+    change how XLA partitions the program, and with it a reduction's order across devices),
+    not while tiered compiles run the interpreter; `scalars`: the first call's."""
+    if not config.bake_literals() or config.tiered() or ir.LAYOUT_OF[0] is not None or \
+            any(program.leaf_shardings) or \
+            not getattr(backend, "bakes_bitwise", lambda: False)():
+        return exe
+    indices = bakeable(program, scalars)
+    if not indices:
+        return exe
+    return baked_literals.Baking(exe, indices, len(program.leaves), _baker(program),
+                                 _bake_ready)
 
 
 def _baker(program):
