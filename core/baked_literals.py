@@ -19,41 +19,40 @@ zeros, ones and minus ones that could tell `0.0` from `-0.0` or compare equal ac
 change of sign are never baked, and a NaN never equals itself (so it is never baked either).
 """
 import operator
-import threading
 import warnings
-import weakref
+
+from . import compiling_later
 
 # The run of the general program that starts the baked one's compile (the first call counts):
 # a short loop (a test's few calls, an evaluation of a few batches) is not compiled twice.
 RUNS_BEFORE_BAKING = 8
 
 
-class Baking:
+class Baking(compiling_later.CompilingLater):
     """What a lazy cut caches for a program with bakeable literals: the general executable,
     and the baked one once compiled. `indices`: the leaves to bake, read from each call's
     leaf values; `compile_baked(baked {index: value}, kept leaf values)` returns the baked
     executable (taking the other leaves, in order); `ready(self, its bytes)` keeps the books.
-
     `baked` is published by one assignment: None while not compiled (or compiling), False
-    once the values changed or the compile failed (never tried again), else the executable.
-    The thread is not a daemon (backends/tiered.py says why)."""
-    __slots__ = ("general", "indices", "kept", "compile_baked", "ready", "values", "runs",
-                 "baked", "program", "aliases", "nbytes", "_pick", "_pick_kept", "_thread",
-                 "__weakref__")
+    once the values changed or the compile failed (never tried again), else the executable."""
+    __slots__ = ("indices", "kept", "compile_baked", "ready", "values", "runs", "baked",
+                 "_pick", "_pick_kept")
 
     def __init__(self, general, indices, n_leaves, compile_baked, ready):
-        self.general, self.indices = general, tuple(indices)
+        super().__init__(general)
+        self.indices = tuple(indices)
         self.kept = tuple(i for i in range(n_leaves) if i not in set(self.indices))
         self.compile_baked, self.ready = compile_baked, ready
         self._pick = _picker(self.indices)
         self._pick_kept = _picker(self.kept)
-        self.values, self.runs, self.baked, self._thread = None, 0, None, None
-        self.program = general.program
-        self.aliases = []
-        self.nbytes = getattr(general, "nbytes", 0)
+        self.values, self.runs, self.baked = None, 0, None
 
-    def __getattr__(self, name):  # (slots are all set in __init__: no recursion)
-        return getattr(self.general, name)
+    @property
+    def general(self):
+        return self.single
+
+    def compiling(self):
+        return self.baked is None
 
     def __call__(self, values):
         baked = self.baked
@@ -77,10 +76,7 @@ class Baking:
         baked = dict(zip(self.indices, self.values))
         leaves = self.program.leaves
         kept = [None if leaves[i][0] == "data" else values[i] for i in self.kept]
-        self._thread = threading.Thread(target=self._compile, args=(baked, kept),
-                                        name="lazyx-bake-compile", daemon=False)
-        _STARTED.add(self)
-        self._thread.start()
+        self.start(self._compile, (baked, kept), "lazyx-bake-compile")
 
     def _compile(self, baked, kept):
         try:
@@ -95,13 +91,6 @@ class Baking:
             self.baked = exe
             self.ready(self, getattr(exe, "nbytes", 0))
 
-    def join(self, timeout=None):
-        """Wait until the baked program is compiled (or failed), where its compile started."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-
 def _picker(indices):
     """A function of a call's leaf values giving the tuple of those at `indices` (C speed)."""
     if not indices:
@@ -112,14 +101,7 @@ def _picker(indices):
     return operator.itemgetter(*indices)
 
 
-_STARTED = weakref.WeakSet()  # Bakings whose baked program has started compiling
-
-
 def join_all():
     """Wait for every baked program still compiling (a benchmark's steady state, tests that
     count compiles); True if one was."""
-    compiling = False
-    for baking in list(_STARTED):
-        compiling = compiling or baking.baked is None
-        baking.join()
-    return compiling
+    return compiling_later.join_all(Baking)

@@ -19,10 +19,9 @@ differently in the last bit than the single program did (the single program also
 promise of matching any other fusion).
 """
 import math
-import threading
 import warnings
-import weakref
 
+from . import compiling_later
 from . import dtypes as dt
 
 # The second program's estimated work (elements produced, a product counted as its
@@ -147,31 +146,29 @@ def _part(program, program_class, slots, handoff, results, name):
     return part, used
 
 
-class Splitting:
-    """What a lazy cut caches for a program `plan` divides: the single program's executable,
-    until the pair is compiled -- in a background thread started at its RUNS_BEFORE_SPLIT-th
-    run, by `compile_part(part, fixed scalars)`, so no step waits for it -- and the pair from
-    the call that finds it ready. A caller that binds leaves (torch.compile, lazyx.compile)
-    gets the single program's binding: it waits for every result anyway.
-
-    The thread is not a daemon (see backends/tiered.py: a daemon thread inside XLA's compiler
-    at interpreter shutdown aborts the process), so a script that ends right after starting it
-    waits for the compile at exit. `pair` is published by one assignment: None while it is
-    compiling (or not started), False if it failed, else (first, second)."""
-    __slots__ = ("whole", "split", "compile_part", "scalars", "ready", "pair", "runs",
-                 "program", "aliases", "nbytes", "_thread", "__weakref__")
+class Splitting(compiling_later.CompilingLater):
+    """What a lazy cut caches for a program `plan` divides: the single program's executable
+    (`whole`), until the pair is compiled -- in a background thread started at its
+    RUNS_BEFORE_SPLIT-th run, by `compile_part(part, fixed scalars)`, so no step waits for it
+    -- and the pair from the call that finds it ready. A caller that binds leaves
+    (torch.compile, lazyx.compile) gets the single program's binding: it waits for every
+    result anyway. `pair` is published by one assignment: None while it is compiling (or not
+    started), False if it failed, else (first, second)."""
+    __slots__ = ("split", "compile_part", "scalars", "ready", "pair", "runs")
 
     def __init__(self, whole, split, compile_part, scalars, ready):
-        self.whole, self.split, self.compile_part = whole, split, compile_part
+        super().__init__(whole)
+        self.split, self.compile_part = split, compile_part
         self.scalars = scalars  # (program, leaf values) -> its scalar leaves' {index: value}
         self.ready = ready      # (self, the pair's bytes), once the pair is compiled
-        self.pair, self.runs, self._thread = None, 0, None
-        self.program = whole.program
-        self.aliases = []
-        self.nbytes = getattr(whole, "nbytes", 0)
+        self.pair, self.runs = None, 0
 
-    def __getattr__(self, name):  # (slots are all set in __init__: no recursion)
-        return getattr(self.whole, name)
+    @property
+    def whole(self):
+        return self.single
+
+    def compiling(self):
+        return self.pair is None
 
     def __call__(self, values):
         pair = self.pair
@@ -193,10 +190,7 @@ class Splitting:
         first = self.scalars(split.first, [values[i] for i in split.first_leaves])
         second = self.scalars(split.second, [values[i] for i in split.second_leaves]
                               + [None] * len(split.handoff))
-        self._thread = threading.Thread(target=self._compile, args=(first, second),
-                                        name="lazyx-split-compile", daemon=False)
-        _STARTED.add(self)
-        self._thread.start()
+        self.start(self._compile, (first, second), "lazyx-split-compile")
 
     def _compile(self, first_fixed, second_fixed):
         split = self.split
@@ -212,21 +206,7 @@ class Splitting:
         self.pair = (first, second)  # (published first: `ready` only keeps the books)
         self.ready(self, getattr(first, "nbytes", 0) + getattr(second, "nbytes", 0))
 
-    def join(self, timeout=None):
-        """Wait until the pair is compiled (or failed), where its compile has started."""
-        thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-
-_STARTED = weakref.WeakSet()  # Splittings whose pair has started compiling
-
-
 def join_all():
     """Wait for every pair still compiling (tests that count compiles, a benchmark's steady
     state); True if one was."""
-    compiling = False
-    for splitting in list(_STARTED):
-        compiling = compiling or splitting.pair is None
-        splitting.join()
-    return compiling
+    return compiling_later.join_all(Splitting)
