@@ -91,6 +91,7 @@ class Baking(compiling_later.CompilingLater):
             self.baked = exe
             self.ready(self, getattr(exe, "nbytes", 0))
 
+
 def _picker(indices):
     """A function of a call's leaf values giving the tuple of those at `indices` (C speed)."""
     if not indices:

@@ -734,7 +734,8 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
             and not config.tiered() and config.scalars_first():
         split = early_results.plan(program, Program)
         if split is not None:
-            exe = early_results.Splitting(exe, split, _compile_part, _scalars, _pair_ready)
+            exe = early_results.Splitting(exe, split, _compile_part, _scalars,
+                                             _compiled_later)
     if lazy_cut and fixed and type(exe) is not early_results.Splitting:
         exe = _baking(exe, program, fixed, backend)
     return CACHE.put(program.key, exe), True
@@ -753,7 +754,7 @@ def _baking(exe, program, scalars, backend):
     if not indices:
         return exe
     return baked_literals.Baking(exe, indices, len(program.leaves), _baker(program),
-                                 _bake_ready)
+                                 _compiled_later)
 
 
 def _baker(program):
@@ -766,11 +767,6 @@ def _baker(program):
     return compile_baked
 
 
-def _bake_ready(baking, nbytes):
-    """A cut's baked program is compiled (core/baked_literals.py): see _grown."""
-    _grown(baking, baking.general, nbytes)
-
-
 def _compile_part(part, fixed):
     """An executable for one program of a split cut (early_results.Splitting; `fixed`: its
     scalar leaves' values at the call that started it): compiled like a cut's, counted apart
@@ -778,19 +774,15 @@ def _compile_part(part, fixed):
     return _compile_timed(part, fixed, "split_compiles")
 
 
-def _pair_ready(splitting, nbytes):
-    """A split cut's pair is compiled: see _grown."""
-    _grown(splitting, splitting.whole, nbytes)
-
-
-def _grown(cached, single, nbytes):
-    """`cached` compiled more programs (`nbytes`) behind its `single` one: the cache counts
-    their bytes, and the disk cache sees `single` used after them (a new process's first step
-    needs that one first: the warm-start preloader loads the newest entries first)."""
+def _compiled_later(cached, nbytes):
+    """`cached` (core/compiling_later.py: a split cut's pair, a cut's baked program) compiled
+    more programs (`nbytes`) behind its single one: the cache counts their bytes, and the disk
+    cache sees the single one used after them (a new process's first step needs that one
+    first: the warm-start preloader loads the newest entries first)."""
     CACHE.grow(cached, nbytes)
     mark_used = getattr(get_backend(), "mark_used", None)
     if mark_used is not None:
-        mark_used(single)
+        mark_used(cached.single)
 
 
 def _compile_timed(program, fixed, counter, cause=None, source=None):
