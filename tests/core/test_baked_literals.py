@@ -176,3 +176,21 @@ def test_random_literal_chains_bake_bit_for_bit(ops, numbers, seed):
         step()
     baked_literals.join_all()
     np.testing.assert_array_equal(step().view(np.uint32), first.view(np.uint32))
+
+
+def test_the_general_program_stays_the_newest_disk_entry(needs_baking, tmp_path, monkeypatch):
+    """A new process's first step runs the general program, the baked one only after 8 runs:
+    the warm-start preloader loads the newest disk entries first (backends/preload.py), so
+    the general program must be the newest once the baked one is stored."""
+    from lazyx.backends import disk_cache, preload
+    monkeypatch.setenv("LAZYX_CACHE_DIR", str(tmp_path))
+    x = lnp.asarray(host(7))
+    _steps(x, lambda k: (0.9, 0.1, 0.5), STEPS)
+    disk_cache.flush()
+    entry = _entry()
+    assert entry.baked not in (None, False)
+    general = entry.general
+    keys = preload.recent_keys(disk_cache.open_cache(), 3)
+    assert len(keys) == 2  # the general program and the baked one
+    assert keys[0] == runtime.get_backend()._disk_key(general.program, general.signature,
+                                                      general.x64)
