@@ -1,5 +1,7 @@
 """W3's executed programs side by side: the one lazyx compiles for the 50-op chain (as the lazy
-path runs it, and as a lazyx.compile replay runs it), and the one jax.jit compiles for the same math (issue 12: "W3 executes at jax.jit's speed").
+path runs it at first, with its literals bound as a replay did until 2026-12-01, and with them
+baked as a lazy cut runs them once they have held their values and as replays do now), and
+the one jax.jit compiles for the same math (issue 12: "W3 executes at jax.jit's speed").
 
     PYTHONPATH=<dir holding a lazyx package> python benchmarks/w3_programs.py [--hlo DIR]
 
@@ -21,7 +23,7 @@ import numpy as np  # noqa: E402
 import lazyx  # noqa: E402
 import lazyx.frontends.numpy as lnp  # noqa: E402
 from lazyx.bench import workloads as wl  # noqa: E402
-from lazyx.core import ir, runtime  # noqa: E402
+from lazyx.core import runtime  # noqa: E402
 
 
 def entry(compiled):
@@ -55,9 +57,17 @@ def main():
     compiled = jitted.lower(xj).compile()
     assert abs(float(compiled(xj)) - lazy_value) <= 1e-3 * abs(lazy_value)
 
-    times = {"lazyx": [], "replay": [], "jax.jit": []}
     runs = {"lazyx": lambda: exe(values), "replay": lambda: bound(values),
             "jax.jit": lambda: compiled(xj)}
+    # the literals baked as constants, as a lazy cut runs them once they have held their
+    # values (core/baked_literals.py, 2026-12-02) and as replays do (runtime.compile_fixed)
+    baked_exe = None
+    if hasattr(runtime, "bakeable"):
+        baked = {i: literals[i] for i in runtime.bakeable(program, literals)}
+        baked_exe, _ = runtime.compile_program(runtime.bake(program, baked))
+        kept = [v for i, v in enumerate(values) if i not in baked]
+        runs["baked"] = lambda: baked_exe(kept)
+    times = {name: [] for name in runs}
     for _ in range(40):
         for name, run in runs.items():
             start = time.perf_counter()
@@ -66,7 +76,7 @@ def main():
     print("W3 executed program alone (alternating calls, same input):")
     for name, ts in times.items():
         print(f"  {name:<8} min {min(ts) * 1e3:7.2f} ms   median {statistics.median(ts) * 1e3:7.2f} ms")
-    for name in ("lazyx", "replay"):
+    for name in [n for n in runs if n != "jax.jit"]:
         print(f"  {name} / jax.jit: min {min(times[name]) / min(times['jax.jit']):.2f}x, median "
               f"{statistics.median(times[name]) / statistics.median(times['jax.jit']):.2f}x")
     print(f"  lazyx program: {len(program.leaves)} inputs "
@@ -75,13 +85,14 @@ def main():
     if "--hlo" in sys.argv:
         folder = sys.argv[sys.argv.index("--hlo") + 1]
         os.makedirs(folder, exist_ok=True)
-        for name, c in (("lazyx", exe.compiled), ("replay", exe.variants[bound.patterns]),
-                        ("jax_jit", compiled)):
+        texts = [("lazyx", exe.compiled), ("replay", exe.variants[bound.patterns]),
+                 ("jax_jit", compiled)] + ([("baked", baked_exe.compiled)] if baked_exe else [])
+        for name, c in texts:
             with open(os.path.join(folder, f"w3_{name}.hlo.txt"), "w") as f:
                 f.write(c.as_text())
         print(f"  optimized HLO of both written to {folder}/")
-    for name, c in (("lazyx", exe.compiled), ("replay", exe.variants[bound.patterns]),
-                    ("jax.jit", compiled)):
+    for name, c in [("lazyx", exe.compiled), ("replay", exe.variants[bound.patterns]),
+                    ("jax.jit", compiled)] + ([("baked", baked_exe.compiled)] if baked_exe else []):
         text = entry(c)
         print(f"\n{name}: {text.count('fusion(')} fusions in the entry computation")
 
