@@ -149,7 +149,7 @@ def _part(program, program_class, slots, handoff, results, name):
 class Splitting(compiling_later.CompilingLater):
     """What a lazy cut caches for a program `plan` divides: the single program's executable
     (`whole`), until the pair is compiled -- in a background thread started at its
-    RUNS_BEFORE_SPLIT-th run, by `compile_part(part, fixed scalars)`, so no step waits for it
+    RUNS_BEFORE_SPLIT-th run, by `compile_part(part, fixed scalars, self)`, so no step waits for it
     -- and the pair from the call that finds it ready. A caller that binds leaves
     (torch.compile, lazyx.compile) gets the single program's binding: it waits for every
     result anyway. `pair` is published by one assignment: None while it is compiling (or not
@@ -195,8 +195,8 @@ class Splitting(compiling_later.CompilingLater):
     def _compile(self, first_fixed, second_fixed):
         split = self.split
         try:
-            first = self.compile_part(split.first, first_fixed)
-            second = self.compile_part(split.second, second_fixed)
+            first = self.compile_part(split.first, first_fixed, self)
+            second = self.compile_part(split.second, second_fixed, self)
         except Exception as err:  # noqa: BLE001 -- the single program still does the work
             warnings.warn(f"lazyx: running a step's scalar results ahead of the rest failed "
                           f"to compile ({type(err).__name__}: {err}); the step runs as one "

@@ -741,11 +741,13 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
     return CACHE.put(program.key, exe), True
 
 
-def _baking(exe, program, scalars, backend):
+def _baking(exe, program, scalars, backend, ready=None):
     """A lazy cut's `exe`, wrapped to bake its unchanged literals later (core/baked_literals.py)
     where that keeps every bit: on XLA:CPU (`bakes_bitwise`), not on a mesh (a constant may
     change how XLA partitions the program, and with it a reduction's order across devices),
-    not while tiered compiles run the interpreter; `scalars`: the first call's."""
+    not while tiered compiles run the interpreter; `scalars`: the first call's. `ready`: the
+    Baking's callback once its baked program is compiled (for the cache entry itself: its
+    bytes counted, its single program kept the newest on disk, _compiled_later)."""
     if not config.bake_literals() or config.tiered() or ir.LAYOUT_OF[0] is not None or \
             any(program.leaf_shardings) or \
             not getattr(backend, "bakes_bitwise", lambda: False)():
@@ -754,7 +756,7 @@ def _baking(exe, program, scalars, backend):
     if not indices:
         return exe
     return baked_literals.Baking(exe, indices, len(program.leaves), _baker(program),
-                                 _compiled_later)
+                                 ready or _compiled_later)
 
 
 def _baker(program):
@@ -767,11 +769,17 @@ def _baker(program):
     return compile_baked
 
 
-def _compile_part(part, fixed):
-    """An executable for one program of a split cut (early_results.Splitting; `fixed`: its
-    scalar leaves' values at the call that started it): compiled like a cut's, counted apart
-    (`split_compiles`: no new graph was traced)."""
-    return _compile_timed(part, fixed, "split_compiles")
+def _compile_part(part, fixed, splitting):
+    """An executable for one program of a split cut (`splitting`, an early_results.Splitting;
+    `fixed`: the part's scalar leaves' values at the call that started it): compiled like a
+    cut's, counted apart (`split_compiles`: no new graph was traced), and baking its unchanged
+    literals later as a cut does (its baked program's bytes count for `splitting`, the cache
+    entry, and the cut's single program stays the newest on disk)."""
+    exe = _compile_timed(part, fixed, "split_compiles")
+    if not fixed:
+        return exe
+    return _baking(exe, part, fixed, get_backend(),
+                   lambda baking, nbytes: _compiled_later(splitting, nbytes))
 
 
 def _compiled_later(cached, nbytes):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import lazyx
 import lazyx.frontends.numpy as lnp
-from lazyx.core import baked_literals, config, runtime
+from lazyx.core import baked_literals, config, early_results, runtime
 
 pytestmark = pytest.mark.usefixtures("fresh_runtime", "no_mesh_yet")  # tests/conftest.py
 
@@ -194,3 +194,40 @@ def test_the_general_program_stays_the_newest_disk_entry(needs_baking, tmp_path,
     assert len(keys) == 2  # the general program and the baked one
     assert keys[0] == runtime.get_backend()._disk_key(general.program, general.signature,
                                                       general.x64)
+
+
+def _sgd_loop(steps, lr=0.01):
+    """A least-squares SGD loop reading its loss at every step: its cut is split, the loss
+    run ahead of the rest (core/early_results.py). Each step's loss and the final weights."""
+    x = lnp.asarray(host(8, (64, 256)))
+    w = lnp.asarray(host(9, (256, 256)))
+    losses = []
+    for k in range(steps):
+        h = x @ w
+        loss = np.sum(h * h) * (1.0 / h.size)
+        w = w - (x.T @ (h * (2.0 / h.size))) * lr
+        lazyx.sync()
+        losses.append(float(loss))
+        if k in (early_results.RUNS_BEFORE_SPLIT, early_results.RUNS_BEFORE_SPLIT +
+                 baked_literals.RUNS_BEFORE_BAKING + 1):
+            early_results.join_all()
+            baked_literals.join_all()
+    return np.array(losses, np.float32), np.asarray(w)
+
+
+def test_a_split_cuts_two_programs_bake_bit_for_bit(needs_baking, monkeypatch):
+    if not getattr(runtime.get_backend(), "asynchronous", False):
+        pytest.skip("only an asynchronous backend splits")
+    steps = early_results.RUNS_BEFORE_SPLIT + baked_literals.RUNS_BEFORE_BAKING + 4
+    losses, w = _sgd_loop(steps)
+    (entry,) = runtime.CACHE.entries.values()
+    assert isinstance(entry, early_results.Splitting) and entry.pair
+    assert all(isinstance(part, baked_literals.Baking) and part.baked not in (None, False)
+               for part in entry.pair)
+    assert lazyx.metrics()["bake_compiles"] == 2
+    assert entry.nbytes > entry.single.nbytes + sum(p.single.nbytes for p in entry.pair)
+    runtime.CACHE.clear()
+    monkeypatch.setenv("LAZYX_BAKE_LITERALS", "0")
+    plain_losses, plain_w = _sgd_loop(steps)
+    np.testing.assert_array_equal(losses.view(np.uint32), plain_losses.view(np.uint32))
+    np.testing.assert_array_equal(w.view(np.uint32), plain_w.view(np.uint32))

@@ -170,7 +170,7 @@ def test_steps_run_the_single_program_while_the_pair_compiles():
     release = threading.Event()
     compiled = []
 
-    def slow_part(part, fixed):
+    def slow_part(part, fixed, splitting):
         release.wait(30)
         compiled.append(part)
         return runtime.get_backend().compile(part, fixed) if fixed else \
@@ -197,7 +197,7 @@ def test_a_pair_that_fails_to_compile_leaves_the_single_program(monkeypatch):
     if not _asynchronous():
         pytest.skip("only an asynchronous backend splits")
 
-    def failing(part, fixed):
+    def failing(part, fixed, splitting):
         raise RuntimeError("no room for another executable")
     monkeypatch.setattr(runtime, "_compile_part", failing)
     with warnings.catch_warnings(record=True) as caught:
