@@ -29,8 +29,8 @@ RUNS_BEFORE_BAKING = 8
 
 
 class Baking(compiling_later.CompilingLater):
-    """What a lazy cut caches for a program with bakeable literals: the general executable,
-    and the baked one once compiled. `indices`: the leaves to bake, read from each call's
+    """What a lazy cut caches for a program with bakeable literals: the general executable
+    (`single`), and the baked one once compiled. `indices`: the leaves to bake, read from each call's
     leaf values; `compile_baked(baked {index: value}, kept leaf values)` returns the baked
     executable (taking the other leaves, in order); `ready(self, its bytes)` keeps the books.
     `baked` is published by one assignment: None while not compiled (or compiling), False
@@ -47,29 +47,25 @@ class Baking(compiling_later.CompilingLater):
         self._pick_kept = _picker(self.kept)
         self.values, self.runs, self.baked = None, 0, None
 
-    @property
-    def general(self):
-        return self.single
-
     def compiling(self):
         return self.baked is None
 
     def __call__(self, values):
         baked = self.baked
         if baked is False:
-            return self.general(values)
+            return self.single(values)
         now = self._pick(values)
         if self.values is None:
             self.values = now
         elif now != self.values:
             self.baked = False  # for good (a compile under way finds this and drops its work)
-            return self.general(values)
+            return self.single(values)
         if baked is not None:
             return baked(self._pick_kept(values))
         self.runs += 1
         if self.runs >= RUNS_BEFORE_BAKING and self._thread is None:
             self._start(values)
-        return self.general(values)
+        return self.single(values)
 
     def _start(self, values):
         # the values read now: the thread keeps no leaf buffer alive

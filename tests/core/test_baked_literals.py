@@ -189,7 +189,7 @@ def test_the_general_program_stays_the_newest_disk_entry(needs_baking, tmp_path,
     disk_cache.flush()
     entry = _entry()
     assert entry.baked not in (None, False)
-    general = entry.general
+    general = entry.single
     keys = preload.recent_keys(disk_cache.open_cache(), 3)
     assert len(keys) == 2  # the general program and the baked one
     assert keys[0] == runtime.get_backend()._disk_key(general.program, general.signature,
