@@ -30,18 +30,20 @@ RUNS_BEFORE_BAKING = 8
 
 class Baking(compiling_later.CompilingLater):
     """What a lazy cut caches for a program with bakeable literals: the general executable
-    (`single`), and the baked one once compiled. `indices`: the leaves to bake, read from each call's
-    leaf values; `compile_baked(baked {index: value}, kept leaf values)` returns the baked
-    executable (taking the other leaves, in order); `ready(self, its bytes)` keeps the books.
-    `baked` is published by one assignment: None while not compiled (or compiling), False
-    once the values changed or the compile failed (never tried again), else the executable."""
+    (`single`), and the baked one once compiled. `indices`: the leaves to bake, read from
+    each call's leaf values; `compile_baked(baked {index: value}, kept leaf values)` returns
+    the baked executable (taking the other leaves, in order); `ready(self, its bytes)` keeps
+    the books. `baked` is published by one assignment: None while not compiled (or
+    compiling), False once the values changed or the compile failed, else the executable --
+    which runs only for a call whose values equal those it baked (compared at every call)."""
     __slots__ = ("indices", "kept", "compile_baked", "ready", "values", "runs", "baked",
                  "_pick", "_pick_kept")
 
     def __init__(self, general, indices, n_leaves, compile_baked, ready):
         super().__init__(general)
         self.indices = tuple(indices)
-        self.kept = tuple(i for i in range(n_leaves) if i not in set(self.indices))
+        baked = set(self.indices)
+        self.kept = tuple(i for i in range(n_leaves) if i not in baked)
         self.compile_baked, self.ready = compile_baked, ready
         self._pick = _picker(self.indices)
         self._pick_kept = _picker(self.kept)
