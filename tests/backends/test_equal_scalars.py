@@ -105,7 +105,7 @@ def test_the_lazy_path_reads_equal_literals_once(xla_backend, fresh_runtime):
         _literal_chain(x, 1.0 / step).item()
     assert lazyx.metrics()["compiles"] == 1
     # (a cut with bakeable literals caches its executable inside a Baking)
-    entries = [getattr(e, "general", e) for e in runtime.CACHE.entries.values()]
+    entries = [getattr(e, "single", e) for e in runtime.CACHE.entries.values()]
     (exe,) = [e for e in entries if isinstance(e, xla._Executable)]
     ((pattern,),) = list(exe.variants)  # the one layout compiled and run
     assert pattern is not None and len(set(pattern)) == 4  # 0.9, 0.1, 0.5, then the scale
