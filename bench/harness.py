@@ -89,9 +89,8 @@ def _settle():
     """Wait for programs lazyx compiles in the background (a repeated cut's loss run ahead of
     the rest, its literals baked: docs/runtime.md); True if one was compiling. The steady
     state starts after."""
-    from lazyx.core import baked_literals, early_results
-    split = early_results.join_all()
-    return baked_literals.join_all() or split
+    from lazyx.core import compiling_later
+    return compiling_later.join_all()
 
 
 def measure(step, plan):

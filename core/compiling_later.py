@@ -44,9 +44,9 @@ class CompilingLater:
 _STARTED = weakref.WeakSet()  # wrappers whose later compile has started
 
 
-def join_all(kind):
-    """Wait for every `kind` of wrapper still compiling (tests that count compiles, a
-    benchmark's steady state); True if one was."""
+def join_all(kind=CompilingLater):
+    """Wait for every `kind` of wrapper (by default every kind) still compiling (tests that
+    count compiles, a benchmark's steady state); True if one was."""
     compiling = False
     for wrapper in list(_STARTED):
         if isinstance(wrapper, kind):

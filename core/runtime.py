@@ -735,7 +735,7 @@ def compile_program(program, fixed=None, cause=None, source=None, lazy_cut=False
         split = early_results.plan(program, Program)
         if split is not None:
             exe = early_results.Splitting(exe, split, _compile_part, _scalars,
-                                             _compiled_later)
+                                          _compiled_later)
     if lazy_cut and fixed and type(exe) is not early_results.Splitting:
         exe = _baking(exe, program, fixed, backend)
     return CACHE.put(program.key, exe), True

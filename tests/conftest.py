@@ -102,14 +102,12 @@ def fresh_runtime():
     """An empty compile cache, zeroed metrics and no memoized observation sharing, for tests
     that count compiles, cache hits and executions (nothing is pending: the fixture above
     has synced). Afterwards nothing stays pending or compiled."""
-    from lazyx.core import baked_literals, early_results, observation, runtime
-    early_results.join_all()  # (a pair compiling for an earlier test would count here)
-    baked_literals.join_all()
+    from lazyx.core import compiling_later, observation, runtime
+    compiling_later.join_all()  # (a pair compiling for an earlier test would count here)
     runtime.CACHE.clear()
     observation._MEMO.clear()
     lazyx.reset_metrics()
     yield
     lazyx.sync()
-    early_results.join_all()
-    baked_literals.join_all()
+    compiling_later.join_all()
     runtime.CACHE.clear()
