@@ -1081,22 +1081,39 @@ def put(array, device=None):
 # (measured on a 4x4 200-op program: block_until_ready 43 us after the call, a poll of
 # is_ready() 14 us; np.asarray of a ready array 0.6 us). So a wait polls for a short while
 # first -- most small steps are done by then -- and blocks only after SPIN_SECONDS.
+# Polling is not free while XLA computes, though: W3's 2.9 ms program was read 0.08-0.1 ms
+# later after a poll than after blocking at once (in-process alternation on the 2-core bench
+# machine, docs/bench.md), so once a wait has outlasted the poll, the next one blocks at once,
+# and polls again only after a wait that proves short.
 SPIN_SECONDS = 100e-6
+_waits_are_long = [False]
 
 
 def await_ready(buffers):
-    """Return once every buffer holds its value (polling briefly, then blocking)."""
+    """Return once every buffer holds its value (polling briefly, then blocking; blocking at
+    once while the last wait was longer than the poll)."""
     deadline = None
     for buffer in buffers:
         if type(buffer) is np.ndarray:  # a tiny program's result (xla_inline.run_local)
             continue
+        if buffer.is_ready():
+            continue
+        now = time.perf_counter()
+        if _waits_are_long[0]:
+            _block(buffers)
+            _waits_are_long[0] = time.perf_counter() - now > SPIN_SECONDS
+            return
+        if deadline is None:
+            deadline = now + SPIN_SECONDS
         while not buffer.is_ready():
-            now = time.perf_counter()
-            if deadline is None:
-                deadline = now + SPIN_SECONDS
-            elif now > deadline:
-                jax.block_until_ready(buffers)
+            if time.perf_counter() > deadline:
+                _waits_are_long[0] = True
+                _block(buffers)
                 return
+
+
+def _block(buffers):
+    jax.block_until_ready([b for b in buffers if type(b) is not np.ndarray])
 
 
 _MAX_ARGS = 1 << 20

@@ -58,3 +58,40 @@ def test_waiting_returns_only_once_results_exist(size):
     xla.await_ready([out])
     assert out.is_ready()
     assert float(out) == pytest.approx(float(size) ** 4, rel=1e-4)
+
+
+class _Pending:
+    """A stand-in result: not ready until a block (the patched xla._block) makes it so."""
+
+    def __init__(self):
+        self.ready, self.polls = False, 0
+
+    def is_ready(self):
+        self.polls += 1
+        return self.ready
+
+
+def test_a_wait_that_outlasted_the_poll_makes_the_next_one_block_at_once(monkeypatch):
+    import time
+    block_takes = [2 * xla.SPIN_SECONDS]
+
+    def block(buffers):
+        time.sleep(block_takes[0])
+        for b in buffers:
+            b.ready = True
+    monkeypatch.setattr(xla, "_block", block)
+    monkeypatch.setattr(xla, "_waits_are_long", [False])
+    first = _Pending()
+    xla.await_ready([first])
+    assert first.ready and first.polls > 2  # polled through the whole window, then blocked
+    second = _Pending()
+    xla.await_ready([second])
+    assert second.ready and second.polls == 1  # a long wait before: blocked at once
+    block_takes[0] = 0.0  # this one proves short...
+    third = _Pending()
+    xla.await_ready([third])
+    assert third.polls == 1
+    fourth = _Pending()
+    fourth.is_ready = lambda: setattr(fourth, "polls", fourth.polls + 1) or fourth.polls > 3
+    xla.await_ready([fourth])
+    assert fourth.polls == 4 and not fourth.ready  # ...so the next polls again (done by then)
