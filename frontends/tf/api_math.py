@@ -9,7 +9,7 @@ from ...core import cephes, compose, host_values, ops
 from .lowering import (Reject, axes_of, binary_operands, broadcast_to, const, operand_nodes,
                        scalar, static_ints)
 from .registry import lower, lower_varargs, raise_for_values, raise_like_tf, require_dtype
-from .tensor import LazyTensor, ir_dtype, wrap
+from .tensor import FAST_BINARY, LazyTensor, ir_dtype, wrap
 
 # ---------------------------------------------------------------- element-wise, binary
 
@@ -111,6 +111,8 @@ def _register_binary(api, fn):
         return binary(a[x_name], a[y_name])
     lowering.__name__ = api.__name__
     lower(api, x_name, y_name, direct=binary)(lowering)
+    if fn in (ops.add, ops.sub, ops.mul):  # its float operands' commonest call, built at once
+        FAST_BINARY[api] = fn
 
 
 def _refuse_negative_int_power(api, arguments):

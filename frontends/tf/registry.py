@@ -23,7 +23,7 @@ from ...core import ops, runtime, source
 from ...core.tables import Table, caller
 from . import control_flow, variables
 from .lowering import Reject, pack
-from .tensor import (_IR_DTYPES, TARGETS, LazyTensor, graph_capture, outside_graph,
+from .tensor import (_IR_DTYPES, ACCEPTS, TARGETS, LazyTensor, graph_capture, outside_graph,
                      silent_turn, sources_of, to_tf, _tf_leaf)
 
 _OP_LINE = source.OP_LINE
@@ -360,7 +360,7 @@ def require_dtype(api, dtype, arity):
         raise Reject()
 
 
-_TAKES = {}  # (TF api, IR dtype) -> whether TF runs it (require_dtype)
+_TAKES = ACCEPTS  # (TF api, IR dtype) -> whether TF runs it (tensor.py's fast path reads it)
 
 
 def raise_like_tf(api, args=(), kwargs=None, otherwise=None):

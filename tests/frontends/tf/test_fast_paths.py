@@ -11,6 +11,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+import lazyx
 import lazyx.frontends.tf as ltf
 from lazyx.core import ir
 from lazyx.frontends.tf import registry, tensor
@@ -308,3 +309,72 @@ def test_public_names_keep_tfs_behaviour_for_everything_else():
         tf.experimental.unregister_dispatch_for(boxed_tanh)
     with pytest.raises(ValueError):
         tf.tanh(Boxed(x))
+
+
+FAST_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+
+
+def _fast_call_operands(dtype, kind, value, shape):
+    x = ltf.constant(np.linspace(-2, 3, int(np.prod(shape))).reshape(shape).astype(dtype))
+    if kind == "number":
+        other = value
+    elif kind == "same":
+        other = ltf.constant(np.full(shape, 1.5, dtype))
+    else:  # broadcast against x: the general path's, whichever path is on
+        other = ltf.constant(np.full(shape[1:] or (1,), 0.25, dtype))
+    return x, other
+
+
+@SETTINGS
+@given(op=st.sampled_from(sorted(FAST_OPERATORS)), reflected=st.booleans(),
+       dtype=st.sampled_from(["float16", "float32", "float64", "int32"]),
+       kind=st.sampled_from(["number", "same", "broadcast"]),
+       value=st.one_of(st.floats(-1e6, 1e6), st.integers(-2**40, 2**40),
+                       st.sampled_from([0.0, -0.0, 7e4, 2**60, float("inf")])),
+       shape=st.sampled_from([(), (3,), (2, 3)]))
+def test_the_operators_fast_call_builds_what_the_general_path_builds(
+        monkeypatch, op, reflected, dtype, kind, value, shape):
+    """`x * 0.5` / `x + y` built at once (tensor._fast_binary) against the same call with the
+    fast path off: one graph hash, the same values and dtype, the same user line -- or the
+    same TF error, for a number TF will not convert."""
+    fn = FAST_OPERATORS[op]
+
+    def apply():
+        x, other = _fast_call_operands(dtype, kind, value, shape)
+        try:
+            out = fn(other, x) if reflected else fn(x, other)  # (the user's line)
+        except Exception as err:  # noqa: BLE001 -- the error type is what we compare
+            return type(err), None, None, None
+        return out.dtype, lazyx.graph_hash(out), out.__lazyx_handle__.node.source, out.numpy()
+
+    fast = apply()
+    with monkeypatch.context() as m:
+        m.setattr(tensor, "FAST_BINARY", {})
+        general = apply()
+    assert fast[:2] == general[:2]
+    if fast[2] is not None:
+        assert fast[2][1:] == general[2][1:]  # (file, line, ... : the same line of apply)
+        np.testing.assert_array_equal(fast[3], general[3])
+
+
+def test_the_operators_fast_call_is_taken_only_where_nothing_watches(monkeypatch):
+    """The common call is built at once, and a tape-watched operand (its gradient needs the
+    general path's tape sources) is not -- its gradient still flows."""
+    taken = []
+    real = tensor._fast_binary
+
+    def spy(*args):
+        result = real(*args)
+        taken.append(result is not None)
+        return result
+    monkeypatch.setattr(tensor, "_fast_binary", spy)
+    x = ltf.constant(np.ones((2, 2), "float32"))
+    (x * 0.5 + x).numpy()
+    assert taken == [True, True]
+    taken.clear()
+    w = ltf.constant(np.full((2, 2), 3.0, "float32"))
+    with ltf.GradientTape() as tape:
+        tape.watch(w)
+        loss = tf.reduce_sum(w * 0.5 - 1.0)
+    assert taken == []
+    np.testing.assert_allclose(tape.gradient(loss, w).numpy(), np.full((2, 2), 0.5))
