@@ -173,6 +173,12 @@ def scalars_first():
     return _switch("LAZYX_SCALARS_FIRST", True)
 
 
+def gc_freeze():
+    """LAZYX_GC_FREEZE=0: leave the objects that exist when a frontend has been imported to
+    the cyclic collector's full collections (core/long_lived.py); on by default."""
+    return _switch("LAZYX_GC_FREEZE", True)
+
+
 def bake_literals():
     """LAZYX_BAKE_LITERALS=0: never compile a repeated cut again with its unchanged Python
     numbers as constants (core/baked_literals.py); on by default."""

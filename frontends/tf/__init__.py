@@ -107,3 +107,8 @@ def pad_to_bucket(x, axis=-1, buckets=None, value=0):
 
 __all__ = ["Tensor", "GradientTape", "constant", "convert", "sync", "store_variables", "random",
            "to_tf", "LOWERED", "pad_to_bucket"]
+
+
+# (last: every object its import made exists now; see core/long_lived.py)
+from ...core.long_lived import freeze_imported as _freeze_imported  # noqa: E402
+_freeze_imported()

@@ -56,3 +56,8 @@ def pad_to_bucket(tensor, dim=-1, buckets=None, value=0):
 
 __all__ = ["device", "mark_step", "is_lazy", "LazyTensor", "dynamo_backend", "mark_sharding", "shard_parameters",
            "metrics", "metrics_report", "reset_metrics", "pad_to_bucket"]
+
+
+# (last: every object its import made exists now; see core/long_lived.py)
+from ...core.long_lived import freeze_imported as _freeze_imported  # noqa: E402
+_freeze_imported()
