@@ -349,18 +349,15 @@ def require_dtype(api, dtype, arity):
     """Reject unless TF runs `api` on `arity` operands of the IR `dtype` (asked once per pair,
     on ones: TF refuses bool for tf.math.greater, unsigned ints for tf.math.abs, and has no
     CPU kernel for float16 erfinv; lazyx's element-wise IR would compute them all)."""
-    takes = _TAKES.get((api, dtype))
+    takes = ACCEPTS.get((api, dtype))
     if takes is None:
         try:
             one = tf.ones((), tf.as_dtype(dtype))
         except TypeError:
             raise Reject() from None
-        takes = _TAKES[(api, dtype)] = _tf_accepts(api, (one,) * arity, {})
+        takes = ACCEPTS[(api, dtype)] = _tf_accepts(api, (one,) * arity, {})
     if not takes:
         raise Reject()
-
-
-_TAKES = ACCEPTS  # (TF api, IR dtype) -> whether TF runs it (tensor.py's fast path reads it)
 
 
 def raise_like_tf(api, args=(), kwargs=None, otherwise=None):

@@ -322,7 +322,7 @@ TARGETS = {}
 # (scalar_splat) -- takes the general path: tests/frontends/tf/test_fast_paths.py holds both
 # to the same graphs, values and source lines.
 FAST_BINARY = {}
-ACCEPTS = {}  # (TF api, IR dtype) -> whether TF runs the api on that dtype
+ACCEPTS = {}  # (TF api, IR dtype) -> whether TF runs the api on that dtype (require_dtype's)
 _FAST_DTYPES = frozenset(dt.FLOATS)
 _OP_LINE = source.OP_LINE
 
