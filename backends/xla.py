@@ -1112,8 +1112,8 @@ def await_ready(buffers):
                 return
 
 
-def _block(buffers):
-    jax.block_until_ready([b for b in buffers if type(b) is not np.ndarray])
+def _block(buffers):  # (its own name: tests count polls against a stand-in)
+    jax.block_until_ready(buffers)
 
 
 _MAX_ARGS = 1 << 20

@@ -1,5 +1,7 @@
 """The XLA backend's call paths: an executable bound to fixed leaf values (what torch.compile
 graphs use for their literals) and waiting for results (poll, then block)."""
+import time
+
 import numpy as np
 import pytest
 
@@ -61,18 +63,18 @@ def test_waiting_returns_only_once_results_exist(size):
 
 
 class _Pending:
-    """A stand-in result: not ready until a block (the patched xla._block) makes it so."""
+    """A stand-in result: ready once a block (the patched xla._block) makes it so, or from
+    its `ready_at`-th poll on."""
 
-    def __init__(self):
-        self.ready, self.polls = False, 0
+    def __init__(self, ready_at=None):
+        self.ready, self.polls, self.ready_at = False, 0, ready_at
 
     def is_ready(self):
         self.polls += 1
-        return self.ready
+        return self.ready or self.ready_at is not None and self.polls >= self.ready_at
 
 
 def test_a_wait_that_outlasted_the_poll_makes_the_next_one_block_at_once(monkeypatch):
-    import time
     block_takes = [2 * xla.SPIN_SECONDS]
 
     def block(buffers):
@@ -91,7 +93,6 @@ def test_a_wait_that_outlasted_the_poll_makes_the_next_one_block_at_once(monkeyp
     third = _Pending()
     xla.await_ready([third])
     assert third.polls == 1
-    fourth = _Pending()
-    fourth.is_ready = lambda: setattr(fourth, "polls", fourth.polls + 1) or fourth.polls > 3
+    fourth = _Pending(ready_at=4)
     xla.await_ready([fourth])
     assert fourth.polls == 4 and not fourth.ready  # ...so the next polls again (done by then)
