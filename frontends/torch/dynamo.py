@@ -155,6 +155,7 @@ class CompiledGraph:
         # host data in, every result back to the host: no worker thread to hand off to
         cpu_caller = cpu_caller and not lazy_caller
         host_only = cpu_inputs and not lazy_inputs and self.host_results
+        running = []  # every program's results: waited for once, before the call returns
         for step in self.steps:
             if type(step) is _Segment:
                 start = time.perf_counter()
@@ -164,20 +165,26 @@ class CompiledGraph:
                 metrics.count("executions")
                 for slot, buf in zip(step.out_slots, results):
                     env[slot] = buf
-                if cpu_inputs:
-                    backend.wait(results)
-            else:
+                running.extend(results)
+            else:  # (it reads its operands on the host, which waits for them)
                 self._run_eager(step, env)
         # CPU tensors in, CPU tensors out (like Inductor); lt.device tensors in, lazy ones out
         # -- also beside CPU ones (a CPU scalar the model made, lifted into the graph: Falcon's
         # backward then returned its parameters' gradients on the CPU, which autograd refused)
-        if cpu_caller:
-            n_user = self.n_user_outputs
-            return tuple(self._output(k, env, args, k >= n_user)
-                         for k in range(len(self.outputs)))
-        on_host = self.on_host
-        return tuple(self._output(k, env, args, not on_host[k])
-                     for k in range(len(self.outputs)))
+        n_outputs = len(self.outputs)
+        lazy = [k >= self.n_user_outputs for k in range(n_outputs)] if cpu_caller else \
+            [not on_host for on_host in self.on_host]
+        # the lazy results first, while the programs run: they need buffers, not values (a
+        # training forward's saved activations: about 7 us each, which after the wait ran on
+        # caches the program had just filled)
+        outputs = [self._output(k, env, args, True) if lazy[k] else None
+                   for k in range(n_outputs)]
+        if cpu_inputs:  # borrowed: torch may write them again once the call returns
+            backend.wait(running)
+        for k in range(n_outputs):
+            if not lazy[k]:
+                outputs[k] = self._output(k, env, args, False)
+        return tuple(outputs)
 
     def _output(self, k, env, args, lazy):
         kind, where, torch_dtype = self.outputs[k]
