@@ -70,10 +70,12 @@ class Recording:
 # ---------------------------------------------------------------- hooks
 
 def _param(value, dtype, shape=()):
-    node = _ORIGINAL["param"](value, dtype, shape)
+    expr = getattr(value, "_lazyx_expr", None)
+    # (made from the plain number: ir.param's np.asarray of a SymInt calls its int(), a
+    # decision, which would guard the very value the parameter is there to vary)
+    node = _ORIGINAL["param"](plain(value) if expr is not None else value, dtype, shape)
     rec = current()
     if rec is not None:
-        expr = getattr(value, "_lazyx_expr", None)
         if expr is not None:
             rec.params[id(node)] = (node, expr, False)
         elif isinstance(value, (float, np.floating)):

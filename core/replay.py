@@ -136,7 +136,7 @@ class Compiled:
             for entry in candidates:
                 nums = _with_state_numbers(entry, numbers)
                 miss = "a number kept in state is gone" if nums is None else \
-                    _guard_miss(entry, nums)
+                    _guard_miss(entry, nums, key)
                 if miss is None:
                     if not entry.confirmed:  # (the trace below may confirm it)
                         miss = "a split step replays once a second trace agrees with its first"

@@ -6,7 +6,7 @@ from . import host_state
 from .capture import _TENSORS, _flatten, _spec
 from .capture_args import _spelled
 from .debug import type_text
-from .symbolic import decided_alike
+from .symbolic import SymFloat, SymInt, decided_alike
 
 
 def _result_needs_grad(result):
@@ -77,8 +77,9 @@ def _new_int(entry, numbers):
     return any(numbers[k] != first[k] for k in entry.unverified_ints)
 
 
-def _guard_miss(entry, numbers):
-    """None when the entry's guard holds (besides shapes, already in the key); else why not."""
+def _guard_miss(entry, numbers, key=None):
+    """None when the entry's guard holds (besides shapes, already in the key); else why not
+    (`key`: the call's structure key, to name a number argument as the call wrote it)."""
     for getter, obj in entry.roots:
         if getter() is not obj:
             return f"an object the step refers to was replaced (was {type(obj).__name__})"
@@ -89,7 +90,7 @@ def _guard_miss(entry, numbers):
     first_state = len(numbers) - len(entry.state_numbers)
     for k, cls, value in entry.numbers_by_value:
         if type(numbers[k]) is not cls or numbers[k] != value:
-            what = f"Python number argument {k}" if k < first_state else \
+            what = f"Python number argument {_number_spelled(key, k)}" if k < first_state else \
                 getattr(entry.state_numbers[k - first_state], "lazyx_name",
                         "a number kept in state (a learning rate)")
             return (f"{what} changed ({value!r} -> {numbers[k]!r}) and is "
@@ -138,6 +139,19 @@ def _leaves(key, path, out):
 
 def _call_leaves(key):
     return _leaves(key[0], "args", []) + _leaves(key[1], "kwargs", [])
+
+
+_NUMBER_LEAVES = (int, float, SymFloat, SymInt)
+
+
+def _number_spelled(key, k):
+    """The k-th Python number of a call (its numbers counted alone, as _flatten collects
+    them) as the call wrote it, `args[2]`; `#k` without the call's key."""
+    if key is not None:
+        paths = [p for p, leaf in _call_leaves(key) if leaf in _NUMBER_LEAVES]
+        if k < len(paths):
+            return _spelled(paths[k])
+    return f"#{k}"
 
 
 def _is_tensor(leaf):
