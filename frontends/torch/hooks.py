@@ -34,6 +34,9 @@ upgrade, re-read those:
   higher_order.cond            a rule for LazyTensor (py_impl): the predicate is read, the
                                branch it picks runs, recorded (torch raised "no rule
                                registered for HOP cond and subclass LazyTensor")
+  torch.inference_mode.__enter__/__exit__   once lazyx has built a node, the block also
+                               pushes _InferenceViews (a TorchFunctionMode): calls on lazyx
+                               tensors made outside the block run with inference mode off
 
 Besides these, device.py registers the PrivateUse1 backend under the name "lazyx" (torch's
 public backend-registration API) and its kernels through torch.library: registrations,
@@ -53,7 +56,7 @@ import warnings
 
 import torch
 
-from ...core import runtime, split_steps
+from ...core import ir, runtime, split_steps
 from . import tensor
 
 _ORIGINAL = {}
@@ -556,6 +559,93 @@ def _setitem(self, index, value, _functional=torch._is_functional_tensor):
     return _ORIGINAL["__setitem__"](self, index, value)
 
 
+# torch 2.13: a view of a non-inference FunctionalTensorWrapper made inside inference mode
+# fails ("Cannot set version_counter for inference tensor", pytorch#170419): the wrapper
+# functionalization makes for the view is born an inference tensor, and ADInplaceOrView then
+# gives it its base's version counter. Every lazyx tensor is such a wrapper, so `x[1:3]`,
+# `x.view(-1)` or `cache[i] = v` of a tensor made before `torch.inference_mode()` failed.
+# No dispatch key of ours runs above ADInplaceOrView there, so the block pushes a mode that
+# runs a call on such tensors with inference mode off (and grad off), as PyTorch's own
+# FunctionalTensorMode does. A view of a normal tensor is a normal tensor in eager too; any
+# other tensor the call makes is re-wrapped inside the block, so it is an inference tensor
+# as eager's would be (is_inference(), no version counter, refused by autograd later).
+class _InferenceViews(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not torch.is_inference_mode_enabled():  # (an inference_mode(False) inside)
+            return func(*args, **kwargs)
+        lazies = [t for t in _tensors(args, kwargs) if tensor.on_device(t)]
+        if not any(not t.is_inference() for t in lazies) or _writes_inference(func, args,
+                                                                              kwargs):
+            # nothing made outside the block (its views are fine), or an in-place write
+            # into an inference tensor, which eager allows only inside the block
+            return func(*args, **kwargs)
+        with torch._C._InferenceMode(False), torch.no_grad():
+            out = func(*args, **kwargs)
+        storages = {_storage(t) for t in lazies}
+        return _as_inference(out, {id(t) for t in lazies}, storages)
+
+
+def _tensors(args, kwargs):
+    for a in itertools.chain(args, kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from (t for t in a if isinstance(t, torch.Tensor))
+
+
+def _writes_inference(func, args, kwargs):
+    name = getattr(func, "__name__", "")
+    written = [kwargs.get("out")]
+    if args and (name == "__setitem__" or (name.endswith("_") and not name.endswith("__"))
+                 or (name.startswith("__i") and name.endswith("__"))):
+        written.append(args[0])
+    return any(isinstance(t, torch.Tensor) and t.is_inference() for t in written)
+
+
+def _storage(t):
+    return t.untyped_storage()._cdata
+
+
+def _as_inference(out, inputs, storages):
+    """A call's results, each new lazyx tensor (not an input, nor a view of one) re-wrapped
+    in inference mode: the same value, an inference tensor as eager makes."""
+    if isinstance(out, (list, tuple)):
+        items = [_as_inference(o, inputs, storages) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+    if not isinstance(out, torch.Tensor) or id(out) in inputs or not tensor.on_device(out) \
+            or not torch._is_functional_tensor(out) or _storage(out) in storages:
+        return out
+    torch._sync(out)
+    inner = torch._from_functional_tensor(out)
+    # (a wrapper is an inference tensor only if what it wraps is one: a new LazyTensor)
+    return torch._to_functional_tensor(tensor.LazyTensor(
+        runtime.LazyHandle(inner._lazyx_handle.node), inner.dtype))
+
+
+_inference_views = threading.local()
+
+
+def _inference_enter(self):
+    _ORIGINAL["inference_enter"](self)
+    # only once lazyx has built a node: a process that never used it keeps torch's own
+    # inference mode (no mode on the stack for Dynamo or anyone else to see)
+    pushed = self.mode and ir.CREATED[0] > 0 and not getattr(_inference_views, "on", False)
+    self._lazyx_views = _InferenceViews() if pushed else None
+    if pushed:
+        _inference_views.on = True
+        self._lazyx_views.__enter__()
+
+
+def _inference_exit(self, exc_type, exc_value, traceback):
+    views = getattr(self, "_lazyx_views", None)
+    if views is not None:
+        self._lazyx_views = None
+        _inference_views.on = False
+        views.__exit__(exc_type, exc_value, traceback)
+    return _ORIGINAL["inference_exit"](self, exc_type, exc_value, traceback)
+
+
 def _mask_write(x, mask, value):
     """x[mask] = value for a boolean mask over x's leading axes and a value that requires a
     gradient and does not span the masked count (one row broadcast to every picked one, HF
@@ -815,6 +905,10 @@ def install():
     proxy_tensor.HANDLED_TYPES += (tensor.LazyTensor,)
     from torch._higher_order_ops.cond import cond_op
     cond_op.py_impl(tensor.LazyTensor)(_cond)
+    _ORIGINAL["inference_enter"] = torch.autograd.grad_mode.inference_mode.__enter__
+    _ORIGINAL["inference_exit"] = torch.autograd.grad_mode.inference_mode.__exit__
+    torch.autograd.grad_mode.inference_mode.__enter__ = _inference_enter
+    torch.autograd.grad_mode.inference_mode.__exit__ = _inference_exit
     _ORIGINAL["run_backward"] = torch.autograd.graph._engine_run_backward
     torch.autograd.graph._engine_run_backward = _run_backward
     torch.autograd._engine_run_backward = _run_backward

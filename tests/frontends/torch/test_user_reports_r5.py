@@ -1,0 +1,117 @@
+"""Bugs from the fifth round of PyTorch user reports, each checked against eager CPU torch."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import lazyx
+import lazyx.frontends.torch as lt
+
+D = lt.device
+
+
+def _both(fn, *inputs):
+    """fn on CPU tensors and on their lazy copies: (eager result, lazy result)."""
+    return fn(*[t.clone() for t in inputs]), fn(*[t.clone().to(D) for t in inputs])
+
+
+def _same(eager, lazy):
+    if isinstance(eager, (list, tuple)):
+        assert len(eager) == len(lazy)
+        for e, z in zip(eager, lazy):
+            _same(e, z)
+    elif isinstance(eager, torch.Tensor):
+        assert lazy.device == D
+        torch.testing.assert_close(lazy.cpu(), eager)
+    else:
+        assert eager == lazy
+
+
+# ------------------------------------------------ 1. views of outside tensors in inference_mode
+
+VIEWS = {
+    "slice_sum": lambda x: x[1:3].sum(),
+    "t": lambda x: x.t() * 1,
+    "view": lambda x: x.view(12),
+    "transpose": lambda x: x.transpose(0, 1),
+    "reshape_flatten": lambda x: (x.reshape(12), x.flatten()),
+    "matmul_T": lambda x: x @ x.T,
+    "select_unsqueeze": lambda x: x[1].unsqueeze(0) + x[0:1],
+    "chunk": lambda x: x.chunk(2, dim=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_views_of_a_tensor_made_before_inference_mode(name):
+    def run(x):
+        with torch.inference_mode():
+            out = VIEWS[name](x)
+        flat = out if isinstance(out, tuple) else (out,)
+        return out, [(t.is_inference(), t.requires_grad) for t in flat]
+    x = torch.randn(4, 3)
+    (eager, eager_kinds), (lazy, lazy_kinds) = _both(run, x)
+    _same(eager, lazy)
+    assert lazy_kinds == eager_kinds  # a view of a normal tensor is normal, a new one is not
+
+
+def test_writes_through_views_inside_inference_mode_reach_the_base():
+    def run(cache, v):
+        with torch.inference_mode():
+            cache[1:3] = v          # a KV-cache write
+            cache[0].fill_(2)
+            cache[:, 1] += 1
+            read = cache[1:3].sum()
+        return cache * 1, read, cache.is_inference()
+    _same(*_both(run, torch.zeros(4, 3), torch.randn(2, 3)))
+
+
+def test_tensors_made_inside_inference_mode_are_inference_tensors():
+    def run(x):
+        with torch.inference_mode():
+            y = x * 2
+            y[0] = 5           # a write into an inference tensor, inside the block
+            z = y.view(12)     # a view of an inference tensor
+            y.add_(x)
+            kinds = (y.is_inference(), z.is_inference(), y.requires_grad)
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+            y.add_(1)
+        return y, z, kinds
+    _same(*_both(run, torch.randn(4, 3)))
+
+
+class _Tiny(nn.Module):
+    """GPT's learned positions (self.pos[:, :T]), MNIST's x.view(-1, 784), and a
+    Llama-style KV cache written under @torch.inference_mode()."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Parameter(torch.randn(1, 8, 16))
+        self.fc = nn.Linear(16, 16)
+        self.register_buffer("cache", torch.zeros(2, 8, 16))
+
+    @torch.inference_mode()
+    def forward(self, x, start):
+        T = x.shape[1]
+        h = self.fc(x + self.pos[:, :T])
+        self.cache[:, start:start + T] = h
+        return self.cache[:, :start + T].reshape(2, -1).sum(-1)
+
+
+def test_a_module_under_inference_mode_decorator_matches_eager():
+    torch.manual_seed(0)
+    model = _Tiny()
+    lazy_model = _Tiny().to(D)
+    lazy_model.load_state_dict(model.state_dict())
+    x = torch.randn(2, 3, 16)
+    for start in (0, 3):
+        _same(model(x, start), lazy_model(x.to(D), start))
+    _same(model.cache, lazy_model.cache)
+    mnist = nn.Sequential(nn.Linear(784, 10))
+    lazy_mnist = nn.Sequential(nn.Linear(784, 10)).to(D)
+    lazy_mnist.load_state_dict(mnist.state_dict())
+    images = torch.randn(2, 1, 28, 28)
+    lazy_images = images.to(D)
+    with torch.inference_mode():
+        _same(mnist(images.view(-1, 784)), lazy_mnist(lazy_images.view(-1, 784)))
