@@ -865,6 +865,10 @@ SPECIAL = {
     torch.ops.aten._has_same_storage_numel.default: _has_same_storage_numel,
     torch.ops.aten._local_scalar_dense.default: _local_scalar_dense,
     torch.ops.prims.item.default: _local_scalar_dense,  # torch._refs' Tensor.item
+    # Tensor.item of an inference tensor: with autograd's keys off, its composite kernel
+    # does not run above us and `item` itself arrives; expanded here, its read looked like
+    # torch's own code reading inside aten.item (a counted fallback, not the user's item)
+    torch.ops.aten.item.default: _local_scalar_dense,
     torch.ops.aten._to_copy.default: _to_copy,
     torch.ops.aten._fused_sdp_choice.default: _fused_sdp_choice,
 }

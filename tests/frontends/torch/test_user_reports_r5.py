@@ -115,3 +115,19 @@ def test_a_module_under_inference_mode_decorator_matches_eager():
     lazy_images = images.to(D)
     with torch.inference_mode():
         _same(mnist(images.view(-1, 784)), lazy_mnist(lazy_images.view(-1, 784)))
+
+
+def test_a_users_item_inside_inference_mode_is_an_item_sync_not_a_fallback():
+    x = torch.randn(4, 3)
+    lazy = x.to(D)
+    lt.mark_step()
+    lazyx.reset_metrics()
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "torch's own code ... reads a lazy value"
+        got = ((lazy * 2).sum().item(), lazy[1:3].sum().item())
+    with torch.inference_mode():
+        want = ((x * 2).sum().item(), x[1:3].sum().item())
+    assert got == pytest.approx(want, rel=1e-6)
+    m = lazyx.metrics()
+    assert m["fallback_ops"] == {}
+    assert m["sync_causes"] == {"item": 2}
