@@ -56,4 +56,7 @@ def from_numpy_array(array, torch_dtype):
         # np.ascontiguousarray would turn a 0-d array into shape (1,): copy instead
         bits = np.array(array, copy=True).view(np.int16)
         return torch.from_numpy(bits).view(torch.bfloat16)
-    return torch.from_numpy(np.array(array, copy=True))
+    # C order: the reference backend's values may be strided NumPy views (a transpose), and
+    # a CPU kernel given one by a torch.compile graph's eager step (mkldnn_rnn_layer) read
+    # its memory as if it were contiguous
+    return torch.from_numpy(np.array(array, copy=True, order="C"))

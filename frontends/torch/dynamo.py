@@ -209,7 +209,8 @@ class CompiledGraph:
 
         def cpu(x):
             if isinstance(x, tuple) and len(x) == 2 and x[0] is _SLOT:
-                return _to_cpu(env[x[1]], self.slot_types[x[1]][2])
+                value = env[x[1]]
+                return None if value is None else _to_cpu(value, self.slot_types[x[1]][2])
             if isinstance(x, (list, tuple)):
                 return type(x)(cpu(i) for i in x)
             return x
@@ -218,7 +219,10 @@ class CompiledGraph:
         backend = runtime.get_backend()
         for slot, value in zip(step.out_slots, flat):
             if slot is not None:
-                env[slot] = backend.from_host(dtypes.to_numpy_array(value))
+                # None: an undefined tensor (mkldnn_rnn_layer's workspace under no_grad),
+                # passed on as None to an eager op that takes it
+                env[slot] = None if value is None else \
+                    backend.from_host(dtypes.to_numpy_array(value))
 
 
 # Below this size a copy costs less than DLPack's export and import (a 128 KiB result: 2.5

@@ -131,3 +131,29 @@ def test_a_users_item_inside_inference_mode_is_an_item_sync_not_a_fallback():
     m = lazyx.metrics()
     assert m["fallback_ops"] == {}
     assert m["sync_causes"] == {"item": 2}
+
+
+# ------------------------------------------------ 2. torch.compile of an LSTM under no_grad
+
+@pytest.mark.parametrize("on_device", [False, True])
+def test_compiled_lstm_under_no_grad_matches_eager(on_device):
+    # the fallback op mkldnn_rnn_layer returns an undefined (None) workspace without grad
+    with torch._dynamo.config.patch(allow_rnn=True):
+        _compiled_lstm(on_device)
+    torch._dynamo.reset()
+
+
+def _compiled_lstm(on_device):
+    torch.manual_seed(0)
+    lstm = nn.LSTM(4, 6, num_layers=2, batch_first=True)
+    x = torch.randn(2, 5, 4)
+    with torch.no_grad():
+        want = lstm(x)
+        model = lstm
+        if on_device:
+            model = nn.LSTM(4, 6, num_layers=2, batch_first=True).to(D)
+            model.load_state_dict(lstm.state_dict())
+        got = torch.compile(lambda t: model(t), backend="lazyx")(x.to(D) if on_device else x)
+    out, (h, c) = got
+    for g, w in ((out, want[0]), (h, want[1][0]), (c, want[1][1])):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-5)
