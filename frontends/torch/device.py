@@ -166,6 +166,9 @@ FACTORIES = ("arange.default", "arange.start", "arange.start_step", "linspace.de
              "eye.default", "eye.m", "full.default", "zeros.default", "ones.default",
              "randn.default", "rand.default", "randint.default", "randint.low",
              "scalar_tensor.default", "normal.float_float",
+             # torch's own kernels cannot build these on a PrivateUse1 device (aten/factories.py)
+             "range.default", "range.step", "kaiser_window.default", "kaiser_window.periodic",
+             "kaiser_window.beta", "triu_indices.default", "tril_indices.default",
              # forward-mode AD's zero tangent of a constant (torch.func.jvp, jacfwd, hessian):
              # a plain zero tensor here (torch's marks it to skip work; only slower)
              "_efficientzerotensor.default")

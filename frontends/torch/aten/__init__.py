@@ -5,4 +5,4 @@ from . import prims  # noqa: F401  (after the aten twins it reuses)
 from . import composites, data_dependent, factorizations, histograms, pooling  # noqa: F401
 from . import losses, segments, selection  # noqa: F401
 from . import antialias, complex, fft, gamma, grouped, matrix_functions  # noqa: F401
-from . import edge_pads, upsample  # noqa: F401  (upsample after composites: it reuses them)
+from . import edge_pads, factories, upsample  # noqa: F401  (upsample after composites: it reuses them)

@@ -157,3 +157,34 @@ def _compiled_lstm(on_device):
     out, (h, c) = got
     for g, w in ((out, want[0]), (h, want[1][0]), (c, want[1][1])):
         torch.testing.assert_close(g.cpu(), w, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------ 3. factories torch cannot build on lt.device
+
+FACTORIES = {
+    "triu_indices": [(4, 4, 1), (3, 5, -1), (5, 3, 2), (0, 0, 0), (3, 3)],
+    "tril_indices": [(3, 5, -1), (4, 4, 1), (2, 6, 3), (3, 3)],
+    "kaiser_window": [(6,), (7, False), (5, True, 5.0), (8, False, 0.5), (1,), (0,)],
+    "range": [(0, 3), (0, 3, 0.5), (-2.5, 4.0, 1.5), (5, 1, -1)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("dtype", [None, torch.float64, torch.int32])
+def test_factories_on_the_lazy_device_match_eager(name, dtype):
+    fn = getattr(torch, name)
+    for args in FACTORIES[name]:
+        if dtype == torch.int32 and any(isinstance(a, float) for a in args):
+            continue  # (eager's own integer range with a step cast to 0 dies of SIGFPE)
+        kwargs = {} if dtype is None else {"dtype": dtype}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch.range is deprecated
+            try:
+                want = fn(*args, **kwargs)
+            except RuntimeError as err:  # (an integer window): the same error at the call
+                with pytest.raises(RuntimeError, match=str(err)[:40].replace("(", ".")):
+                    fn(*args, **kwargs, device=D)
+                continue
+            got = fn(*args, **kwargs, device=D)
+        assert got.device == D and got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got.cpu(), want, rtol=2e-6, atol=1e-6)
