@@ -296,7 +296,13 @@ class Program:
 
     def needs_x64(self):
         return any(leaf[2] in WIDE for leaf in self.leaves) or \
-            any(ins[4] in WIDE for ins in self.instructions)
+            any(_wide(ins[4]) for ins in self.instructions)
+
+
+def _wide(dtype):
+    # a multi-result node's dtype is a tuple (a sort's values and int64 indices): any wide
+    # result needs x64, or jax truncates it (with a warning) even when only the values are used
+    return any(d in WIDE for d in dtype) if type(dtype) is tuple else dtype in WIDE
 
 
 def _walk(roots):

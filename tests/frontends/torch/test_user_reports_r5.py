@@ -188,3 +188,17 @@ def test_factories_on_the_lazy_device_match_eager(name, dtype):
             got = fn(*args, **kwargs, device=D)
         assert got.device == D and got.dtype == want.dtype and got.shape == want.shape
         torch.testing.assert_close(got.cpu(), want, rtol=2e-6, atol=1e-6)
+
+
+# ------------------------------------------------ 4. a sort's int64 indices, when unused
+
+@pytest.mark.parametrize("fn", [lambda x: x.sort().values, torch.msort,
+                                lambda x: x.topk(2).values,
+                                lambda x: x.sort(descending=True, stable=True)[0]])
+def test_values_of_a_sort_compute_without_a_jax_truncation_warning(fn):
+    # the indices are an int64 result of the same node: x64 must be on for its program
+    x = torch.tensor([1.0, -2.0, 0.5, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        got = fn(x.to(D)).cpu()
+    torch.testing.assert_close(got, fn(x))
