@@ -165,7 +165,7 @@ def _factory(op):
 FACTORIES = ("arange.default", "arange.start", "arange.start_step", "linspace.default",
              "eye.default", "eye.m", "full.default", "zeros.default", "ones.default",
              "randn.default", "rand.default", "randint.default", "randint.low",
-             "scalar_tensor.default", "normal.float_float",
+             "scalar_tensor.default", "normal.float_float", "randperm.default",
              # torch's own kernels cannot build these on a PrivateUse1 device (aten/factories.py)
              "range.default", "range.step", "kaiser_window.default", "kaiser_window.periodic",
              "kaiser_window.beta", "triu_indices.default", "tril_indices.default",

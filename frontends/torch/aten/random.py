@@ -205,3 +205,16 @@ def _multinomial(out, probs, num_samples, replacement=False, generator=None):
     logp = ops.broadcast_in_dim(ops.log(p), shape=noise_shape,
                                 broadcast_dimensions=tuple(range(p.ndim - 1)) + (p.ndim,))
     return ops.argmax(ops.add(logp, gumbel), axis=p.ndim, index_dtype="int64")
+
+
+@lower(aten.randperm.default)
+def _randperm(out, n, **kwargs):
+    """The order that sorts n keyed random 32-bit words: a uniformly drawn permutation (a tie,
+    about n**2 / 2**33 likely, still orders distinct indices), on the device. CPU torch's
+    kernel allocated and filled an out= tensor, which lazyx ran eagerly: a sync, and a step
+    lazyx.compile refused (mixup's and a shuffle's `randperm(batch, device=...)`). Not CPU
+    torch's numbers, as for every random op."""
+    _on_device(kwargs)
+    if n == 0:
+        return compose.const(0, "int64", (0,))
+    return ops.argsort(ops.random_bits(_next_key(), shape=(n,)), axis=0)

@@ -202,3 +202,46 @@ def test_values_of_a_sort_compute_without_a_jax_truncation_warning(fn):
         warnings.simplefilter("error", UserWarning)
         got = fn(x.to(D)).cpu()
     torch.testing.assert_close(got, fn(x))
+
+
+# ------------------------------------------------ 6. randperm on the device
+
+def test_randperm_on_the_device_is_a_lazy_uniform_permutation():
+    # lazyx's own keyed stream, as every random op: not CPU torch's numbers, so the contract
+    # (a permutation of torch's dtype, new each call, repeated by a seed) and the distribution
+    torch.manual_seed(5)
+    lazyx.reset_metrics()
+    draws = [torch.randperm(6, device=D) for _ in range(600)]
+    assert lazyx.metrics()["fallback_ops"] == {}
+    draws = torch.stack([d.cpu() for d in draws])
+    assert draws.dtype == torch.int64
+    assert torch.equal(draws.sort(dim=1).values, torch.arange(6).expand(600, 6))
+    first = torch.bincount(draws[:, 0], minlength=6).double() / 600
+    assert (first - 1 / 6).abs().max() < 0.07
+    torch.manual_seed(5)
+    assert torch.equal(torch.randperm(6, device=D).cpu(), draws[0])
+    for dtype in (torch.int32, torch.float32):
+        got = torch.randperm(4, device=D, dtype=dtype).cpu()
+        assert got.dtype == dtype and sorted(got.tolist()) == [0, 1, 2, 3]
+    assert torch.randperm(0, device=D).cpu().shape == torch.randperm(0).shape
+
+
+def test_a_mixup_step_with_randperm_compiles_and_replays():
+    def step(x, lam):
+        perm = torch.randperm(x.shape[0], device=x.device)
+        return lam * x + (1 - lam) * x[perm], perm
+    run = lazyx.compile(step)
+    x = torch.randn(8, 3)
+    lazyx.reset_metrics()
+    perms = []
+    for lam in (0.3, 0.6, 0.9):
+        mixed, perm = run(x.to(D), lam)
+        perm = perm.cpu()
+        perms.append(perm.tolist())
+        torch.testing.assert_close(mixed.cpu(), step_with(x, lam, perm))
+    assert lazyx.metrics()["replays"] >= 1
+    assert len({tuple(p) for p in perms}) > 1  # each replay draws a new permutation
+
+
+def step_with(x, lam, perm):
+    return lam * x + (1 - lam) * x[perm]
