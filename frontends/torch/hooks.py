@@ -571,19 +571,20 @@ def _setitem(self, index, value, _functional=torch._is_functional_tensor):
 # as eager's would be (is_inference(), no version counter, refused by autograd later).
 class _InferenceViews(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if not torch.is_inference_mode_enabled():  # (an inference_mode(False) inside)
-            return func(*args, **kwargs)
-        lazies = [t for t in _tensors(args, kwargs) if tensor.on_device(t)]
-        if not any(not t.is_inference() for t in lazies) or _writes_inference(func, args,
-                                                                              kwargs):
-            # nothing made outside the block (its views are fine), or an in-place write
-            # into an inference tensor, which eager allows only inside the block
+        if kwargs is None:
+            kwargs = {}
+        # (the common case first, per call: no argument made outside the block -- every
+        # tensor of an inference loop after its first op; a C call per tensor argument)
+        if not _outside(args, kwargs) or not torch.is_inference_mode_enabled() or \
+                _writes_inference(func, args, kwargs):
+            # nothing made outside the block (its views are fine), an inference_mode(False)
+            # inside it, or an in-place write into an inference tensor, which eager allows
+            # only inside the block
             return func(*args, **kwargs)
         with torch._C._InferenceMode(False), torch.no_grad():
             out = func(*args, **kwargs)
-        storages = {_storage(t) for t in lazies}
-        return _as_inference(out, {id(t) for t in lazies}, storages)
+        lazies = [t for t in _tensors(args, kwargs) if tensor.on_device(t)]
+        return _as_inference(out, {id(t) for t in lazies}, {_storage(t) for t in lazies})
 
 
 def _tensors(args, kwargs):
@@ -592,6 +593,15 @@ def _tensors(args, kwargs):
             yield a
         elif isinstance(a, (list, tuple)):
             yield from (t for t in a if isinstance(t, torch.Tensor))
+
+
+def _outside(args, kwargs):
+    """Whether a lazyx tensor made outside inference mode is among the arguments."""
+    for t in _tensors(args, kwargs) if kwargs or any(type(a) in (list, tuple) for a in args) \
+            else args:
+        if isinstance(t, torch.Tensor) and not t.is_inference() and tensor.on_device(t):
+            return True
+    return False
 
 
 def _writes_inference(func, args, kwargs):
