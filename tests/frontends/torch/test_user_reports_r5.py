@@ -1,7 +1,6 @@
 """Bugs from the fifth round of PyTorch user reports, each checked against eager CPU torch."""
 import warnings
 
-import numpy as np
 import pytest
 import torch
 import torch.nn as nn
