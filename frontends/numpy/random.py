@@ -115,23 +115,47 @@ class Generator:
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
         if high is None:
             low, high = 0, low
+        low, high = _host(low), _host(high)
         target = ir_dtype(dtype)
-        if not _any_lazy(low, high):
-            lo, hi = np.asarray(low), np.asarray(high) + (1 if endpoint else 0)
-            if np.any(hi <= lo):
-                raise ValueError("high <= low" if not endpoint else "low > high")
-        elif endpoint:
-            high = high + 1
+        if np.dtype(target).kind not in "iu":
+            raise TypeError(f"Unsupported dtype {np.dtype(dtype)!r} for integers")
         shape = _size(size) if size is not None else _broadcast(low, high)
-        u = wrap(self._uniforms(shape, 1, "float64")[0])
-        span = high - low
-        if isinstance(span, LazyArray):
-            span = span.astype("float64")
-        else:
-            span = float(span) if np.ndim(span) == 0 else np.asarray(span, np.float64)
-        k = np.minimum(np.floor(u * span), span - 1)  # u * span can round up to span
-        return (k + low).astype(target) if _any_lazy(low) or np.ndim(low) else \
-            k.astype(target) + np.asarray(low).astype(np.dtype(target))[()]
+        if _any_lazy(low, high):
+            # bounds unknown on the host: neither checked nor wider than int64 (docs/numpy.md)
+            low, high = as_lazy(low).astype("int64"), as_lazy(high).astype("int64")
+            span = (high - low + (1 if endpoint else 0)).astype("uint64")
+            offset = _mulhi64(self._bits64(shape), span)
+            return (low + offset.astype("int64")).astype(target)
+        # Python ints (object arrays): a bound or span may not fit any fixed-width type
+        lo = np.asarray(low).astype(object)
+        last = np.asarray(high).astype(object) - (0 if endpoint else 1)
+        info = np.iinfo(target)
+        if np.any(lo < info.min):
+            raise ValueError(f"low is out of bounds for {np.dtype(target)}")
+        if np.any(last > info.max):
+            raise ValueError(f"high is out of bounds for {np.dtype(target)}")
+        if np.any(lo > last):
+            raise ValueError("low > high" if endpoint else "low >= high")
+        span = last - lo + 1  # 1 .. 2**64
+        bits = self._bits64(shape)
+        # offset = floor(bits * span / 2**64): every value of the span is reachable, each by
+        # floor or ceil of 2**64/span bit patterns (float64 offsets lost the low bits past 2**53)
+        full = np.asarray(span == 1 << 64)
+        offset = _mulhi64(bits, _uint64(span % (1 << 64)))  # a full span (2**64) as 0
+        if np.any(full):
+            offset = bits if np.all(full) else np.where(full, bits, offset)
+        # low + offset modulo 2**64, then read as the target: the sum lies in [low, high), so
+        # the final cast is exact (casting the offset first saturated it)
+        value = offset + _uint64(lo % (1 << 64))
+        if info.min < 0:
+            value = wrap(ops.bitcast_convert(value._node, dtype="int64"))
+        return value.astype(target)
+
+    def _bits64(self, shape):
+        """Uniform uint64 bits of `shape`: two Threefry words each."""
+        runtime.maybe_cut()
+        words = wrap(ops.random_bits(self._key(), shape=tuple(shape) + (2,))).astype("uint64")
+        return (words[..., 0] << np.uint64(32)) | words[..., 1]
 
     def permutation(self, x, axis=0):
         if isinstance(x, (int, np.integer)):
@@ -174,6 +198,29 @@ class Generator:
         if pool is not None:
             return idx
         return take(as_lazy(a), idx, axis=axis)
+
+
+def _mulhi64(a, b):
+    """The high 64 bits of the 128-bit product of uint64 arrays, from 32-bit halves (each
+    partial product fits uint64); `b` may be lazy or a host array."""
+    mask, w = np.uint64(0xFFFFFFFF), np.uint64(32)
+    a0, a1, b0, b1 = a & mask, a >> w, b & mask, b >> w
+    low_cross, high_cross = a0 * b1, a1 * b0
+    middle = ((a0 * b0) >> w) + (low_cross & mask) + (high_cross & mask)
+    return a1 * b1 + (low_cross >> w) + (high_cross >> w) + (middle >> w)
+
+
+def _uint64(values):
+    """Python ints (an object array) in [0, 2**64) as uint64, a 0-d one as a scalar."""
+    return np.asarray(np.asarray(values).astype(np.uint64))[()]
+
+
+def _host(x):
+    """A list or tuple bound as NumPy's array of it; lazy and host arrays and scalars as they
+    are (a list of lazy arrays becomes one lazy array)."""
+    if isinstance(x, (list, tuple)):
+        return as_lazy(x) if any(isinstance(v, LazyArray) for v in x) else np.asarray(x)
+    return x
 
 
 def _any_lazy(*xs):
