@@ -86,10 +86,18 @@ class Generator:
         return result
 
     def uniform(self, low=0.0, high=1.0, size=None):
+        low, high = _host(low), _host(high)
+        if not _any_lazy(low, high):  # NumPy's checks; lazy bounds are not read
+            width = np.subtract(high, low, dtype=np.float64)
+            if np.any(width < 0):
+                raise ValueError("high - low < 0")
+            if not np.all(np.isfinite(width)):
+                raise OverflowError("high - low range exceeds valid bounds")
         shape = _size(size) if size is not None else _broadcast(low, high)
         u = wrap(self._uniforms(shape, 1, "float64")[0])
-        return low + (high - low) * u if _any_lazy(low, high) or not (low == 0.0 and
-                                                                       high == 1.0) else u
+        if _any_lazy(low, high) or np.ndim(low) or np.ndim(high) or low != 0.0 or high != 1.0:
+            return low + (high - low) * u
+        return u
 
     def standard_normal(self, size=None, dtype=np.float64, out=None):
         dtype = ir_dtype(dtype)
@@ -102,11 +110,13 @@ class Generator:
         return result
 
     def normal(self, loc=0.0, scale=1.0, size=None):
+        loc, scale = _host(loc), _nonnegative(_host(scale), "scale")
         shape = _size(size) if size is not None else _broadcast(loc, scale)
         z = self.standard_normal(shape)
         return loc + scale * z
 
     def exponential(self, scale=1.0, size=None):
+        scale = _nonnegative(_host(scale), "scale")
         shape = _size(size) if size is not None else _broadcast(scale)
         u = self._uniforms(shape, 1, "float64")[0]
         e = wrap(ops.neg(ops.log1p(ops.neg(u))))
@@ -179,25 +189,72 @@ class Generator:
         return wrap(ops.argsort(u, axis=0, index_dtype="int64"))
 
     def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True):
-        pool = operator.index(a) if isinstance(a, (int, np.integer)) else None
-        n = pool if pool is not None else as_lazy(a).shape[axis]
+        if not isinstance(a, LazyArray) and np.ndim(a) == 0 and \
+                np.asarray(a).dtype.kind in "iu":
+            pool = n = operator.index(np.asarray(a)[()])
+        elif isinstance(a, LazyArray) or np.asarray(a).dtype.kind in "biufc":
+            pool, a = None, as_lazy(a)
+            if a.ndim == 0:
+                raise ValueError("a must be 1-dimensional or an integer")
+            n = a.shape[axis]
+        else:  # strings, objects: NumPy's own choice on the host (counted, as __getattr__)
+            return self.__getattr__("choice")(a, size, replace, p, axis, shuffle)
         shape = _size(size)
         count = math.prod(shape)
-        if p is not None:
+        if n <= 0 and count:
+            raise ValueError("a must be a positive integer unless no samples are taken"
+                             if pool is not None else
+                             "a cannot be empty unless no samples are taken")
+        if p is not None and not isinstance(p, LazyArray):
+            p = _probabilities(p, n)  # a lazy p cannot be checked without a read
+        if not replace and count > n:
+            raise ValueError("Cannot take a larger sample than population when replace is False")
+        if not replace and isinstance(p, np.ndarray) and np.count_nonzero(p) < count:
+            raise ValueError("Fewer non-zero entries in p than size")
+        if p is not None and replace:
             cdf = np.cumsum(p) if not isinstance(p, LazyArray) else p.cumsum()
             cdf = cdf / cdf[-1]
             idx = searchsorted(cdf, self.random(shape), side="right")
             idx = np.minimum(idx, n - 1)
+        elif p is not None:
+            # weighted sampling without replacement: the `count` largest keys log(u)/p are a
+            # draw in order, each next pick weighted by p among those left (Efraimidis-Spirakis,
+            # i.e. the Gumbel top-k trick); p = 0 gives -inf, picked never
+            keys = np.log(self.random((n,))) / p
+            order = wrap(ops.argsort(as_lazy(keys)._node, axis=0, descending=True,
+                                     index_dtype="int64"))
+            idx = order[:count].reshape(shape)
         elif replace:
             idx = self.integers(0, n, shape)
         else:
-            if count > n:
-                raise ValueError("Cannot take a larger sample than population when "
-                                 "replace=False")
             idx = self._order(n)[:count].reshape(shape)
         if pool is not None:
             return idx
-        return take(as_lazy(a), idx, axis=axis)
+        return take(a, idx, axis=axis)
+
+
+def _probabilities(p, n):
+    """NumPy's checks of a host-known p for choice, in its order and words."""
+    p = np.asarray(p, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError("p must be 1-dimensional")
+    if p.size != n:
+        raise ValueError("a and p must have same size")
+    if np.isnan(p).any():
+        raise ValueError("Probabilities contain NaN")
+    if (p < 0).any():
+        raise ValueError("Probabilities are not non-negative")
+    if abs(p.sum() - 1.0) > np.sqrt(np.finfo(np.float64).eps):
+        raise ValueError("Probabilities do not sum to 1. See Notes section of docstring for "
+                         "more information.")
+    return p
+
+
+def _nonnegative(value, name):
+    """NumPy's check of a host-known scale-like parameter (a lazy one is not read)."""
+    if not isinstance(value, LazyArray) and np.any(np.asarray(value) < 0):
+        raise ValueError(f"{name} < 0")
+    return value
 
 
 def _mulhi64(a, b):

@@ -62,3 +62,75 @@ def test_integers_bound_errors_like_numpy():
             ref.integers(*args, **kwargs)
         with pytest.raises(ValueError, match=str(expected.value)):
             g.integers(*args, **kwargs)
+
+
+# ---------------------------------------------------------------- choice, argument checks
+def test_weighted_choice_without_replacement_has_no_duplicates_and_follows_p():
+    g = lnp.random.default_rng(3)
+    p = np.array([.6, .1, .1, .1, .1])
+    firsts = []
+    for _ in range(300):
+        draw = np.asarray(g.choice(5, 4, replace=False, p=p))
+        assert len(set(draw.tolist())) == 4
+        firsts.append(draw[0])
+    # the first pick is a draw from p (as NumPy's sequential sampling): item 0 about 60%
+    assert 0.5 < np.mean(np.array(firsts) == 0) < 0.7
+    lazy_p = np.asarray(g.choice(5, 5, replace=False, p=lnp.asarray(p)))
+    assert sorted(lazy_p.tolist()) == [0, 1, 2, 3, 4]
+    picks = np.asarray(g.choice(lnp.asarray(np.array([10., 20., 30.])), 2, replace=False,
+                                p=[0.5, 0.5, 0.0]))
+    assert sorted(picks.tolist()) == [10., 20.]
+
+
+@pytest.mark.parametrize("call", [
+    lambda g: g.choice(2, p=[0.5, 0.6]),
+    lambda g: g.choice(2, p=[1.5, -0.5]),
+    lambda g: g.choice(2, p=[np.nan, 1.0]),
+    lambda g: g.choice(2, p=[[0.5, 0.5]]),
+    lambda g: g.choice(5, 4, replace=False, p=[.6, .1, .1, .1, .1, 0]),
+    lambda g: g.choice(3, 4, replace=False),
+    lambda g: g.choice(3, 3, replace=False, p=[1.0, 0.0, 0.0]),
+    lambda g: g.choice(-1),
+    lambda g: g.choice(np.array([])),
+    lambda g: g.normal(0, -1.0),
+    lambda g: g.normal(0, [1.0, -1.0]),
+    lambda g: g.exponential(-2.0),
+    lambda g: g.uniform(1.0, 0.0),
+], ids=range(13))
+def test_random_argument_errors_are_numpys(call):
+    with pytest.raises(ValueError) as expected:
+        call(np.random.default_rng(0))
+    with pytest.raises(ValueError) as got:
+        call(lnp.random.default_rng(0))
+    assert str(got.value) == str(expected.value)
+
+
+def test_uniform_overflow_like_numpy():
+    with pytest.raises(OverflowError, match="high - low range exceeds valid bounds"):
+        lnp.random.default_rng(0).uniform(0, np.inf)
+
+
+@pytest.mark.parametrize("low,high", [
+    (np.zeros(3), np.arange(1, 4)), ([0, 1], [1, 2]), (0, [1, 2]), ([[0], [-10]], [1, 2, 3]),
+])
+def test_uniform_with_array_and_list_bounds(low, high):
+    got = np.asarray(lnp.random.default_rng(0).uniform(low, high))
+    expected = np.random.default_rng(0).uniform(low, high)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    lo, hi = np.broadcast_arrays(np.asarray(low, float), np.asarray(high, float))
+    assert (lo <= got).all() and (got < hi).all()
+
+
+def test_integers_and_normal_with_list_bounds():
+    g = lnp.random.default_rng(0)
+    v = np.asarray(g.integers([0, 5], 10, size=(500, 2)))
+    assert v[:, 0].min() == 0 and v[:, 1].min() == 5 and v.max() == 9
+    z = np.asarray(g.normal([0.0, 100.0], 1.0, size=(500, 2)))
+    assert abs(z[:, 1].mean() - 100) < 0.5
+
+
+def test_choice_of_strings_is_numpys_host_choice():
+    g = lnp.random.default_rng(0)
+    with pytest.warns(RuntimeWarning, match="no lowering"):
+        draw = g.choice(['a', 'b'], 3)
+    assert draw.shape == (3,) and set(draw.tolist()) <= {'a', 'b'}
