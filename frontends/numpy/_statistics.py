@@ -17,6 +17,9 @@ from ._promote import as_lazy
 
 
 def _fallback(fn, name, args, kwargs):
+    # NumPy's defaults for where/mean/correction are its _NoValue, not None: pass only those given
+    kwargs = {k: v for k, v in kwargs.items()
+              if v is not None or k not in ("where", "mean", "correction")}
     return run_eagerly(fn, f"numpy.{name}", args, kwargs)
 
 

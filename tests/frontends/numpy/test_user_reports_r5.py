@@ -134,3 +134,53 @@ def test_choice_of_strings_is_numpys_host_choice():
     with pytest.warns(RuntimeWarning, match="no lowering"):
         draw = g.choice(['a', 'b'], 3)
     assert draw.shape == (3,) and set(draw.tolist()) <= {'a', 'b'}
+
+
+# ---------------------------------------------------------------- var/std: where=, mean=
+def _sample(shape, dtype, seed):
+    r = np.random.default_rng(seed)
+    x = r.normal(3.0, 2.0, shape) * 4
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * r.normal(size=shape)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("func", [np.var, np.std])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.complex128])
+@pytest.mark.parametrize("shape,axis", [((4, 3), 0), ((4, 3), 1), ((2, 3, 5), (0, 2)),
+                                        ((6,), None), ((3, 4), None)])
+@pytest.mark.parametrize("ddof", [0, 1])
+def test_var_std_where_and_mean_match_numpy(func, dtype, shape, axis, ddof):
+    x = _sample(shape, dtype, 0)
+    where = np.random.default_rng(1).random(shape) < 0.7
+    rtol = 1e-4 if dtype == np.float32 else 1e-10
+    got = func(lnp.asarray(x), axis=axis, ddof=ddof, where=where)
+    np.testing.assert_allclose(np.asarray(got), func(x, axis=axis, ddof=ddof, where=where),
+                               rtol=rtol)
+    got = func(lnp.asarray(x), axis=axis, ddof=ddof, where=lnp.asarray(where), keepdims=True)
+    np.testing.assert_allclose(np.asarray(got), func(x, axis=axis, ddof=ddof, where=where,
+                                                     keepdims=True), rtol=rtol)
+    m = np.mean(x, axis=axis, keepdims=True) + 1  # deliberately not the mean: it is used
+    got = func(lnp.asarray(x), axis=axis, ddof=ddof, mean=lnp.asarray(m))
+    np.testing.assert_allclose(np.asarray(got), func(x, axis=axis, ddof=ddof, mean=m),
+                               rtol=rtol)
+
+
+def test_var_mean_of_the_report():
+    a = np.arange(12.0).reshape(4, 3) ** 2
+    m = np.array([[4.0, 5.0, 6.0]])
+    np.testing.assert_allclose(np.asarray(np.var(lnp.asarray(a), axis=0, mean=lnp.asarray(m))),
+                               np.var(a, axis=0, mean=m))
+    np.testing.assert_allclose(np.asarray(lnp.asarray(a).std(axis=0, mean=m)),
+                               a.std(axis=0, mean=m))
+
+
+@pytest.mark.parametrize("func", [np.nanvar, np.nanstd])
+def test_nanvar_nanstd_where_mean_correction_match_numpy(func):
+    a = _sample((4, 3), np.float64, 2)
+    a[1, 1] = np.nan
+    where = np.random.default_rng(1).random(a.shape) < 0.8
+    m = np.nanmean(a, axis=0, keepdims=True)
+    for kwargs in [{"where": where}, {"mean": m}, {"correction": 1}]:
+        np.testing.assert_allclose(np.asarray(func(lnp.asarray(a), axis=0, **kwargs)),
+                                   func(a, axis=0, **kwargs))
