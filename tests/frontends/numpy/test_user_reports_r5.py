@@ -184,3 +184,17 @@ def test_nanvar_nanstd_where_mean_correction_match_numpy(func):
     for kwargs in [{"where": where}, {"mean": m}, {"correction": 1}]:
         np.testing.assert_allclose(np.asarray(func(lnp.asarray(a), axis=0, **kwargs)),
                                    func(a, axis=0, **kwargs))
+
+
+# ---------------------------------------------------------------- median of empty slices
+@pytest.mark.parametrize("shape,axis", [((0,), None), ((4, 0), 1), ((4, 0), None),
+                                        ((0, 3), 0), ((2, 0, 3), (0, 1))])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_median_of_empty_slices_is_nan_like_numpy(shape, axis, dtype):
+    a = np.zeros(shape, dtype)
+    with pytest.warns(RuntimeWarning):
+        expected = np.median(a, axis=axis)
+    with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+        got = np.asarray(np.median(lnp.asarray(a), axis=axis))
+    assert got.shape == np.shape(expected) and got.dtype == np.asarray(expected).dtype
+    np.testing.assert_array_equal(got, expected)
