@@ -110,7 +110,7 @@ def _copyto(dst, src, casting="same_kind", where=True):
 
 
 def _astype(x, dtype, /, *, copy=True, device=None):
-    return _manipulation.astype(x, dtype)
+    return _manipulation.astype(x, dtype, copy=copy)
 
 
 def _nan_reduce(reduce, fill_value):

@@ -458,6 +458,8 @@ def astype(x, dtype, /, *, copy=True, device=None):
         return run_eagerly(lambda a: np.asarray(a).astype(dtype), "numpy.ndarray.astype",
                            (x,), {})
     target = ir_dtype(dtype)
+    if not copy and isinstance(x, LazyArray) and x.dtype == np.dtype(dtype):
+        return x  # NumPy: copy=False with the same dtype is the array itself
     node = as_node(x)
     return wrap(node if node.dtype == target else ops.convert(node, dtype=target))
 

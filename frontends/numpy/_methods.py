@@ -196,7 +196,7 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting=casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} "
                         f"according to the rule '{casting}'")
-    return _manipulation.astype(self, dtype)
+    return _manipulation.astype(self, dtype, copy=copy)
 
 
 def _round(self, decimals=0, out=None):

@@ -198,3 +198,20 @@ def test_median_of_empty_slices_is_nan_like_numpy(shape, axis, dtype):
         got = np.asarray(np.median(lnp.asarray(a), axis=axis))
     assert got.shape == np.shape(expected) and got.dtype == np.asarray(expected).dtype
     np.testing.assert_array_equal(got, expected)
+
+
+# ---------------------------------------------------------------- astype(copy=False)
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.complex64])
+def test_astype_copy_false_same_dtype_is_the_array(dtype):
+    host = np.arange(6).reshape(2, 3).astype(dtype)
+    x = lnp.asarray(host)
+    assert host.astype(dtype, copy=False) is host  # what NumPy does
+    assert x.astype(x.dtype, copy=False) is x
+    assert x.astype(dtype, copy=False) is x
+    assert np.astype(x, dtype, copy=False) is x
+    assert lnp.astype(x, dtype, copy=False) is x
+    copied = x.astype(dtype)
+    assert copied is not x
+    other = x.astype(np.float64 if dtype != np.float64 else np.float32, copy=False)
+    assert other is not x and other.dtype != x.dtype
+    np.testing.assert_array_equal(np.asarray(other), host.astype(other.dtype))
