@@ -13,8 +13,11 @@ into a view writes its base (see docs/numpy.md).
 """
 import math as _math
 
+import numpy as _np
+
 from . import _layout, _methods
 from ._base import DEVICE, LazyArray
+from ._forward import forward as _forward
 from ._creation import (arange, array, asarray, empty, empty_like, eye, from_dlpack, full,
                         full_like, identity, linspace, meshgrid, ones, ones_like, tril, triu,
                         zeros, zeros_like)
@@ -50,6 +53,17 @@ ndarray = LazyArray
 e, pi, inf, nan = _math.e, _math.pi, _math.inf, _math.nan
 newaxis = None
 amax, amin = max, min
+
+
+def __getattr__(name):
+    """NumPy's other public names (allclose, median, histogram, kron, floating, errstate, ...)
+    are NumPy's own objects: called with lazy arrays, a NumPy function comes back to lazyx
+    through __array_function__ (lowered, or a counted fallback), so lnp.X(x) is np.X(x)."""
+    return _forward(_np, __name__, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | {n for n in dir(_np) if not n.startswith("_")})
 
 
 def sync():

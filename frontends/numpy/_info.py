@@ -1,8 +1,9 @@
 """Data type objects and functions, and the Array API inspection namespace.
 
-The namespace's dtype objects are NumPy's own ``numpy.dtype`` instances, so ``x.dtype ==
-lnp.float32``, ``x.dtype == np.float32`` and ``np.finfo(x.dtype)`` all work as NumPy users
-expect.
+The namespace's dtype names are NumPy's own scalar types, as in NumPy 2's own Array API
+namespace: ``x.dtype == lnp.float32``, ``lnp.float32(1.5)``, ``isinstance(v, lnp.floating)``
+and ``np.finfo(lnp.float32)`` all work as NumPy users expect. (The inspection namespace's
+dictionaries hold ``numpy.dtype`` instances, as NumPy's do; either compares equal to the other.)
 """
 import numpy as np
 
@@ -10,11 +11,11 @@ from ...core import dtypes as dt
 from ._base import DEVICE, LazyArray, np_dtype
 from ._promote import ir_dtype, result_ir_dtype
 
-bool = np.dtype("bool")  # noqa: A001 - the Array API's name
-int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
-uint8, uint16, uint32, uint64 = (np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64"))
-float16, float32, float64 = (np.dtype(n) for n in ("float16", "float32", "float64"))
-complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+bool = np.bool  # noqa: A001 - the Array API's name
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+complex64, complex128 = np.complex64, np.complex128
 DTYPES = {name: np_dtype(name) for name in dt.ALL if name != "bfloat16"}
 
 
@@ -76,8 +77,8 @@ class Info:
         return [DEVICE]
 
     def default_dtypes(self, *, device=None):
-        return {"real floating": float64, "complex floating": complex128, "integral": int64,
-                "indexing": int64}
+        return {"real floating": np.dtype(float64), "complex floating": np.dtype(complex128),
+                "integral": np.dtype(int64), "indexing": np.dtype(int64)}
 
     def dtypes(self, *, device=None, kind=None):
         names = [n for n in dt.ALL if n not in ("bfloat16", "float16")]  # the standard's

@@ -195,3 +195,11 @@ def ifftshift(x, /, *, axes=None):
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+
+
+def __getattr__(name):
+    """numpy.fft's other public names (fft2, ifft2, rfft2, ...): NumPy's own, which come
+    back to lazyx through __array_function__ when called with lazy arrays."""
+    import numpy
+    from ._forward import forward
+    return forward(numpy.fft, __name__, name)

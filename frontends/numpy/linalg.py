@@ -39,3 +39,11 @@ __all__ = ["diagonal", "matmul", "norm", "outer", "tensordot", "trace", "vecdot"
            "matrix_transpose", "vector_norm", "matrix_norm", "cholesky", "cross", "det", "eigh",
            "eigvalsh", "inv", "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve",
            "svd", "svdvals"]
+
+
+def __getattr__(name):
+    """numpy.linalg's other public names (lstsq, multi_dot, ...): NumPy's own, which come
+    back to lazyx through __array_function__ when called with lazy arrays."""
+    import numpy
+    from ._forward import forward
+    return forward(numpy.linalg, __name__, name)

@@ -345,3 +345,14 @@ def shuffle(x):
 
 def choice(a, size=None, replace=True, p=None):
     return _global.choice(a, size, replace, p)
+
+
+def __getattr__(name):
+    """numpy.random's other module-level names: its distributions (gamma, poisson, ...) are
+    the global generator's (keyed by lnp.random.seed, a counted host draw, see
+    Generator.__getattr__); its classes and state functions (SeedSequence, PCG64,
+    RandomState, get_state) are NumPy's own."""
+    from ._forward import forward
+    if not name.startswith("_") and callable(getattr(np.random.Generator, name, None)):
+        return getattr(_global, name)
+    return forward(np.random, __name__, name)

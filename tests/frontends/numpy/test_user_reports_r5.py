@@ -215,3 +215,82 @@ def test_astype_copy_false_same_dtype_is_the_array(dtype):
     other = x.astype(np.float64 if dtype != np.float64 else np.float32, copy=False)
     assert other is not x and other.dtype != x.dtype
     np.testing.assert_array_equal(np.asarray(other), host.astype(other.dtype))
+
+
+# ---------------------------------------------------------------- namespace gaps
+_A = np.random.default_rng(5).normal(size=(4, 4))
+_V = np.random.default_rng(6).normal(size=8)
+FORWARDED = [
+    ("allclose", (_A, _A)), ("isclose", (_A, _A + 1e-9)), ("array_equal", (_A, _A)),
+    ("cov", (_A,)), ("corrcoef", (_A,)), ("median", (_A,)), ("percentile", (_A, 30)),
+    ("quantile", (_A, 0.3)), ("nanmean", (_A,)), ("nanstd", (_A,)), ("nansum", (_A,)),
+    ("average", (_A,)), ("kron", (_A, _A)), ("convolve", (_V, _V)), ("around", (_A, 2)),
+    ("isin", (_V, _V[:3])), ("interp", (_V, np.sort(_V), _V)), ("trapezoid", (_V,)),
+    ("gradient", (_V,)), ("cross", (_A[:, :3], _A[:, 1:])), ("histogram", (_V,)),
+    ("bincount", (np.array([0, 1, 1, 3]),)), ("unravel_index", (np.array([3, 7]), (2, 4))),
+]
+
+
+def _same(got, expected):
+    if isinstance(expected, (tuple, list)):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _same(g, e)
+        return
+    got = np.asarray(got)
+    assert got.shape == np.shape(expected) and got.dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,args", FORWARDED, ids=[f[0] for f in FORWARDED])
+def test_forwarded_names_are_numpys_on_lazy_arrays(name, args):
+    lazy = [lnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    got = getattr(lnp, name)(*lazy)
+    _same(got, getattr(np, name)(*[np.asarray(a) if isinstance(a, np.ndarray) else a
+                                   for a in args]))
+    _same(got, getattr(np, name)(*lazy))
+
+
+def test_forwarded_host_helpers_and_submodules():
+    assert lnp.ix_ is np.ix_ and lnp.triu_indices is np.triu_indices
+    x = lnp.asarray(np.zeros((3, 3)))
+    lnp.fill_diagonal(x, 2.0)
+    np.testing.assert_array_equal(np.asarray(x), np.eye(3) * 2)
+    lnp.put(x, [0, 1], [5.0, 6.0])
+    assert np.asarray(x)[0, :2].tolist() == [5.0, 6.0]
+    m = lnp.asarray(_A)
+    _same(lnp.linalg.multi_dot([m, m, m]), np.linalg.multi_dot([_A, _A, _A]))
+    _same(lnp.linalg.lstsq(m, m[:, 0])[0], np.linalg.lstsq(_A, _A[:, 0])[0])
+    _same(lnp.linalg.cond(m), np.linalg.cond(_A))
+    _same(lnp.fft.fft2(m), np.fft.fft2(_A))
+    _same(lnp.fft.ifft2(m), np.fft.ifft2(_A))
+    _same(lnp.fft.rfft2(m), np.fft.rfft2(_A))
+    assert lnp.linalg.LinAlgError is np.linalg.LinAlgError
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        lnp.no_such_name
+    assert "allclose" in dir(lnp)
+
+
+def test_module_level_random_distributions_are_keyed_draws():
+    lnp.random.seed(3)
+    a = np.asarray(lnp.random.gamma(2.0, size=5))
+    lnp.random.seed(3)
+    b = np.asarray(lnp.random.gamma(2.0, size=5))
+    np.testing.assert_array_equal(a, b)
+    assert (a > 0).all()
+    assert lnp.random.SeedSequence is np.random.SeedSequence
+
+
+def test_dtype_names_are_numpys_scalar_types():
+    v = lnp.float32(1.5)
+    assert v == np.float32(1.5) and type(v) is np.float32
+    assert isinstance(v, lnp.floating) and isinstance(lnp.int8(3), lnp.integer)
+    for name in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "float16", "float32", "float64", "complex64", "complex128"]:
+        assert getattr(lnp, name) is getattr(np, name)
+        x = lnp.ones(2, dtype=getattr(lnp, name))
+        assert x.dtype == getattr(lnp, name) and x.dtype == np.dtype(name)
+    info = lnp.__array_namespace_info__()
+    assert info.default_dtypes() == np.__array_namespace_info__().default_dtypes()
+    assert lnp.float32 in info.dtypes(kind="real floating").values()
+    assert np.finfo(lnp.float32).bits == 32 and lnp.finfo(lnp.float32).bits == 32
