@@ -154,8 +154,9 @@ def arange(start, /, stop=None, step=None, *, dtype=None, device=None, like=None
     return wrap(runtime.from_host(host, ir_dtype(host.dtype)))
 
 
-def linspace(start, stop, /, num=50, *, endpoint=True, retstep=False, dtype=None, axis=0,
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
+    # NumPy's signature (its flags by position too): a superset of the Array API's
     if isinstance(start, LazyArray) or isinstance(stop, LazyArray):
         return _lazy_linspace(start, stop, num, endpoint, retstep, dtype, axis)
     result = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,

@@ -1,6 +1,5 @@
 """NEP 18: plain NumPy functions called on lazy arrays. One table {numpy function: impl};
 anything else falls back (runs eagerly on NumPy, counted and warned once)."""
-import functools
 
 import numpy as np
 
@@ -235,47 +234,14 @@ for _name in ("det", "slogdet", "inv", "solve", "cholesky", "matrix_power", "cro
         FUNCTIONS[getattr(np.linalg, _name)] = getattr(_linalg_api, _name)
 
 
-def _numpy_norm(fn, fallback):
-    """numpy.fft's spelling (norm=None means "backward"; out=) onto the lazy transform."""
-    def call(*args, norm=None, out=None, **kwargs):
-        if out is not None:
-            return run_eagerly(fallback, f"numpy.fft.{fallback.__name__}", args,
-                               dict(kwargs, norm=norm, out=out))
-        return fn(*args, norm=norm or "backward", **kwargs)
-    return call
-
-
-def _positional(fn, names):
-    """numpy.fft's positional n/axis (s/axes) onto the lazy transform's keywords."""
-    def call(a, *args, **kwargs):
-        kwargs.update(zip(names, args))
-        return fn(a, **kwargs)
-    return call
-
-
-for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
-    FUNCTIONS[getattr(np.fft, _name)] = _positional(
-        _numpy_norm(getattr(_fft, _name), getattr(np.fft, _name)), ("n", "axis", "norm"))
-for _name in ("fftn", "ifftn", "rfftn", "irfftn"):
-    FUNCTIONS[getattr(np.fft, _name)] = _positional(
-        _numpy_norm(getattr(_fft, _name), getattr(np.fft, _name)), ("s", "axes", "norm"))
-for _name in ("fft2", "ifft2", "rfft2", "irfft2"):  # the n-d transforms over the last two axes
-    FUNCTIONS[getattr(np.fft, _name)] = _positional(
-        _numpy_norm(functools.partial(getattr(_fft, _name[:-1] + "n"), axes=(-2, -1)),
-                    getattr(np.fft, _name)), ("s", "axes", "norm"))
-FUNCTIONS[np.fft.fftshift] = _positional(_fft.fftshift, ("axes",))
-FUNCTIONS[np.fft.ifftshift] = _positional(_fft.ifftshift, ("axes",))
+# lnp.fft's functions take numpy.fft's signatures (positional n/axis, norm=None, out=)
+for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn",
+              "irfftn", "fft2", "ifft2", "rfft2", "irfft2", "fftshift", "ifftshift"):
+    FUNCTIONS[getattr(np.fft, _name)] = getattr(_fft, _name)
 FUNCTIONS[np.angle] = _elementwise.angle
 
 
-def _numpy_linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
-                    device=None):
-    """np.linspace's signature (its flags may come by position) onto the lazy one."""
-    return _creation.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype,
-                              axis=axis, device=device)
-
-
-FUNCTIONS[np.linspace] = _numpy_linspace
+FUNCTIONS[np.linspace] = _creation.linspace  # NumPy's signature
 
 
 # Functions whose job is to hand the values to the host -- a file, a string: observations

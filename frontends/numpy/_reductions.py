@@ -43,14 +43,14 @@ def _masked(node, where, identity):
 
 
 def _sum_like(reduce_op, identity, combine):
-    @traced("x", "where")
-    def reduction(x, axis=None, dtype=None, out=None, keepdims=False, initial=None,
+    @traced("a", "where")  # NumPy's names: np.sum(a=x)
+    def reduction(a, axis=None, dtype=None, out=None, keepdims=False, initial=None,
                   where=None):
-        node = x
+        node = a
         axes = axes_tuple(axis, node.ndim)
         acc = ir_dtype(dtype) if dtype is not None else _sum_dtype(node.dtype)
         if acc == dt.BOOL:  # numpy allows dtype=bool: compute in int64, then cast
-            return ops.convert(reduction.lowering(x, axis, "int64", None, keepdims, initial,
+            return ops.convert(reduction.lowering(a, axis, "int64", None, keepdims, initial,
                                                   where), dtype=dt.BOOL)
         node = _masked(ops.convert(node, dtype=acc) if node.dtype != acc else node, where,
                        identity)
@@ -66,9 +66,9 @@ prod = _sum_like(ops.reduce_prod, 1, ops.mul)
 
 
 def _extreme(reduce_op, name):
-    @traced("x", "where")
-    def reduction(x, axis=None, out=None, keepdims=False, initial=None, where=None):
-        node = x
+    @traced("a", "where")
+    def reduction(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        node = a
         if dt.is_complex(node.dtype):  # NumPy orders complex lexicographically; lazyx does not
             raise TypeError(f"lazyx.frontends.numpy: {name[:3]} is not supported on complex "
                             f"arrays")
@@ -94,9 +94,9 @@ min = _extreme(ops.reduce_min, "minimum")  # noqa: A001
 
 
 def _logical(reduce_op, identity):
-    @traced("x", "where")
-    def reduction(x, axis=None, out=None, keepdims=False, *, where=None):
-        node = x
+    @traced("a", "where")
+    def reduction(a, axis=None, out=None, keepdims=False, *, where=None):
+        node = a
         axes = axes_tuple(axis, node.ndim)
         if node.dtype != dt.BOOL:
             node = ops.ne(node, fill(0, node.dtype, node.shape))
@@ -125,9 +125,9 @@ def _count(shape, axes):
     return math.prod(shape[a] for a in axes)
 
 
-@traced("x", "where")
-def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    node = x
+@traced("a", "where")
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    node = a
     axes = axes_tuple(axis, node.ndim)
     compute, result_dtype = _mean_dtypes(node.dtype, dtype)
     work = ops.convert(node, dtype=compute) if node.dtype != compute else node
@@ -145,12 +145,12 @@ def mean(x, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return _finish(result, node.shape, axes, keepdims)
 
 
-@traced("x", "where", "mean")
-def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+@traced("a", "where", "mean")
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     if correction is not None:
         ddof = correction
-    node = x
+    node = a
     axes = axes_tuple(axis, node.ndim)
     compute, result_dtype = _mean_dtypes(node.dtype, dtype)
     work = ops.convert(node, dtype=compute) if node.dtype != compute else node
@@ -188,10 +188,10 @@ def var(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return _finish(result, node.shape, axes, keepdims)
 
 
-@traced("x", "where", "mean")
-def std(x, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+@traced("a", "where", "mean")
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    return ops.sqrt(var.lowering(x, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+    return ops.sqrt(var.lowering(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                                  correction=correction))
 
 

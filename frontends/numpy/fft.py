@@ -4,7 +4,9 @@ Multi-axis transforms are done one axis at a time (a DFT is separable), so any n
 axes works and the graph is the same whichever axes are named. As in NumPy 2, float32 and
 complex64 inputs keep single precision; other real inputs compute in float64. `norm` is
 NumPy's: "backward" (default: the inverse scales by 1/n), "ortho" (both by 1/sqrt(n)),
-"forward" (the forward one by 1/n).
+"forward" (the forward one by 1/n). The signatures are numpy.fft's (n, axis, norm, s, axes by
+position or keyword; norm=None is "backward"), which accept every Array API call too; `out=`
+runs NumPy's own transform (counted).
 """
 import math
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from ...core import dtypes as dt
 from ...core import ops
-from ._base import wrap
+from ._base import LazyArray, wrap
 from ._creation import asarray
 from ._manipulation import roll
 from ._promote import as_node, axis_index
@@ -100,9 +102,19 @@ def _c2r(node, axis, n, norm):
     return _scaled(out, n, norm, True)
 
 
+def _numpy_out(kind, a, out, **kwargs):
+    """numpy.fft's `out=`: NumPy's transform into it (counted), as a plain np.fft call does."""
+    from ._fallback import run_eagerly
+    fn = getattr(np.fft, kind)
+    return run_eagerly(fn, f"numpy.fft.{kind}", (a,), dict(kwargs, out=out))
+
+
 def _one(kind):
-    def transform(x, /, *, n=None, axis=-1, norm="backward"):
-        node = as_node(x)
+    def transform(a, n=None, axis=-1, norm=None, out=None):
+        if out is not None:
+            return _numpy_out(kind, a, out, n=n, axis=axis, norm=norm)
+        norm = norm or "backward"
+        node = as_node(a)
         ax = axis_index(axis, node.ndim)
         if kind in ("fft", "ifft"):
             return wrap(_c2c(node, ax, n, norm, kind == "ifft"))
@@ -134,27 +146,31 @@ def _axes_and_sizes(node, s, axes):
     return axes, tuple(node.shape[a] if d == -1 else d for a, d in zip(axes, s))
 
 
-def _many(kind):
-    def transform(x, /, *, s=None, axes=None, norm="backward"):
-        node = as_node(x)
+def _many(kind, default_axes=None):
+    def transform(a, s=None, axes=default_axes, norm=None, out=None):
+        if out is not None:
+            return _numpy_out(kind, a, out, s=s, axes=axes, norm=norm)
+        kind_n = kind if kind.endswith("n") else kind[:-1] + "n"  # fft2: fftn on two axes
+        norm = norm or "backward"
+        node = as_node(a)
         axes_, sizes = _axes_and_sizes(node, s, axes)
-        if kind in ("fftn", "ifftn"):
+        if kind_n in ("fftn", "ifftn"):
             node = _complex(node)
-            for a, n in zip(axes_, sizes):
-                node = _c2c(node, a, n, norm, kind == "ifftn")
+            for ax, n in zip(axes_, sizes):
+                node = _c2c(node, ax, n, norm, kind_n == "ifftn")
             return wrap(node)
         if not axes_:
             raise ValueError(f"{kind} needs at least one axis")
-        if kind == "rfftn":  # the real transform on the last axis, complex ones on the rest
+        if kind_n == "rfftn":  # the real transform on the last axis, complex ones on the rest
             node = _r2c(node, axes_[-1], sizes[-1], norm)
-            for a, n in zip(axes_[:-1], sizes[:-1]):
-                node = _c2c(node, a, n, norm, False)
+            for ax, n in zip(axes_[:-1], sizes[:-1]):
+                node = _c2c(node, ax, n, norm, False)
             return wrap(node)
         if s is None or s[-1] == -1:  # the output's last length: 2 * (m - 1), as irfft's
             sizes = sizes[:-1] + (2 * (node.shape[axes_[-1]] - 1),)
         node = _complex(node)  # irfftn: complex inverses first, the real one last
-        for a, n in zip(axes_[:-1], sizes[:-1]):
-            node = _c2c(node, a, n, norm, True)
+        for ax, n in zip(axes_[:-1], sizes[:-1]):
+            node = _c2c(node, ax, n, norm, True)
         return wrap(_c2r(node, axes_[-1], sizes[-1], norm))
     transform.__name__ = transform.__qualname__ = kind
     transform.__doc__ = f"numpy.fft.{kind}, traced lazily."
@@ -162,14 +178,19 @@ def _many(kind):
 
 
 fftn, ifftn, rfftn, irfftn = (_many(k) for k in ("fftn", "ifftn", "rfftn", "irfftn"))
+fft2, ifft2, rfft2, irfft2 = (_many(k, (-2, -1)) for k in ("fft2", "ifft2", "rfft2", "irfft2"))
 
 
-def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def fftfreq(n, d=1.0, device=None, *, dtype=None):
+    if isinstance(d, LazyArray):  # a lazy spacing: NumPy's formula on it
+        return fftfreq(n, 1.0, device, dtype=dtype) / d
     out = np.fft.fftfreq(n, d)
     return asarray(out if dtype is None else out.astype(dtype))
 
 
-def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def rfftfreq(n, d=1.0, device=None, *, dtype=None):
+    if isinstance(d, LazyArray):
+        return rfftfreq(n, 1.0, device, dtype=dtype) / d
     out = np.fft.rfftfreq(n, d)
     return asarray(out if dtype is None else out.astype(dtype))
 
@@ -185,15 +206,16 @@ def _shift(x, axes, sign):
     return roll(wrap(node), shifts, axes) if axes else wrap(node)
 
 
-def fftshift(x, /, *, axes=None):
+def fftshift(x, axes=None):
     return _shift(x, axes, 1)
 
 
-def ifftshift(x, /, *, axes=None):
+def ifftshift(x, axes=None):
     return _shift(x, axes, -1)
 
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
+           "fft2", "ifft2", "rfft2", "irfft2",
            "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 

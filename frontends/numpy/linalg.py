@@ -1,7 +1,10 @@
 """lnp.linalg: the Array API linalg extension's functions that lazyx lowers."""
 
-from ._factorizations import (cholesky, cross, det, eigh, eigvalsh, inv, matrix_power,
-                              matrix_rank, pinv, qr, slogdet, solve, svd, svdvals)
+from ._factorizations import (cholesky, cross, det, inv, matrix_power, slogdet, solve,
+                              svdvals)
+# numpy.linalg's signatures (svd(a, full_matrices, compute_uv), qr's mode="r", eigh's UPLO,
+# pinv's rcond, matrix_rank's tol): supersets of the Array API's, as NumPy 2's own are
+from ._numpy_linalg import eigh, eigvalsh, matrix_rank, multi_dot, pinv, qr, svd
 from . import _linalg
 from ._linalg import matmul, norm, outer, tensordot, vecdot
 from ._manipulation import matrix_transpose, moveaxis, reshape
@@ -37,12 +40,12 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 __all__ = ["diagonal", "matmul", "norm", "outer", "tensordot", "trace", "vecdot",
            "matrix_transpose", "vector_norm", "matrix_norm", "cholesky", "cross", "det", "eigh",
-           "eigvalsh", "inv", "matrix_power", "matrix_rank", "pinv", "qr", "slogdet", "solve",
-           "svd", "svdvals"]
+           "eigvalsh", "inv", "matrix_power", "matrix_rank", "multi_dot", "pinv", "qr", "slogdet",
+           "solve", "svd", "svdvals"]
 
 
 def __getattr__(name):
-    """numpy.linalg's other public names (lstsq, multi_dot, ...): NumPy's own, which come
+    """numpy.linalg's other public names (lstsq, cond, eig, ...): NumPy's own, which come
     back to lazyx through __array_function__ when called with lazy arrays."""
     import numpy
     from ._forward import forward

@@ -294,3 +294,53 @@ def test_dtype_names_are_numpys_scalar_types():
     assert info.default_dtypes() == np.__array_namespace_info__().default_dtypes()
     assert lnp.float32 in info.dtypes(kind="real floating").values()
     assert np.finfo(lnp.float32).bits == 32 and lnp.finfo(lnp.float32).bits == 32
+
+
+# ---------------------------------------------------------------- NumPy's signatures
+_M = np.random.default_rng(7).normal(size=(5, 5))
+_S = _M + _M.T
+_W = np.random.default_rng(8).normal(size=12)
+SIGNATURES = [
+    ("fft n", lambda m, x, v: m.fft.fft(v, 16)),
+    ("fft n axis norm", lambda m, x, v: m.fft.fft(x, 4, 0, "ortho")),
+    ("ifft norm None", lambda m, x, v: m.fft.ifft(v, None, -1, None)),
+    ("irfft n", lambda m, x, v: m.fft.irfft(m.fft.rfft(v), 12)),
+    ("rfft axis kw", lambda m, x, v: m.fft.rfft(x, axis=0)),
+    ("hfft n", lambda m, x, v: m.fft.hfft(v, 8)),
+    ("fftn s axes", lambda m, x, v: m.fft.fftn(x, (3, 4), (0, 1))),
+    ("irfftn s", lambda m, x, v: m.fft.irfftn(x, (5, 8))),
+    ("fft2", lambda m, x, v: m.fft.fft2(x)), ("ifft2 s", lambda m, x, v: m.fft.ifft2(x, (4, 4))),
+    ("rfft2", lambda m, x, v: m.fft.rfft2(x)), ("irfft2", lambda m, x, v: m.fft.irfft2(x)),
+    ("fftfreq d", lambda m, x, v: m.fft.fftfreq(8, 0.01)),
+    ("rfftfreq d", lambda m, x, v: m.fft.rfftfreq(9, 0.5)),
+    ("fftshift axes", lambda m, x, v: m.fft.fftshift(x, 0)),
+    ("ifftshift axes", lambda m, x, v: m.fft.ifftshift(x, (0, 1))),
+    ("linspace endpoint", lambda m, x, v: m.linspace(0, 1, 5, False)),
+    ("linspace retstep", lambda m, x, v: m.linspace(0, 1, 5, True, True)[0]),
+    ("svd full_matrices", lambda m, x, v: m.linalg.svd(x, False)[1]),
+    ("svd compute_uv", lambda m, x, v: m.linalg.svd(x, compute_uv=False)),
+    ("qr r", lambda m, x, v: abs(m.linalg.qr(x, mode="r"))),
+    ("eigh UPLO", lambda m, x, v: m.linalg.eigh(m.asarray(_S) if m is lnp else _S,
+                                                UPLO="U")[0]),
+    ("eigvalsh UPLO", lambda m, x, v: m.linalg.eigvalsh(x, "U")),
+    ("pinv rcond", lambda m, x, v: m.linalg.pinv(x, rcond=1e-10)),
+    ("pinv default", lambda m, x, v: m.linalg.pinv(x)),
+    ("matrix_rank tol", lambda m, x, v: m.linalg.matrix_rank(x, tol=1e-3)),
+    ("matrix_rank rtol", lambda m, x, v: m.linalg.matrix_rank(x, rtol=0.5)),
+    ("multi_dot", lambda m, x, v: m.linalg.multi_dot([x, x, x])),
+    ("sum a", lambda m, x, v: m.sum(a=x)), ("prod a", lambda m, x, v: m.prod(a=v[:4])),
+    ("mean a", lambda m, x, v: m.mean(a=x, axis=0)), ("var a", lambda m, x, v: m.var(a=x)),
+    ("std a", lambda m, x, v: m.std(a=x, ddof=1)), ("max a", lambda m, x, v: m.max(a=x)),
+    ("min a", lambda m, x, v: m.min(a=x, axis=1)), ("all a", lambda m, x, v: m.all(a=x > -9)),
+    ("any a", lambda m, x, v: m.any(a=x > 0)), ("argmax a", lambda m, x, v: m.argmax(a=x)),
+    ("cumsum a", lambda m, x, v: m.cumsum(a=v)), ("sort a", lambda m, x, v: m.sort(a=v)),
+]
+
+
+@pytest.mark.parametrize("call", [s[1] for s in SIGNATURES], ids=[s[0] for s in SIGNATURES])
+def test_numpy_signatures_are_accepted(call):
+    expected = call(np, _M, _W)
+    got = call(lnp, lnp.asarray(_M), lnp.asarray(_W))
+    _same(got, expected)
+    # a plain numpy call on lazy arrays takes the same route
+    _same(call(np, lnp.asarray(_M), lnp.asarray(_W)), expected)
