@@ -53,6 +53,9 @@ ndarray = LazyArray
 e, pi, inf, nan = _math.e, _math.pi, _math.inf, _math.nan
 newaxis = None
 amax, amin = max, min
+# NumPy's own asanyarray/ascontiguousarray take no __array_function__ route: forwarded, they
+# would hand back a host copy. A lazy array is a base-class array and C-ordered already.
+asanyarray = ascontiguousarray = asarray
 
 
 def __getattr__(name):

@@ -344,3 +344,12 @@ def test_numpy_signatures_are_accepted(call):
     _same(got, expected)
     # a plain numpy call on lazy arrays takes the same route
     _same(call(np, lnp.asarray(_M), lnp.asarray(_W)), expected)
+
+
+def test_asanyarray_and_ascontiguousarray_stay_lazy():
+    x = lnp.asarray(_V)
+    for name in ("asanyarray", "ascontiguousarray"):
+        y = getattr(lnp, name)(x)
+        assert isinstance(y, lnp.ndarray)
+        _same(y, getattr(np, name)(_V))
+        _same(getattr(lnp, name)(_V.tolist(), np.float32), getattr(np, name)(_V, np.float32))
