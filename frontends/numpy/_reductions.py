@@ -155,33 +155,33 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     compute, result_dtype = _mean_dtypes(node.dtype, dtype)
     work = ops.convert(node, dtype=compute) if node.dtype != compute else node
     mask = None
+    n = _count(node.shape, axes)  # a Python int unless masked: the graph torch's var makes
     if where is not None and where is not True:  # NumPy's masked sums and counts
         mask = broadcast_node(where if where.dtype == dt.BOOL
                               else ops.convert(where, dtype=dt.BOOL), node.shape)
-        count = ops.reduce_sum(ops.convert(mask, dtype=compute), axes=axes)
-    else:
-        count = fill(_count(node.shape, axes), compute,
-                     tuple(d for i, d in enumerate(node.shape) if i not in axes))
+        n = ops.reduce_sum(ops.convert(mask, dtype=compute), axes=axes)
     if mean is not None:  # NumPy 2's precomputed mean (keepdims shape), used as given
         centre = broadcast_node(ops.convert(mean, dtype=compute) if mean.dtype != compute
                                 else mean, node.shape)
     else:
         total = ops.reduce_sum(_masked(work, mask, 0), axes=axes)
-        centre = ops.broadcast_in_dim(ops.div(total, count), shape=node.shape,
-                                      broadcast_dimensions=tuple(
-                                          i for i in range(node.ndim) if i not in axes))
+        centre = ops.div(total, n if mask is not None else fill(n, compute, total.shape))
+        kept = tuple(d for i, d in enumerate(node.shape) if i not in axes)
+        centre = ops.broadcast_in_dim(centre, shape=node.shape, broadcast_dimensions=tuple(
+            i for i in range(node.ndim) if i not in axes)) if kept != node.shape else centre
     dev = ops.sub(work, centre)
     if dt.is_complex(compute):  # NumPy: the mean of |x - mean|**2, a real number
         dev_sq = ops.real(ops.mul(dev, ops.conj(dev)))
         compute, result_dtype = dev_sq.dtype, dt.real_part(result_dtype) \
             if dt.is_complex(result_dtype) else result_dtype
-        count = ops.real(count)
+        n = ops.real(n) if mask is not None else n
     else:
         dev_sq = ops.mul(dev, dev)
     sq = ops.reduce_sum(_masked(dev_sq, mask, 0), axes=axes)
-    # NumPy divides by max(n - ddof, 0)
-    dof = ops.max_(ops.sub(count, fill(ddof, compute, count.shape)),
-                  fill(0, compute, count.shape))
+    if mask is None:  # NumPy divides by max(n - ddof, 0)
+        dof = fill(builtins.max(n - ddof, 0), compute, sq.shape)
+    else:
+        dof = ops.max_(ops.sub(n, fill(ddof, compute, n.shape)), fill(0, compute, n.shape))
     result = ops.div(sq, dof)
     if result.dtype != result_dtype:
         result = ops.convert(result, dtype=result_dtype)
