@@ -206,3 +206,40 @@ for _cls in (SymFloat, SymInt):
             setattr(_cls, f"__{_name}__", _decided(_op))
     _cls.__round__ = _rounded
     _cls.__hash__ = _decided(hash)
+
+
+# ---------------------------------------------------------------- index bounds
+
+def index_bound(x):
+    """An index or slice bound as an int. A symbolic one (a number of a lazyx.compile'd call)
+    stays symbolic: what a frontend decides from it are comparisons, guards of the replay by
+    expression, and as a dynamic slice's start it becomes a run-time parameter -- `X[i:i + b]`
+    replays for every new i. (int() or slice.indices() would guard its value: a minibatch
+    loop traced again at every batch.)"""
+    return x if isinstance(x, int) else operator.index(x)
+
+
+def unit_slice(item, n):
+    """(start, length) of a slice of step 1 over an axis of size n, clamped as slice.indices
+    clamps; the start may stay symbolic (index_bound), the length is a plain int."""
+    start = 0 if item.start is None else index_bound(item.start)
+    stop = n if item.stop is None else index_bound(item.stop)
+    if start < 0:
+        start = start + n
+        if start < 0:
+            start = 0
+    elif start > n:
+        start = n
+    if stop < 0:
+        stop = stop + n
+        if stop < 0:
+            stop = 0
+    elif stop > n:
+        stop = n
+    length = stop - start
+    return start, (int(length) if length > 0 else 0)
+
+
+def unit_step(item):
+    """Whether a slice's step is 1 (None included)."""
+    return item.step is None or operator.index(item.step) == 1

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops, runtime
+from ...core.symbolic import index_bound, unit_slice, unit_step
 from . import _views
 from ._base import LazyArray, wrap
 from ._entry import AT, REDUCEAT, register, traced
@@ -114,46 +115,12 @@ class _Key:
                                        for i in self.items)
 
 
-def _bound(x):
-    """An index or slice bound as an int. A symbolic one (a number of a lazyx.compile'd call,
-    core/symbolic.py) stays symbolic: what the callers below decide from it are comparisons,
-    guards of the replay by expression, and as a dynamic slice's start it becomes a run-time
-    parameter -- `X[i:i + b]` replays for every new i. (int() or slice.indices() would guard
-    its value: a minibatch loop traced again at every batch.)"""
-    return x if isinstance(x, int) else operator.index(x)
-
-
 def _checked_index(item, axis, n):
     """An integer index into an axis of size n, as a non-negative position (IndexError if out)."""
-    i = _bound(item)
+    i = index_bound(item)
     if not -n <= i < n:
         raise _out_of_bounds(int(i), axis, n)
     return i + n if i < 0 else i
-
-
-def _unit_slice(item, n):
-    """(start, length) of a slice of step 1 over an axis of size n, clamped as slice.indices
-    clamps; the start may stay symbolic (_bound), the length is a plain int."""
-    start = 0 if item.start is None else _bound(item.start)
-    stop = n if item.stop is None else _bound(item.stop)
-    if start < 0:
-        start = start + n
-        if start < 0:
-            start = 0
-    elif start > n:
-        start = n
-    if stop < 0:
-        stop = stop + n
-        if stop < 0:
-            stop = 0
-    elif stop > n:
-        stop = n
-    length = stop - start
-    return start, (int(length) if length > 0 else 0)
-
-
-def _unit_step(item):
-    return item.step is None or operator.index(item.step) == 1
 
 
 def _basic(node, items):
@@ -172,8 +139,8 @@ def _basic(node, items):
             sizes.append(1)
             steps.append(1)
             plan.append("int")
-        elif isinstance(item, slice) and _unit_step(item):
-            start, length = _unit_slice(item, n)
+        elif isinstance(item, slice) and unit_step(item):
+            start, length = unit_slice(item, n)
             starts.append(start)
             sizes.append(length)
             steps.append(1)
@@ -384,7 +351,7 @@ def setitem_node(node, key, value):
     parsed = _Key(node, key)
     if not parsed.has_arrays and builtins.all(
             _is_int_scalar(i) or i is None or (isinstance(i, slice) and
-                                               _unit_step(i))
+                                               unit_step(i))
             for i in parsed.items):
         return _update_window(node, parsed.items, value)
     return _scatter_into(node, parsed, value, "set")
@@ -462,7 +429,7 @@ def _update_window(node, items, value):
             starts.append(_checked_index(item, axis, n))
             sizes.append(1)
         else:
-            start, length = _unit_slice(item, n)
+            start, length = unit_slice(item, n)
             starts.append(start)
             sizes.append(length)
             view_shape.append(length)
