@@ -5,7 +5,8 @@ lazy step updates it. A trace gives every variable it can find a shadow before t
 so the step's reads are that shadow's data leaf; a replay reads and writes the shadow's
 handle, and the variable stays shadowed between replays (its value stays on the device; TF
 code that reads it eagerly gets it written back first, as after any lazy step).
-Keras layers, models and optimizers hold their variables in `.variables`.
+Keras layers, models and optimizers hold their variables in `.variables`; a model's metrics
+hold theirs apart (`metrics_variables`).
 """
 import contextlib
 import threading
@@ -71,6 +72,30 @@ def _layer_variables(layer):
             if isinstance(value, keras.optimizers.Optimizer):
                 for k, v in enumerate(value.variables):
                     yield ("optimizer", d.get("name"), attr, k), v, True
+        stack.extend(d.get("_layers", ()))
+    # Keras 3 keeps metric variables (a train_step's `self.loss_tracker`, compile()'s
+    # metrics) out of `variables`: a replay that did not know them baked the traced call's
+    # totals, and a Mean's result was each call's own value (count stayed 1), silently.
+    # `metrics_variables` follows a model's own `metrics` (often overridden); `_metrics`
+    # of each layer catches a tracked metric such an override leaves out.
+    seen = set()
+    metrics = list(_own_metrics(layer))
+    try:
+        metrics[:0] = layer.metrics
+    except Exception:  # a user's `metrics` property that fails before build: walk only
+        pass
+    for metric in metrics:
+        for v in getattr(metric, "variables", ()):
+            if id(v) not in seen and _is_variable(v):
+                seen.add(id(v))
+                yield ("metric", getattr(v, "path", None) or v.name, len(seen)), v, True
+
+
+def _own_metrics(layer):
+    stack = [layer]
+    while stack:
+        d = stack.pop().__dict__
+        yield from d.get("_metrics", ())
         stack.extend(d.get("_layers", ()))
 
 
