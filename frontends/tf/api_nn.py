@@ -12,7 +12,7 @@ from tensorflow.python.ops import nn_ops as _tf_nn_ops  # tf.nn.pool's argument 
 from ...core import dtypes as dt
 from ...core import autodiff, compose, ir, ops
 from .lowering import (Reject, as_tensor, axes_of, broadcast_all, broadcast_to, const,
-                       operand_nodes, static_ints)
+                       gradient_keeps_input, operand_nodes, static_ints)
 from .registry import lower, lower_varargs
 from .tensor import LazyTensor, ir_dtype, wrap
 
@@ -38,7 +38,9 @@ def _activation(api, fn, param_names=()):
 
 
 def _relu(x):
-    return compose.relu(x)  # the same graph as NumPy's np.maximum(x, 0.0) and torch.relu
+    # the same graph as NumPy's np.maximum(x, 0.0) and torch.relu; TF's ReluGrad keeps x
+    # connected to a second-order gradient (lowering.GRAD_KEEPS_INPUT)
+    return gradient_keeps_input(compose.relu(x), x)
 
 
 def _elu(x):
@@ -54,7 +56,7 @@ def _selu(x):
 
 def _leaky_relu(x, alpha):
     slope = broadcast_to(ir.param(alpha, x.dtype), x.shape)
-    return ops.select(ops.gt(x, const(0, x)), x, ops.mul(slope, x))
+    return gradient_keeps_input(ops.select(ops.gt(x, const(0, x)), x, ops.mul(slope, x)), x)
 
 
 def _gelu(x, approximate):
@@ -68,7 +70,7 @@ def _gelu(x, approximate):
 
 
 _activation(tf.nn.relu, _relu)
-_activation(tf.nn.relu6, lambda x: ops.min_(_relu(x), const(6, x)))
+_activation(tf.nn.relu6, lambda x: gradient_keeps_input(ops.min_(_relu(x), const(6, x)), x))
 _activation(tf.nn.elu, _elu)
 _activation(tf.nn.selu, _selu)
 _activation(tf.nn.leaky_relu, _leaky_relu, ("alpha",))

@@ -1,5 +1,7 @@
 """Helpers every lowering shares: TF's operand rules (no implicit promotion, NumPy-style
 broadcasting, Python scalars take the tensor's dtype) expressed as explicit IR."""
+import weakref
+
 import numpy as np
 import tensorflow as tf
 
@@ -7,6 +9,23 @@ from ...core import compose, host_values
 from .tensor import LazyTensor, ir_dtype, node_of, scalar_splat, sources_of
 
 TENSORS = (LazyTensor, tf.Tensor, tf.Variable)
+
+
+# TF's gradients of Relu, Relu6 and LeakyRelu are ops of their own (ReluGrad(g, features))
+# whose gradient to `features` is registered as zeros: a second-order gradient through them
+# is zeros, connected, where one through tf.maximum or tf.where (the same IR) is None. Their
+# lowerings note the activation here, {id(result node): (weak result, input node)}, so that
+# tape.py can keep a first-order gradient connected to their inputs (core/autodiff's rule
+# cannot tell them from tf.maximum: the graphs are the same by design, torch.relu's too).
+GRAD_KEEPS_INPUT = {}
+
+
+def gradient_keeps_input(result, x):
+    """Note `result` (an IR node) as an activation of `x` whose TF gradient keeps x connected."""
+    key = id(result)
+    gone = lambda _, k=key: GRAD_KEEPS_INPUT.pop(k, None)  # noqa: E731
+    GRAD_KEEPS_INPUT[key] = (weakref.ref(result, gone), x)
+    return result
 
 
 class Reject(Exception):

@@ -16,7 +16,8 @@ import tensorflow as tf
 from ...core import autodiff, ir, ops, origins, runtime
 from ...core import dtypes as dt
 from . import indexed_slices, variables
-from .tape_bridge import _connected, _differentiable, tf_convention
+from .lowering import GRAD_KEEPS_INPUT
+from .tape_bridge import _connected, _differentiable, record, tf_convention
 from .tensor import TAPED_LEAVES, LazyTensor
 
 
@@ -145,6 +146,8 @@ def lazy_gradient(tape, target, sources, output_gradients, unconnected_gradients
     grads = indexed_slices.gradients(order, wanted, vjp, extra=bridges)
     extra = _through_tf(tape, bridges, [grads[id(b)] for b in bridges], flat) if bridges \
         else [None] * len(flat)
+    if GRAD_KEEPS_INPUT and record.could_possibly_record():  # (an outer tape may use them)
+        grads = _keep_activation_inputs(order, wanted, grads)
     zeros = unconnected_gradients == tf.UnconnectedGradients.ZERO
     out = []
     for s, n, more in zip(flat, nodes, extra):
@@ -242,6 +245,30 @@ def _usual(order, sources):
 
 def _release_origins():
     runtime.KEEP_ORIGINS[0] -= 1
+
+
+def _keep_activation_inputs(order, wanted, grads):
+    """The gradients, each made to depend (with a zero gradient) on the inputs of the
+    relu-like activations between the sources and the target, as TF's ReluGrad ops do: an
+    outer tape's gradient of them through those inputs is then zeros, as TF's, not None
+    (WGAN-GP with a LeakyReLU critic: Keras skipped the biases, "Gradients do not exist")."""
+    inputs, after = [], {id(n) for n in wanted}
+    for n in order:  # (topological: a node after its inputs)
+        if any(id(i) in after for i in n.inputs):
+            after.add(id(n))
+            entry = GRAD_KEEPS_INPUT.get(id(n))
+            if entry is not None and entry[0]() is n and _differentiable(entry[1].dtype):
+                inputs.append(entry[1])
+    if not inputs:
+        return grads
+    out = {}
+    for k, g in grads.items():
+        if isinstance(g, ir.Node) and _differentiable(g.dtype):
+            kept = ops.custom_vjp(g, g, *inputs)
+            autodiff.CUSTOM_VJPS[kept] = lambda gg, n=len(inputs): (gg,) + (None,) * n
+            g = kept
+        out[k] = g
+    return out
 
 
 def _summed(targets, seeds):

@@ -1,5 +1,6 @@
 """Outside prober's reports, round 5, each compared with eager TF: lazyx.compile keeps a Keras
-model's metric state (a train_step's loss tracker beside an Adam optimizer)."""
+model's metric state (a train_step's loss tracker beside an Adam optimizer); a second-order
+gradient through relu, relu6 and leaky_relu is zeros, as TF's, not None."""
 import os
 import warnings
 
@@ -82,3 +83,65 @@ def test_compiled_metric_of_a_model_accumulates():
         want = float(eager.step(tf.constant(float(k))))
         assert float(f(ltf.constant(float(k)))) == pytest.approx(want)
     assert float(lazy.tracker.count.numpy()) == 4.0
+
+
+_ACTS = {"relu": tf.nn.relu, "relu6": tf.nn.relu6, "leaky_relu": lambda z: tf.nn.leaky_relu(z, 0.2),
+         "keras_leaky": keras.layers.LeakyReLU(0.2), "elu": tf.nn.elu,
+         "maximum": lambda z: tf.maximum(z, 0.0),  # TF: None (its gradient is a select)
+         "where": lambda z: tf.where(z > 0, z, 0.2 * z)}
+
+
+def _gradient_penalty_grad(act, constant, tape):
+    b = tf.Variable([0.5, -0.3, 2.5])
+    x = constant([1.0, 2.0, -4.0])
+    with tape() as t2:
+        with tape() as t1:
+            t1.watch(x)
+            y = tf.reduce_sum(act(x * 2.0 + b))
+        gp = tf.reduce_sum(t1.gradient(y, x) ** 2)
+    return t2.gradient(gp, b)
+
+
+@pytest.mark.parametrize("tape", ["ltf", "tf"])
+@pytest.mark.parametrize("name", sorted(_ACTS))
+def test_second_order_gradient_through_relus_is_zeros_as_tf(name, tape):
+    # TF's ReluGrad / Relu6Grad / LeakyReluGrad have a zero gradient to their features: the
+    # variable stays connected; the IR's derivative read it only through a comparison (None)
+    want = _gradient_penalty_grad(_ACTS[name], tf.constant, tf.GradientTape)
+    got = _gradient_penalty_grad(_ACTS[name], ltf.constant,
+                                 ltf.GradientTape if tape == "ltf" else tf.GradientTape)
+    if want is None:
+        assert got is None
+    else:
+        assert got is not None
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+
+
+def test_gradient_penalty_step_with_leaky_relu_critic_matches_eager():
+    # a WGAN-GP penalty's gradient: Keras skipped the critic's first biases ("Gradients do
+    # not exist") where TF gives zeros, and Adam's steps drifted from eager
+    def run(constant, tape):
+        keras.utils.set_random_seed(7)
+        critic = keras.Sequential([keras.layers.Dense(4), keras.layers.LeakyReLU(0.2),
+                                   keras.layers.Dense(1)])
+        critic.build((None, 3))
+        opt = keras.optimizers.Adam(0.01)
+        fake = constant(X[3:] * 2.0)
+        nones = []
+        for _ in range(3):
+            with tape() as outer:
+                with tape() as inner:
+                    inner.watch(fake)
+                    score = tf.reduce_sum(critic(fake))
+                slopes = inner.gradient(score, fake)
+                gp = 10.0 * tf.reduce_mean((tf.norm(slopes, axis=1) - 1.0) ** 2)
+            grads = outer.gradient(gp, critic.trainable_variables)
+            nones.append([g is None for g in grads])
+            opt.apply_gradients([(g, v) for g, v in zip(grads, critic.trainable_variables)
+                                 if g is not None])
+        return nones, [v.numpy() for v in critic.trainable_variables]
+    got_nones, got = run(ltf.constant, ltf.GradientTape)
+    want_nones, want = run(tf.constant, tf.GradientTape)
+    assert got_nones == want_nones  # (the last bias: None in TF too)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
