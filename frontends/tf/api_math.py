@@ -88,11 +88,14 @@ BINARY = {
 def _register_binary(api, fn):
     x_name, y_name = list(__import__("inspect").signature(api).parameters)[:2]
     compares = api in (tf.__operators__.eq, tf.__operators__.ne)
+    # (read now: hooks.install() later puts a wrapper in tf.__operators__.ne, and a test of
+    # `api is tf.__operators__.ne` at the call was always False: `lazy != None` was False)
+    not_equal = api is tf.__operators__.ne
     power = api is tf.math.pow
 
     def binary(x, y):
-        if compares and not (_tensorish(x) and _tensorish(y)) and not _number_like(x, y):
-            return api is tf.__operators__.ne  # TF: comparing to a non-tensor object
+        if compares and (x is None or y is None):
+            return not_equal  # TF's `==` / `!=` answer None so; any other object converts
         nodes = binary_operands(x, y)
         require_dtype(api, nodes[0].dtype, 2)
         if api in _INTEGER_DIVISIONS and dt.is_int(nodes[1].dtype):
@@ -131,15 +134,6 @@ def _refuse_negative_int_power(api, arguments):
 
 
 _INTEGER_DIVISIONS = (tf.math.floordiv, tf.math.floormod, tf.truncatediv, tf.truncatemod)
-
-
-def _tensorish(v):
-    return isinstance(v, (LazyTensor, tf.Tensor, tf.Variable))
-
-
-def _number_like(x, y):
-    other = y if _tensorish(x) else x
-    return isinstance(other, (int, float, bool, list, tuple)) or hasattr(other, "__array__")
 
 
 for _api, _fn in BINARY.items():

@@ -1,6 +1,7 @@
 """Outside prober's reports, round 5, each compared with eager TF: lazyx.compile keeps a Keras
 model's metric state (a train_step's loss tracker beside an Adam optimizer); a second-order
-gradient through relu, relu6 and leaky_relu is zeros, as TF's, not None."""
+gradient through relu, relu6 and leaky_relu is zeros, as TF's, not None; `lazy != None` is
+True and `==` / `!=` with an object or a string raise TF's errors."""
 import os
 import warnings
 
@@ -145,3 +146,28 @@ def test_gradient_penalty_step_with_leaky_relu_critic_matches_eager():
     assert got_nones == want_nones  # (the last bias: None in TF too)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("other", [None, object(), "a", 2.0, [1.0, 3.0], np.float32(1.0)],
+                         ids=["none", "object", "str", "float", "list", "np_scalar"])
+@pytest.mark.parametrize("op", ["eq", "ne"])
+def test_equality_with_other_objects_as_tf(op, other):
+    # `lazy != None` was False (a test against tf.__operators__.ne read after hooks replaced
+    # it), and an object or a string compared False where TF raises
+    def compare(x):
+        return x == other if op == "eq" else x != other
+
+    def outcome(x):
+        try:
+            r = compare(x)
+        except (TypeError, ValueError) as e:
+            return type(e), str(e).split(" at 0x")[0]
+        return np.asarray(r) if isinstance(r, tf.Tensor) else r
+    want = outcome(tf.constant([1.0, 2.0]))
+    lazyx.reset_metrics()
+    got = outcome(ltf.constant([1.0, 2.0]))
+    if isinstance(want, np.ndarray):
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert got == want
+    assert lazyx.metrics()["fallback_ops"] == {}
