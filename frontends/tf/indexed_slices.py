@@ -16,7 +16,7 @@ import weakref
 
 import tensorflow as tf
 
-from ...core import ops
+from ...core import ops, origins
 from .tensor import LazyTensor, wrap
 
 # gather nodes the TF frontend made for a gather along axis 0 (api_array.gather): the ones
@@ -36,12 +36,14 @@ def is_row_gather(node):
 def sparse_sources(order, wanted):
     """{id(source): [its gathers]} for the wanted source nodes whose every use in `order` (the
     target's graph) is a row gather of it: the sources TF differentiates to IndexedSlices."""
-    ids = {id(n) for n in wanted if n.ndim}
+    # a source realized since its gathers read it (a variable's new value synced by a
+    # fallback's materialization) has two names, its leaf and the computation they read
+    names = {id(a): id(n) for n in wanted if n.ndim for a in origins.aliases(n)}
     uses = {}
     for node in order:
         for k, operand in enumerate(node.inputs):
-            if id(operand) in ids:
-                uses.setdefault(id(operand), []).append((node, k))
+            if id(operand) in names:
+                uses.setdefault(names[id(operand)], []).append((node, k))
     # (latest use first: TF's backward pass meets them in that order and concatenates so)
     return {i: [node for node, _ in reversed(found)] for i, found in uses.items()
             if all(k == 0 and is_row_gather(node) for node, k in found)}

@@ -152,7 +152,13 @@ def lazy_gradient(tape, target, sources, output_gradients, unconnected_gradients
     out = []
     for s, n, more in zip(flat, nodes, extra):
         g = grads.get(id(n)) if n is not None else None
-        if more is not None:
+        if isinstance(more, tf.IndexedSlices) and (g is None or
+                                                   isinstance(g, tf.IndexedSlices)):
+            # TF's tape gave a gather's IndexedSlices through the eagerly run op (an
+            # Embedding's rows through tf.boolean_mask): kept sparse, as eager TF aggregates
+            # slices (concatenated); made dense, Adam's update of the table was another
+            g = _sparse_sum(g, more)
+        elif more is not None:
             if isinstance(g, tf.IndexedSlices):  # a dense part too: TF's sum is dense
                 g = tf.convert_to_tensor(g).node
             more = tf_convention(_node(more, more.dtype))  # TF's, made the IR's
@@ -291,6 +297,20 @@ def _source_node(source):
     var = variables.tf_variable(source)
     shadow = getattr(var, "_lazyx_shadow", None) if var is not None else None
     return shadow.node if shadow is not None else None
+
+
+def _sparse_sum(lazy, real):
+    """The IndexedSlices `lazy` (or None) and TF's real `real` as one lazy IndexedSlices."""
+    values = tf_convention(_node(real.values, real.values.dtype))
+    indices = _node(real.indices, real.indices.dtype)
+    if lazy is not None:
+        indices_lazy = lazy.indices.node
+        if indices_lazy.dtype != indices.dtype:  # (TF aggregates mixed index types as int64)
+            indices_lazy, indices = (ops.convert(i, dtype="int64")
+                                     for i in (indices_lazy, indices))
+        values = ops.concatenate(lazy.values.node, values, dimension=0)
+        indices = ops.concatenate(indices_lazy, indices, dimension=0)
+    return tf.IndexedSlices(LazyTensor(values), LazyTensor(indices), real.dense_shape)
 
 
 def _node(value, dtype):

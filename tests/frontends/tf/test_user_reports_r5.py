@@ -1,7 +1,8 @@
 """Outside prober's reports, round 5, each compared with eager TF: lazyx.compile keeps a Keras
 model's metric state (a train_step's loss tracker beside an Adam optimizer); a second-order
 gradient through relu, relu6 and leaky_relu is zeros, as TF's, not None; `lazy != None` is
-True and `==` / `!=` with an object or a string raise TF's errors."""
+True and `==` / `!=` with an object or a string raise TF's errors; an Embedding's gradient
+through a fallback op is TF's IndexedSlices."""
 import os
 import warnings
 
@@ -171,3 +172,30 @@ def test_equality_with_other_objects_as_tf(op, other):
     else:
         assert got == want
     assert lazyx.metrics()["fallback_ops"] == {}
+
+
+@pytest.mark.parametrize("make", [lambda: keras.optimizers.Adam(0.1),
+                                  lambda: keras.optimizers.RMSprop(0.1)], ids=["adam", "rmsprop"])
+def test_embedding_gradient_through_a_fallback_stays_indexed_slices(make):
+    # tf.boolean_mask runs on TF (a fallback): TF's tape carried the rows back as
+    # IndexedSlices, made dense here, and Adam / RMSprop trained the table to other numbers
+    def run(constant, tape):
+        keras.utils.set_random_seed(1)
+        emb = keras.layers.Embedding(5, 2)
+        emb.build((None,))
+        opt = make()
+        x = constant([[1, 2, 2, 3, 0]])
+        kinds = []
+        for _ in range(3):
+            with tape() as t:
+                loss = tf.reduce_sum(tf.boolean_mask(emb(x), x > 0) ** 2)
+            g = t.gradient(loss, emb.embeddings)
+            kinds.append(type(g).__name__)
+            opt.apply_gradients([(g, emb.embeddings)])
+        return kinds, emb.embeddings.numpy()
+    want_kinds, want = run(tf.constant, tf.GradientTape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (boolean_mask's fallback warns)
+        got_kinds, got = run(ltf.constant, ltf.GradientTape)
+    assert got_kinds == want_kinds == ["IndexedSlices"] * 3
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
