@@ -400,10 +400,12 @@ def getitem(tensor, slice_spec, var=None):
 def _subscript(tensor, slice_spec):
     (x,) = operand_nodes(tensor)
     spec = slice_spec if isinstance(slice_spec, tuple) else (slice_spec,)
+    spec = tuple(_scalar_index(s) for s in spec)
     if any(isinstance(s, (LazyTensor, tf.Tensor, list, np.ndarray)) for s in spec):
         raise Reject()  # tensor indices (masks, gathers): run eagerly
     spec = _expand_ellipsis(spec, x.ndim)
     starts, limits, strides, flips, final, axis = [], [], [], [], [], 0
+    dynamic = {}  # axis -> its run-time index (a node): x[i] with i a lazy 0-d integer
     for s in spec:
         if s is None:
             final.append(1)
@@ -423,6 +425,16 @@ def _subscript(tensor, slice_spec):
                 starts.append(first), limits.append(lo + 1 if n else 0)
                 strides.append(-step), flips.append(True)
             final.append(n)
+        elif isinstance(s, ir.Node):
+            # TF's negative index counts from the end; one out of range is TF's error where
+            # its value is known now, else XLA clamps it (docs/tf.md)
+            known = host_values.known(s)
+            if known is not None and not -d <= int(known) < d:
+                raise Reject()  # (TF's own error, from running TF's op)
+            i = s if s.dtype == "int32" else ops.convert(s, dtype="int32")
+            dynamic[axis] = ops.select(ops.lt(i, ir.constant(0, "int32")),
+                                       ops.add(i, ir.constant(d, "int32")), i)
+            starts.append(0), limits.append(1), strides.append(1), flips.append(False)
         else:
             i = int(s)
             if not -d <= i < d:
@@ -434,12 +446,15 @@ def _subscript(tensor, slice_spec):
         starts.append(0), limits.append(d), strides.append(1), flips.append(False)
         final.append(d)
     sizes = tuple(lim - start for start, lim in zip(starts, limits))
-    if sizes != tuple(x.shape) and not any(flips) and all(step == 1 for step in strides):
+    steady = not any(flips) and all(step == 1 for step in strides)
+    if dynamic and not steady:
+        raise Reject()  # (a run-time index beside a strided or reversed slice: run eagerly)
+    if (sizes != tuple(x.shape) or dynamic) and steady:
         # a window with a run-time start (int32, as NumPy's frontend records x[i:i + b]): a
         # loop over `X[i:i + b]` or `X[i]` runs one program for every i, not one per start
         # -- from 0 too, so that an index 0 does not make a loop's pieces differ
-        out = ops.dynamic_slice(x, *[ir.param(start, "int32") for start in starts],
-                                slice_sizes=sizes)
+        out = ops.dynamic_slice(x, *[dynamic.get(k) or ir.param(start, "int32")
+                                     for k, start in enumerate(starts)], slice_sizes=sizes)
     elif not any(flips):
         counts = [max(0, -(-(lim - start) // step))
                   for start, lim, step in zip(starts, limits, strides)]
@@ -449,6 +464,17 @@ def _subscript(tensor, slice_spec):
     if any(flips):
         out = ops.rev(out, dimensions=[i for i, f in enumerate(flips) if f])
     return wrap(ops.reshape(out, new_sizes=final), tensor)
+
+
+def _scalar_index(s):
+    """A 0-d integer tensor in a subscript: an eager one's int, a lazy one's node (a run-time
+    index); anything else as it is."""
+    if not isinstance(s, (LazyTensor, tf.Tensor)) or s.shape.rank != 0 or \
+            not s.dtype.is_integer:
+        return s
+    # (a lazy one stays a node even where its buffer is known: under lazyx.compile an
+    # argument's value of the traced call would be baked into every replay)
+    return s.node if isinstance(s, LazyTensor) else int(s.numpy())
 
 
 @lower(tf.strided_slice, "input_")

@@ -2,7 +2,7 @@
 model's metric state (a train_step's loss tracker beside an Adam optimizer); a second-order
 gradient through relu, relu6 and leaky_relu is zeros, as TF's, not None; `lazy != None` is
 True and `==` / `!=` with an object or a string raise TF's errors; an Embedding's gradient
-through a fallback op is TF's IndexedSlices."""
+through a fallback op is TF's IndexedSlices; `x[i]` with a 0-d integer tensor stays lazy."""
 import os
 import warnings
 
@@ -199,3 +199,42 @@ def test_embedding_gradient_through_a_fallback_stays_indexed_slices(make):
         got_kinds, got = run(ltf.constant, ltf.GradientTape)
     assert got_kinds == want_kinds == ["IndexedSlices"] * 3
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+M = np.arange(24, dtype=np.float32).reshape(4, 6)
+
+
+@pytest.mark.parametrize("index", [2, -1, -4, 0, 3])
+@pytest.mark.parametrize("dtype", [tf.int32, tf.int64])
+@pytest.mark.parametrize("subscript", [lambda x, i: x[i], lambda x, i: x[:, i],
+                                       lambda x, i: x[i, 1:4], lambda x, i: x[i, i]],
+                         ids=["row", "column", "row_window", "element"])
+def test_scalar_tensor_index_stays_lazy(subscript, dtype, index):
+    # x[tf.constant(2)] fell back ('tf.__operators__.getitem' materialized x)
+    want = subscript(tf.constant(M), tf.constant(index, dtype))
+    for i in (tf.constant(index, dtype), ltf.constant(index, dtype)):
+        lazyx.reset_metrics()
+        got = subscript(ltf.constant(M), i)
+        assert lazyx.metrics()["fallback_ops"] == {}
+        assert isinstance(got, ltf.Tensor) and got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), want.numpy())
+
+
+def test_scalar_tensor_index_replays_under_compile():
+    # inside lazyx.compile the fallback raised "observes a value"
+    f = lazyx.compile(lambda x, i: x[i] * 2.0 + x[:, i][0])
+    lazyx.reset_metrics()
+    for k in (0, 3, -2, 1):
+        want = tf.constant(M)[k] * 2.0 + tf.constant(M)[:, k][0]
+        np.testing.assert_array_equal(np.asarray(f(ltf.constant(M), ltf.constant(k))),
+                                      want.numpy())
+    assert lazyx.metrics()["replays"] == 3
+
+
+@pytest.mark.parametrize("index", [4, -5])
+def test_scalar_tensor_index_out_of_range_is_tfs_error(index):
+    with pytest.raises(tf.errors.InvalidArgumentError) as want:
+        tf.constant(M)[tf.constant(index)]
+    with pytest.raises(tf.errors.InvalidArgumentError) as got:
+        ltf.constant(M)[ltf.constant(index)]
+    assert str(got.value).split(" [Op")[0] == str(want.value).split(" [Op")[0]
