@@ -15,12 +15,18 @@ rows, a ragged or sparse fn_output_signature -- reaches the fallback registered 
 tf.py_function and tf.numpy_function used as decorators (`@tf.py_function(Tout=...)`) return
 a function that calls TF's internal op, past the public name: `decorator_form` (applied by
 hooks.py) makes that function call the public, wrapped name instead.
+
+tf.switch_case takes no dispatch either, and refused a lazy index outright: its public name
+is wrapped the same way, with a lowering (control_flow.switch_case: nested lazy conds).
 """
 import functools
 
 import tensorflow as tf
 
-from .registry import fallback_undispatched
+from . import control_flow
+from .registry import fallback_undispatched, lower_undispatched
+
+lower_undispatched(tf, "switch_case")(control_flow.switch_case)
 
 for _namespace, _name in ((tf, "map_fn"), (tf, "vectorized_map"), (tf, "py_function"),
                           (tf, "numpy_function"),

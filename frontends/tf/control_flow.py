@@ -263,6 +263,30 @@ def tf_cond_v2(pred, true_fn=None, false_fn=None, name=None):
     return tf_cond(pred, true_fn, false_fn, strict=True)
 
 
+def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
+    """tf.switch_case on a lazy index (it has no dispatch: api_eager_only.py wraps its public
+    name): nested lazy conds, so nothing is read (TF's own check refused the LazyTensor with
+    "'branch_index' must be a Tensor"). TF's eager rule: an index out of range runs the
+    last action (`default` when given, else the last branch)."""
+    from tensorflow.python.ops import control_flow_switch_case as tf_switch_case
+    from .lowering import Reject
+    if not isinstance(branch_index, LazyTensor) or branch_index.shape.rank != 0:
+        raise Reject()  # (TF's own call: eager indices, and TF's error for a non-scalar)
+    # TF's argument checks and its list of actions (default last), on an eager stand-in
+    stand_in = tf.zeros((), branch_index.dtype)
+    actions = tf_switch_case._indexed_case_verify_and_canonicalize_args(
+        branch_fns, default, stand_in)
+    last = len(actions) - 1
+    k = tf.where((branch_index < 0) | (branch_index > last),
+                 tf.constant(last, branch_index.dtype), branch_index)
+
+    def from_(j):
+        if j == last:
+            return actions[j]
+        return lambda: cond(tf.equal(k, j), actions[j], from_(j + 1), name="tf.switch_case")
+    return from_(0)()
+
+
 # --- tf.function called with lazy arguments ------------------------------------------------
 
 class _CreatesVariable(BaseException):

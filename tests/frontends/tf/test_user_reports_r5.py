@@ -2,7 +2,7 @@
 model's metric state (a train_step's loss tracker beside an Adam optimizer); a second-order
 gradient through relu, relu6 and leaky_relu is zeros, as TF's, not None; `lazy != None` is
 True and `==` / `!=` with an object or a string raise TF's errors; an Embedding's gradient
-through a fallback op is TF's IndexedSlices; `x[i]` with a 0-d integer tensor stays lazy."""
+through a fallback op is TF's IndexedSlices; `x[i]` with a 0-d integer tensor stays lazy; tf.switch_case takes a lazy index."""
 import os
 import warnings
 
@@ -238,3 +238,38 @@ def test_scalar_tensor_index_out_of_range_is_tfs_error(index):
     with pytest.raises(tf.errors.InvalidArgumentError) as got:
         ltf.constant(M)[ltf.constant(index)]
     assert str(got.value).split(" [Op")[0] == str(want.value).split(" [Op")[0]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, -1, 5])
+@pytest.mark.parametrize("default", [False, True])
+def test_switch_case_on_a_lazy_index_as_tf(index, default):
+    # raised "'branch_index' must be a Tensor, got LazyTensor"
+    def run(constant):
+        x = constant(X[0])
+        branches = [lambda: x * 1.0, lambda: tf.reduce_sum(x) + x, lambda: x - 4.0]
+        return tf.switch_case(constant(index), branches,
+                              default=(lambda: x * 9.0) if default else None)
+    want = run(tf.constant)
+    lazyx.reset_metrics()
+    got = run(ltf.constant)
+    assert lazyx.metrics()["fallback_ops"] == {}
+    assert isinstance(got, ltf.Tensor)
+    np.testing.assert_allclose(np.asarray(got), want.numpy(), rtol=1e-6)
+
+
+def test_switch_case_replays_under_compile():
+    f = lazyx.compile(lambda x, i: tf.switch_case(i, {0: lambda: x + 1.0, 1: lambda: x * 3.0}))
+    lazyx.reset_metrics()
+    for k in (0, 1, 0, 7):
+        want = tf.switch_case(tf.constant(k), {0: lambda: tf.constant(X[0]) + 1.0,
+                                               1: lambda: tf.constant(X[0]) * 3.0})
+        np.testing.assert_allclose(np.asarray(f(ltf.constant(X[0]), ltf.constant(k))),
+                                   want.numpy(), rtol=1e-6)
+    assert lazyx.metrics()["replays"] == 3
+
+
+def test_switch_case_float_index_is_tfs_error():
+    with pytest.raises(TypeError, match="'branch_index' must be an integer Tensor"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tf.switch_case(ltf.constant(1.0), [lambda: ltf.constant(1.0)])
