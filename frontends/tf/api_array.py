@@ -474,7 +474,12 @@ def _scalar_index(s):
         return s
     # (a lazy one stays a node even where its buffer is known: under lazyx.compile an
     # argument's value of the traced call would be baked into every replay)
-    return s.node if isinstance(s, LazyTensor) else int(s.numpy())
+    if isinstance(s, LazyTensor):
+        return s.node
+    try:
+        return int(s.numpy())
+    except (AttributeError, TypeError, ValueError):  # a graph's symbolic tensor: TF's own call
+        return s
 
 
 @lower(tf.strided_slice, "input_")

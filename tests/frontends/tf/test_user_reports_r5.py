@@ -2,7 +2,8 @@
 model's metric state (a train_step's loss tracker beside an Adam optimizer); a second-order
 gradient through relu, relu6 and leaky_relu is zeros, as TF's, not None; `lazy != None` is
 True and `==` / `!=` with an object or a string raise TF's errors; an Embedding's gradient
-through a fallback op is TF's IndexedSlices; `x[i]` with a 0-d integer tensor stays lazy; tf.switch_case takes a lazy index."""
+through a fallback op is TF's IndexedSlices; `x[i]` with a 0-d integer tensor stays lazy;
+tf.switch_case takes a lazy index."""
 import os
 import warnings
 
@@ -87,7 +88,8 @@ def test_compiled_metric_of_a_model_accumulates():
     assert float(lazy.tracker.count.numpy()) == 4.0
 
 
-_ACTS = {"relu": tf.nn.relu, "relu6": tf.nn.relu6, "leaky_relu": lambda z: tf.nn.leaky_relu(z, 0.2),
+_ACTS = {"relu": tf.nn.relu, "relu6": tf.nn.relu6,
+         "leaky_relu": lambda z: tf.nn.leaky_relu(z, 0.2),
          "keras_leaky": keras.layers.LeakyReLU(0.2), "elu": tf.nn.elu,
          "maximum": lambda z: tf.maximum(z, 0.0),  # TF: None (its gradient is a select)
          "where": lambda z: tf.where(z > 0, z, 0.2 * z)}
