@@ -1,11 +1,14 @@
 """Shapes, layout, indexing and conversion: reshape, transpose, concat, stack, split, gather,
 where, slicing, tf.shape (answered from the IR's static shape, without running anything)."""
+import operator
+
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import array_ops
 
 from ...core import dtypes as dt
 from ...core import compose, host_values, ir, ops
+from ...core.symbolic import index_bound, unit_slice, unit_step
 from .lowering import (Reject, axes_of, broadcast_all, broadcast_shapes, broadcast_to,
                        operand_nodes, static_ints)
 from . import indexed_slices, variables
@@ -413,7 +416,13 @@ def _subscript(tensor, slice_spec):
         if axis >= x.ndim:
             raise Reject()
         d = x.shape[axis]
-        if isinstance(s, slice):
+        if isinstance(s, slice) and unit_step(s):
+            # (its start may be a number of a lazyx.compile'd call: kept symbolic, it is the
+            # window's run-time start below, and a new value replays: core/symbolic.py)
+            lo, n = unit_slice(s, d)
+            starts.append(lo), limits.append(lo + n), strides.append(1), flips.append(False)
+            final.append(n)
+        elif isinstance(s, slice):
             lo, hi, step = s.indices(d)
             if step > 0:
                 n = max(0, -(-(hi - lo) // step))
@@ -436,19 +445,21 @@ def _subscript(tensor, slice_spec):
                                        ops.add(i, ir.constant(d, "int32")), i)
             starts.append(0), limits.append(1), strides.append(1), flips.append(False)
         else:
-            i = int(s)
+            i = index_bound(s)
             if not -d <= i < d:
                 raise Reject()
-            i %= d
+            i = i + d if i < 0 else i
             starts.append(i), limits.append(i + 1), strides.append(1), flips.append(False)
         axis += 1
     for d in x.shape[axis:]:
         starts.append(0), limits.append(d), strides.append(1), flips.append(False)
         final.append(d)
-    sizes = tuple(lim - start for start, lim in zip(starts, limits))
     steady = not any(flips) and all(step == 1 for step in strides)
     if dynamic and not steady:
         raise Reject()  # (a run-time index beside a strided or reversed slice: run eagerly)
+    if not steady:  # the starts become static attributes: their values are the guard
+        starts, limits = [operator.index(v) for v in starts], [operator.index(v) for v in limits]
+    sizes = tuple(int(lim - start) for start, lim in zip(starts, limits))
     if (sizes != tuple(x.shape) or dynamic) and steady:
         # a window with a run-time start (int32, as NumPy's frontend records x[i:i + b]): a
         # loop over `X[i:i + b]` or `X[i]` runs one program for every i, not one per start
