@@ -222,22 +222,18 @@ def index_bound(x):
 def unit_slice(item, n):
     """(start, length) of a slice of step 1 over an axis of size n, clamped as slice.indices
     clamps; the start may stay symbolic (index_bound), the length is a plain int."""
-    start = 0 if item.start is None else index_bound(item.start)
-    stop = n if item.stop is None else index_bound(item.stop)
-    if start < 0:
-        start = start + n
-        if start < 0:
-            start = 0
-    elif start > n:
-        start = n
-    if stop < 0:
-        stop = stop + n
-        if stop < 0:
-            stop = 0
-    elif stop > n:
-        stop = n
+    start = 0 if item.start is None else _clamped(index_bound(item.start), n)
+    stop = n if item.stop is None else _clamped(index_bound(item.stop), n)
     length = stop - start
     return start, (int(length) if length > 0 else 0)
+
+
+def _clamped(bound, n):
+    """A slice bound of step 1 in [0, n], a negative one counted from the end."""
+    if bound < 0:
+        bound = bound + n
+        return 0 if bound < 0 else bound
+    return n if bound > n else bound
 
 
 def unit_step(item):
