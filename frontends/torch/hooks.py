@@ -419,7 +419,19 @@ def _on_device(module):
     return False
 
 
+# torch's swap flag is one global: two threads moving modules at once (each its own model)
+# could restore each other's "before" and leave it on for the process -- where an LSTM's
+# load_state_dict then failed ("Cannot swap t1 because it has weakref associated with it").
+# Moves take turns (re-entrant: a module's conversion may move another).
+_SWAP_TURN = threading.RLock()
+
+
 def _swapping(convert, module, *args, **kwargs):
+    with _SWAP_TURN:
+        return _swapping_alone(convert, module, *args, **kwargs)
+
+
+def _swapping_alone(convert, module, *args, **kwargs):
     before = torch.__future__.get_swap_module_params_on_conversion()
     torch.__future__.set_swap_module_params_on_conversion(True)
     tied = _tied(module)

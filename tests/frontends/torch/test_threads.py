@@ -43,3 +43,18 @@ def test_four_threads_train_as_if_alone():
     for t in range(THREADS):
         for got, want in zip(results[t], train(t, "cpu", initial(t))):
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_threads_moving_modules_at_once_leave_torchs_swap_flag_as_it_was():
+    """model.to(lt.device) turns torch's global swap flag on while it converts; threads moving
+    their own models at once must not leave it on (an LSTM's load_state_dict then failed:
+    "Cannot swap t1 because it has weakref associated with it")."""
+    assert torch.__future__.get_swap_module_params_on_conversion() is False
+
+    def move(t):
+        for _ in range(30):
+            torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(4)]).to(lt.device)
+    shared.run_in_threads(move, 8)
+    assert torch.__future__.get_swap_module_params_on_conversion() is False
+    lstm = torch.nn.LSTM(4, 6, num_layers=2).to(lt.device)
+    lstm.load_state_dict(torch.nn.LSTM(4, 6, num_layers=2).state_dict())
