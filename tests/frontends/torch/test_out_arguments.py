@@ -45,11 +45,12 @@ def test_eye_init_of_a_parameter_on_the_device():
 
 
 def test_an_out_op_run_on_cpu_torch_writes_its_lazy_argument():
-    """randperm(out=) has no lowering: CPU torch runs it, from the same generator state as
+    """randperm(generator=g, out=) has no lowering (a user's CPU generator: plain randperm is
+    lowered, from lazyx's own stream): CPU torch runs it, from the same generator state as
     eager, and the permutation lands in the lazy tensor (it was lost: zeros)."""
     def make(d):
         out = torch.zeros(6, dtype=torch.long, device=d)
-        returned = torch.randperm(6, out=out)
+        returned = torch.randperm(6, generator=torch.Generator().manual_seed(3), out=out)
         assert returned is out
         return out
     eager, lazy = _both(make)
