@@ -70,11 +70,31 @@ class random:  # noqa: N801 - a namespace mirroring tf.random
 
     @staticmethod
     def uniform(shape, minval=0, maxval=None, dtype=tf.float32, seed=None):
+        if tf.as_dtype(dtype).is_integer:
+            return random._integers(shape, minval, maxval, dtype, seed)
         d = ir_dtype(dtype)
         u = uniform_node(key_from_seed(_seed_pair(seed)), tuple(shape), d)
         out = wrap(u)
         hi = 1 if maxval is None else maxval
         return out * (hi - minval) + minval if (minval, hi) != (0, 1) else out
+
+    @staticmethod
+    def _integers(shape, minval, maxval, dtype, seed):
+        """Integers in [minval, maxval), as tf.random.uniform's integer dtypes draw them: the
+        floor of a float64 uniform times the span (exact for spans up to 2**53)."""
+        dtype = tf.as_dtype(dtype)
+        if maxval is None:
+            raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
+        if np.ndim(minval) == 0 and np.ndim(maxval) == 0 and \
+                not isinstance(minval, tf.Tensor) and not isinstance(maxval, tf.Tensor) \
+                and not maxval > minval:
+            raise tf.errors.InvalidArgumentError(
+                None, None, f"Need minval < maxval, got {minval} >= {maxval}")
+        u = wrap(uniform_node(key_from_seed(_seed_pair(seed)), tuple(shape), "float64"))
+        span = tf.cast(maxval, tf.float64) - tf.cast(minval, tf.float64)
+        # (u * span rounds up to span for a u just below 1)
+        offset = tf.minimum(tf.floor(u * span), span - 1.0)
+        return tf.cast(offset, dtype) + tf.cast(minval, dtype)
 
     @staticmethod
     def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32):

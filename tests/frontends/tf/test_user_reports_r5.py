@@ -275,3 +275,26 @@ def test_switch_case_float_index_is_tfs_error():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tf.switch_case(ltf.constant(1.0), [lambda: ltf.constant(1.0)])
+
+
+# ------------------------------------------------ ltf.random.uniform of an integer dtype
+
+@pytest.mark.parametrize("dtype", [tf.int32, tf.int64])
+def test_integer_uniform_draws_every_value_of_the_range_as_tfs_does(dtype):
+    """TF's integer uniform: [minval, maxval), maxval required, minval < maxval (it raised
+    "dtype must be floating" under lazyx)."""
+    lazy = ltf.random.uniform((4000,), -3, 7, dtype=dtype, seed=5)
+    eager = tf.random.uniform((4000,), -3, 7, dtype=dtype, seed=5)
+    assert lazy.dtype == eager.dtype == dtype
+    got = lazy.numpy()
+    assert sorted(set(got.tolist())) == sorted(set(eager.numpy().tolist())) == list(range(-3, 7))
+    counts = np.bincount(got + 3)
+    assert counts.min() > 300 and counts.max() < 500  # 400 expected each
+    np.testing.assert_array_equal(got, ltf.random.uniform((4000,), -3, 7, dtype=dtype,
+                                                          seed=5).numpy())
+    for call in (lambda m: m.uniform((3,), dtype=dtype),
+                 lambda m: m.uniform((3,), 5, 5, dtype=dtype)):
+        with pytest.raises(Exception) as want:
+            call(tf.random)
+        with pytest.raises(type(want.value)):
+            call(ltf.random)
