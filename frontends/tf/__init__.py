@@ -85,9 +85,9 @@ class random:  # noqa: N801 - a namespace mirroring tf.random
         dtype = tf.as_dtype(dtype)
         if maxval is None:
             raise ValueError(f"Must specify maxval for integer dtype {dtype!r}")
-        if np.ndim(minval) == 0 and np.ndim(maxval) == 0 and \
-                not isinstance(minval, tf.Tensor) and not isinstance(maxval, tf.Tensor) \
-                and not maxval > minval:
+        # (bounds known on the host only: a lazy one compared here would be read, a sync)
+        if all(isinstance(v, (int, float, np.number)) for v in (minval, maxval)) and \
+                not maxval > minval:
             raise tf.errors.InvalidArgumentError(
                 None, None, f"Need minval < maxval, got {minval} >= {maxval}")
         u = wrap(uniform_node(key_from_seed(_seed_pair(seed)), tuple(shape), "float64"))

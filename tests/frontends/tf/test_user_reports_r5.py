@@ -292,6 +292,11 @@ def test_integer_uniform_draws_every_value_of_the_range_as_tfs_does(dtype):
     assert counts.min() > 300 and counts.max() < 500  # 400 expected each
     np.testing.assert_array_equal(got, ltf.random.uniform((4000,), -3, 7, dtype=dtype,
                                                           seed=5).numpy())
+    # a lazy bound is not read (no sync) and bounds the draw as a host one does
+    lazyx.reset_metrics()
+    drawn = ltf.random.uniform((2000,), 0, ltf.constant(2, dtype) * 5, dtype=dtype, seed=6)
+    assert lazyx.metrics()["syncs"] == 0
+    assert sorted(set(drawn.numpy().tolist())) == list(range(10))
     for call in (lambda m: m.uniform((3,), dtype=dtype),
                  lambda m: m.uniform((3,), 5, 5, dtype=dtype)):
         with pytest.raises(Exception) as want:
