@@ -62,37 +62,51 @@ def test_waiting_returns_only_once_results_exist(size):
     assert float(out) == pytest.approx(float(size) ** 4, rel=1e-4)
 
 
+class _Clock:
+    """A stand-in for xla's `time`: each poll takes a tenth of the poll window and a block
+    takes what the test says, so the outcome does not hang on how loaded the machine is."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+
 class _Pending:
     """A stand-in result: ready once a block (the patched xla._block) makes it so, or from
     its `ready_at`-th poll on."""
 
-    def __init__(self, ready_at=None):
-        self.ready, self.polls, self.ready_at = False, 0, ready_at
+    def __init__(self, clock, ready_at=None):
+        self.clock, self.ready, self.polls, self.ready_at = clock, False, 0, ready_at
 
     def is_ready(self):
         self.polls += 1
+        self.clock.now += xla.SPIN_SECONDS / 10
         return self.ready or self.ready_at is not None and self.polls >= self.ready_at
 
 
 def test_a_wait_that_outlasted_the_poll_makes_the_next_one_block_at_once(monkeypatch):
+    clock = _Clock()
     block_takes = [2 * xla.SPIN_SECONDS]
 
     def block(buffers):
-        time.sleep(block_takes[0])
+        clock.now += block_takes[0]
         for b in buffers:
             b.ready = True
+    monkeypatch.setattr(xla, "time", clock)
     monkeypatch.setattr(xla, "_block", block)
     monkeypatch.setattr(xla, "_waits_are_long", [False])
-    first = _Pending()
+    first = _Pending(clock)
     xla.await_ready([first])
     assert first.ready and first.polls > 2  # polled through the whole window, then blocked
-    second = _Pending()
+    second = _Pending(clock)
     xla.await_ready([second])
     assert second.ready and second.polls == 1  # a long wait before: blocked at once
     block_takes[0] = 0.0  # this one proves short...
-    third = _Pending()
+    third = _Pending(clock)
     xla.await_ready([third])
     assert third.polls == 1
-    fourth = _Pending(ready_at=4)
+    fourth = _Pending(clock, ready_at=4)
     xla.await_ready([fourth])
     assert fourth.polls == 4 and not fourth.ready  # ...so the next polls again (done by then)
