@@ -12,7 +12,7 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core import host_values
 from ..core.ops import recurrence3_step
-from ..core.prng import threefry2x32
+from ..core.prng import philox4x32, philox_counters, threefry2x32
 from ..core.tables import Table
 from .reference_linalg import RUNS  # multi-result kernel runs (tests read them)
 
@@ -426,6 +426,14 @@ def _random_bits(key, *, shape):
     return np.concatenate([y0, y1])[:n].reshape(shape)
 
 
+def _philox_bits(key, counter, *, shape):
+    n = math.prod(shape)
+    blocks = np.arange(-(-n // 4), dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        words = philox4x32(philox_counters(counter, blocks), (key[0], key[1]))
+    return np.stack(words, axis=1).reshape(-1)[:n].reshape(shape)
+
+
 _NUMPY_FFT = {"fft": np.fft.fftn, "ifft": np.fft.ifftn, "rfft": np.fft.rfftn,
               "irfft": np.fft.irfftn}
 
@@ -509,6 +517,7 @@ TABLE = Table("lazyx.backends.reference.TABLE", {
     "top_k": _top_k, "result": lambda results, *, index: results[index],
     "cholesky": _cholesky, "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,
+    "philox_bits": _philox_bits,
     "complex": _complex,
     "real": np.real, "imag": np.imag, "conj": np.conj, "fft": _fft,
     "recurrence3": _float(_recurrence3),

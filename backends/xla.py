@@ -31,6 +31,7 @@ from .xla_transfers import ScalarPacks
 from ..core import config, ir, metrics
 from ..core import dtypes as dt
 from ..core.ops import recurrence3_step
+from ..core.prng import philox4x32, philox_counters
 from ..core.tables import Table
 
 _HIGHEST = lax.Precision.HIGHEST  # fp32 matmuls/convs as the eager frameworks compute them
@@ -338,6 +339,13 @@ def _random_bits(key, *, shape):
     return threefry_2x32((key[0], key[1]), counts).reshape(shape)
 
 
+def _philox_bits(key, counter, *, shape):
+    n = int(np.prod(shape))
+    blocks = lax.iota(jnp.uint32, -(-n // 4))
+    words = philox4x32(philox_counters(counter, blocks), (key[0], key[1]))
+    return jnp.stack(words, axis=1).reshape(-1)[:n].reshape(shape)
+
+
 def _triangular_solve(a, b, *, lower, transpose_a, unit_diagonal):
     return lax.linalg.triangular_solve(a, b, left_side=True, lower=lower,
                                        transpose_a=transpose_a, unit_diagonal=unit_diagonal)
@@ -434,6 +442,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "cholesky": lambda x: lax.linalg.cholesky(x, symmetrize_input=False),
     "triangular_solve": _triangular_solve,
     "random_bits": _random_bits,
+    "philox_bits": _philox_bits,
     "complex": lax.complex, "real": lax.real, "imag": lax.imag, "conj": lax.conj,
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
     "recurrence3": _recurrence3,

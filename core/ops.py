@@ -1089,6 +1089,19 @@ def random_bits(key, *, shape):
     return shape, "uint32", {"shape": shape}
 
 
+
+@primitive
+def philox_bits(key, counter, *, shape):
+    """uint32 words of Philox-4x32-10 (core/prng.py) under a uint32[2] key, from a uint32[4]
+    128-bit counter on: block j (counter + j) gives words 4j .. 4j + 3. TF's stateless ops'
+    stream (frontends/tf/philox.py); both backends compute it with prng.philox4x32."""
+    if key.shape != (2,) or key.dtype != "uint32":
+        _fail_dtype("philox_bits", "key must be uint32 of shape (2,)", key)
+    if counter.shape != (4,) or counter.dtype != "uint32":
+        _fail_dtype("philox_bits", "counter must be uint32 of shape (4,)", counter)
+    shape = _ints("philox_bits", "shape", shape)
+    return shape, "uint32", {"shape": shape}
+
 # ---------------------------------------------------------------- matrix factorizations
 # One node per factorization, with one result per factor (see core/ir.py): both backends call
 # LAPACK-style routines (numpy.linalg / jax.lax.linalg), so the factors' signs agree with eager

@@ -71,3 +71,33 @@ def test_random_bits_look_uniform():
     assert 0.48 < ones < 0.52
     (other,) = run(REFERENCE, [ops.random_bits(leaf(np.array([0, 43], np.uint32)), shape=(4096,))])
     assert (bits != other).mean() > 0.99
+
+
+def _philox_64bit(key, counter, n):
+    """Philox-4x32-10 written independently of core/prng.py: 64-bit products, a Python-int
+    128-bit counter."""
+    mask = 0xFFFFFFFF
+    start = sum(int(w) << (32 * i) for i, w in enumerate(counter))
+    out = []
+    for j in range(-(-n // 4)):
+        value = (start + j) % 2**128
+        c = [(value >> (32 * i)) & mask for i in range(4)]
+        k0, k1 = int(key[0]), int(key[1])
+        for _ in range(10):
+            p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+            c = [(p1 >> 32) ^ c[1] ^ k0, p1 & mask, (p0 >> 32) ^ c[3] ^ k1, p0 & mask]
+            k0, k1 = (k0 + 0x9E3779B9) & mask, (k1 + 0xBB67AE85) & mask
+        out += c
+    return np.array(out[:n], np.uint32)
+
+
+# counters whose low words are about to wrap: block j's counter carries into the high words
+counters = st.lists(st.sampled_from([0, 1, 2**31, 2**32 - 2, 2**32 - 1]), min_size=4, max_size=4)
+
+
+@given(k0=key_values, k1=key_values, counter=counters, shape=random_shapes)
+def test_philox_bits_bit_identical_and_equal_to_64_bit_philox(k0, k1, counter, shape):
+    key, counter = np.array([k0, k1], np.uint32), np.array(counter, np.uint32)
+    (bits,) = check([ops.philox_bits(leaf(key), leaf(counter), shape=shape)])
+    assert bits.dtype == np.uint32 and bits.shape == shape
+    np.testing.assert_array_equal(bits.ravel(), _philox_64bit(key, counter, int(np.prod(shape))))

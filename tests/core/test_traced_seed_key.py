@@ -32,3 +32,15 @@ def test_the_key_feeds_the_same_uniform_numbers():
     host = compose.uniform(compose.random_key(-5, 3), (4,))
     np.testing.assert_array_equal(runtime.to_host(runtime.LazyHandle(traced)),
                                   runtime.to_host(runtime.LazyHandle(host)))
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(-2**63, 2**64 - 1), counter=st.integers(0, 2**32 - 1))
+def test_the_hosts_key_is_vectorized_threefry_of_the_seed(seed, counter):
+    """seed_key runs in Python ints (fast per draw); the NumPy Threefry the reference backend
+    runs over arrays is the oracle."""
+    s = seed & 0xFFFFFFFFFFFFFFFF
+    y0, y1 = prng.threefry2x32(np.uint32(s >> 32), np.uint32(s & 0xFFFFFFFF),
+                               np.array([0], np.uint32), np.array([counter], np.uint32))
+    np.testing.assert_array_equal(prng.seed_key(seed, counter), [y0[0], y1[0]])
+
