@@ -382,25 +382,32 @@ def random_key(seed, counter=0, stream=None):
     return ir.param(seed_key(seed, counter), "uint32")
 
 
-def traced_seed_key(seed):
-    """seed_key(s, k) computed by the program, for a seed pair (s, k) that is itself a lazy
-    value: an int32/int64/uint32 node of shape (2,). A Keras SeedGenerator's state is one
-    under lazyx.compile (a captured variable), a plain value in the uncompiled run: both must
-    draw the same numbers. (~100 integer ops, which XLA fuses into one small kernel.)"""
+def seed_words(seed):
+    """(high, low): the uint32 words of each element of an int32/int64/uint32/uint64 seed
+    node of shape (2,), as int(s) & 0xFFFFFFFFFFFFFFFF splits it (a negative 32-bit s
+    sign-extended: its high word all ones)."""
     if seed.dtype in ("int64", "uint64"):
         wide = ops.bitcast_convert(seed, dtype="uint64") if seed.dtype == "int64" else seed
         high = ops.convert(ops.shift_right_logical(wide, const(32, "uint64", (2,))),
                            dtype="uint32")
         low = ops.convert(ops.and_(wide, const(0xFFFFFFFF, "uint64", (2,))), dtype="uint32")
-    else:
-        signed = seed.dtype in dt.SIGNED
-        if seed.dtype not in ("int32", "uint32"):
-            seed = ops.convert(seed, dtype="int32" if signed else "uint32")
-        low = ops.bitcast_convert(seed, dtype="uint32") if signed else seed
-        # int(s) & 0xFFFFFFFFFFFFFFFF of a negative 32-bit s: the high word is all ones
-        high = const(0, "uint32", (2,)) if not signed else \
-            ops.select(ops.lt(seed, const(0, "int32", (2,))),
-                       const(0xFFFFFFFF, "uint32", (2,)), const(0, "uint32", (2,)))
+        return high, low
+    signed = seed.dtype in dt.SIGNED
+    if seed.dtype not in ("int32", "uint32"):
+        seed = ops.convert(seed, dtype="int32" if signed else "uint32")
+    low = ops.bitcast_convert(seed, dtype="uint32") if signed else seed
+    high = const(0, "uint32", (2,)) if not signed else \
+        ops.select(ops.lt(seed, const(0, "int32", (2,))),
+                   const(0xFFFFFFFF, "uint32", (2,)), const(0, "uint32", (2,)))
+    return high, low
+
+
+def traced_seed_key(seed):
+    """seed_key(s, k) computed by the program, for a seed pair (s, k) that is itself a lazy
+    value: an int32/int64/uint32 node of shape (2,). (lazyx's own ltf.random given a lazy
+    seed: it draws what the same seed on the host draws. ~100 integer ops, which XLA fuses
+    into one small kernel.)"""
+    high, low = seed_words(seed)
 
     def word(x, i):  # element i, kept 1-d (NumPy warns on 0-d unsigned overflow)
         return slice_axis(x, 0, i, i + 1)

@@ -1,5 +1,5 @@
-"""tf.nn (activations, softmax, moments, convolution, pooling, normalization, dropout) and
-stateless randomness, lowered to IR."""
+"""tf.nn (activations, softmax, moments, convolution, pooling, normalization), lowered to IR.
+(Stateless randomness, dropout included: api_random.py.)"""
 import math
 
 import numpy as np
@@ -14,7 +14,7 @@ from ...core import autodiff, compose, ir, ops
 from .lowering import (Reject, as_tensor, axes_of, broadcast_all, broadcast_to, const,
                        gradient_keeps_input, operand_nodes, static_ints)
 from .registry import lower, lower_varargs
-from .tensor import LazyTensor, ir_dtype, wrap
+from .tensor import wrap
 
 
 def _float_input(value):
@@ -493,87 +493,6 @@ for _api, _kind in ((tf.nn.max_pool, "MAX"), (tf.nn.max_pool2d, "MAX"), (tf.nn.a
     _fn = _make(_kind)
     _fn.__name__ = _api.__name__
     lower(_api, "input")(_fn)
-
-
-# ---------------------------------------------------------------- randomness
-
-def key_from_seed(seed):
-    """A uint32[2] Threefry key from a TF seed (a pair of ints, a tensor, or a lazy tensor)."""
-    if isinstance(seed, LazyTensor):
-        node = seed.node
-    else:
-        host = np.asarray(seed.numpy() if hasattr(seed, "numpy") else seed).astype(np.int64)
-        if host.shape != (2,):
-            raise Reject()
-        # seed (s, k) is draw k after seeding with s: the key torch.manual_seed(s) and
-        # lnp.random.default_rng(s) use for their k-th draw; a run-time input, never recompiled
-        return compose.random_key(int(host[0]), int(host[1]))
-    if node.shape != (2,) or not dt.is_int(node.dtype):
-        raise Reject()
-    # the key a host seed of the same value gets: a lazy seed (a Keras SeedGenerator's state
-    # under lazyx.compile) draws what the uncompiled run draws
-    return compose.traced_seed_key(node)
-
-
-def uniform_node(key, shape, dtype):
-    """Uniform [0, 1) floats (the construction every frontend shares)."""
-    return compose.uniform(key, tuple(shape), dtype)
-
-
-def normal_node(key, shape, dtype):
-    return compose.normal(key, tuple(shape), dtype)
-
-
-@lower(tf.nn.experimental.stateless_dropout, "x")
-def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
-    node = _float_input(x)
-    if not 0 <= float(rate) < 1:
-        raise Reject()
-    shape = node.shape if noise_shape is None else tuple(static_ints(noise_shape))
-    keep = ops.ge(uniform_node(key_from_seed(seed), shape, node.dtype),
-                  broadcast_to(ir.param(rate, node.dtype), shape))
-    keep = broadcast_to(keep, node.shape)
-    scaled = ops.div(node, broadcast_to(ir.param(1 - float(rate), node.dtype), node.shape))
-    return wrap(ops.select(keep, scaled, const(0, node)), x)
-
-
-def _random_shape_and_dtype(shape, dtype):
-    tf_kind = tf.as_dtype(dtype)
-    if not tf_kind.is_floating:
-        raise Reject()  # integer draws: TF's own algorithm, eagerly
-    return tuple(static_ints(shape)), ir_dtype(tf_kind)
-
-
-def _scaled(draw, scale, shift, dtype):
-    """draw * scale + shift, the scale and shift Python numbers (run-time parameters) or
-    tensors (TF's own broadcast)."""
-    out = wrap(draw)
-    if isinstance(scale, (int, float)) and isinstance(shift, (int, float)):
-        if (scale, shift) == (1, 0):
-            return out
-        node = ops.add(ops.mul(draw, broadcast_to(ir.param(scale, draw.dtype), draw.shape)),
-                       broadcast_to(ir.param(shift, draw.dtype), draw.shape))
-        return wrap(node)
-    return out * tf.cast(scale, dtype) + tf.cast(shift, dtype)
-
-
-# A lazy seed (a Keras SeedGenerator's state once a step has assigned it, or under
-# lazyx.compile): keras.random.normal/uniform, GaussianNoise, GaussianDropout, AlphaDropout and
-# an RNN's recurrent dropout draw from it. Keyed Threefry, as every lazyx draw (not TF's Philox).
-@lower(tf.random.stateless_normal, "seed")
-def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, alg="auto_select"):
-    shape, d = _random_shape_and_dtype(shape, dtype)
-    return _scaled(normal_node(key_from_seed(seed), shape, d), stddev, mean, dtype)
-
-
-@lower(tf.random.stateless_uniform, "seed")
-def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32,
-                      alg="auto_select"):
-    shape, d = _random_shape_and_dtype(shape, dtype)
-    maxval = 1 if maxval is None else maxval
-    scale = maxval - minval if isinstance(maxval, (int, float)) and \
-        isinstance(minval, (int, float)) else tf.cast(maxval, dtype) - tf.cast(minval, dtype)
-    return _scaled(uniform_node(key_from_seed(seed), shape, d), scale, minval, dtype)
 
 
 # ---------------------------------------------------------------- smaller tf.nn functions

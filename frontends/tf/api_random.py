@@ -1,0 +1,158 @@
+"""Randomness, lowered to IR.
+
+TF's stateless ops -- tf.random.stateless_uniform/normal, tf.nn.experimental.stateless_dropout,
+and through them keras.random, Keras' Dropout and noise layers -- draw TF's own numbers
+(Philox, philox.py), whether the seed is a host value or lazy (a Keras SeedGenerator's state
+in a training step or under lazyx.compile): the uncompiled run, its compiled replays and
+eager TF agree. lazyx's own `ltf.random` draws keyed Threefry, the stream torch and NumPy
+share (key_from_seed, uniform_node, normal_node).
+"""
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.ops import random_ops_util as _random_ops_util
+
+from ...core import compose, ir, ops
+from ...core import dtypes as dt
+from . import philox
+from .lowering import Reject, broadcast_to, const, operand_nodes, static_ints
+from .registry import lower
+from .tensor import LazyTensor, ir_dtype, wrap
+
+
+# ---------------------------------------------------------------- lazyx's stream (Threefry)
+
+def key_from_seed(seed):
+    """A uint32[2] Threefry key from a seed (a pair of ints, a tensor, or a lazy tensor)."""
+    if isinstance(seed, LazyTensor):
+        node = seed.node
+    else:
+        host = np.asarray(seed.numpy() if hasattr(seed, "numpy") else seed).astype(np.int64)
+        if host.shape != (2,):
+            raise Reject()
+        # seed (s, k) is draw k after seeding with s: the key torch.manual_seed(s) and
+        # lnp.random.default_rng(s) use for their k-th draw; a run-time input, never recompiled
+        return compose.random_key(int(host[0]), int(host[1]))
+    if node.shape != (2,) or not dt.is_int(node.dtype):
+        raise Reject()
+    return compose.traced_seed_key(node)  # the key a host seed of the same value gets
+
+
+def uniform_node(key, shape, dtype):
+    """Uniform [0, 1) floats (the construction every frontend shares)."""
+    return compose.uniform(key, tuple(shape), dtype)
+
+
+def normal_node(key, shape, dtype):
+    return compose.normal(key, tuple(shape), dtype)
+
+
+# ---------------------------------------------------------------- TF's stream (Philox)
+
+_PHILOX_ALGORITHMS = (1, 3)  # TF's Algorithm.PHILOX, and AUTO_SELECT (Philox on CPU and GPU)
+
+
+def _tf_key_counter(seed, alg):
+    """(key, counter) nodes of TF's stream for a stateless op's seed; Reject for what TF
+    itself must answer (Threefry, a seed of the wrong shape or type: TF's errors)."""
+    try:
+        if _random_ops_util.convert_alg_to_int("auto_select" if alg is None else alg) \
+                not in _PHILOX_ALGORITHMS:
+            raise Reject()
+    except (TypeError, ValueError):
+        raise Reject() from None
+    if isinstance(seed, LazyTensor):
+        if seed.node.shape != (2,) or seed.node.dtype not in ("int32", "int64"):
+            raise Reject()
+        return philox.traced_key_counter(seed.node)
+    host = np.asarray(seed.numpy() if hasattr(seed, "numpy") else seed)
+    if host.shape != (2,) or host.dtype.kind not in "iu":
+        raise Reject()
+    return philox.host_key_counter(host.tolist())
+
+
+def _host_number(value):
+    """A bound, mean, stddev or rate known on the host (a Python or NumPy number, or a 0-d
+    eager tensor -- Keras passes tf.cast(minval, dtype)) as a Python number; else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return value.item() if isinstance(value, np.generic) else value
+    if tf.is_tensor(value) and not isinstance(value, LazyTensor) and value.shape == () \
+            and hasattr(value, "numpy"):
+        return value.numpy().item()
+    return None
+
+
+def _scaled(draw, scale, shift):
+    """draw * scale + shift, as TF computes it in the draw's dtype: host numbers become run-time
+    parameters (rounded to dtype, as TF converts them), tensors use TF's own broadcast."""
+    out = wrap(draw)
+    if not isinstance(scale, (int, float)) or not isinstance(shift, (int, float)):
+        return out * scale + shift
+    if (scale, shift) == (1, 0):  # (times 1 plus 0: TF's numbers unchanged)
+        return out
+    scale = broadcast_to(ir.param(scale, draw.dtype), draw.shape)
+    return wrap(ops.add(ops.mul(draw, scale), broadcast_to(ir.param(shift, draw.dtype),
+                                                             draw.shape)))
+
+
+@lower(tf.random.stateless_uniform, "seed")
+def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32, alg="auto_select"):
+    kind = tf.as_dtype(dtype)
+    shape = tuple(static_ints(shape))
+    if kind.is_integer:
+        return _uniform_integers(shape, seed, minval, maxval, kind, alg)
+    if not kind.is_floating:
+        raise Reject()
+    d = ir_dtype(kind)
+    draw = philox.uniform(_tf_key_counter(seed, alg), shape, d)
+    maxval = 1 if maxval is None else maxval
+    low, high = _host_number(minval), _host_number(maxval)
+    if low is None or high is None:
+        low, high = tf.cast(minval, kind), tf.cast(maxval, kind)
+        return _scaled(draw, high - low, low)
+    # (maxval - minval) of the two converted to dtype, as TF subtracts them
+    as_dtype = dt.to_numpy(d).type
+    return _scaled(draw, float(as_dtype(high) - as_dtype(low)), float(as_dtype(low)))
+
+
+def _uniform_integers(shape, seed, minval, maxval, kind, alg):
+    """Integers in [minval, maxval) with host bounds; TF's own call answers the rest (the
+    full range, unsigned types, lazy bounds, and their errors)."""
+    low, high = _host_number(minval), _host_number(maxval)
+    if kind not in (tf.int32, tf.int64) or not isinstance(low, int) or \
+            not isinstance(high, int):
+        raise Reject()
+    if not low < high:
+        raise tf.errors.InvalidArgumentError(None, None,
+                                             f"Need minval < maxval, got {low} >= {high}")
+    key_counter = _tf_key_counter(seed, alg)
+    return wrap(philox.integers(key_counter, shape, low, high - low, ir_dtype(kind)))
+
+
+@lower(tf.random.stateless_normal, "seed")
+def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, alg="auto_select"):
+    kind = tf.as_dtype(dtype)
+    if not kind.is_floating:
+        raise Reject()
+    draw = philox.normal(_tf_key_counter(seed, alg), tuple(static_ints(shape)), ir_dtype(kind))
+    scale, shift = _host_number(stddev), _host_number(mean)
+    if scale is None or shift is None:
+        return _scaled(draw, tf.cast(stddev, kind), tf.cast(mean, kind))
+    return _scaled(draw, scale, shift)
+
+
+@lower(tf.nn.experimental.stateless_dropout, "x")
+def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
+    (node,) = operand_nodes(x)
+    rate = _host_number(rate)
+    if not dt.is_float(node.dtype) or rate is None or not 0 <= rate < 1:
+        raise Reject()  # (a tensor rate, and TF's errors: TF's own code)
+    if rate == 0:
+        return x  # (as TF: x itself)
+    shape = node.shape if noise_shape is None else tuple(static_ints(noise_shape))
+    draw = philox.uniform(_tf_key_counter(seed, rng_alg), shape, node.dtype)
+    keep = ops.ge(draw, broadcast_to(ir.param(rate, node.dtype), shape))
+    # TF's order: x times 1 / (1 - rate) (a double, rounded to x's dtype), then the mask
+    scaled = ops.mul(node, broadcast_to(ir.param(1 / (1 - rate), node.dtype), node.shape))
+    return wrap(ops.select(broadcast_to(keep, node.shape), scaled, const(0, node)), x)

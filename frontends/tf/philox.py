@@ -1,0 +1,132 @@
+"""TF's stateless random stream in IR: the numbers eager TF's CPU kernels draw.
+
+tf.random.stateless_uniform/normal (and through them keras.random and Keras' noise layers)
+and tf.nn.experimental.stateless_dropout (Keras' Dropout) draw Philox-4x32-10 words
+(`ops.philox_bits`) under a key and counter TF scrambles from the seed, then turn words into
+numbers as TF's kernels do. With a host seed the scrambling is done here, on the host, and
+enters the program as run-time parameters (a new seed never recompiles); with a lazy seed --
+a Keras SeedGenerator's state inside a training step, or captured by lazyx.compile -- the
+program does it. Either way a step draws what eager TF draws, so the uncompiled run, its
+compiled replays and eager TF agree. (lazyx's own `ltf.random` keeps keyed Threefry, the
+stream every frontend shares.)
+"""
+import math
+
+import numpy as np
+
+from ...core import compose, ir, ops, prng
+from ...core.compose import const
+
+# TF's Box-Muller keeps the first uniform away from 0, whose log is -inf
+_BOX_MULLER_EPSILON = 1.0e-7
+# the mantissa bits each float type takes from a word (its low bits), placed in a float32
+_MANTISSA_BITS = {"float32": 23, "float16": 10, "bfloat16": 7}
+
+
+def host_key_counter(seed):
+    """(key, counter) parameter nodes for a seed pair known on the host."""
+    key, counter = prng.tf_key_counter(seed)
+    return ir.param(key, "uint32"), ir.param(counter, "uint32")
+
+
+def traced_key_counter(seed):
+    """(key, counter) nodes the program computes from a lazy int32/int64 seed pair, as
+    prng.tf_key_counter does on the host."""
+    high, low = compose.seed_words(seed)
+    words = ops.reshape(compose.stack([low, high], 1), new_sizes=(4,))  # s0 lo, s0 hi, ...
+    scramble = ir.constant(np.array(prng.TF_SEED_SCRAMBLE_KEY, np.uint32), "uint32")
+    mix = ops.philox_bits(scramble, words, shape=(4,))
+    key = compose.slice_axis(mix, 0, 0, 2)
+    counter = ops.concatenate(const(0, "uint32", (2,)), compose.slice_axis(mix, 0, 2, 4),
+                              dimension=0)
+    return key, counter
+
+
+def _words(key_counter, shape):
+    return ops.philox_bits(*key_counter, shape=tuple(shape))
+
+
+def _columns(words):
+    """The last axis of a words array, one node per column, that axis dropped."""
+    n = words.shape[-1]
+    return [ops.reshape(compose.slice_axis(words, words.ndim - 1, i, i + 1),
+                        new_sizes=words.shape[:-1]) for i in range(n)]
+
+
+def _unit_float(words, dtype):
+    """[0, 1) from one word per number: its low mantissa bits under 1.0's exponent, minus 1
+    (TF's Uint32ToFloat and its half and bfloat16 kin; exact in float32, then rounded to
+    `dtype` without loss)."""
+    bits = _MANTISSA_BITS[dtype]
+    shape = words.shape
+    mantissa = ops.and_(words, const((1 << bits) - 1, "uint32", shape))
+    if bits != 23:
+        mantissa = ops.shift_left(mantissa, const(23 - bits, "uint32", shape))
+    one_plus = ops.or_(mantissa, const(0x3F800000, "uint32", shape))
+    u = ops.sub(ops.bitcast_convert(one_plus, dtype="float32"), const(1.0, "float32", shape))
+    return u if dtype == "float32" else ops.convert(u, dtype=dtype)
+
+
+def _unit_double(high, low):
+    """[0, 1) float64 from two words: 52 mantissa bits of high:low (TF's Uint64ToDouble)."""
+    shape = high.shape
+    wide = ops.or_(ops.shift_left(ops.convert(high, dtype="uint64"), const(32, "uint64", shape)),
+                   ops.convert(low, dtype="uint64"))
+    mantissa = ops.and_(wide, const((1 << 52) - 1, "uint64", shape))
+    one_plus = ops.or_(mantissa, const(0x3FF0000000000000, "uint64", shape))
+    return ops.sub(ops.bitcast_convert(one_plus, dtype="float64"), const(1.0, "float64", shape))
+
+
+def uniform(key_counter, shape, dtype):
+    """Uniform [0, 1) floats of `dtype`, as StatelessRandomUniformV2."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    if dtype == "float64":
+        high, low = _columns(_words(key_counter, (n, 2)))
+        return ops.reshape(_unit_double(high, low), new_sizes=shape)
+    return _unit_float(_words(key_counter, shape), dtype)
+
+
+def normal(key_counter, shape, dtype):
+    """Standard normal floats of `dtype`, as StatelessRandomNormalV2: Box-Muller of pairs of
+    uniforms, the sine first, then the cosine."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    pairs = -(-n // 2)
+    if dtype == "float64":
+        w0, w1, w2, w3 = _columns(_words(key_counter, (pairs, 4)))
+        u, turn = _unit_double(w0, w1), _unit_double(w2, w3)
+        angle = ops.mul(turn, const(2 * math.pi, "float64", (pairs,)))
+        work = "float64"
+    else:
+        w0, w1 = _columns(_words(key_counter, (pairs, 2)))
+        u, turn = _unit_float(w0, "float32"), _unit_float(w1, "float32")
+        # 2.0f * M_PI * u in C++: a double product, rounded to float
+        angle = ops.convert(ops.mul(ops.convert(turn, dtype="float64"),
+                                    const(2 * math.pi, "float64", (pairs,))), dtype="float32")
+        work = "float32"
+    u = ops.max_(u, const(_BOX_MULLER_EPSILON, work, (pairs,)))
+    radius = ops.sqrt(ops.mul(const(-2.0, work, (pairs,)), ops.log(u)))
+    both = compose.stack([ops.mul(ops.sin(angle), radius), ops.mul(ops.cos(angle), radius)], 1)
+    out = compose.slice_axis(ops.reshape(both, new_sizes=(2 * pairs,)), 0, 0, n)
+    out = ops.reshape(out, new_sizes=shape)
+    return out if dtype == work else ops.convert(out, dtype=dtype)
+
+
+def integers(key_counter, shape, low, span, dtype):
+    """Integers low + bits % span of `dtype` (int32: one word each; int64: two, the first the
+    low word), as StatelessRandomUniformIntV2; `low` and `span` are host ints (run-time
+    parameters), span > 0."""
+    shape = tuple(shape)
+    unsigned = "uint32" if dtype == "int32" else "uint64"
+    if dtype == "int32":
+        bits = _words(key_counter, shape)
+    else:
+        low_word, high_word = _columns(_words(key_counter, shape + (2,)))
+        bits = ops.or_(ops.shift_left(ops.convert(high_word, dtype="uint64"),
+                                      const(32, "uint64", shape)),
+                       ops.convert(low_word, dtype="uint64"))
+    width = 32 if dtype == "int32" else 64
+    offset = ops.rem(bits, compose.scalar(span % (1 << width), unsigned, shape))
+    start = compose.scalar(low % (1 << width), unsigned, shape)  # (wrapping, as TF adds)
+    return ops.bitcast_convert(ops.add(offset, start), dtype=dtype)
