@@ -18,13 +18,18 @@ hooks.py) makes that function call the public, wrapped name instead.
 
 tf.switch_case takes no dispatch either, and refused a lazy index outright: its public name
 is wrapped the same way, with a lowering (control_flow.switch_case: nested lazy conds).
+
+tf.strings.format (what tf.print formats its inputs with) reads values to print them: an
+observation, as print(x) is -- a sync whose cause is "print", not a counted fallback.
 """
 import functools
 
 import tensorflow as tf
 
 from . import control_flow
-from .registry import fallback_undispatched, lower_undispatched
+from .registry import fallback_undispatched, lower, lower_undispatched
+from .tape_bridge import to_tf
+from .tensor import LazyTensor
 
 lower_undispatched(tf, "switch_case")(control_flow.switch_case)
 
@@ -35,6 +40,16 @@ for _namespace, _name in ((tf, "map_fn"), (tf, "vectorized_map"), (tf, "py_funct
                           (tf.io, "serialize_tensor"),  # (a checkpoint or a tf.train.Example)
                           (tf.summary, "write")):  # (TensorBoard's scalar / histogram / image)
     fallback_undispatched(_namespace, _name)
+
+
+
+
+@lower(tf.strings.format, lists=("inputs",))
+def strings_format(template, inputs, placeholder="{}", summarize=3):
+    def read(value):
+        return to_tf(value, cause="print") if isinstance(value, LazyTensor) else value
+    values = read(inputs) if isinstance(inputs, LazyTensor) else [read(v) for v in inputs]
+    return tf.strings.format(template, values, placeholder=placeholder, summarize=summarize)
 
 
 DECORATOR_FORMS = ((tf, "py_function"), (tf, "numpy_function"))

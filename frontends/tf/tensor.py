@@ -36,8 +36,13 @@ _PLUMBING = (os.sep.join(("tensorflow", "python", "util", "")),)  # TF's dispatc
 
 def framework_request():
     """The TF/Keras function that asked for a lazy value's conversion, or None when the user's
-    own code asked (`.numpy()`, `print`, `float()` written by the user are observations)."""
-    return source.requester(_FRAMEWORKS, _PLUMBING)
+    own code asked (`.numpy()`, `print`, `float()` written by the user are observations; so
+    is keras.ops.convert_to_numpy, Keras' own `.numpy()`, whoever calls it)."""
+    who = source.requester(_FRAMEWORKS, _PLUMBING)
+    return None if who in _OBSERVERS else who
+
+
+_OBSERVERS = frozenset(("keras.src.backend.tensorflow.core.convert_to_numpy",))
 
 
 def silent_turn(what):

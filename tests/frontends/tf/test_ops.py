@@ -1,4 +1,6 @@
 """Per-API: lazy results against eager TF on hypothesis-generated inputs; TF's errors."""
+import warnings
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -192,6 +194,27 @@ def test_observation_materializes_with_its_cause():
     assert np.asarray(x + 1).tolist() == [2.0, -1.0]
     causes = lazyx.metrics()["sync_causes"]
     assert causes.get("item") and causes.get("convert")
+
+
+def test_tf_print_and_keras_convert_to_numpy_are_observations_not_fallbacks(capfd):
+    """tf.print formats with tf.strings.format, which was a counted fallback with a warning;
+    keras.ops.convert_to_numpy warned that Keras' own code read the value. Both are the user
+    reading a value: a sync with its cause, as print(x) and x.numpy() are."""
+    keras = pytest.importorskip("keras")
+    values = np.array([[1.5, -2.0, 3.0], [4.0, 5.0, -6.5]], np.float32)
+    tf.print("value:", tf.abs(tf.constant(values)), summarize=2)
+    want = capfd.readouterr().err
+    lazyx.reset_metrics()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no fallback warning)
+        tf.print("value:", tf.abs(ltf.constant(values)), summarize=2)
+        got = capfd.readouterr().err
+        converted = keras.ops.convert_to_numpy(ltf.constant(values) * 2.0)
+    assert got == want
+    np.testing.assert_array_equal(converted, values * 2)
+    m = lazyx.metrics()
+    assert not m["fallback_ops"]
+    assert m["sync_causes"].get("print") == 1 and m["sync_causes"].get("convert") == 1
 
 
 def test_sync_is_the_barrier_and_repeats_hit_the_cache():
