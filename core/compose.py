@@ -384,21 +384,22 @@ def random_key(seed, counter=0, stream=None):
 
 def seed_words(seed):
     """(high, low): the uint32 words of each element of an int32/int64/uint32/uint64 seed
-    node of shape (2,), as int(s) & 0xFFFFFFFFFFFFFFFF splits it (a negative 32-bit s
-    sign-extended: its high word all ones)."""
+    node (a seed pair, a generator's state), as int(s) & 0xFFFFFFFFFFFFFFFF splits it (a
+    negative 32-bit s sign-extended: its high word all ones)."""
+    shape = seed.shape
     if seed.dtype in ("int64", "uint64"):
         wide = ops.bitcast_convert(seed, dtype="uint64") if seed.dtype == "int64" else seed
-        high = ops.convert(ops.shift_right_logical(wide, const(32, "uint64", (2,))),
+        high = ops.convert(ops.shift_right_logical(wide, const(32, "uint64", shape)),
                            dtype="uint32")
-        low = ops.convert(ops.and_(wide, const(0xFFFFFFFF, "uint64", (2,))), dtype="uint32")
+        low = ops.convert(ops.and_(wide, const(0xFFFFFFFF, "uint64", shape)), dtype="uint32")
         return high, low
     signed = seed.dtype in dt.SIGNED
     if seed.dtype not in ("int32", "uint32"):
         seed = ops.convert(seed, dtype="int32" if signed else "uint32")
     low = ops.bitcast_convert(seed, dtype="uint32") if signed else seed
-    high = const(0, "uint32", (2,)) if not signed else \
-        ops.select(ops.lt(seed, const(0, "int32", (2,))),
-                   const(0xFFFFFFFF, "uint32", (2,)), const(0, "uint32", (2,)))
+    high = const(0, "uint32", shape) if not signed else \
+        ops.select(ops.lt(seed, const(0, "int32", shape)),
+                   const(0xFFFFFFFF, "uint32", shape), const(0, "uint32", shape))
     return high, low
 
 

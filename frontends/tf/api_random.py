@@ -7,13 +7,15 @@ in a training step or under lazyx.compile): the uncompiled run, its compiled rep
 eager TF agree. lazyx's own `ltf.random` draws keyed Threefry, the stream torch and NumPy
 share (key_from_seed, uniform_node, normal_node).
 """
+import math
+
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.ops import random_ops_util as _random_ops_util
 
 from ...core import compose, ir, ops
 from ...core import dtypes as dt
-from . import philox
+from . import philox, variables
 from .lowering import Reject, broadcast_to, const, operand_nodes, static_ints
 from .registry import lower
 from .tensor import LazyTensor, ir_dtype, wrap
@@ -101,11 +103,19 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32, alg=
     kind = tf.as_dtype(dtype)
     shape = tuple(static_ints(shape))
     if kind.is_integer:
-        return _uniform_integers(shape, seed, minval, maxval, kind, alg)
-    if not kind.is_floating:
+        _check_integer_bounds(minval, maxval, kind)
+    elif not kind.is_floating:
         raise Reject()
+    return _uniform(_tf_key_counter(seed, alg), shape, minval, maxval, kind)
+
+
+def _uniform(key_counter, shape, minval, maxval, kind):
+    """TF's uniform numbers of `kind` from TF's stream at `key_counter` (bounds checked)."""
+    if kind.is_integer:
+        low, high = _host_number(minval), _host_number(maxval)
+        return wrap(philox.integers(key_counter, shape, low, high - low, ir_dtype(kind)))
     d = ir_dtype(kind)
-    draw = philox.uniform(_tf_key_counter(seed, alg), shape, d)
+    draw = philox.uniform(key_counter, shape, d)
     maxval = 1 if maxval is None else maxval
     low, high = _host_number(minval), _host_number(maxval)
     if low is None or high is None:
@@ -116,9 +126,9 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=tf.float32, alg=
     return _scaled(draw, float(as_dtype(high) - as_dtype(low)), float(as_dtype(low)))
 
 
-def _uniform_integers(shape, seed, minval, maxval, kind, alg):
-    """Integers in [minval, maxval) with host bounds; TF's own call answers the rest (the
-    full range, unsigned types, lazy bounds, and their errors)."""
+def _check_integer_bounds(minval, maxval, kind):
+    """Integers in [minval, maxval) with host bounds are drawn here; TF's own call answers
+    the rest (the full range, unsigned types, lazy bounds, and their errors)."""
     low, high = _host_number(minval), _host_number(maxval)
     if kind not in (tf.int32, tf.int64) or not isinstance(low, int) or \
             not isinstance(high, int):
@@ -126,8 +136,6 @@ def _uniform_integers(shape, seed, minval, maxval, kind, alg):
     if not low < high:
         raise tf.errors.InvalidArgumentError(None, None,
                                              f"Need minval < maxval, got {low} >= {high}")
-    key_counter = _tf_key_counter(seed, alg)
-    return wrap(philox.integers(key_counter, shape, low, high - low, ir_dtype(kind)))
 
 
 @lower(tf.random.stateless_normal, "seed")
@@ -135,7 +143,11 @@ def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, alg="a
     kind = tf.as_dtype(dtype)
     if not kind.is_floating:
         raise Reject()
-    draw = philox.normal(_tf_key_counter(seed, alg), tuple(static_ints(shape)), ir_dtype(kind))
+    return _normal(_tf_key_counter(seed, alg), tuple(static_ints(shape)), mean, stddev, kind)
+
+
+def _normal(key_counter, shape, mean, stddev, kind):
+    draw = philox.normal(key_counter, shape, ir_dtype(kind))
     scale, shift = _host_number(stddev), _host_number(mean)
     if scale is None or shift is None:
         return _scaled(draw, tf.cast(stddev, kind), tf.cast(mean, kind))
@@ -156,3 +168,54 @@ def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
     # TF's order: x times 1 / (1 - rate) (a double, rounded to x's dtype), then the mask
     scaled = ops.mul(node, broadcast_to(ir.param(1 / (1 - rate), node.dtype), node.shape))
     return wrap(ops.select(broadcast_to(keep, node.shape), scaled, const(0, node)), x)
+
+
+# ---------------------------------------------------------------- tf.random.Generator
+
+# A Generator's state is a tf.Variable, which lazyx.compile captures (replay.py): its draws
+# read that lazy state and move its counter on in the program, so every replay draws new
+# numbers -- TF's, from the same state, as TF's stateful kernels would. (They read the state
+# through its handle: run by TF, the traced call's numbers were baked into the program.)
+# Without a lazy state -- any draw outside lazyx.compile -- TF's own method runs.
+_TF_GENERATOR_UNIFORM = tf.random.Generator.uniform
+_TF_GENERATOR_NORMAL = tf.random.Generator.normal
+_PHILOX = 1  # (Generator.algorithm)
+
+
+def _from_lazy_state(generator, shape, draw):
+    """draw(key_counter, shape) from a generator's lazy Philox state, which moves on by the
+    numbers drawn; None when TF's own method must draw."""
+    state = generator.state
+    if not variables.has_shadow(state) or generator.algorithm != _PHILOX:
+        return None
+    try:
+        shape = tuple(static_ints(shape))
+        current = variables.read(state)
+        out = draw(philox.state_key_counter(current.node), shape)
+    except Reject:
+        return None
+    state.assign(wrap(philox.advanced_state(current.node, math.prod(shape))))
+    return out
+
+
+def _generator_uniform(self, shape, minval=0, maxval=None, dtype=tf.float32, name=None):
+    kind = tf.as_dtype(dtype)
+    if kind.is_integer and variables.has_shadow(self.state):
+        try:
+            _check_integer_bounds(minval, maxval, kind)
+        except Reject:
+            return _TF_GENERATOR_UNIFORM(self, shape, minval, maxval, dtype, name)
+    out = _from_lazy_state(self, shape, lambda kc, sh: _uniform(kc, sh, minval, maxval, kind))
+    return _TF_GENERATOR_UNIFORM(self, shape, minval, maxval, dtype, name) if out is None \
+        else out
+
+
+def _generator_normal(self, shape, mean=0.0, stddev=1.0, dtype=tf.float32, name=None):
+    kind = tf.as_dtype(dtype)
+    out = None if not kind.is_floating else \
+        _from_lazy_state(self, shape, lambda kc, sh: _normal(kc, sh, mean, stddev, kind))
+    return _TF_GENERATOR_NORMAL(self, shape, mean, stddev, dtype, name) if out is None else out
+
+
+tf.random.Generator.uniform = _generator_uniform
+tf.random.Generator.normal = _generator_normal

@@ -42,6 +42,30 @@ def traced_key_counter(seed):
     return key, counter
 
 
+def state_key_counter(state):
+    """(key, counter) nodes of a tf.random.Generator's Philox state (int64[3]: the 128-bit
+    counter's low and high halves, then the key)."""
+    high, low = compose.seed_words(state)
+    words = ops.reshape(compose.stack([low, high], 1), new_sizes=(6,))
+    return compose.slice_axis(words, 0, 4, 6), compose.slice_axis(words, 0, 0, 4)
+
+
+# TF's stateful kernels move a generator's counter 256 blocks on per number drawn, whatever
+# the distribution and dtype (a reserve for rejection sampling)
+_BLOCKS_PER_NUMBER = 256
+
+
+def advanced_state(state, count):
+    """A generator's state (int64[3]) after drawing `count` numbers: its 128-bit counter
+    moved on, the carry into the high half, the key kept."""
+    wide = ops.bitcast_convert(state, dtype="uint64")
+    low, high, key = (compose.slice_axis(wide, 0, i, i + 1) for i in range(3))
+    moved = ops.add(low, const((_BLOCKS_PER_NUMBER * count) % 2**64, "uint64", (1,)))
+    carry = ops.convert(ops.lt(moved, low), dtype="uint64")
+    out = ops.concatenate(moved, ops.add(high, carry), key, dimension=0)
+    return ops.bitcast_convert(out, dtype="int64")
+
+
 def _words(key_counter, shape):
     return ops.philox_bits(*key_counter, shape=tuple(shape))
 

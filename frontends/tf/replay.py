@@ -143,6 +143,8 @@ replay.register_tensor(tf.Variable, _var_handle, _wrap, _is_variable)
 if _vars._KerasTFVariable is not None:
     replay.register_tensor(_vars._KerasTFVariable, _var_handle, _wrap, _is_variable)
 replay.register_container(tf.Module, _variables, numbers=True)
+# a tf.random.Generator's state: its draws in a step read and advance it (api_random.py)
+replay.register_container(tf.random.Generator, lambda g: [(("state",), g.state, True)])
 if keras is not None:
     replay.register_container(keras.layers.Layer, _layer_variables, mode=_layer_modes)
     replay.register_container(keras.optimizers.Optimizer, _variables,

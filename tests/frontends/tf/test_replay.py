@@ -272,7 +272,8 @@ def test_random_draws_in_a_compiled_step_are_fresh_at_every_call(draw):
     """TF's own random ops run eagerly (their shapes are known): under lazyx.compile their
     result entered the program as a constant, and every replay reused the traced call's
     noise (a VAE's eps), silently. Such a step now runs lazily, with a warning; a draw from
-    keras.random with a SeedGenerator is lazy itself and is replayed."""
+    keras.random with a SeedGenerator, or from a tf.random.Generator (whose state is
+    captured, api_random.py), is lazy itself and is replayed."""
     def run(compiled):
         keras.utils.set_random_seed(0)
         tf.random.set_seed(0)
@@ -306,7 +307,7 @@ def test_random_draws_in_a_compiled_step_are_fresh_at_every_call(draw):
     assert len(set(plain[0])) == 4  # (fresh noise at each call)
     np.testing.assert_allclose(compiled[0], plain[0], rtol=1e-6)
     np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-6)
-    if draw == "keras.random":
+    if draw in ("keras.random", "tf.random.Generator"):
         assert compiled[2] >= 3 and not compiled[3]
     else:
         assert compiled[2] == 0 and compiled[3]
