@@ -245,22 +245,26 @@ def _cdist(out, x1, x2, p, compute_mode=None):
     return _distances(node_of(x1), node_of(x2), p, tuple(out.shape[:-2]))
 
 
-def _distances(a, b, p, batch):
-    """(*batch, r1, r2) p-norm distances between the rows of a and of b."""
+def _row_differences(a, b, batch):
+    """(*batch, r1, r2, m) a_i - b_j for every pair of rows of a and of b."""
     if not is_float(a) or a.dtype != b.dtype:
         raise Unsupported("cdist dtypes")
     a = bcast(a, batch + a.shape[-2:])
     b = bcast(b, batch + b.shape[-2:])
-    r1, r2, m = a.shape[-2], b.shape[-2], a.shape[-1]
     nb = len(batch)
-    full = batch + (r1, r2, m)
+    full = batch + (a.shape[-2], b.shape[-2], a.shape[-1])
     keep = tuple(range(nb))
     left = ops.broadcast_in_dim(a, shape=full, broadcast_dimensions=keep + (nb, nb + 2))
     right = ops.broadcast_in_dim(b, shape=full, broadcast_dimensions=keep + (nb + 1, nb + 2))
-    diff = ops.abs_(ops.sub(left, right))
-    last = (nb + 2,)
-    if m == 0:
-        return const(0, a.dtype, batch + (r1, r2))
+    return ops.sub(left, right)
+
+
+def _distances(a, b, p, batch):
+    """(*batch, r1, r2) p-norm distances between the rows of a and of b."""
+    diff = ops.abs_(_row_differences(a, b, batch))
+    full, last = diff.shape, (diff.ndim - 1,)
+    if full[-1] == 0:
+        return const(0, a.dtype, full[:-1])
     if p == 0:
         return ops.reduce_sum(ops.convert(ops.ne(diff, const(0, a.dtype, full)), dtype=a.dtype),
                               axes=last)
@@ -274,6 +278,57 @@ def _distances(a, b, p, batch):
     return ops.pow_(powered, const(1.0 / p, a.dtype, powered.shape))
 
 
+def _distance_gradient(diff, grad, dist, p):
+    """d/d(a_i) of sum_j grad_ij * dist_ij, where diff = a_i - b_j: (*batch, r1, m). The
+    per-pair terms are those of torch's CPU kernels (Distance's *dist_calc::backward),
+    0 where a distance is 0 (no NaN, as torch)."""
+    full, dtype = diff.shape, diff.dtype
+    along = tuple(range(diff.ndim - 1))
+    g = ops.broadcast_in_dim(grad, shape=full, broadcast_dimensions=along)
+    d = ops.broadcast_in_dim(dist, shape=full, broadcast_dimensions=along)
+    zero, one = const(0, dtype, full), const(1, dtype, full)
+    size = ops.abs_(diff)
+    if p == 1:
+        term = ops.mul(g, ops.sign(diff))
+    elif p == float("inf"):  # only the coordinates at the max count: |diff| == dist
+        off_max = ops.min_(one, ops.ceil(ops.abs_(ops.sub(size, d))))
+        term = ops.mul(ops.mul(g, ops.sign(diff)), ops.sub(one, off_max))
+    else:
+        if p == 2:
+            term = ops.div(ops.mul(g, diff), d)
+        else:
+            # p < 2: sign(diff) |diff|^(p-1), else diff |diff|^(p-2): equal, but torch's split
+            towards = ops.mul(ops.sign(diff), _power(size, p - 1)) if p < 2 else \
+                ops.mul(diff, _power(size, p - 2))
+            term = ops.div(ops.mul(towards, g), _power(d, p - 1))
+            if p < 1:  # |0|^(p-1) is inf there: torch zeroes it
+                term = ops.select(ops.eq(diff, zero), zero, term)
+        term = ops.select(ops.eq(d, zero), zero, term)
+    return ops.reduce_sum(term, axes=(diff.ndim - 2,))
+
+
+def _power(x, exponent):
+    return ops.pow_(x, const(float(exponent), x.dtype, x.shape))
+
+
+@lower(aten._cdist_backward.default)
+def _cdist_backward(out, grad, x1, x2, p, cdist):
+    """The gradient wrt x1 (x1 broadcast to the batch: autograd sums it back); torch calls it
+    again with the operands swapped (and grad, cdist transposed) for x2's."""
+    a, b = node_of(x1), node_of(x2)
+    batch = tuple(out.shape[:-2])
+    if p == 0 or 0 in out.shape or b.shape[-2] == 0:
+        return const(0, compute_dtype(out.dtype), tuple(out.shape))
+    diff = _row_differences(a, b, batch)
+    return _distance_gradient(diff, node_of(grad, a.dtype), node_of(cdist, a.dtype), p)
+
+
+def _upper_pairs(n):
+    """Flat positions (row-major in an (n, n) matrix) of pdist's pairs, in its order."""
+    rows, cols = np.triu_indices(n, k=1)
+    return rows * n + cols
+
+
 @lower(aten._pdist_forward.default)
 def _pdist(out, x, p=2):
     """The distances of x's rows to each other: the strict upper triangle of cdist(x, x),
@@ -282,9 +337,32 @@ def _pdist(out, x, p=2):
     n = a.shape[0]
     if out.shape[0] == 0:
         return const(0, a.dtype, (0,))
-    rows, cols = np.triu_indices(n, k=1)
     flat = _flat(_distances(a, a, p, ()))
-    return ops.gather(flat, ir.constant((rows * n + cols).reshape(-1, 1), "int64"))
+    return ops.gather(flat, ir.constant(_upper_pairs(n).reshape(-1, 1), "int64"))
+
+
+def _symmetric(condensed, n):
+    """(n, n) from pdist's condensed pairs: [i, j] and [j, i] both hold pair (i, j)'s value,
+    the diagonal 0 (a zero grad and distance there: no term)."""
+    count = condensed.shape[0]
+    slot = np.full(n * n, count, dtype=np.int64)
+    slot[_upper_pairs(n)] = np.arange(count)
+    slot = np.minimum(slot.reshape(n, n), slot.reshape(n, n).T)
+    padded = ops.concatenate(condensed, const(0, condensed.dtype, (1,)), dimension=0)
+    return ops.gather(padded, ir.constant(slot.reshape(n, n, 1), "int64"))
+
+
+@lower(aten._pdist_backward.default)
+def _pdist_backward(out, grad, x, p, pdist):
+    """cdist(x, x)'s gradient with the pairs' grads and distances mirrored: each pair's
+    term is odd in the difference, so row j gets -term(x_i - x_j) = term(x_j - x_i)."""
+    a = node_of(x)
+    n = a.shape[0]
+    if p == 0 or n < 2 or a.shape[1] == 0:
+        return const(0, compute_dtype(out.dtype), tuple(out.shape))
+    diff = _row_differences(a, a, ())
+    return _distance_gradient(diff, _symmetric(node_of(grad, a.dtype), n),
+                              _symmetric(node_of(pdist, a.dtype), n), p)
 
 
 # ---------------------------------------------------------------- running extremes, mode
