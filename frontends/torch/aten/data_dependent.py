@@ -1,8 +1,8 @@
 """Ops whose result's shape or Python value depends on the data: nonzero, masked_select,
-unique, equal, allclose, linalg's error checks. Each syncs once -- a counted sync with cause
-"data_dependent", not a fallback -- for the one number it needs (a count, a flag), then builds
-the rest on the device where it can (nonzero, masked_select); unique-style ops whose whole
-output is data-shaped run on CPU torch after the sync.
+bincount, unique, equal, allclose, linalg's error checks. Each syncs once -- a counted sync
+with cause "data_dependent", not a fallback -- for the one number it needs (a count, a flag),
+then builds the rest on the device where it can (nonzero, masked_select, bincount);
+unique-style ops whose whole output is data-shaped run on CPU torch after the sync.
 
 These bypass the meta kernel (it cannot know the shape), so they live in tensor.SPECIAL.
 """
@@ -154,6 +154,39 @@ def _one_hot(out, x, num_classes=-1):
     return ops.convert(ops.eq(spread, classes), dtype="int64")
 
 
+_BINCOUNT_INPUT = "bincount only supports 1-d non-negative integral inputs."
+
+
+def _bincount(x, weights=None, minlength=0):
+    """The length is max(x) + 1 (at least minlength): one counted sync reads it, together
+    with the negative-value check; the counts are then a lazy scatter-add. Checks and result
+    dtypes in the order and of the kinds CPU torch's kernel has."""
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        aten.bincount.default(torch.empty(0, dtype=x.dtype))  # torch's NotImplementedError
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    a = node_of(x, "int64")
+    if a.ndim == 1 and a.size == 0:  # int64 even with weights, as torch
+        return from_node(const(0, "int64", (minlength,)), torch.int64)
+    if a.ndim != 1:
+        raise RuntimeError(_BINCOUNT_INPUT)
+    negative = ops.reduce_min(a, axes=(0,))
+    top = _host_int(ops.select(ops.lt(negative, const(0, "int64", ())), const(-1, "int64", ()),
+                               ops.reduce_max(a, axes=(0,))))
+    if top < 0:
+        raise RuntimeError(_BINCOUNT_INPUT)
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != a.size):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    # float32 weights sum in float32; any other weights (halves, ints, bools) in double
+    dtype = torch.int64 if weights is None else \
+        torch.float32 if weights.dtype == torch.float32 else torch.float64
+    ir_dtype = dtypes.to_ir(dtype)
+    updates = const(1, ir_dtype, a.shape) if weights is None else node_of(weights, ir_dtype)
+    counts = ops.scatter(const(0, ir_dtype, (max(top + 1, minlength),)),
+                         ops.reshape(a, new_sizes=(a.size, 1)), updates, mode="add")
+    return from_node(counts, dtype)
+
+
 def _run_on_cpu_after_sync(func):
     """The whole output is data-shaped (unique values, counts): sync, then CPU torch."""
     def run(*args, **kwargs):
@@ -194,6 +227,7 @@ def _repeat_interleave_counts(repeats, output_size=None):
 
 
 SPECIAL.update({
+    aten.bincount.default: _bincount,
     aten.repeat_interleave.Tensor: _repeat_interleave_counts,
     aten.nonzero.default: _nonzero,
     aten.nonzero_static.default: _nonzero_static,
