@@ -122,7 +122,7 @@ def known(node, max_elements=MAX_ELEMENTS, depth=0):
         values = [known(x, max_elements, depth) for x in node.inputs]
         return None if any(v is None for v in values) else \
             _ASSEMBLY[node.op](*values, **node.attrs)
-    if node.op != "data":
+    if node.op != "data" or node.value is None:  # (a compiled graph's input slot: no buffer)
         return None
     # A data leaf is either uploaded from the host or the result of a graph already started
     # (by a sync); reading the latter waits for it -- a wait, never a new sync -- so that

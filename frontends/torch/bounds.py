@@ -14,7 +14,7 @@ import torch
 
 from ...core import host_values
 from .dtypes import C_NAMES
-from .tensor import VALUE_CHECKS, LazyTensor
+from .tensor import SPECIAL, VALUE_CHECKS, LazyTensor
 
 aten = torch.ops.aten
 
@@ -166,6 +166,20 @@ def _reflection_pad(func, args, kwargs):
             return
 
 
+def _assert_async(x, assert_msg=None):
+    """torch._assert_async (torch's one_hot decomposition asserts its class range with it in
+    a torch.compile graph): checked with torch's own error when x's value is known, as the
+    index checks above; a pending value is not read. torch lets a device's assert be
+    asynchronous (CUDA reports it later); lazyx never reports it: docs/errors.md."""
+    args = (x,) if assert_msg is None else (x, assert_msg)
+    func = aten._assert_async.default if assert_msg is None else aten._assert_async.msg
+    if x.numel() != 1:
+        _replay(func, args, {}, {})  # torch's error whatever the value
+    values = _value(x)
+    if values is not None and not values.any():
+        _replay(func, args, {}, {id(x): values})
+
+
 CHECKS = {
     aten.reflection_pad1d.default: _reflection_pad, aten.reflection_pad2d.default: _reflection_pad,
     aten.reflection_pad3d.default: _reflection_pad,
@@ -194,3 +208,4 @@ CHECKS = {
     aten.fmod.Tensor: _integer_divisor(1), aten.fmod.Scalar: _integer_divisor(1),
 }
 VALUE_CHECKS.update(CHECKS)
+SPECIAL.update({aten._assert_async.default: _assert_async, aten._assert_async.msg: _assert_async})

@@ -2,6 +2,7 @@
 and pdist's gradients, bincount, linalg.lstsq. Each compared with eager CPU torch, with no
 fallback counted."""
 import math
+import warnings
 
 import pytest
 import torch
@@ -73,3 +74,130 @@ def test_distance_gradients_in_float32_and_weighted():
     _grads_match(lambda x, y: (torch.cdist(x, y) * w.to(x.device)), a, b, atol=1e-5)
     v = torch.randn(6)
     _grads_match(lambda x: F.pdist(x, p=1.5) * v.to(x.device), a, atol=1e-5)
+
+
+# ---------------------------------------------------------------- bincount
+
+WEIGHTS = [None, torch.float32, torch.float64, torch.float16, torch.int32, torch.bool]
+
+
+@pytest.mark.parametrize("weights", WEIGHTS, ids=str)
+@given(values=st.lists(st.integers(0, 9), max_size=12), minlength=st.integers(0, 12),
+       dtype=st.sampled_from([torch.int64, torch.int32, torch.uint8]))
+@settings(max_examples=8)
+def test_bincount_matches_eager_with_one_counted_read(weights, values, minlength, dtype):
+    x = torch.tensor(values, dtype=dtype)
+    w = None if weights is None else torch.rand(len(values)).mul(4).to(weights)
+    expected = torch.bincount(x, w, minlength)
+    before, reads = _fallbacks(), lazyx.metrics()["sync_causes"].get("data_dependent", 0)
+    got = torch.bincount(x.to(lt.device), None if w is None else w.to(lt.device), minlength)
+    assert (got.shape, got.dtype) == (expected.shape, expected.dtype)
+    # the length's read (none for an empty input); the counts stay lazy
+    assert lazyx.metrics()["sync_causes"].get("data_dependent", 0) == reads + bool(values)
+    torch.testing.assert_close(got.cpu(), expected)
+    assert _fallbacks() == before
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: torch.bincount(torch.tensor([[1, 2]], device=d)),
+    lambda d: torch.bincount(torch.tensor([1, -2], device=d)),
+    lambda d: torch.bincount(torch.tensor(3, device=d)),
+    lambda d: torch.bincount(torch.tensor([1.0, 2.0], device=d)),
+    lambda d: torch.bincount(torch.tensor([True], device=d)),
+    lambda d: torch.bincount(torch.tensor([1, 2], device=d), minlength=-1),
+    lambda d: torch.bincount(torch.tensor([1, 2], device=d), torch.ones(3, device=d)),
+    lambda d: torch.bincount(torch.tensor([1, 2], device=d), torch.ones(2, 1, device=d)),
+])
+def test_bincount_errors_are_torchs(call):
+    with pytest.raises(Exception) as eager:
+        call("cpu")
+    before = _fallbacks()
+    with pytest.raises(type(eager.value), match=f"^{eager.value.args[0]}$".replace(".", r"\.")):
+        call(lt.device)
+    assert _fallbacks() == before
+
+
+def test_bincount_in_a_training_step():
+    # class weights from label frequencies: a common use in a loss
+    labels = torch.tensor([0, 2, 2, 1, 2])
+    logits = torch.randn(5, 3)
+    def step(y, z):
+        freq = torch.bincount(y, minlength=3).clamp(min=1)
+        return F.cross_entropy(z, y, weight=freq.sum() / freq.to(z.dtype))
+    lazy_logits = logits.to(lt.device).requires_grad_()
+    before = _fallbacks()
+    loss = step(labels.to(lt.device), lazy_logits)
+    loss.backward()
+    eager_logits = logits.clone().requires_grad_()
+    step(labels, eager_logits).backward()
+    torch.testing.assert_close(loss.detach().cpu(), step(labels, logits))
+    torch.testing.assert_close(lazy_logits.grad.cpu(), eager_logits.grad)
+    assert _fallbacks() == before
+
+
+# ---------------------------------------------------------------- one_hot, _assert_async
+
+def _one_hot_step(model, opt, classes):
+    def step(x, y):
+        opt.zero_grad()
+        target = (F.one_hot(y, classes) if classes else F.one_hot(y)).to(x.dtype)
+        loss = ((model(x) - target) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+@pytest.mark.parametrize("classes", [None, 3])
+@pytest.mark.parametrize("how", ["lazy", "lazyx.compile", "torch.compile"])
+def test_one_hot_in_a_training_step_without_fallback(classes, how):
+    torch.manual_seed(0)
+    x, y = torch.randn(5, 4), torch.tensor([0, 1, 2, 1, 2])
+    eager_model = torch.nn.Linear(4, 3)
+    model = torch.nn.Linear(4, 3).to(lt.device)
+    model.load_state_dict(eager_model.state_dict())
+    eager_step = _one_hot_step(eager_model, torch.optim.SGD(eager_model.parameters(), 0.1),
+                               classes)
+    step = _one_hot_step(model, torch.optim.SGD(model.parameters(), 0.1), classes)
+    if how == "lazyx.compile":
+        # one_hot without a class count reads it: a split step, replayed piece by piece
+        step = lazyx.compile(step, on_observe="split" if classes is None else "raise")
+    elif how == "torch.compile":
+        step = torch.compile(step, backend=lt.dynamo_backend)
+    before = _fallbacks()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (lazyx.compile's note on the split)
+        for _ in range(3):
+            loss = step(x.to(lt.device), y.to(lt.device))
+            torch.testing.assert_close(loss.detach().cpu(), eager_step(x, y).detach())
+    assert _fallbacks() == before
+    torch.testing.assert_close(model.weight.detach().cpu(), eager_model.weight.detach())
+
+
+def test_one_hot_asserts_in_a_compiled_graph_are_not_a_fallback():
+    # torch's one_hot decomposition (a torch.compile graph) asserts its class range with
+    # aten._assert_async.msg, which ran on CPU torch, splitting the graph
+    y = torch.tensor([0, 2, 1])
+    fn = torch.compile(lambda t: F.one_hot(t, 4) * 2, backend=lt.dynamo_backend)
+    before = _fallbacks()
+    torch.testing.assert_close(fn(y.to(lt.device)).cpu(), F.one_hot(y, 4) * 2)
+    assert _fallbacks() == before
+
+
+@pytest.mark.parametrize("args", [(torch.tensor(False), "boom"), (torch.tensor([True, True]),),
+                                  (torch.tensor(0.0),), (torch.tensor(True), "fine"),
+                                  (torch.tensor(3),)])
+def test_assert_async_on_known_values_is_torchs(args):
+    try:
+        torch._assert_async(*args)
+        error = None
+    except RuntimeError as err:
+        error = err
+    before = _fallbacks()
+    lazy = (args[0].to(lt.device),) + args[1:]
+    if error is None:
+        torch._assert_async(*lazy)
+    else:
+        with pytest.raises(RuntimeError, match=f"^{error.args[0]}$"):
+            torch._assert_async(*lazy)
+    assert _fallbacks() == before
