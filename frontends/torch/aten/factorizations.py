@@ -10,6 +10,7 @@ import torch
 from ....core import ops
 from ....core.compose import batch_matmul as _matmul, matrix_transpose as _mT
 from .. import dtypes
+from ..tensor import SPECIAL, _to_cpu_zeros, eager, from_node
 from .table import Unsupported, aten, bcast, const, lower, node_of
 
 
@@ -374,7 +375,12 @@ def _svd(out, A, full_matrices=False, compute_uv=True, driver=None):
 
 
 def _pinv_nodes(a, atol, rtol, hermitian):
-    """Moore-Penrose inverse by SVD, dropping singular values <= max(atol, rtol * s_max)."""
+    return _svd_pinv(a, atol, rtol)[0]
+
+
+def _svd_pinv(a, atol, rtol):
+    """(Moore-Penrose inverse by SVD, which singular values it kept): those above
+    max(atol, rtol * s_max)."""
     m, n = a.shape[-2:]
     u, s, vh = ops.svd(a, full_matrices=False)
     smax = ops.reduce_max(s, axes=(s.ndim - 1,))
@@ -392,7 +398,7 @@ def _pinv_nodes(a, atol, rtol, hermitian):
     v_scaled = ops.mul(_mT(vh), ops.broadcast_in_dim(inv_s, shape=_mT(vh).shape,
                                                      broadcast_dimensions=tuple(range(s.ndim - 1))
                                                      + (s.ndim,)))
-    return _matmul(v_scaled, _mT(u))
+    return _matmul(v_scaled, _mT(u)), keep
 
 
 def _batch_scalar(value, dtype, shape):
@@ -416,3 +422,73 @@ def _pinv(out, A, *, atol=None, rtol=None, hermitian=False):
             and node_of(rtol).shape != a.shape[:-2]:
         raise Unsupported("broadcast tolerances")
     return _pinv_nodes(a, atol, rtol, hermitian)
+
+
+# ---------------------------------------------------------------- lstsq
+
+def _lstsq_shapes(A, B, driver):
+    """(batch, solution, residuals) shapes of CPU torch's lstsq for drivers gelsy (its
+    default) and gels; None for a call torch refuses, or that lazyx leaves to it (gelsd and
+    gelss, whose residuals' shape depends on the rank found; complex matrices)."""
+    if A.dim() < 2 or B.dim() < 1 or A.dtype != B.dtype or \
+            A.dtype not in (torch.float32, torch.float64) or driver not in (None, "gelsy", "gels"):
+        return None
+    vector = A.dim() - B.dim() == 1  # B holds (*, m) vectors: torch solves B.unsqueeze(-1)
+    if not (vector or A.dim() == B.dim()):
+        return None
+    m, n = A.shape[-2:]
+    b_shape = tuple(B.shape) + ((1,) if vector else ())
+    if b_shape[-2] != m:
+        return None
+    try:
+        batch = tuple(torch.broadcast_shapes(A.shape[:-2], b_shape[:-2]))
+    except RuntimeError:
+        return None
+    k = b_shape[-1]
+    solution = batch + (n,) + (() if vector else (k,))
+    residuals = batch + (k,) if driver == "gels" and m > n else (0,)
+    return batch, solution, residuals
+
+
+def _lstsq_nodes(A, B, rcond, driver, shapes):
+    """The least-squares solution by SVD: pinv(A) B, the minimum-norm solution gelsy gives,
+    and the rank gelsy reports as the count of singular values above rcond * s_max (gelsy
+    estimates it by pivoted QR: an ill-conditioned A may differ, docs/torch_opinfo.md)."""
+    batch, solution, residuals = shapes
+    a = node_of(A)
+    b = node_of(B)
+    b = ops.reshape(b, new_sizes=b.shape + (1,)) if b.ndim < a.ndim else b
+    n, k = a.shape[-1], b.shape[-1]
+    empty = a.size == 0 or b.size == 0
+    if empty:  # LAPACK's quick return: zeros (residuals too), rank 0
+        x, rank = const(0, a.dtype, batch + (n, k)), const(0, "int64", a.shape[:-2])
+    else:
+        # A's own batch (torch's rank has its shape), the inverse broadcast against B's
+        inverse, kept = _svd_pinv(a, None, rcond)
+        x = _matmul(*_broadcast_batch(inverse, b))
+        rank = ops.reduce_sum(ops.convert(kept, dtype="int64"), axes=(kept.ndim - 1,))
+    a, b = _broadcast_batch(a, b)
+    if residuals != (0,) and not empty:  # gels, m > n: each column's squared residual
+        miss = ops.sub(_matmul(a, x), b)
+        residual = ops.reduce_sum(ops.mul(miss, miss), axes=(miss.ndim - 2,))
+    else:
+        residual = const(0, a.dtype, residuals)
+    if driver == "gels":  # gels reports no rank
+        rank = const(0, "int64", (0,))
+    return ops.reshape(x, new_sizes=solution), residual, rank, const(0, a.dtype, (0,))
+
+
+def _lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq has no meta kernel, so it bypasses the lowering table; its shapes
+    are found here. A call torch refuses is replayed on CPU zeros for torch's own error."""
+    shapes = _lstsq_shapes(A, B, driver)
+    if shapes is None:
+        aten.linalg_lstsq.default(_to_cpu_zeros(A), _to_cpu_zeros(B), rcond, driver=driver)
+        return eager(aten.linalg_lstsq.default, (A, B, rcond), {"driver": driver},
+                     cause="fallback")
+    x, residual, rank, values = _lstsq_nodes(A, B, rcond, driver, shapes)
+    return (from_node(x, A.dtype), from_node(residual, A.dtype), from_node(rank, torch.int64),
+            from_node(values, A.dtype))
+
+
+SPECIAL[aten.linalg_lstsq.default] = _lstsq

@@ -201,3 +201,60 @@ def test_assert_async_on_known_values_is_torchs(args):
         with pytest.raises(RuntimeError, match=f"^{error.args[0]}$"):
             torch._assert_async(*lazy)
     assert _fallbacks() == before
+
+
+# ---------------------------------------------------------------- linalg.lstsq
+
+@pytest.mark.parametrize("driver", [None, "gelsy", "gels"])
+@given(a_batch=st.sampled_from([(), (2,), (1,), (3, 1)]), m=st.integers(1, 6),
+       n=st.integers(1, 6), k=st.sampled_from([None, 1, 3]), dtype=st.sampled_from(
+           [torch.float32, torch.float64]), seed=st.integers(0, 100))
+@settings(max_examples=8)
+def test_lstsq_matches_eager(driver, a_batch, m, n, k, dtype, seed):
+    # tall and wide, batched (B's batch broadcast against A's), a vector right-hand side
+    g = torch.Generator().manual_seed(seed)
+    A = torch.randn(a_batch + (m, n), generator=g, dtype=dtype)
+    b_batch = a_batch if k is None else tuple(reversed(a_batch))  # (3, 1) against (1, 3)
+    B = torch.randn(b_batch + (m,) + (() if k is None else (k,)), generator=g, dtype=dtype)
+    try:
+        expected = torch.linalg.lstsq(A, B, driver=driver)
+    except RuntimeError as error:  # batches that do not broadcast
+        with pytest.raises(RuntimeError, match=str(error).split(":")[0]):
+            torch.linalg.lstsq(A.to(lt.device), B.to(lt.device), driver=driver)
+        return
+    before = _fallbacks()
+    got = torch.linalg.lstsq(A.to(lt.device), B.to(lt.device), driver=driver)
+    assert _fallbacks() == before
+    tol = 1e-3 if dtype == torch.float32 else 1e-8
+    for field in ("solution", "residuals", "rank", "singular_values"):
+        want, have = getattr(expected, field), getattr(got, field).cpu()
+        assert (have.shape, have.dtype) == (want.shape, want.dtype), field
+        torch.testing.assert_close(have, want, rtol=tol, atol=tol)
+
+
+def test_lstsq_rank_deficient_and_gradients():
+    A, B = torch.randn(6, 3, dtype=torch.float64), torch.randn(6, 2, dtype=torch.float64)
+    _grads_match(lambda a, b: torch.linalg.lstsq(a, b).solution, A, B)
+    A[:, 2] = A[:, 1]  # rank 2: gelsy's minimum-norm solution
+    expected = torch.linalg.lstsq(A, B)
+    got = torch.linalg.lstsq(A.to(lt.device), B.to(lt.device))
+    assert got.rank.item() == expected.rank.item() == 2
+    torch.testing.assert_close(got.solution.cpu(), expected.solution)
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((torch.randn(6, 3), torch.randn(6, 2)), {"driver": "foo"}),
+    ((torch.randn(6, 3), torch.randn(6, 2, dtype=torch.float64)), {}),
+    ((torch.randn(6, 3), torch.randn(5, 2)), {}),
+    ((torch.ones(6, 3, dtype=torch.int64), torch.ones(6, 2, dtype=torch.int64)), {}),
+    ((torch.randn(6, 3), torch.randn(4, 6, 2)), {}),
+    ((torch.randn(6), torch.randn(6)), {}),
+])
+def test_lstsq_errors_are_torchs(args, kwargs):
+    with pytest.raises(RuntimeError) as eager:
+        torch.linalg.lstsq(*args, **kwargs)
+    before = _fallbacks()
+    with pytest.raises(RuntimeError) as lazy:
+        torch.linalg.lstsq(*[a.to(lt.device) for a in args], **kwargs)
+    assert str(lazy.value) == str(eager.value)
+    assert _fallbacks() == before

@@ -45,7 +45,9 @@ SUBSET = ["add", "sub", "mul", "div", "true_divide", "pow", "exp", "log", "tanh"
           "frexp", "index_reduce", "_segment_reduce", "nn.functional.embedding_bag",
           "diagonal_scatter", "cummax", "mode", "masked_scatter", "histogram",
           "nn.functional.pdist", "nn.functional.bilinear", "addbmm", "tensor_split",
-          "nn.functional.instance_norm"]
+          "nn.functional.instance_norm",
+          # lowered from user-style fallbacks (test_lowered_fallbacks.py)
+          "linalg.lstsq"]
 # as_strided.partial_views strides over a view's base storage, which a lazy value (its own
 # contiguous flattening) does not keep: a known failure; hermitian pinv falls back (eigh route)
 OPS = [(name, op) for name, op in report.float32_ops(set(SUBSET))
@@ -67,6 +69,18 @@ COMPLEX_OPS = report.float32_ops(set(COMPLEX), torch.complex64)
 @pytest.mark.parametrize("name,op", COMPLEX_OPS, ids=[name for name, _ in COMPLEX_OPS])
 def test_complex64_samples_match_eager_without_fallback(name, op):
     results = report.run_op(op, lt, max_samples=4, dtype=torch.complex64)
+    bad = [r for r in results if r not in ("pass", "skip")]
+    assert not bad, bad
+
+
+# integer-only ops (OpInfo has no float32 samples of them)
+INT64 = ["bincount", "nn.functional.one_hot"]
+INT64_OPS = report.float32_ops(set(INT64), torch.int64)
+
+
+@pytest.mark.parametrize("name,op", INT64_OPS, ids=[name for name, _ in INT64_OPS])
+def test_int64_samples_match_eager_without_fallback(name, op):
+    results = report.run_op(op, lt, max_samples=4, dtype=torch.int64)
     bad = [r for r in results if r not in ("pass", "skip")]
     assert not bad, bad
 
