@@ -1,6 +1,7 @@
 """Ops that user-style code sent to eager CPU torch (a counted fallback), now lowered: cdist's
-and pdist's gradients, bincount, linalg.lstsq. Each compared with eager CPU torch, with no
-fallback counted."""
+and pdist's gradients, bincount, linalg.lstsq, and the _assert_async of one_hot's
+decomposition in a torch.compile graph. Each compared with eager CPU torch, with no fallback
+counted."""
 import math
 import warnings
 
