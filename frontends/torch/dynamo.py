@@ -68,6 +68,8 @@ class _Eager:
         self.name = str(func)
 
 
+_ASSERTS = (torch.ops.aten._assert_async.default, torch.ops.aten._assert_async.msg)
+
 # Where a leaf's (or an output's) value comes from at a call.
 _SLOT, _FIXED, _KEY, _INPUT = range(4)
 
@@ -81,8 +83,11 @@ class CompiledGraph:
     """An FX graph lowered to lazyx programs; calling it runs them on the given inputs."""
 
     def __init__(self, kind, n_inputs, steps, n_slots, outputs, slot_types, n_user_outputs=None,
-                 tangents=None, on_host=None):
+                 tangents=None, on_host=None, asserts=()):
         self.kind = kind              # "forward", "backward" or "inference"
+        # torch._assert_async calls (one_hot's decomposition checks its class range): their
+        # predicates, [((kind, where), assert op, its other arguments)]
+        self.asserts = asserts
         # the inputs whose device is the caller's: all, or a backward graph's tangents (its
         # saved activations are lazy even for a CPU caller, see below)
         self.callers_inputs = frozenset(range(n_inputs) if not tangents else tangents)
@@ -181,6 +186,7 @@ class CompiledGraph:
                    for k in range(n_outputs)]
         if cpu_inputs:  # borrowed: torch may write them again once the call returns
             backend.wait(running)
+            self._check(env)
         for k in range(n_outputs):
             if not lazy[k]:
                 outputs[k] = self._output(k, env, args, False)
@@ -203,6 +209,15 @@ class CompiledGraph:
             # an input's value (x.clone()), borrowed from the caller's tensor: a copy
             return dtypes.from_numpy_array(env[where].copy(), torch_dtype)
         return _to_cpu(env[where], torch_dtype, lend=self.lendable[k])
+
+    def _check(self, env):
+        """Run the graph's asserts on CPU torch (its own error) with the values this call
+        computed: a CPU caller's results are read now anyway. (A caller on lt.device gets
+        lazy results: as the lazy path, a pending value is not read for an assert,
+        docs/errors.md.)"""
+        for (kind, where), func, extra in self.asserts:
+            value = where if kind == _FIXED else _to_cpu(env[where], self.slot_types[where][2])
+            func(value, *extra)
 
     def _run_eager(self, step, env):
         runtime.fallback(step.name, "torch")
@@ -269,6 +284,7 @@ class _Capture:
         self.slot_of = {}      # id(placeholder leaf node) -> slot
         self.slot_types = {}
         self.keys = []         # random-key param leaves drawn while lowering
+        self.asserts = []      # [(env key of the predicate, assert op, its other arguments)]
         self.steps = []
         self.n_slots = 0
         nodes = list(gm.graph.nodes)
@@ -307,6 +323,11 @@ class _Capture:
         if node.target is operator.getitem:
             return args[0][args[1]]
         func = node.target
+        if func in _ASSERTS:  # checked after each call that reads its results (_check)
+            key = ("assert", len(self.asserts))
+            self.env[key] = args[0]
+            self.asserts.append((key, func, tuple(args[1:])))
+            return None
         out = node.meta.get("val")
         if isinstance(out, tuple):
             out = tuple(out)  # torch.return_types named tuples are built field by field
@@ -326,7 +347,7 @@ class _Capture:
     def eager(self, func, fx_args, fx_kwargs, out, i):
         """Close the program so far (its values still needed become slots), then run `func`
         on CPU torch at each call; its results are new slots."""
-        self.close(lambda n: self.last_use.get(n, -1) >= i)
+        self.close(lambda n: self.last_use.get(n, -1) >= i or n in self.assert_keys)
         args, kwargs = _map(fx_args, self.env), _map(fx_kwargs, self.env)
         flat = out if isinstance(out, (list, tuple)) else (out,)
         if any(not isinstance(v, torch.Tensor) for v in flat if v is not None):
@@ -337,6 +358,10 @@ class _Capture:
                                  [self.slot_of[id(m._lazyx_handle.node)] if m is not None
                                   else None for m in made]))
         return type(out)(made) if isinstance(out, (list, tuple)) else made[0]
+
+    @property
+    def assert_keys(self):
+        return {key for key, _, _ in self.asserts}
 
     def template(self, x):
         if isinstance(x, tensor.LazyTensor):
@@ -400,11 +425,20 @@ class _Capture:
         for n in list(self.env):
             self.env[n] = _replace(self.env[n], rebound)
 
+    def _where(self, value):
+        """(kind, where) of an assert's predicate: a slot, or a value fixed at lowering."""
+        node = value._lazyx_handle.node
+        if id(node) in self.slot_of:
+            return _SLOT, self.slot_of[id(node)]
+        return _FIXED, _host_value(value)
+
     def finish(self, results, i):
         outputs = list(results) if isinstance(results, (list, tuple)) else [results]
         marker = object()
         self.env[marker] = tuple(_map(outputs, self.env))
-        self.close(lambda n: n is marker)
+        self.close(lambda n: n is marker or n in self.assert_keys)
+        self.assert_spec = [(self._where(self.env[key]), func, extra)
+                            for key, func, extra in self.asserts]
         spec = []
         # an output that *is* an input is handed back as it is; one computed to the same
         # value (x.clone(): no op in the IR) is a slot, a new tensor -- resize_ on the clone
@@ -551,7 +585,8 @@ def compile_graph(gm, example_inputs, kind="inference", n_user_outputs=None):
     on_host = [isinstance(n, torch.fx.Node) and isinstance(n.meta.get("val"), torch.Tensor)
                and n.meta["val"].device.type == "cpu" for n in results]
     compiled = CompiledGraph(kind, len(placeholders), capture.steps, capture.n_slots, outputs,
-                             capture.slot_types, n_user_outputs, tangents, on_host)
+                             capture.slot_types, n_user_outputs, tangents, on_host,
+                             capture.assert_spec)
     RECENT.append(compiled)
     del RECENT[:-_RECENT_MAX]
     COMPILED[0] += 1
