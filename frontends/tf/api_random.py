@@ -176,7 +176,8 @@ def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
 # read that lazy state and move its counter on in the program, so every replay draws new
 # numbers -- TF's, from the same state, as TF's stateful kernels would. (They read the state
 # through its handle: run by TF, the traced call's numbers were baked into the program.)
-# Without a lazy state -- any draw outside lazyx.compile -- TF's own method runs.
+# Without a lazy state -- any draw outside lazyx.compile -- TF's own method runs. (hooks.py
+# installs these two as the class's methods.)
 _TF_GENERATOR_UNIFORM = tf.random.Generator.uniform
 _TF_GENERATOR_NORMAL = tf.random.Generator.normal
 _PHILOX = 1  # (Generator.algorithm)
@@ -198,7 +199,7 @@ def _from_lazy_state(generator, shape, draw):
     return out
 
 
-def _generator_uniform(self, shape, minval=0, maxval=None, dtype=tf.float32, name=None):
+def generator_uniform(self, shape, minval=0, maxval=None, dtype=tf.float32, name=None):
     kind = tf.as_dtype(dtype)
     if kind.is_integer and variables.has_shadow(self.state):
         try:
@@ -210,12 +211,8 @@ def _generator_uniform(self, shape, minval=0, maxval=None, dtype=tf.float32, nam
         else out
 
 
-def _generator_normal(self, shape, mean=0.0, stddev=1.0, dtype=tf.float32, name=None):
+def generator_normal(self, shape, mean=0.0, stddev=1.0, dtype=tf.float32, name=None):
     kind = tf.as_dtype(dtype)
     out = None if not kind.is_floating else \
         _from_lazy_state(self, shape, lambda kc, sh: _normal(kc, sh, mean, stddev, kind))
     return _TF_GENERATOR_NORMAL(self, shape, mean, stddev, dtype, name) if out is None else out
-
-
-tf.random.Generator.uniform = _generator_uniform
-tf.random.Generator.normal = _generator_normal

@@ -147,7 +147,8 @@ from tensorflow.python.util import dispatch, tf_decorator
 
 from ...core import runtime
 from ...core.after_import import after_import
-from . import api_eager_only, control_flow, indexed_slices, registry, saved_functions, variables
+from . import (api_eager_only, api_random, control_flow, indexed_slices, registry,
+               saved_functions, variables)
 from .tensor import LazyTensor
 
 _installed = []
@@ -197,6 +198,9 @@ def install():
     _wrap_saved_functions()
     _wrap_mapping()
     _wrap_random_draws()
+    # a tf.random.Generator with a lazy state (captured by lazyx.compile) draws TF's numbers
+    tf.random.Generator.uniform = api_random.generator_uniform
+    tf.random.Generator.normal = api_random.generator_normal
     tf.experimental.dispatch_for_api(tf.convert_to_tensor, {"value": tf.IndexedSlices})(
         indexed_slices.densify)
     _wrap_variable_scatters()
