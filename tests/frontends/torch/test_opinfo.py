@@ -63,24 +63,16 @@ def test_opinfo_samples_match_eager_without_fallback(name, op):
 
 COMPLEX = ["add", "mul", "div", "exp", "abs", "sum", "mean", "matmul", "cumsum", "fft.fft",
            "fft.ifft", "fft.fft2", "view_as_real", "real", "imag", "conj_physical", "var"]
-COMPLEX_OPS = report.float32_ops(set(COMPLEX), torch.complex64)
+INT64 = ["bincount", "nn.functional.one_hot"]  # integer-only (OpInfo has no float32 samples)
+OTHER_DTYPE_OPS = [(dtype, name, op) for names, dtype in ((COMPLEX, torch.complex64),
+                                                           (INT64, torch.int64))
+                   for name, op in report.float32_ops(set(names), dtype)]
 
 
-@pytest.mark.parametrize("name,op", COMPLEX_OPS, ids=[name for name, _ in COMPLEX_OPS])
-def test_complex64_samples_match_eager_without_fallback(name, op):
-    results = report.run_op(op, lt, max_samples=4, dtype=torch.complex64)
-    bad = [r for r in results if r not in ("pass", "skip")]
-    assert not bad, bad
-
-
-# integer-only ops (OpInfo has no float32 samples of them)
-INT64 = ["bincount", "nn.functional.one_hot"]
-INT64_OPS = report.float32_ops(set(INT64), torch.int64)
-
-
-@pytest.mark.parametrize("name,op", INT64_OPS, ids=[name for name, _ in INT64_OPS])
-def test_int64_samples_match_eager_without_fallback(name, op):
-    results = report.run_op(op, lt, max_samples=4, dtype=torch.int64)
+@pytest.mark.parametrize("dtype,name,op", OTHER_DTYPE_OPS,
+                         ids=[f"{str(d)[6:]}-{name}" for d, name, _ in OTHER_DTYPE_OPS])
+def test_complex64_and_int64_samples_match_eager_without_fallback(dtype, name, op):
+    results = report.run_op(op, lt, max_samples=4, dtype=dtype)
     bad = [r for r in results if r not in ("pass", "skip")]
     assert not bad, bad
 
