@@ -1089,7 +1089,6 @@ def random_bits(key, *, shape):
     return shape, "uint32", {"shape": shape}
 
 
-
 @primitive
 def philox_bits(key, counter, *, shape):
     """uint32 words of Philox-4x32-10 (core/prng.py) under a uint32[2] key, from a uint32[4]
@@ -1101,6 +1100,7 @@ def philox_bits(key, counter, *, shape):
         _fail_dtype("philox_bits", "counter must be uint32 of shape (4,)", counter)
     shape = _ints("philox_bits", "shape", shape)
     return shape, "uint32", {"shape": shape}
+
 
 # ---------------------------------------------------------------- matrix factorizations
 # One node per factorization, with one result per factor (see core/ir.py): both backends call

@@ -42,8 +42,6 @@ for _namespace, _name in ((tf, "map_fn"), (tf, "vectorized_map"), (tf, "py_funct
     fallback_undispatched(_namespace, _name)
 
 
-
-
 @lower(tf.strings.format, lists=("inputs",))
 def strings_format(template, inputs, placeholder="{}", summarize=3):
     def read(value):

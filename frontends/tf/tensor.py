@@ -34,15 +34,16 @@ _FRAMEWORKS = ("tensorflow", "keras", "tf_keras")
 _PLUMBING = (os.sep.join(("tensorflow", "python", "util", "")),)  # TF's dispatch wrappers
 
 
+# framework functions whose whole job is to hand the user a host value
+_OBSERVERS = frozenset(("keras.src.backend.tensorflow.core.convert_to_numpy",))
+
+
 def framework_request():
     """The TF/Keras function that asked for a lazy value's conversion, or None when the user's
     own code asked (`.numpy()`, `print`, `float()` written by the user are observations; so
     is keras.ops.convert_to_numpy, Keras' own `.numpy()`, whoever calls it)."""
     who = source.requester(_FRAMEWORKS, _PLUMBING)
     return None if who in _OBSERVERS else who
-
-
-_OBSERVERS = frozenset(("keras.src.backend.tensorflow.core.convert_to_numpy",))
 
 
 def silent_turn(what):
