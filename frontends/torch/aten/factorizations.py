@@ -5,12 +5,15 @@ torch's wrappers call `_linalg_check_errors` on the `info` outputs; that is a da
 sync (data_dependent.py). `info` is LAPACK's for an LU (the first exactly-zero pivot: a
 singular matrix raises torch's LinAlgError, as eagerly); a Cholesky's is 0 unless its factor
 visibly failed (a NaN factor: 1)."""
+import math
+
 import torch
 
-from ....core import ops
+from ....core import ops, runtime
 from ....core.compose import batch_matmul as _matmul, matrix_transpose as _mT
 from .. import dtypes
 from ..tensor import SPECIAL, _to_cpu_zeros, eager, from_node
+from .data_dependent import CAUSE
 from .table import Unsupported, aten, bcast, const, lower, node_of
 
 
@@ -379,8 +382,8 @@ def _pinv_nodes(a, atol, rtol, hermitian):
 
 
 def _svd_pinv(a, atol, rtol):
-    """(Moore-Penrose inverse by SVD, which singular values it kept): those above
-    max(atol, rtol * s_max)."""
+    """(Moore-Penrose inverse by SVD, which singular values it kept, the singular values):
+    it keeps those above max(atol, rtol * s_max)."""
     m, n = a.shape[-2:]
     u, s, vh = ops.svd(a, full_matrices=False)
     smax = ops.reduce_max(s, axes=(s.ndim - 1,))
@@ -398,7 +401,7 @@ def _svd_pinv(a, atol, rtol):
     v_scaled = ops.mul(_mT(vh), ops.broadcast_in_dim(inv_s, shape=_mT(vh).shape,
                                                      broadcast_dimensions=tuple(range(s.ndim - 1))
                                                      + (s.ndim,)))
-    return _matmul(v_scaled, _mT(u)), keep
+    return _matmul(v_scaled, _mT(u)), keep, s
 
 
 def _batch_scalar(value, dtype, shape):
@@ -426,12 +429,19 @@ def _pinv(out, A, *, atol=None, rtol=None, hermitian=False):
 
 # ---------------------------------------------------------------- lstsq
 
+# LAPACK's relative machine precision (half of finfo's eps): what gelsd / gelss use for a
+# negative rcond
+_LAPACK_EPS = {"float32": 2.0 ** -24, "float64": 2.0 ** -53}
+_SVD_DRIVERS = ("gelsd", "gelss")  # they report the singular values, and residuals if full rank
+
+
 def _lstsq_shapes(A, B, driver):
-    """(batch, solution, residuals) shapes of CPU torch's lstsq for drivers gelsy (its
-    default) and gels; None for a call torch refuses, or that lazyx leaves to it (gelsd and
-    gelss, whose residuals' shape depends on the rank found; complex matrices)."""
+    """(batch, solution, residuals) shapes of CPU torch's lstsq (gelsd's and gelss' residuals
+    as if every matrix had full rank: _lstsq_nodes reads whether they do); None for a call
+    torch refuses, or that lazyx leaves to it (complex matrices)."""
     if A.dim() < 2 or B.dim() < 1 or A.dtype != B.dtype or \
-            A.dtype not in (torch.float32, torch.float64) or driver not in (None, "gelsy", "gels"):
+            A.dtype not in (torch.float32, torch.float64) or \
+            driver not in (None, "gelsy", "gels") + _SVD_DRIVERS:
         return None
     vector = A.dim() - B.dim() == 1  # B holds (*, m) vectors: torch solves B.unsqueeze(-1)
     if not (vector or A.dim() == B.dim()):
@@ -446,36 +456,54 @@ def _lstsq_shapes(A, B, driver):
         return None
     k = b_shape[-1]
     solution = batch + (n,) + (() if vector else (k,))
-    residuals = batch + (k,) if driver == "gels" and m > n else (0,)
+    residuals = batch + (k,) if driver in ("gels",) + _SVD_DRIVERS and m > n else (0,)
     return batch, solution, residuals
 
 
+def _full_rank(rank, n):
+    """Whether every matrix has rank n: one counted data-dependent read (gelsd and gelss
+    give residuals only then, so their shape depends on it)."""
+    handle = runtime.LazyHandle(ops.reduce_min(
+        ops.convert(ops.eq(rank, const(n, "int64", rank.shape)), dtype="int32"),
+        axes=tuple(range(rank.ndim))))
+    return bool(runtime.to_host(handle, cause=CAUSE))
+
+
 def _lstsq_nodes(A, B, rcond, driver, shapes):
-    """The least-squares solution by SVD: pinv(A) B, the minimum-norm solution gelsy gives,
-    and the rank gelsy reports as the count of singular values above rcond * s_max (gelsy
-    estimates it by pivoted QR: an ill-conditioned A may differ, docs/torch_opinfo.md)."""
+    """The least-squares solution by SVD: pinv(A) B, the minimum-norm solution every driver
+    but gels gives, and the rank as the count of singular values above rcond * s_max (gelsd
+    and gelss count them so; gelsy estimates the rank by pivoted QR: an ill-conditioned A may
+    differ, docs/torch_opinfo.md)."""
     batch, solution, residuals = shapes
     a = node_of(A)
     b = node_of(B)
     b = ops.reshape(b, new_sizes=b.shape + (1,)) if b.ndim < a.ndim else b
-    n, k = a.shape[-1], b.shape[-1]
+    (m, n), k = a.shape[-2:], b.shape[-1]
+    if driver in _SVD_DRIVERS and rcond is not None and rcond < 0:
+        rcond = _LAPACK_EPS[a.dtype]
     empty = a.size == 0 or b.size == 0
-    if empty:  # LAPACK's quick return: zeros (residuals too), rank 0
+    if empty:  # LAPACK's quick return: zeros, rank 0
         x, rank = const(0, a.dtype, batch + (n, k)), const(0, "int64", a.shape[:-2])
+        values = const(0, a.dtype, a.shape[:-2] + (min(m, n),))
     else:
         # A's own batch (torch's rank has its shape), the inverse broadcast against B's
-        inverse, kept = _svd_pinv(a, None, rcond)
+        inverse, kept, values = _svd_pinv(a, None, rcond)
         x = _matmul(*_broadcast_batch(inverse, b))
         rank = ops.reduce_sum(ops.convert(kept, dtype="int64"), axes=(kept.ndim - 1,))
+    if driver in _SVD_DRIVERS and residuals != (0,) and n and math.prod(batch) and \
+            not _full_rank(rank, n):
+        residuals = (0,)
     a, b = _broadcast_batch(a, b)
-    if residuals != (0,) and not empty:  # gels, m > n: each column's squared residual
-        miss = ops.sub(_matmul(a, x), b)
+    if residuals != (0,) and math.prod(residuals):  # each column's squared residual
+        miss = b if n == 0 else ops.sub(_matmul(a, x), b)
         residual = ops.reduce_sum(ops.mul(miss, miss), axes=(miss.ndim - 2,))
     else:
         residual = const(0, a.dtype, residuals)
     if driver == "gels":  # gels reports no rank
         rank = const(0, "int64", (0,))
-    return ops.reshape(x, new_sizes=solution), residual, rank, const(0, a.dtype, (0,))
+    if driver not in _SVD_DRIVERS:  # nor singular values but from gelsd and gelss
+        values = const(0, a.dtype, (0,))
+    return ops.reshape(x, new_sizes=solution), residual, rank, values
 
 
 def _lstsq(A, B, rcond=None, *, driver=None):

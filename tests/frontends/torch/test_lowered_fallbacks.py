@@ -222,7 +222,7 @@ def test_assert_async_on_known_values_is_torchs(args):
 
 # ---------------------------------------------------------------- linalg.lstsq
 
-@pytest.mark.parametrize("driver", [None, "gelsy", "gels"])
+@pytest.mark.parametrize("driver", [None, "gelsy", "gels", "gelsd", "gelss"])
 @given(a_batch=st.sampled_from([(), (2,), (1,), (3, 1)]), m=st.integers(1, 6),
        n=st.integers(1, 6), k=st.sampled_from([None, 1, 3]), dtype=st.sampled_from(
            [torch.float32, torch.float64]), seed=st.integers(0, 100))
@@ -247,6 +247,42 @@ def test_lstsq_matches_eager(driver, a_batch, m, n, k, dtype, seed):
         want, have = getattr(expected, field), getattr(got, field).cpu()
         assert (have.shape, have.dtype) == (want.shape, want.dtype), field
         torch.testing.assert_close(have, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("driver", ["gelsd", "gelss"])
+@pytest.mark.parametrize("a_shape,b_shape,rcond", [
+    ((6, 3), (6, 2), None), ((2, 6, 3), (2, 6), None), ((1, 6, 3), (2, 6, 2), -1.0),
+    ((0, 6, 3), (0, 6, 2), None), ((6, 0), (6, 2), None), ((0, 3), (0, 2), None),
+    ((3, 6), (3, 2), 0.3), ((6, 3), (6, 2), 0.5)])
+@pytest.mark.parametrize("deficient", [False, True])
+def test_lstsq_svd_drivers_residuals_only_at_full_rank(driver, a_shape, b_shape, rcond,
+                                                       deficient):
+    """gelsd and gelss give residuals only when m > n and every matrix has full rank: their
+    shape depends on the rank found, read in one counted data-dependent sync."""
+    g = torch.Generator().manual_seed(3)
+    A = torch.randn(a_shape, generator=g, dtype=torch.float64)
+    B = torch.randn(b_shape, generator=g, dtype=torch.float64)
+    if deficient and A.shape[-1] > 2 and A.numel():
+        A[..., -1] = A[..., -2]  # one rank down, in every matrix of the batch
+    expected = torch.linalg.lstsq(A, B, rcond=rcond, driver=driver)
+    before = _fallbacks()
+    got = torch.linalg.lstsq(A.to(lt.device), B.to(lt.device), rcond=rcond, driver=driver)
+    assert _fallbacks() == before
+    for field in ("solution", "residuals", "rank", "singular_values"):
+        want, have = getattr(expected, field), getattr(got, field).cpu()
+        assert (have.shape, have.dtype) == (want.shape, want.dtype), field
+        torch.testing.assert_close(have, want, rtol=1e-8, atol=1e-8)
+
+
+def test_lstsq_one_rank_deficient_matrix_drops_the_batchs_residuals():
+    A = torch.randn(3, 6, 3, dtype=torch.float64)
+    A[1, :, 2] = A[1, :, 0]
+    B = torch.randn(3, 6, 2, dtype=torch.float64)
+    assert torch.linalg.lstsq(A, B, driver="gelsd").residuals.shape == (0,)
+    lazyx.reset_metrics()
+    got = torch.linalg.lstsq(A.to(lt.device), B.to(lt.device), driver="gelsd")
+    assert got.residuals.shape == (0,) and got.rank.tolist() == [3, 2, 3]
+    assert lazyx.metrics()["sync_causes"].get("data_dependent") == 1
 
 
 def test_lstsq_rank_deficient_and_gradients():
