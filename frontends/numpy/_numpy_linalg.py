@@ -8,7 +8,8 @@ import collections
 
 import numpy as np
 
-from ...core import ops, runtime
+from ...core import compose, ops, runtime
+from ...core.compose import const
 from ._base import LazyArray, wrap
 from ._factorizations import matrix_rank as _array_api_matrix_rank
 from ._factorizations import pinv as _array_api_pinv
@@ -121,6 +122,65 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     return _array_api_matrix_rank(A, rtol=rtol)
 
 
+_DOUBLE_EPS = float(np.finfo(np.float64).eps)
+
+
+def lstsq(a, b, rcond=None):
+    """NumPy's least squares (LAPACK's gelsd, in float64 whatever the input, the results cast
+    back), by one SVD: the minimum-norm solution keeping singular values above
+    rcond * s_max, the rank as their count. NumPy gives residuals only when m > n and the rank
+    is n, so their shape depends on the rank: one counted data-dependent read of it. Empty,
+    complex and half-precision input, and a lazy rcond, run on NumPy."""
+    runtime.maybe_cut()
+    an, bn = as_node(a), as_node(b)
+    for node in (an, bn if bn.ndim != 1 else an):
+        if node.ndim != 2:
+            raise np.linalg.LinAlgError(f"{node.ndim}-dimensional array given. Array must be "
+                                        f"two-dimensional")
+    (m, n), vector = an.shape, bn.ndim == 1
+    if bn.shape[0] != m:
+        raise np.linalg.LinAlgError("Incompatible dimensions")
+    real = ("float32", "float64")
+    if any(x.dtype.startswith(("float", "bfloat", "complex")) and x.dtype not in real
+           for x in (an, bn)) or not an.size or not bn.size or isinstance(rcond, LazyArray):
+        return run_eagerly(np.linalg.lstsq, "numpy.linalg.lstsq", (a, b), {"rcond": rcond})
+    result = "float32" if an.dtype == bn.dtype == "float32" else "float64"
+    a64, b64 = (x if x.dtype == "float64" else ops.convert(x, dtype="float64") for x in (an, bn))
+    if vector:
+        b64 = ops.reshape(b64, new_sizes=(m, 1))
+    if rcond is None:
+        rcond = _DOUBLE_EPS * max(m, n)
+    elif rcond < 0:  # gelsd's rule: LAPACK's machine precision
+        rcond = _DOUBLE_EPS / 2
+    x, rank, s = _min_norm_solution(a64, b64, rcond)
+    residuals = const(0, "float64", (0,))
+    if m > n and bool(runtime.to_host(runtime.LazyHandle(ops.eq(rank, const(n, "int32"))),
+                                      cause="data_dependent")):
+        miss = ops.sub(compose.batch_matmul(a64, x), b64)
+        residuals = ops.reduce_sum(ops.mul(miss, miss), axes=(0,))
+    if vector:
+        x = ops.reshape(x, new_sizes=(n,))
+    x, residuals, s = (v if result == "float64" else ops.convert(v, dtype=result)
+                       for v in (x, residuals, s))
+    return wrap(x), wrap(residuals), wrap(rank), wrap(s)
+
+
+def _min_norm_solution(a, b, rcond):
+    """(pinv(a) b keeping the singular values above rcond * s_max, their count (int32), the
+    singular values)."""
+    u, s, vh = ops.svd(a, full_matrices=False)
+    cut = ops.mul(ops.reduce_max(s, axes=(0,)), const(rcond, "float64"))
+    keep = ops.gt(s, compose.broadcast_to(cut, s.shape))
+    safe = ops.select(keep, s, const(1, "float64", s.shape))
+    inv_s = ops.select(keep, ops.div(const(1, "float64", s.shape), safe),
+                       const(0, "float64", s.shape))
+    v = compose.matrix_transpose(vh)
+    scaled = ops.mul(v, ops.broadcast_in_dim(inv_s, shape=v.shape, broadcast_dimensions=(1,)))
+    x = compose.batch_matmul(scaled, compose.batch_matmul(compose.matrix_transpose(u), b))
+    rank = ops.reduce_sum(ops.convert(keep, dtype="int32"), axes=(0,))
+    return x, rank, s
+
+
 def multi_dot(arrays, *, out=None):
     """NumPy's: the chain of products in the order of fewest multiplications (NumPy's own
     choice, so the rounding is NumPy's), a 1-D first or last array a row or a column."""
@@ -178,7 +238,8 @@ def _chain_order(shapes):
 
 FUNCTIONS = {np.linalg.svd: svd, np.linalg.qr: qr, np.linalg.eigh: eigh,
              np.linalg.eigvalsh: eigvalsh, np.linalg.pinv: pinv,
-             np.linalg.matrix_rank: matrix_rank, np.linalg.multi_dot: multi_dot}
+             np.linalg.matrix_rank: matrix_rank, np.linalg.multi_dot: multi_dot,
+             np.linalg.lstsq: lstsq}
 if hasattr(np.linalg, "svdvals"):
     FUNCTIONS[np.linalg.svdvals] = svdvals
 

@@ -1,8 +1,10 @@
-"""np.polyval, np.vander and np.interp, lowered. NumPy's own versions start with `asarray`, a
-host read of a lazy operand (a counted fallback and a mid-step sync); these follow NumPy's
-steps and formulas with NumPy calls on lazy arrays, which dispatch back to lazyx."""
+"""np.polyval, np.vander, np.interp and np.polyfit, lowered. NumPy's own versions start with
+`asarray`, a host read of a lazy operand (a counted fallback and a mid-step sync); these
+follow NumPy's steps and formulas with NumPy calls on lazy arrays, which dispatch back to
+lazyx."""
 import numpy as np
 
+from ...core import runtime, source
 from ._base import LazyArray
 from ._fallback import run_eagerly
 from ._promote import as_lazy
@@ -75,4 +77,63 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     return np.where(np.isnan(xs), xs, y)
 
 
-FUNCTIONS = {np.polyval: polyval, np.vander: vander, np.interp: interp}
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """NumPy's steps (scaled Vandermonde columns, least squares, the scale undone) on lazy
+    arrays. Its warning that the fit lost rank needs the rank: with more points than
+    coefficients the least squares' own read of it answers (residuals exist only at full
+    rank); with fewer the rank is short by construction; with as many, one more read."""
+    order = int(deg) + 1
+    x, y = as_lazy(x) + 0.0, as_lazy(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if x.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if y.ndim < 1 or y.ndim > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = len(x) * np.finfo(x.dtype).eps
+    lhs, rhs = np.vander(x, order), y
+    if w is not None:
+        w = as_lazy(w) + 0.0
+        if w.ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if w.shape[0] != y.shape[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, np.newaxis]
+        rhs = rhs * (w[:, np.newaxis] if rhs.ndim == 2 else w)
+    scale = np.sqrt((lhs * lhs).sum(axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = np.linalg.lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if not full and _lost_rank(len(x), order, resids, rank):
+        source.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning,
+                    source.user_line())
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    base = np.linalg.inv(np.dot(lhs.T, lhs)) / np.outer(scale, scale)
+    if cov == "unscaled":
+        fac = 1
+    else:
+        if len(x) <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        fac = resids / (len(x) - order)
+    return (c, base * fac) if y.ndim == 1 else (c, base[:, :, np.newaxis] * fac)
+
+
+def _lost_rank(points, order, resids, rank):
+    if points > order:
+        return resids.shape[0] == 0
+    if points < order:
+        return True
+    return bool(runtime.to_host(rank.__lazyx_handle__, cause="data_dependent") != order) \
+        if isinstance(rank, LazyArray) else rank != order
+
+
+FUNCTIONS = {np.polyval: polyval, np.vander: vander, np.interp: interp, np.polyfit: polyfit}
