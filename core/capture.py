@@ -50,7 +50,7 @@ class Recording:
         self.derived = {}     # float value -> expression, for every number derived in this trace
         self.ties = []        # (expression linked, another of the same value): see symbolic.sym
         self.params = {}      # id(param node) -> (node, expression, linked by value)
-        self.keys = {}        # id(key node) -> (node, stream, counter)
+        self.keys = {}        # id(key param node) -> (node, stream, counter, part)
         self.observed = None  # (cause, "file:line") of the first observation (split mode)
         # split mode: each cut inside the step is a piece, replayed in order
         self.pieces = []       # (roots, results) per cut inside the step
@@ -113,9 +113,19 @@ def _splat(scalar, shape):
 
 def _random_key(seed, counter=0, stream=None):
     node = _ORIGINAL["random_key"](seed, counter, stream)
+    if stream is not None:
+        linked_draw(node, stream, counter)
+    return node
+
+
+def linked_draw(node, stream, counter, part=None):
+    """`node`, a param made for draw number `counter` of `stream`, linked to it: a replay
+    feeds it stream.value_at(the stream's counter then + its offset in the trace, part), and
+    advances the stream by the trace's draws (prng.Stream's keys; TF's op seeds have two
+    parameters per draw, frontends/tf/api_random.py)."""
     rec = current()
-    if rec is not None and stream is not None:
-        rec.keys[id(node)] = (node, stream, int(counter))
+    if rec is not None:
+        rec.keys[id(node)] = (node, stream, int(counter), part)
     return node
 
 

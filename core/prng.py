@@ -67,6 +67,11 @@ class Stream:
         self.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
         self.counter = 0
 
+    def value_at(self, counter, part=None):
+        """The parameter of draw number `counter` (a replay asks; `part` names one of a
+        draw's several parameters, for streams whose draws have more than a key)."""
+        return seed_key(self.seed, counter)
+
 
 # ---------------------------------------------------------------- TF's stream: Philox-4x32
 

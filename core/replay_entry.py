@@ -159,10 +159,10 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
                                        "an unknown line")
                     feed.append(("const", leaf.value))
             elif nid in rec.keys:
-                _, stream, counter = rec.keys[nid]
+                _, stream, counter, part = rec.keys[nid]
                 lo_hi = streams.setdefault(id(stream), [stream, counter, counter + 1])
                 lo_hi[1], lo_hi[2] = min(lo_hi[1], counter), max(lo_hi[2], counter + 1)
-                feed.append(("key", stream, counter))
+                feed.append(("key", stream, (counter, part)))
             elif nid in rec.params:
                 _, expr, by_value = rec.params[nid]
                 expr(probe)
@@ -192,8 +192,8 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     def inputs(part, feed):
         # a key is drawn at (the stream's counter at the replay + its offset in the trace),
         # and the stream advances by the trace's draws: the numbers the uncompiled run draws
-        feed = [("key", f[1], f[2] - streams[id(f[1])][1]) if f[0] == "key" else f
-                for f in feed]
+        feed = [("key", f[1], (f[2][0] - streams[id(f[1])][1], f[2][1])) if f[0] == "key"
+                else f for f in feed]
         # every constant it is fed or has baked in: what two traces of a split step must
         # share (split_steps.same_pieces)
         part.constants = [f[1] for f in feed if f[0] in ("const", "baked")]

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from . import ir, metrics, prng, runtime
+from . import ir, metrics, runtime
 from .source import user_line
 from .symbolic import current, decided_alike, linkable, sym
 
@@ -159,8 +159,8 @@ def compile_piece(roots, rec):
 
 
 def same_values(a, b):
-    """Whether two lists of parameter values (NumPy arrays, or ("key", offset) tuples) are
-    the same, NaN equal to NaN."""
+    """Whether two lists of parameter values (NumPy arrays, or ("key", (offset, part))
+    tuples) are the same, NaN equal to NaN."""
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
@@ -190,8 +190,8 @@ def inputs(part, handles, slot_handles, numbers, early):
             values[i] = b(a(numbers))
         elif kind == "out":  # a result of a cut earlier in a split step
             values[i] = early[a].value
-        else:  # a random key
-            values[i] = prng.seed_key(a.seed, a.counter + b)
+        else:  # a random key (b: its offset among the step's draws, which of its params)
+            values[i] = a.value_at(a.counter + b[0], b[1])
     return values
 
 

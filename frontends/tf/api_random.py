@@ -18,7 +18,7 @@ from ...core import dtypes as dt
 from . import philox, variables
 from .lowering import Reject, broadcast_to, const, operand_nodes, static_ints
 from .registry import lower
-from .tensor import LazyTensor, ir_dtype, wrap
+from .tensor import LazyTensor, ir_dtype, node_of, wrap
 
 
 # ---------------------------------------------------------------- lazyx's stream (Threefry)
@@ -156,16 +156,39 @@ def _normal(key_counter, shape, mean, stddev, kind):
 
 @lower(tf.nn.experimental.stateless_dropout, "x")
 def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
+    node, rate, shape = _dropout_call(x, rate, noise_shape)
+    if rate == 0:
+        return x  # (as TF: x itself)
+    draw = philox.uniform(_tf_key_counter(seed, rng_alg), shape, node.dtype)
+    return _dropped(x, node, draw, rate)
+
+
+@lower(tf.nn.dropout, "x")
+def dropout(x, rate, noise_shape=None, seed=None):
+    """TF's steps on the lazy x (it ran on TF, a fallback that read x). The uniform draw is
+    TF's kernel's -- new host numbers at each call -- or, in a step lazyx.compile traces
+    without an op seed, lazy (unseeded_draw below)."""
+    node, rate, shape = _dropout_call(x, rate, noise_shape)
+    if rate == 0:
+        return x
+    draw = tf.random.uniform(shape, seed=seed, dtype=x.dtype)
+    return _dropped(x, node, node_of(draw), rate)
+
+
+def _dropout_call(x, rate, noise_shape):
+    """(x's node, the rate as a host number, the noise shape); Reject for what TF's own code
+    answers (a tensor rate, a partly unknown noise shape, and TF's errors)."""
     (node,) = operand_nodes(x)
     rate = _host_number(rate)
     if not dt.is_float(node.dtype) or rate is None or not 0 <= rate < 1:
-        raise Reject()  # (a tensor rate, and TF's errors: TF's own code)
-    if rate == 0:
-        return x  # (as TF: x itself)
-    shape = node.shape if noise_shape is None else tuple(static_ints(noise_shape))
-    draw = philox.uniform(_tf_key_counter(seed, rng_alg), shape, node.dtype)
-    keep = ops.ge(draw, broadcast_to(ir.param(rate, node.dtype), shape))
-    # TF's order: x times 1 / (1 - rate) (a double, rounded to x's dtype), then the mask
+        raise Reject()
+    return node, rate, node.shape if noise_shape is None else tuple(static_ints(noise_shape))
+
+
+def _dropped(x, node, draw, rate):
+    """x kept where draw >= rate, scaled by 1 / (1 - rate) -- in TF's order: x times that
+    double rounded to x's dtype, then the mask (a noise shape broadcast to x's)."""
+    keep = ops.ge(draw, broadcast_to(ir.param(rate, node.dtype), draw.shape))
     scaled = ops.mul(node, broadcast_to(ir.param(1 / (1 - rate), node.dtype), node.shape))
     return wrap(ops.select(broadcast_to(keep, node.shape), scaled, const(0, node)), x)
 
@@ -216,3 +239,105 @@ def generator_normal(self, shape, mean=0.0, stddev=1.0, dtype=tf.float32, name=N
     out = None if not kind.is_floating else \
         _from_lazy_state(self, shape, lambda kc, sh: _normal(kc, sh, mean, stddev, kind))
     return _TF_GENERATOR_NORMAL(self, shape, mean, stddev, dtype, name) if out is None else out
+
+
+# ---------------------------------------------------------------- TF's global random ops
+
+# tf.random.normal / uniform and tf.nn.dropout without an op seed run TF's stateful kernels
+# under a new (seed, seed2) pair per call, which TF's context hands out (random_seed.get_seed:
+# derived from tf.random.set_seed's seed, or random when none is set). A new kernel starts
+# Philox at counter 0, under key `seed`, with `seed2` as its counter's high half. In a step
+# lazyx.compile traces, such a draw is a lazy Philox draw whose key and counter are run-time
+# parameters linked to the stream below: a replay asks TF's context for the next pairs, as the
+# uncompiled calls would, so every replay draws the numbers the uncompiled run draws. (hooks.py
+# routes the generated ops here; a draw with an op seed, which continues one cached kernel's
+# stream across calls, stays TF's own.)
+_M32 = 0xFFFFFFFF
+
+
+class _OpSeeds:
+    """The seed pairs of TF's unseeded stateful draws, as a stream of lazyx.compile's
+    (core/capture.linked_draw): draw i runs under the i-th pair handed out."""
+    __slots__ = ("counter", "_pairs")
+
+    def __init__(self):
+        self.counter = 0
+        self._pairs = {}
+
+    def take(self, pair):
+        """Draw number i (returned) of a trace runs under `pair`, the one TF gave it."""
+        self._forget_used()
+        i = self.counter
+        self._pairs[i] = pair
+        self.counter += 1
+        return i
+
+    def value_at(self, i, part):
+        self._forget_used()
+        while i not in self._pairs:  # asked in order, as the uncompiled calls ask TF
+            self._pairs[max(self._pairs, default=self.counter - 1) + 1] = _next_pair()
+        key, counter = _kernel_key_counter(self._pairs[i])
+        return key if part == "key" else counter
+
+    def _forget_used(self):
+        if any(j < self.counter for j in self._pairs):
+            self._pairs = {j: p for j, p in self._pairs.items() if j >= self.counter}
+
+
+_OP_SEEDS = _OpSeeds()
+
+
+def _next_pair():
+    from tensorflow.python.framework import random_seed
+    return _kernel_pair(*random_seed.get_seed(None))
+
+
+def _kernel_pair(seed, seed2):
+    """The pair a kernel runs under: TF's, or two random 64-bit words for none (0, 0)."""
+    if not seed and not seed2:
+        import secrets
+        return secrets.randbits(63), secrets.randbits(63)
+    return int(seed), int(seed2)
+
+
+def _kernel_key_counter(pair):
+    seed, seed2 = (v & 0xFFFFFFFFFFFFFFFF for v in pair)
+    return (np.array([seed & _M32, seed >> 32], np.uint32),
+            np.array([0, 0, seed2 & _M32, seed2 >> 32], np.uint32))
+
+
+def _is_unseeded_call(caller):
+    """Whether `caller` (the frame that called the generated op) is random_ops' normal or
+    uniform called without an op seed (tf.nn.dropout's call among them)."""
+    return caller.f_globals.get("__name__") == "tensorflow.python.ops.random_ops" and \
+        caller.f_code.co_name in ("random_normal", "random_uniform") and \
+        caller.f_locals.get("seed", 0) is None
+
+
+def unseeded_draw(name, bound, caller):
+    """The lazy draw of gen_random_ops.`name` (its arguments `bound`, a BoundArguments) for
+    a step lazyx.compile traces, or None where TF's kernel must draw."""
+    from ...core import capture
+    if name not in ("random_standard_normal", "random_uniform", "random_uniform_int") or \
+            not _is_unseeded_call(caller):
+        return None
+    args = bound.arguments
+    try:
+        shape = tuple(static_ints(args["shape"]))
+        kind = tf.as_dtype(args["minval"].dtype if name == "random_uniform_int"
+                           else args["dtype"])
+        if name == "random_uniform_int":
+            _check_integer_bounds(args["minval"], args["maxval"], kind)
+        elif not kind.is_floating:
+            raise Reject()
+    except (Reject, TypeError, ValueError, tf.errors.InvalidArgumentError):
+        return None  # (TF's kernel gives its own error)
+    pair = _kernel_pair(args.get("seed") or 0, args.get("seed2") or 0)
+    i = _OP_SEEDS.take(pair)
+    key, counter = _kernel_key_counter(pair)
+    key_counter = (capture.linked_draw(ir.param(key, "uint32"), _OP_SEEDS, i, "key"),
+                   capture.linked_draw(ir.param(counter, "uint32"), _OP_SEEDS, i, "counter"))
+    if name == "random_standard_normal":
+        return wrap(philox.normal(key_counter, shape, ir_dtype(kind)))
+    return _uniform(key_counter, shape, args.get("minval", 0), args.get("maxval"), kind)
+

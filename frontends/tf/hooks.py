@@ -414,11 +414,15 @@ _RANDOM_DRAWS = {
 
 
 def _wrap_random_draws():
-    """While lazyx.compile traces a step, a draw of TF's own random numbers (tf.random.normal
-    / uniform, a tf.random.Generator, tf.nn.dropout without a seed) keeps the step lazy: TF
-    runs it eagerly, so its result would enter the program as a constant and every replay
-    would reuse the traced call's noise (a VAE's eps, silently). Outside a trace: TF's own."""
+    """While lazyx.compile traces a step, tf.random.normal / uniform and tf.nn.dropout without
+    an op seed draw lazily from TF's stream, under run-time seeds a replay asks TF for
+    (api_random.unseeded_draw). Any other draw of TF's own random numbers (an op seed, a
+    truncated normal, a shuffle) keeps the step lazy: TF runs it eagerly, so its result
+    would enter the program as a constant and every replay would reuse the traced call's
+    noise (a VAE's eps, silently). Outside a trace: TF's own."""
     import importlib
+    import inspect
+    import sys
     from ...core import capture
     for module_name, names in _RANDOM_DRAWS.items():
         module = importlib.import_module(f"tensorflow.python.ops.{module_name}")
@@ -429,9 +433,17 @@ def _wrap_random_draws():
 
             def draw(*args, _original=original, _name=name, **kwargs):
                 if capture.current() is not None:
-                    capture.host_read(f"TF's own random numbers ({_name}), which a replay "
-                                      f"would not draw again (keras.random with a "
-                                      f"keras.random.SeedGenerator is replayed)")
+                    try:
+                        bound = inspect.signature(_original).bind(*args, **kwargs)
+                    except TypeError:
+                        bound = None
+                    out = bound and api_random.unseeded_draw(_name, bound, sys._getframe(1))
+                    if out is not None:
+                        return out
+                    capture.host_read(f"TF's own random numbers ({_name}, drawn by its "
+                                      f"kernel), which a replay would not draw again "
+                                      f"(tf.random.normal/uniform without an op seed, and "
+                                      f"keras.random with a SeedGenerator, are replayed)")
                 return _original(*args, **kwargs)
             functools.update_wrapper(draw, original)  # (sets __wrapped__)
             setattr(module, name, draw)

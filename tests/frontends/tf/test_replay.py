@@ -271,9 +271,10 @@ def test_keras_dropout_draws_the_uncompiled_runs_masks():
 def test_random_draws_in_a_compiled_step_are_fresh_at_every_call(draw):
     """TF's own random ops run eagerly (their shapes are known): under lazyx.compile their
     result entered the program as a constant, and every replay reused the traced call's
-    noise (a VAE's eps), silently. Such a step now runs lazily, with a warning; a draw from
-    keras.random with a SeedGenerator, or from a tf.random.Generator (whose state is
-    captured, api_random.py), is lazy itself and is replayed."""
+    noise (a VAE's eps), silently. Each draw here is now lazy and replayed, with the numbers
+    of the uncompiled run: keras.random with a SeedGenerator, a tf.random.Generator (its
+    state captured), and since 2026-12-03 tf.random.normal and tf.nn.dropout without an op
+    seed (the seeds TF's context hands out are run-time parameters, api_random.py)."""
     def run(compiled):
         keras.utils.set_random_seed(0)
         tf.random.set_seed(0)
@@ -307,10 +308,23 @@ def test_random_draws_in_a_compiled_step_are_fresh_at_every_call(draw):
     assert len(set(plain[0])) == 4  # (fresh noise at each call)
     np.testing.assert_allclose(compiled[0], plain[0], rtol=1e-6)
     np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-6)
-    if draw in ("keras.random", "tf.random.Generator"):
-        assert compiled[2] >= 3 and not compiled[3]
-    else:
-        assert compiled[2] == 0 and compiled[3]
+    assert compiled[2] >= 3 and not compiled[3]
+
+
+@pytest.mark.parametrize("draw", ["an op seed", "truncated_normal"])
+def test_a_draw_only_tfs_kernel_makes_keeps_the_step_lazy_with_a_warning(draw):
+    """An op seed continues one cached kernel's stream from call to call, and a truncated
+    normal is not drawn by lazyx: the step runs lazily (TF's numbers), never replaying the
+    traced call's noise."""
+    def step(x):
+        noise = tf.random.normal((3,), seed=5) if draw == "an op seed" else \
+            tf.random.truncated_normal((3,))
+        return tf.reduce_sum(noise * x)
+    f = lazyx.compile(step)
+    lazyx.reset_metrics()
+    with pytest.warns(RuntimeWarning, match="random numbers"):
+        out = [float(f(ltf.constant(np.ones(3, np.float32)))) for _ in range(3)]
+    assert len(set(out)) == 3 and lazyx.metrics()["replays"] == 0
 
 
 @pytest.mark.parametrize("noise", ["GaussianNoise", "GaussianDropout", "AlphaDropout"])

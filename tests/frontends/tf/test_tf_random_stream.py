@@ -212,3 +212,92 @@ def test_a_compiled_step_draws_from_a_generator_at_every_replay_as_tf(shape, dty
     tol = 1e-12 if dtype == tf.float64 else 1e-5
     np.testing.assert_allclose(compiled[0], eager[0], rtol=tol, atol=tol)
     np.testing.assert_array_equal(compiled[1], eager[1])
+
+
+# ---------------------------------------------------------------- TF's global random ops
+
+_DRAWS = {
+    "normal": lambda shape, dtype: tf.random.normal(shape, dtype=dtype),
+    "normal(2, 3)": lambda shape, dtype: tf.random.normal(shape, 2.0, 3.0, dtype=dtype),
+    "uniform": lambda shape, dtype: tf.random.uniform(shape, dtype=dtype),
+    "uniform(-1, 4)": lambda shape, dtype: tf.random.uniform(shape, -1.0, 4.0, dtype=dtype),
+    "uniform int32": lambda shape, dtype: tf.random.uniform(shape, -3, 50, dtype=tf.int32),
+    "uniform int64": lambda shape, dtype: tf.random.uniform(shape, 0, 2**40, dtype=tf.int64),
+}
+
+
+def _global_draws(compiled, kind, shape, dtype, calls=4, between=False):
+    """The numbers a step drawing from TF's global RNG returns at each call, seeded by
+    tf.random.set_seed(11); `between`: an uncompiled draw of TF's own after each call."""
+    tf.random.set_seed(11)
+
+    def step(x):
+        return _DRAWS[kind](shape, dtype), x + 1
+
+    f = lazyx.compile(step) if compiled else step
+    out, others = [], []
+    for _ in range(calls):
+        drawn = f(ltf.constant(np.float32(0)))[0]  # (eager TF's tensor, uncompiled)
+        out.append(_tf(ltf.to_tf(drawn) if isinstance(drawn, LazyTensor) else drawn))
+        if between:
+            others.append(tf.random.normal((2,)).numpy())
+    return out, others
+
+
+@pytest.mark.parametrize("kind", sorted(_DRAWS))
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64, tf.float16])
+def test_a_compiled_step_draws_tfs_global_numbers_at_every_replay(kind, dtype):
+    """tf.random.normal / uniform without an op seed: TF's kernel under the seed pair TF's
+    context hands out per call. A replay asks the context for the next pairs, so the
+    compiled step draws the uncompiled run's numbers, call after call."""
+    if "int" in kind and dtype != tf.float32:
+        pytest.skip("(the dtype is the kind's)")
+    lazyx.reset_metrics()
+    compiled, _ = _global_draws(True, kind, (3, 5), dtype)
+    assert lazyx.metrics()["replays"] == 3 and lazyx.metrics()["replay_misses"] == 0
+    plain, _ = _global_draws(False, kind, (3, 5), dtype)
+    assert len({c.tobytes() for c in plain}) == 4  # (fresh numbers at each call)
+    for got, want in zip(compiled, plain):
+        assert got.dtype == want.dtype
+        # normals: TF's sin, cos and log and XLA's differ in the last place
+        np.testing.assert_allclose(got, want, rtol=4e-3 if dtype == tf.float16 else 1e-6)
+
+
+def test_draws_outside_the_step_between_replays_keep_tfs_sequence():
+    lazyx.reset_metrics()
+    compiled = _global_draws(True, "normal", (4,), tf.float32, between=True)
+    assert lazyx.metrics()["replays"] == 3
+    plain = _global_draws(False, "normal", (4,), tf.float32, between=True)
+    for got, want in zip(compiled[0] + compiled[1], plain[0] + plain[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_without_a_global_seed_every_replay_draws_new_numbers():
+    tf.random.set_seed(None)  # (what a fresh process has: TF picks the seeds)
+    step = lazyx.compile(lambda x: tf.random.uniform((64,)) + x)
+    lazyx.reset_metrics()
+    out = [np.asarray(step(ltf.constant(np.float32(0)))) for _ in range(4)]
+    assert lazyx.metrics()["replays"] == 3
+    assert len({o.tobytes() for o in out}) == 4
+    assert all(0 <= o.min() and o.max() < 1 and o.std() > 0.2 for o in out)
+
+
+@pytest.mark.parametrize("noise_shape", [None, (3, 1)])
+def test_dropout_of_a_lazy_tensor_is_lazy_and_tfs(noise_shape):
+    """tf.nn.dropout read its lazy input (a counted fallback): now TF's steps run lazily on
+    it, the mask from TF's kernel -- or, compiled, from TF's stream -- as eager TF's."""
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    tf.random.set_seed(3)
+    want = [tf.nn.dropout(x, 0.4, noise_shape=noise_shape).numpy() for _ in range(3)]
+    tf.random.set_seed(3)
+    lazyx.reset_metrics()
+    lazy = [tf.nn.dropout(ltf.constant(x) * 1, 0.4, noise_shape=noise_shape) for _ in range(3)]
+    assert all(isinstance(v, LazyTensor) for v in lazy)
+    assert lazyx.metrics()["fallback_ops"] == {} and lazyx.metrics()["syncs"] == 0
+    tf.random.set_seed(3)
+    step = lazyx.compile(lambda v: tf.nn.dropout(v, 0.4, noise_shape=noise_shape))
+    compiled = [step(ltf.constant(x)) for _ in range(3)]
+    assert lazyx.metrics()["replays"] == 2
+    for got in (lazy, compiled):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), w)
