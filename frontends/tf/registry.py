@@ -52,12 +52,15 @@ def api_name(api):
     return "tf.compat.v1." + names[0] if names else getattr(api, "__name__", repr(api))
 
 
-def lower(api, *params, lists=(), direct=None):
+def lower(api, *params, lists=(), direct=None, as_given=()):
     """Register `fn(**arguments)` as the lazy lowering of the TF `api`.
 
     `direct(x)` or `direct(x, y)`, for element-wise APIs, is the same lowering taking the
     operands by position: LazyTensor's operators and the API's public names (DIRECT, see
-    hooks.py) call it without binding TF's signature."""
+    hooks.py) call it without binding TF's signature. A list or tuple given for one of
+    `params` is packed into one tensor, as TF converts it, except for the params named in
+    `as_given`: the lowering takes them as they come (tf.linalg.tridiagonal_solve's
+    'sequence' format: three diagonals of unequal lengths)."""
     signature = inspect.signature(api)
     annotations = {p: OPERAND for p in params}
     annotations.update({p: OPERAND_LIST for p in lists})
@@ -89,7 +92,8 @@ def lower(api, *params, lists=(), direct=None):
                 with _OP_LINE:  # one user-line lookup for every node this op makes
                     for p in params:  # a list holding lazy values: TF's packing, lazily
                         if type(arguments.get(p)) in (list, tuple) and _has_lazy(arguments[p]):
-                            arguments[p] = pack(_read_lazy_variables(arguments[p]))
+                            values = _read_lazy_variables(arguments[p])
+                            arguments[p] = values if p in as_given else pack(values)
                     return fn(**arguments)
             except ops.TooLarge as err:  # TF's type for an allocation it cannot make
                 raise tf.errors.ResourceExhaustedError(None, None, str(err)) from None
