@@ -340,10 +340,9 @@ def pinv(a, rcond=None, validate_args=False):
     return wrap(_batched_matmul(scaled, _swap_last(u)), a)
 
 
-# Generated ops with no dispatch hook that lazyx does not lower (a matrix logarithm, a
-# banded solve): TF's own kernels on materialized inputs, counted, instead of a TypeError
+# Generated ops with no dispatch hook that lazyx does not lower (a matrix logarithm):
+# TF's own kernels on materialized inputs, counted, instead of a TypeError
 fallback_undispatched(tf.linalg, "logm")
-fallback_undispatched(tf.linalg, "banded_triangular_solve")
 fallback_undispatched(tf.sparse, "from_dense")  # (its result is a SparseTensor: TF's own)
 
 
