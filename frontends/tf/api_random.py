@@ -318,8 +318,9 @@ def unseeded_draw(name, bound, caller):
     """The lazy draw of gen_random_ops.`name` (its arguments `bound`, a BoundArguments) for
     a step lazyx.compile traces, or None where TF's kernel must draw."""
     from ...core import capture
+    # (inside a tf.function's trace the op is the graph's: TF's own)
     if name not in ("random_standard_normal", "random_uniform", "random_uniform_int") or \
-            not _is_unseeded_call(caller):
+            not tf.executing_eagerly() or not _is_unseeded_call(caller):
         return None
     args = bound.arguments
     try:
