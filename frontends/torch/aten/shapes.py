@@ -5,6 +5,7 @@ import torch
 from ....core import compose, ir, ops
 from .. import dtypes
 from ..tensor import FAST_ROUTES
+from ..windows import start_param
 from .table import (Unsupported, aten, bcast, const, dim_of, host_data, ir_dtype, lower,
                     node_of, scalar)
 from .table import fill_value as checked_fill
@@ -121,12 +122,19 @@ def _window(a, axis, start, stop, step):
     `A[i, j] = torch.dot(B[i, :], C[:, j])`: a compile per piece, 465 s for a 64x64 A)."""
     if step != 1 or stop <= start or stop - start == a.shape[axis]:
         return compose.slice_axis(a, axis, start, stop, step)
-    starts = [ir.param(start if k == axis else 0, _START) for k in range(a.ndim)]
     sizes = tuple(stop - start if k == axis else d for k, d in enumerate(a.shape))
-    return ops.dynamic_slice(a, *starts, slice_sizes=sizes)
+    return ops.dynamic_slice(a, *_starts(a, axis, start, stop - start), slice_sizes=sizes)
 
 
 _START = "int32"  # (a start within a dimension: int32 keeps float32 programs 32-bit)
+
+
+def _starts(a, axis, start, length):
+    """The run-time starts of a unit-step window of `a` along `axis`: 0 on the other axes;
+    the axis's one linked to a lazyx.compile'd step's int when a window at it made this one
+    (windows.py: its backward and its write-back share the forward's start)."""
+    return [start_param(a.shape, axis, start, length) if k == axis else ir.param(0, _START)
+            for k in range(a.ndim)]
 
 
 @lower(*_both("slice", "Tensor"))
@@ -277,8 +285,7 @@ def _slice_scatter_nodes(a, src, axis, start, end, step):
     if n == 0:
         return a
     if step == 1 and n < a.shape[axis]:  # (a run-time start, as _window's: one program per i)
-        starts = [ir.param(start if k == axis else 0, _START) for k in range(a.ndim)]
-        return ops.dynamic_update_slice(a, src, *starts)
+        return ops.dynamic_update_slice(a, src, *_starts(a, axis, start, n))
     size = a.shape[axis]
     high = size - (start + (n - 1) * step + 1)
     config = [(0, 0, 0)] * a.ndim
