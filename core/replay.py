@@ -37,7 +37,7 @@ from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  
                       _plain_deep, _rebound, _rebuild, _roots, _spec, _substitute,
                       register_ambient, register_container, register_tensor,
                       register_trace_hook)
-from .replay_entry import Entry, build_entry, handle_of, same_host_values
+from .replay_entry import Entry, build_entry, handle_of, result_tensors, same_host_values
 from .replay_guard import (_Miss, _guard_miss, call_miss, _new_int, _predict,
                            _result_needs_grad, _state_numbers_changed, _with_state_numbers)
 from .source import format_line, user_line
@@ -252,6 +252,12 @@ class Compiled:
         warm_up = {i for i, (_, s) in before.items() if s} != \
             {i for i, (_, s) in after.items() if s}
 
+        # a result viewing a tensor the step changed in place (Y.mul_(k); return
+        # Y.detach()) gets its up-to-date value when its handle is read (torch's functional
+        # sync makes a new one): read now, the cut computes it; read after, it was found
+        # among no outputs, and a replay handed back the traced call's value
+        for leaf in result_tensors(result):
+            handle_of(leaf)
         # the cut at the step's end: every pending value of this thread, one program
         pending = [h for h in runtime.live_handles() if h.node.op != "data"]
         # and pending state made in other threads (torch's autograd engine runs a device's

@@ -68,6 +68,14 @@ def handle_of(t):
     return _spec(type(t))[1][1](t)
 
 
+def result_tensors(result):
+    """The lazy tensors among a step's results."""
+    leaves = []
+    _flatten(result, leaves, [], "result", [])
+    specs = [(t, _spec(type(t))) for t in leaves]
+    return [t for t, spec in specs if spec is not None and spec[0] == "tensor" and spec[1][0](t)]
+
+
 class _Probe(list):
     """Numbers that record which of them an expression reads."""
 

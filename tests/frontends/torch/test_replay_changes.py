@@ -361,3 +361,37 @@ def test_two_param_groups_on_one_schedule_replay_and_split_when_they_differ(make
     assert lazyx.metrics()["replays"] >= 3, lazyx.metrics()["replays"]
     _same(compiled, lazy, rtol=1e-5, atol=1e-6)
     _same(compiled, _run("cpu", False, make_opt, between, steps=8), rtol=1e-3, atol=1e-4)
+
+
+_VIEWS_AFTER_A_WRITE = {
+    "detach": lambda y: y.detach(),
+    "row": lambda y: y[1],
+    "transpose and flat": lambda y: (y.t(), y.view(-1)),
+}
+
+
+@pytest.mark.parametrize("view", sorted(_VIEWS_AFTER_A_WRITE))
+@pytest.mark.parametrize("of_state", [False, True])
+def test_a_result_viewing_a_tensor_written_in_place_is_the_calls_value(view, of_state):
+    """`Y.mul_(k); return Y.detach()`: the view's handle was read after the step's cut,
+    where torch's functional sync gave it a new value the cut had not computed; the result
+    was taken for an unchanged tensor, and every replay handed back the traced call's value
+    (2, 3, 2, 2 for k = 2, 3, 4, 5)."""
+    host = torch.arange(6.0).reshape(2, 3)
+
+    def make_step(state):
+        def step(x, k):
+            y = state if of_state else x.clone()
+            y.mul_(k)
+            return _VIEWS_AFTER_A_WRITE[view](y)
+        return step
+
+    compiled = lazyx.compile(make_step(torch.ones(2, 3).to(lt.device)))
+    eager = make_step(torch.ones(2, 3))
+    lazyx.reset_metrics()
+    for k in (2.0, 3.0, 4.0, 5.0):
+        got, want = compiled(host.to(lt.device), k), eager(host, k)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            torch.testing.assert_close(g.cpu(), w)
+    assert lazyx.metrics()["replays"] >= 2
