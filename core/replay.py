@@ -569,6 +569,9 @@ def _replay(entry, tensors, handles, numbers, call):
             return _spec(type(template))[1][2](template, outs[x])
         if kind == "arg":
             return tensors[x]
+        if kind == "slot":  # state: whatever is there now, after the writes above
+            holder, step = slots[x].at
+            return objects[step] if holder is None else child(holders[holder], step)
         if kind == "number":
             return template(x(numbers))
         return x

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from . import capture, host_state
+from . import capture, host_state, runtime
 from . import dtypes as dt
 from .capture import _flatten, _spec
 from .source import format_line
@@ -206,7 +206,9 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         # share (split_steps.same_pieces)
         part.constants = [f[1] for f in feed if f[0] in ("const", "baked")]
         run = feed
-        kept = getattr(part.exe, "kept", None)
+        # (not any object with a `kept`: the lazy path's cache may hand back its wrapper of
+        # the same program, baked_literals.Baking, whose `kept` says something else)
+        kept = part.exe.kept if isinstance(part.exe, runtime._Kept) else None
         if kept is not None:  # a program with literals baked: fed the leaves it kept only
             part.exe, run = part.exe.exe, [feed[i] for i in kept]
         part.template = [f[1] if f[0] in ("const", "baked") else None for f in run]
@@ -256,6 +258,12 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
             if not capture.can_store(objects, where):
                 return False
             entry.removals.append(where)
+    # state among the results is returned from where it is found at each replay (item)
+    for t in result_leaves + [value for _, value in rebinds]:
+        spec = _spec(type(t))
+        if id(t) not in host_ids and spec is not None and spec[0] == "tensor" and \
+                spec[1][0](t) and id(handle_of(t)) in slot_by_handle:
+            slot_of(slot_by_handle[id(handle_of(t))])
     # each holder of state (a module, an optimizer, a dict) is reached once per replay
     wheres = [slot.where for slot in entry.slots]
     counts = [len(slot.same) for slot in entry.slots]
@@ -281,9 +289,15 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         h = handle_of(t)
         if id(t) in arg_ids:
             return ("arg", arg_ids[id(t)], None)
-        k = None if id(h) in slot_by_handle else out_index(t)
+        if id(h) in slot_by_handle:
+            # state: the tensor found where the step found it once the replay wrote its
+            # updates (a parameter rebound between calls, `st["w"] = st["w"] - g` and a
+            # .grad the step created are new tensors at each call; returning this trace's
+            # object handed back the traced call's value)
+            return ("slot", slot_of(slot_by_handle[id(h)]), None)
+        k = out_index(t)
         if k is None:
-            return ("obj", t, None)  # state or an unchanged value: the same tensor
+            return ("obj", t, None)  # an unchanged value made before the step: the same tensor
         return ("new", k, t)
 
     def any_item(value):
