@@ -85,6 +85,20 @@ def _param(value, dtype, shape=()):
     return node
 
 
+def decided_by(number):
+    """A plain number a framework handed on (torch's pow exponent) that decided the graph's
+    structure rather than became a parameter (`x ** k` taken as x * x at k = 2.0): if it has
+    the value of a number of this call, that number is guarded by value. Otherwise a replay,
+    or a trace that linked another op's parameter to the number, computed the trace's
+    structure for every new value (x ** 2 at k = 3.0, 4.0, 0.5)."""
+    rec = current()
+    if rec is None or type(number) not in (float, int) or type(number) is bool:
+        return
+    expr = rec.derived.get(float(number))
+    if expr is not None:
+        rec.decisions.append((lambda n, _e=expr: float(_e(n)), float(number)))
+
+
 def linked(node, number):
     """`node`, a param a frontend made from `number` after its framework converted it (TF's
     convert_to_tensor hands on a plain NumPy scalar), linked to the number's expression as a

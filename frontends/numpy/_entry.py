@@ -23,6 +23,7 @@ import numpy as np
 from ...core import compose, ops, runtime, source
 from ...core import dtypes as dt
 from ...core.ir import param
+from ...core.symbolic import SymFloat, SymInt
 from ...core.tables import Table, caller
 from ._base import LazyArray, wrap
 from ._complex import lowering as complex_lowering
@@ -215,7 +216,12 @@ def _apply_general(ufunc, args, dtype=None):
     if ufunc is np.power and dt.is_int(loop[1]):
         _check_int_power(args[1])
     if ufunc in _POWERS and _is_host_scalar(args[1]):
-        exponent = np.asarray(args[1]).item()
+        # (a number argument of a compiled step stays symbolic: its comparisons below are
+        # guards of the replay, and pow's exponent a run-time parameter. Made plain, the
+        # trace's exponent was baked in -- or x * x, or x itself taken -- while the same
+        # number, reaching another op, was a parameter: every replay computed x ** 1.0)
+        exponent = args[1] if isinstance(args[1], (SymFloat, SymInt)) else \
+            np.asarray(args[1]).item()
         if ufunc is np.power and exponent == 0.5 and loop[0] in _SQRT_LOOPS:
             # NumPy's float32/float64 power loop takes a scalar 0.5 as sqrt: sqrt(-0.0) is
             # -0.0 and sqrt(-inf) nan, where pow gives +0.0 and inf

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from ....core import compose, ops
+from ....core import capture, compose, ops
 from ..tensor import FAST_ROUTES, LOWERINGS
 from .table import (aten, bcast, compute_dtype, const, fill_value, is_complex, is_float,
                     lower, node_of, operands, scalar)
@@ -155,6 +155,7 @@ def _bitwise_not(out, x):
 
 def _scaled(b, alpha, dtype):
     if alpha is None or (alpha == 1 and not isinstance(alpha, bool)):
+        capture.decided_by(alpha)  # (a compiled step's number of value 1: guarded by it)
         return b
     return ops.mul(b, scalar(alpha, dtype, b.shape))
 
@@ -283,6 +284,8 @@ def _pow(out, x, y):
             not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError("Integers to negative integer powers are not allowed.")  # (eager's)
     if isinstance(y, (int, float)) and not isinstance(y, bool):
+        if y in (0, 1, 2, 3, -1, -2, 0.5, -0.5):  # (a shortcut below: a number of a
+            capture.decided_by(y)  # compiled step's call with this value is guarded by it)
         if y == 0 or y == 1:  # torch's pow_out fills ones or copies, for every dtype (and
             # autograd's backward of every x ** 2 is 2 * x ** 1: a full-size power until now)
             (a,) = operands(out, x)

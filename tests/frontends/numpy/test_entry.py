@@ -202,3 +202,17 @@ def test_comparisons_with_out_of_range_python_ints(ufunc, scalar):
             got = ufunc(*lazy)
             assert got.dtype == np.bool_
             np.testing.assert_array_equal(np.asarray(got), ufunc(*args))
+
+
+def test_a_compiled_power_of_a_number_argument_follows_it():
+    """`x ** k` took the trace's k as a plain number (baked in, or x * x, or x itself) while
+    k, reaching np.full too, was a run-time parameter: every replay computed x ** 1.0."""
+    x0 = np.arange(1, 5, dtype=np.float32)
+
+    def step(x, k):
+        return x ** k, lnp.full((2,), k)
+    f = lazyx.compile(step)
+    for k in [1.0, 2.0, 3.0, 4.0, 2.5, 0.5, 5.5]:
+        got = f(lnp.asarray(x0), k)
+        np.testing.assert_allclose(np.asarray(got[0]), x0 ** k, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(got[1]), np.full((2,), k))

@@ -690,3 +690,20 @@ def test_a_step_the_lazy_path_ran_before_compiles():
     f = lazyx.compile(step)
     for k in range(4):
         np.testing.assert_allclose(f(x, float(k)).cpu().numpy(), x.cpu().numpy() * k)
+
+
+@pytest.mark.parametrize("first", [1.0, 2.0, 3.0, 0.0])
+def test_a_number_a_shortcut_decided_is_guarded(first):
+    """`x ** k` at k = 2.0 is x * x, and `x.add(y, alpha=k)` at k = 1.0 is x + y: torch hands
+    the lowering k as a plain float, whose value chose the graph unguarded. With k also a
+    parameter elsewhere (torch.full), every replay computed the traced structure: x ** 2 at
+    k = 3.0, 4.0, 0.5 (silently)."""
+    x0 = torch.rand(8) + 0.5
+
+    def step(x, k):
+        return x ** k, x.add(x, alpha=k), torch.full((2,), k, device=x.device)
+    f = lazyx.compile(step)
+    for k in [first, 2.0, 1.0, 3.0, 2.5, 4.5, 0.5, 5.5]:
+        got = f(x0.to(lt.device), k)
+        for a, b in zip(got, step(x0, k)):
+            np.testing.assert_allclose(a.cpu().numpy(), b.numpy(), rtol=1e-5)
