@@ -396,9 +396,11 @@ class Compiled:
                     f"call {self.calls} differs from the one being replayed (its graph or the "
                     f"numbers it bakes in changed: does it depend on a global or other Python "
                     f"state?). Pass what changes as an argument.")
-            # a number linked by value was a coincidence: keep the fresh trace, which guards it
-            if fresh is not None:
-                fresh.value_linked = False
+            # a number linked by value was a coincidence (a code constant equal to it), or the
+            # graph depends on the numbers by a way no link follows (torch's norm(p=k) bakes
+            # 1 / k, computed in C): keep the fresh trace, which confirms its own links at
+            # its next new numbers in turn. (Taken as confirmed, it replayed the numbers it
+            # baked for every later value: norm(p=k) at k = 0.5 and 4.5 used 1 / 3.5.)
             return result
         if fresh in bucket:  # keep the entry being replayed (its objects are the ones in use)
             bucket.remove(fresh)

@@ -707,3 +707,18 @@ def test_a_number_a_shortcut_decided_is_guarded(first):
         got = f(x0.to(lt.device), k)
         for a, b in zip(got, step(x0, k)):
             np.testing.assert_allclose(a.cpu().numpy(), b.numpy(), rtol=1e-5)
+
+
+def test_a_trace_kept_after_a_failed_link_check_confirms_its_own_links():
+    """norm(p=k) bakes 1 / k (torch computes it in C, past the number's link) while k is a
+    parameter of pow. The call at a new k traced again, found the program's numbers changed,
+    and kept that trace as confirmed: every later k replayed its 1 / k (28.7 at k = 0.5 came
+    out 1.63, silently)."""
+    x0 = torch.randn(8)
+
+    def step(x, k):
+        return x.norm(p=k), torch.full((2,), k, device=x.device)
+    f = lazyx.compile(step)
+    for k in [1.0, 2.0, 2.5, 3.5, 0.5, 4.5, 5.5]:
+        np.testing.assert_allclose(f(x0.to(lt.device), k)[0].cpu().numpy(),
+                                   step(x0, k)[0].numpy(), rtol=1e-5)
