@@ -44,7 +44,10 @@ def _predict(entry, numbers):
                 out.append(np.asarray(f[2](f[1](numbers))))
             except AttributeError:  # computed from a value a split step reads as it runs
                 out.append(("read",))
-        elif f[0] == "baked":
+        elif f[0] in ("baked", "const"):
+            # (a constant array the step made from its numbers on the host -- np.linspace's,
+            # np.interp's, np.quantile's -- is fed as traced: a verifying trace must find it
+            # unchanged too)
             out.append(np.asarray(f[1]))
         elif f[0] == "key":
             out.append(("key", f[2]))

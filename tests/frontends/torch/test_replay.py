@@ -722,3 +722,22 @@ def test_a_trace_kept_after_a_failed_link_check_confirms_its_own_links():
     for k in [1.0, 2.0, 2.5, 3.5, 0.5, 4.5, 5.5]:
         np.testing.assert_allclose(f(x0.to(lt.device), k)[0].cpu().numpy(),
                                    step(x0, k)[0].numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("make", [
+    lambda x, k: torch.tensor([0.0, k], device=x.device) + x[:2],
+    lambda x, k: x * torch.as_tensor(k, device=x.device),
+], ids=["tensor", "as_tensor"])
+def test_a_constant_made_from_a_number_argument_is_checked_by_the_confirming_trace(make):
+    """torch.tensor([0.0, k]) is a constant array made on the host, and k, reaching
+    torch.full too, a parameter linked by value. The trace that confirms the link at the first
+    new k compared the parameters and baked scalars only, not such arrays, and took the step as
+    confirmed: every later k replayed the first call's array (silently)."""
+    x0 = torch.randn(5)
+
+    def step(x, k):
+        return make(x, k), torch.full((2,), k, device=x.device)
+    f = lazyx.compile(step)
+    for k in [1.0, 2.5, 3.5, 4.5, 5.5]:
+        np.testing.assert_allclose(f(x0.to(lt.device), k)[0].cpu().numpy(),
+                                   make(x0, k).numpy(), rtol=1e-6)
