@@ -275,6 +275,12 @@ def pinv(x, rtol=None):
             import numpy as np
             rtol = max(m, n) * float(np.finfo(a.dtype).eps)
         return _unembed(pinv.lowering(_embed(a), rtol), n, m)
+    return svd_inverse(a, rtol)[0]
+
+
+def svd_inverse(a, rtol=None):
+    """(the pseudo-inverse of a real nonempty `a` by SVD, which singular values it kept --
+    those above rtol * the largest --, the singular values)."""
     u, s, vh = ops.svd(a, full_matrices=False)
     tol = ops.broadcast_in_dim(_cutoff(a, s, rtol), shape=s.shape,
                                broadcast_dimensions=tuple(range(s.ndim - 1)))
@@ -286,8 +292,9 @@ def pinv(x, rtol=None):
     scaled = ops.mul(_mT(vh), ops.broadcast_in_dim(inv_s, shape=_mT(vh).shape,
                                                    broadcast_dimensions=tuple(range(nb)) +
                                                    (nb + 1,)))
-    return ops.dot_general(scaled, _mT(u), contracting_dimensions=((nb + 1,), (nb,)),
-                           batch_dimensions=(tuple(range(nb)), tuple(range(nb))))
+    inverse = ops.dot_general(scaled, _mT(u), contracting_dimensions=((nb + 1,), (nb,)),
+                              batch_dimensions=(tuple(range(nb)), tuple(range(nb))))
+    return inverse, keep, s
 
 
 def _matmul_nodes(a, b):

@@ -13,6 +13,7 @@ from ...core.compose import const
 from ._base import LazyArray, wrap
 from ._factorizations import matrix_rank as _array_api_matrix_rank
 from ._factorizations import pinv as _array_api_pinv
+from ._factorizations import svd_inverse
 from ._fallback import run_eagerly
 from ._linalg import dot as _dot
 from ._promote import as_node
@@ -152,7 +153,9 @@ def lstsq(a, b, rcond=None):
         rcond = _DOUBLE_EPS * max(m, n)
     elif rcond < 0:  # gelsd's rule: LAPACK's machine precision
         rcond = _DOUBLE_EPS / 2
-    x, rank, s = _min_norm_solution(a64, b64, rcond)
+    inverse, kept, s = svd_inverse(a64, float(rcond))  # (the minimum-norm solution gelsd gives)
+    x = compose.batch_matmul(inverse, b64)
+    rank = ops.reduce_sum(ops.convert(kept, dtype="int32"), axes=(0,))
     residuals = const(0, "float64", (0,))
     if m > n and bool(runtime.to_host(runtime.LazyHandle(ops.eq(rank, const(n, "int32"))),
                                       cause="data_dependent")):
@@ -163,22 +166,6 @@ def lstsq(a, b, rcond=None):
     x, residuals, s = (v if result == "float64" else ops.convert(v, dtype=result)
                        for v in (x, residuals, s))
     return wrap(x), wrap(residuals), wrap(rank), wrap(s)
-
-
-def _min_norm_solution(a, b, rcond):
-    """(pinv(a) b keeping the singular values above rcond * s_max, their count (int32), the
-    singular values)."""
-    u, s, vh = ops.svd(a, full_matrices=False)
-    cut = ops.mul(ops.reduce_max(s, axes=(0,)), const(rcond, "float64"))
-    keep = ops.gt(s, compose.broadcast_to(cut, s.shape))
-    safe = ops.select(keep, s, const(1, "float64", s.shape))
-    inv_s = ops.select(keep, ops.div(const(1, "float64", s.shape), safe),
-                       const(0, "float64", s.shape))
-    v = compose.matrix_transpose(vh)
-    scaled = ops.mul(v, ops.broadcast_in_dim(inv_s, shape=v.shape, broadcast_dimensions=(1,)))
-    x = compose.batch_matmul(scaled, compose.batch_matmul(compose.matrix_transpose(u), b))
-    rank = ops.reduce_sum(ops.convert(keep, dtype="int32"), axes=(0,))
-    return x, rank, s
 
 
 def multi_dot(arrays, *, out=None):
