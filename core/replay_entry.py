@@ -68,12 +68,17 @@ def handle_of(t):
     return _spec(type(t))[1][1](t)
 
 
+def is_lazy_tensor(value):
+    """Whether `value` is a lazy tensor of a registered frontend."""
+    spec = _spec(type(value))
+    return spec is not None and spec[0] == "tensor" and spec[1][0](value)
+
+
 def result_tensors(result):
     """The lazy tensors among a step's results."""
     leaves = []
     _flatten(result, leaves, [], "result", [])
-    specs = [(t, _spec(type(t))) for t in leaves]
-    return [t for t, spec in specs if spec is not None and spec[0] == "tensor" and spec[1][0](t)]
+    return [t for t in leaves if is_lazy_tensor(t)]
 
 
 class _Probe(list):
@@ -260,9 +265,7 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
             entry.removals.append(where)
     # state among the results is returned from where it is found at each replay (item)
     for t in result_leaves + [value for _, value in rebinds]:
-        spec = _spec(type(t))
-        if id(t) not in host_ids and spec is not None and spec[0] == "tensor" and \
-                spec[1][0](t) and id(handle_of(t)) in slot_by_handle:
+        if id(t) not in host_ids and is_lazy_tensor(t) and id(handle_of(t)) in slot_by_handle:
             slot_of(slot_by_handle[id(handle_of(t))])
     # each holder of state (a module, an optimizer, a dict) is reached once per replay
     wheres = [slot.where for slot in entry.slots]
@@ -303,8 +306,7 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     def any_item(value):
         if id(value) in host_ids:
             return ("obj", value, None)
-        spec = _spec(type(value))
-        if spec is not None and spec[0] == "tensor" and spec[1][0](value):
+        if is_lazy_tensor(value):
             return item(value)
         if isinstance(value, (capture.SymFloat, capture.SymInt)):  # a number of the call's
             return ("number", value._lazyx_expr, float if isinstance(value, float) else int)
