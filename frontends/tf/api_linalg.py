@@ -327,17 +327,22 @@ def pinv(a, rcond=None, validate_args=False):
     # TF's default rcond: 10 * max(m, n) * eps
     if rcond is None:
         rcond = 10 * max(x.shape[-2:]) * float(np.finfo(np.dtype(x.dtype)).eps)
+    return wrap(svd_pinv(x, rcond), a)
+
+
+def svd_pinv(x, rcond):
+    """The pseudo-inverse of x by SVD, singular values at or below rcond * max(s) taken as
+    zero: V diag(1/s) U^T, the columns of V scaled, then multiplied by U^T."""
     u, s, vh = ops.svd(x)
     cut = ops.broadcast_in_dim(_cutoff(s, x.shape, None, rcond), shape=s.shape,
                                broadcast_dimensions=tuple(range(s.ndim - 1)))
     keep = ops.gt(s, cut)
     inverse = ops.select(keep, ops.div(const(1, s), ops.select(keep, s, const(1, s))),
                          const(0, s))
-    # pinv = V diag(1/s) U^T: scale the columns of V, then multiply by U^T
     v = _swap_last(vh)
     scaled = ops.mul(v, ops.broadcast_in_dim(inverse, shape=v.shape, broadcast_dimensions=tuple(
         range(s.ndim - 1)) + (s.ndim,)))
-    return wrap(_batched_matmul(scaled, _swap_last(u)), a)
+    return _batched_matmul(scaled, _swap_last(u))
 
 
 # Generated ops with no dispatch hook that lazyx does not lower (a matrix logarithm):

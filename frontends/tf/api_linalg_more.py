@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from ...core import compose, ir, ops
-from .api_linalg import _band_mask, _batched_matmul, _identity_like, _lu_solve
+from .api_linalg import _band_mask, _batched_matmul, _identity_like, _lu_solve, svd_pinv
 from .api_math import _swap_last
 from .lowering import Reject, broadcast_shapes, broadcast_to, const, operand_nodes
 from .registry import lower, lower_undispatched, run_eagerly
@@ -363,18 +363,8 @@ def lstsq(matrix, rhs, l2_regularizer=0.0, fast=True):
 def _min_norm_solution(a, b):
     """pinv(a) @ b: singular values below eps * min(m, n) * max(s) count as zero (the rank
     rule of Eigen's complete orthogonal decomposition, TF's kernel); the rank is never read."""
-    u, s, vh = ops.svd(a)
-    top = ops.reduce_max(s, axes=(s.ndim - 1,))
     eps = float(np.finfo(np.dtype(a.dtype)).eps) * min(a.shape[-2:])
-    cut = ops.broadcast_in_dim(ops.mul(top, const(eps, top)), shape=s.shape,
-                               broadcast_dimensions=tuple(range(s.ndim - 1)))
-    keep = ops.gt(s, cut)
-    inverse = ops.select(keep, ops.div(const(1, s), ops.select(keep, s, const(1, s))),
-                         const(0, s))
-    ub = _batched_matmul(_swap_last(u), b)  # (..., k, K)
-    scaled = ops.mul(ub, ops.broadcast_in_dim(inverse, shape=ub.shape,
-                                              broadcast_dimensions=tuple(range(s.ndim))))
-    return _batched_matmul(_swap_last(vh), scaled)
+    return _batched_matmul(svd_pinv(a, eps), b)
 
 
 # ---------------------------------------------------------------- matrix exponential
