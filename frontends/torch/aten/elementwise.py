@@ -154,7 +154,9 @@ def _bitwise_not(out, x):
 # ---------------------------------------------------------------- binary arithmetic
 
 def _scaled(b, alpha, dtype):
-    if alpha is None or (alpha == 1 and not isinstance(alpha, bool)):
+    if alpha is None:
+        return b
+    if alpha == 1 and not isinstance(alpha, bool):
         capture.decided_by(alpha)  # (a compiled step's number of value 1: guarded by it)
         return b
     return ops.mul(b, scalar(alpha, dtype, b.shape))
