@@ -38,7 +38,7 @@ from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  
                       register_ambient, register_container, register_tensor,
                       register_trace_hook)
 from .replay_entry import Entry, build_entry, handle_of, result_tensors, same_host_values
-from .replay_guard import (_Miss, _guard_miss, call_miss, _new_int, _predict,
+from .replay_guard import (_Miss, _guard_miss, call_miss, _new_number, _predict,
                            _result_needs_grad, _state_numbers_changed, _with_state_numbers)
 from .source import format_line, user_line
 from .split_steps import same_values
@@ -142,7 +142,7 @@ class Compiled:
                         miss = "a split step replays once a second trace agrees with its first"
                         continue
                     if verify or (entry.value_linked and entry.first_numbers != nums) or \
-                            entry.unverified_ints and _new_int(entry, nums) or \
+                            entry.unverified_numbers and _new_number(entry, nums) or \
                             entry.host_results:
                         return self._verify(entry, full, args, kwargs, nums)
                     out = _replay(entry, tensors, handles, nums, (args, kwargs))
@@ -364,7 +364,7 @@ class Compiled:
         """Trace again (this call runs as that trace) and check that the graph and the numbers
         it bakes in are those of the entry being replayed."""
         predicted = _predict(entry, numbers)
-        new_ints = [k for k in entry.unverified_ints if numbers[k] != entry.first_numbers[k]]
+        changed = [k for k in entry.unverified_numbers if numbers[k] != entry.first_numbers[k]]
         result, fresh = self._trace(full, args, kwargs)
         same = fresh is not None and (fresh.program is None) == (entry.program is None) and \
             (fresh.program is None or fresh.program.key == entry.program.key) and \
@@ -382,12 +382,14 @@ class Compiled:
         if not same:
             if entry in bucket:
                 bucket.remove(entry)
-            if new_ints and fresh is not None:
-                # an int that reached a parameter is an index or a size too (x[:n] / n):
-                # guarded by value from now on
-                fresh.numbers_by_value += tuple((k, int, numbers[k]) for k in new_ints)
-                fresh.unverified_ints = tuple(k for k in fresh.unverified_ints
-                                              if k not in new_ints)
+            if changed and fresh is not None:
+                # a number that reached a parameter was read by C code too (an int as an
+                # index or a size, x[:n] / n; a float as np.quantile's q): guarded by value
+                # from now on
+                fresh.numbers_by_value += tuple((k, type(numbers[k]), numbers[k])
+                                                for k in changed)
+                fresh.unverified_numbers = tuple(k for k in fresh.unverified_numbers
+                                              if k not in changed)
                 fresh.value_linked = False
                 return result
             if self.verify_every and self.calls % self.verify_every == 0:
@@ -405,7 +407,7 @@ class Compiled:
         if fresh in bucket:  # keep the entry being replayed (its objects are the ones in use)
             bucket.remove(fresh)
         entry.value_linked = False
-        entry.unverified_ints = tuple(k for k in entry.unverified_ints if k not in new_ints)
+        entry.unverified_numbers = tuple(k for k in entry.unverified_numbers if k not in changed)
         return result
 
 

@@ -38,9 +38,10 @@ class Entry:
         self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
         self.arg_updates = []       # (argument tensor index, output index): updated in place
         self.value_linked = False   # some parameter was linked by value (checked once)
-        # ints that reached a parameter: one may also be an index or a size, which Python's C
-        # code reads without a decision symbolic.py sees -- a new value is checked once
-        self.unverified_ints = ()
+        # ints and floats that reached a parameter: one may also be an index, a size or a
+        # quantile, which C code reads without a decision symbolic.py sees -- a new value is
+        # checked once
+        self.unverified_numbers = ()
         self.decisions = []         # (expression, outcome) of what Python decided from numbers
         self.host_arrays = []       # (name, getter, copy): host arrays it read (host_state.py)
         self.float_guards = []      # (read, value): floats it read next to it, by value
@@ -234,7 +235,11 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     entry.ties, tied = _ties(rec.ties, numbers, probe)
     entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
                                    if k not in probe.read and k not in tied)
-    entry.unverified_ints = tuple(k for k in sorted(probe.read) if type(numbers[k]) is int)
+    # an int or float that reached a parameter may also have been read by C code that
+    # baked it (x[:n], np.quantile(x, q), np.linspace(0, k, 5)): the first call with a
+    # new value traces again to confirm it is only a parameter
+    entry.unverified_numbers = tuple(k for k in sorted(probe.read)
+                                  if type(numbers[k]) in (int, float))
     entry.decisions = list(rec.decisions)
     slot_by_handle = {id(handle_of(t)): path for path, (t, _) in after.items()}
     result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)

@@ -74,10 +74,11 @@ def _with_state_numbers(entry, numbers):
         return None
 
 
-def _new_int(entry, numbers):
-    """Whether an int that reached a parameter, not yet confirmed to be only that, changed."""
+def _new_number(entry, numbers):
+    """Whether an int or float that reached a parameter, not yet confirmed to be only that,
+    changed."""
     first = entry.first_numbers
-    return any(numbers[k] != first[k] for k in entry.unverified_ints)
+    return any(numbers[k] != first[k] for k in entry.unverified_numbers)
 
 
 def _guard_miss(entry, numbers, key=None):

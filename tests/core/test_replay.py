@@ -70,7 +70,8 @@ def test_hand_written_backprop_equals_uncompiled_and_numpy(runs_bitwise):
                                    atol=1e-8)
         np.testing.assert_allclose(np.asarray(comp[k]), eager[k], rtol=1e-5, atol=1e-6)
     m = lazyx.metrics()
-    assert m["replays"] == 5 and m["replay_misses"] == 0
+    # the second call traces once more to confirm that lr only feeds the graph
+    assert m["replays"] == 4 and m["replay_misses"] == 0
 
 
 def test_guard_misses_on_shape_and_keeps_both_variants():
@@ -278,7 +279,7 @@ def test_a_dict_argument_the_step_updates_is_updated_every_call(in_place):
         assert lazy["scale"] == eager["scale"] and type(lazy["scale"]) is float
         for k in ("W1", "b1"):
             np.testing.assert_allclose(np.asarray(lazy[k]), eager[k], rtol=1e-5, atol=1e-6)
-    assert lazyx.metrics()["replays"] == 4
+    assert lazyx.metrics()["replays"] == 3  # (the second call confirms the float scale)
 
 
 def test_nested_lists_and_dicts_written_by_the_step_reach_the_caller():

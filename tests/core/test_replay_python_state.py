@@ -72,7 +72,8 @@ def test_a_new_float_on_the_same_branch_is_still_a_run_time_parameter():
     lazyx.reset_metrics()
     for t in (0.25, 0.125, 0.375):
         np.testing.assert_allclose(np.asarray(compiled(lnp.asarray(_X), t)), _X * t)
-    assert lazyx.metrics()["replays"] == 3
+    # the second call traces once more to confirm that t only feeds the graph
+    assert lazyx.metrics()["replays"] == 2
     assert lazyx.metrics()["replay_misses"] == 0
 
 
@@ -224,8 +225,10 @@ def test_numbers_the_caller_changes_deeper_than_the_steps_roots_are_read_at_each
             _NESTED["n"] = k // 3
             np.testing.assert_allclose(np.asarray(compiled(lnp.asarray(_X))), _nested(_X))
         # the floats became run-time parameters together, at their first change; the int
-        # traces again when it changes (3 values)
-        assert lazyx.metrics()["replays"] >= 3
+        # traces again when it changes (3 values), and each variant it makes traces once
+        # more at its next call to confirm the floats only feed the graph: of 8 calls, 7
+        # trace (the first, 3 misses, 3 confirmations) and one replays
+        assert lazyx.metrics()["replays"] >= 1
     finally:
         _NESTED["opt"]["mult"], _NESTED["n"], _S.temperature = 1.0, 1, 1.0
         _S.settings["shift"] = 0.0
