@@ -38,7 +38,7 @@ from .capture import (_TENSORS, CompileError, _arg_roots, _discover, _flatten,  
                       register_ambient, register_container, register_tensor,
                       register_trace_hook)
 from .replay_entry import Entry, build_entry, handle_of, result_tensors, same_host_values
-from .replay_guard import (_Miss, _guard_miss, call_miss, _new_number, _predict,
+from .replay_guard import (_Miss, _guard_miss, call_miss, constants_changed, _new_number, _predict,
                            _result_needs_grad, _state_numbers_changed, _with_state_numbers)
 from .source import format_line, user_line
 from .split_steps import same_values
@@ -382,14 +382,18 @@ class Compiled:
         if not same:
             if entry in bucket:
                 bucket.remove(entry)
-            if changed and fresh is not None:
-                # a number that reached a parameter was read by C code too (an int as an
-                # index or a size, x[:n] / n; a float as np.quantile's q): guarded by value
-                # from now on
+            # a number that reached a parameter was read by C code too (an int as an index
+            # or a size, x[:n] / n; a float as np.quantile's q): guarded by value from now
+            # on. A float is blamed only when a constant the step made on the host changed
+            # with it; a trace that links what the first one baked (an optimizer's lr at its
+            # first step) is kept, to confirm its links at its next new value
+            blamed = [k for k in changed if type(numbers[k]) is int or
+                      fresh is not None and constants_changed(entry, fresh)]
+            if blamed:
                 fresh.numbers_by_value += tuple((k, type(numbers[k]), numbers[k])
-                                                for k in changed)
+                                                for k in blamed)
                 fresh.unverified_numbers = tuple(k for k in fresh.unverified_numbers
-                                              if k not in changed)
+                                                 if k not in blamed)
                 fresh.value_linked = False
                 return result
             if self.verify_every and self.calls % self.verify_every == 0:

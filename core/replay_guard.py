@@ -6,6 +6,7 @@ from . import host_state
 from .capture import _TENSORS, _flatten, _spec
 from .capture_args import _spelled
 from .debug import type_text
+from .split_steps import same_values
 from .symbolic import SymFloat, SymInt, decided_alike
 
 
@@ -52,6 +53,14 @@ def _predict(entry, numbers):
         elif f[0] == "key":
             out.append(("key", f[2]))
     return out
+
+
+def constants_changed(entry, fresh):
+    """Whether a trace fed the same parameters as the entry, but some constant the step made
+    on the host (np.linspace(0, k, 5), np.quantile's indices and weights) has another value."""
+    kept, now = ([f[1] for f in e.feed if f[0] in ("baked", "const")] for e in (entry, fresh))
+    return len(kept) == len(now) and [f[0] for f in entry.feed] == [f[0] for f in fresh.feed] \
+        and not same_values([np.asarray(v) for v in kept], [np.asarray(v) for v in now])
 
 
 class _Miss:
