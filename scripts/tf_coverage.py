@@ -93,7 +93,7 @@ def _inputs():
         "seq4": r.standard_normal((2, 5, 4)).astype(f32),
         "qkv": r.standard_normal((2, 5, 2, 3)).astype(f32),  # (batch, time, heads, dim)
         "imgc": r.standard_normal((2, 3, 4, 4)).astype(f32),  # NCHW (keras.ops.unfold)
-        "folded": r.standard_normal((2, 12, 4)).astype(f32),
+        "folded": r.standard_normal((2, 12, 9)).astype(f32),  # (N, C*2*2, 3*3 blocks)
         "long": r.standard_normal((2, 16)).astype(f32),
         "long3": r.standard_normal((2, 16, 1)).astype(f32),
         "pairs": r.standard_normal((3, 4, 2)).astype(f32),
@@ -289,12 +289,20 @@ DEFAULT = [("@x",), ("@x", "@x2")]  # one float tensor, then two
 
 def _layer_call(cls, config):
     """The layer is built by the eager call (classify runs it first); the lazy call reuses
-    the same weights."""
+    the same weights. Several inputs go in as a list, or as positional arguments where the
+    config says "@positional" (MultiHeadAttention's query, value); "@wrapped" is a factory
+    of the layer a wrapper takes (so the table makes a fresh one)."""
+    config = dict(config)
+    positional = config.pop("@positional", False)
+    if "@wrapped" in config:
+        config["layer"] = config.pop("@wrapped")()
     made = []
 
     def call(*inputs):
         if not made:
             made.append(cls(**config))
+        if positional:
+            return made[0](*inputs, training=False)
         return made[0](inputs[0] if len(inputs) == 1 else list(inputs), training=False)
     return call
 

@@ -96,7 +96,7 @@ KERAS_OPS = {
     "dot_product_attention": ("@qkv", "@qkv", "@qkv"),
     "extract_sequences": ("@v", 2, 1), "unfold": ("@imgc", 2),
     "fold": ("@folded", (4, 4), 2), "psnr": ("@x", "@x2", 1.0),
-    "rfft": ("@v",), "irfft": (("@v", "@v3"),), "fft": (("@x", "@x2"),),
+    "rfft": ("@v",), "irfft": (("@x", "@x2"),), "fft": (("@x", "@x2"),),
     "fft2": (("@x", "@x2"),), "ifft2": (("@x", "@x2"),), "stft": ("@long", 4, 2, 4),
     "istft": (("@x", "@x2"), 4, 2, 4),
     "view_as_real": ("@c",), "view_as_complex": ("@pairs",), "polar": ("@x", "@x2"),
@@ -172,8 +172,8 @@ METRICS_SKIP = {}
 
 # ---------------------------------------------------------------- keras.layers: (config, inputs)
 
-RNN_CELL = "a cell or a cell's wrapper: takes (inputs, states); LSTM/GRU/SimpleRNN are tried"
-CONV_RNN = "convolutional recurrent layer: not tried (LSTM/GRU/SimpleRNN/Bidirectional are)"
+RNN_CELL = "a cell: takes (inputs, states); tried inside RNN and LSTM/GRU/SimpleRNN"
+CONV_RNN = "needs a 6-D input (ConvLSTM1D and ConvLSTM2D are tried)"
 PREPROCESS = "preprocessing layer (random augmentation or host-side lookup tables)"
 LAYERS = {
     "LSTM": ({"units": 4}, ("@seq",)), "GRU": ({"units": 4, "return_sequences": True},
@@ -202,9 +202,13 @@ LAYERS = {
     "SeparableConv2D": ({"filters": 4, "kernel_size": 3}, ("@img",)),
     "SeparableConvolution1D": ({"filters": 4, "kernel_size": 3}, ("@seq",)),
     "SeparableConvolution2D": ({"filters": 4, "kernel_size": 3}, ("@img",)),
-    "AveragePooling1D": ({}, ("@seq",)), "AvgPool1D": ({}, ("@seq",)),
+    "AveragePooling1D": ({"pool_size": 2}, ("@seq",)),
+    "AvgPool1D": ({"pool_size": 2}, ("@seq",)),
+    "AveragePooling2D": ({"pool_size": 2}, ("@img",)),
+    "AvgPool2D": ({"pool_size": 2}, ("@img",)),
     "MaxPooling1D": ({}, ("@seq",)), "MaxPool1D": ({}, ("@seq",)),
-    "AveragePooling3D": ({}, ("@vol",)), "AvgPool3D": ({}, ("@vol",)),
+    "AveragePooling3D": ({"pool_size": 2}, ("@vol",)),
+    "AvgPool3D": ({"pool_size": 2}, ("@vol",)),
     "MaxPooling3D": ({}, ("@vol",)), "MaxPool3D": ({}, ("@vol",)),
     "GlobalAveragePooling1D": ({}, ("@seq",)), "GlobalAvgPool1D": ({}, ("@seq",)),
     "GlobalMaxPooling1D": ({}, ("@seq",)), "GlobalMaxPool1D": ({}, ("@seq",)),
@@ -224,16 +228,17 @@ LAYERS = {
     "Dropout": ({"rate": 0.5}, ("@x",)), "AlphaDropout": ({"rate": 0.5}, ("@x",)),
     "GaussianDropout": ({"rate": 0.5}, ("@x",)), "GaussianNoise": ({"stddev": 0.5}, ("@x",)),
     "SpatialDropout2D": ({"rate": 0.5}, ("@img",)),
-    "RepeatVector": ({"n": 2}, ("@x",)), "Reshape": ({"target_shape": (12,)}, ("@x",)),
+    "RepeatVector": ({"n": 2}, ("@x",)), "Reshape": ({"target_shape": (2, 2)}, ("@x",)),
     "Permute": ({"dims": (2, 1)}, ("@seq",)), "Flatten": ({}, ("@seq",)),
     "Add": ({}, ("@x", "@x2")), "Subtract": ({}, ("@x", "@x2")),
     "Multiply": ({}, ("@x", "@x2")), "Average": ({}, ("@x", "@x2")),
     "Maximum": ({}, ("@x", "@x2")), "Minimum": ({}, ("@x", "@x2")),
     "Concatenate": ({}, ("@x", "@x2")), "Dot": ({"axes": 1}, ("@x", "@x2")),
     "Attention": ({}, ("@seq", "@seq")), "AdditiveAttention": ({}, ("@seq", "@seq")),
-    "MultiHeadAttention": ({"num_heads": 2, "key_dim": 3}, ("@seq", "@seq")),
-    "GroupQueryAttention": ({"head_dim": 2, "num_query_heads": 2, "num_key_value_heads": 1},
-                            ("@seq", "@seq")),
+    "MultiHeadAttention": ({"num_heads": 2, "key_dim": 3, "@positional": True},
+                           ("@seq", "@seq")),
+    "GroupQueryAttention": ({"head_dim": 2, "num_query_heads": 2, "num_key_value_heads": 1,
+                             "@positional": True}, ("@seq", "@seq")),
     "GroupNormalization": ({"groups": 3}, ("@img",)),
     "UnitNormalization": ({}, ("@x",)), "Softmax": ({}, ("@s",)), "ReLU": ({}, ("@s",)),
     "LeakyReLU": ({}, ("@s",)), "ELU": ({}, ("@s",)), "PReLU": ({}, ("@s",)),
@@ -246,8 +251,13 @@ LAYERS = {
     "Identity": ({}, ("@x",)), "Masking": ({}, ("@seq",)),
     "ActivityRegularization": ({}, ("@x",)),
     "Lambda": ({"function": lambda t: t * 2.0 + 1.0}, ("@x",)),
-    "SpectralNormalization": ({"layer": None}, ("@x",)),
-    "TimeDistributed": ({"layer": None}, ("@seq",)),
+    "SpectralNormalization": ({"@wrapped": lambda: __import__("keras").layers.Dense(3)},
+                              ("@x",)),
+    "TimeDistributed": ({"@wrapped": lambda: __import__("keras").layers.Dense(3)},
+                        ("@seq",)),
+    "RNN": ({"cell": __import__("keras").layers.LSTMCell(3)}, ("@seq",)),
+    "ConvLSTM1D": ({"filters": 2, "kernel_size": 2}, ("@img",)),  # (batch, time, rows, ch)
+    "ConvLSTM2D": ({"filters": 2, "kernel_size": 2}, ("@vol",)),
     "RMSNormalization": ({}, ("@x",)), "LayerNormalization": ({}, ("@x",)),
     "BatchNormalization": ({}, ("@img",)),
     "STFTSpectrogram": ({"frame_length": 4, "frame_step": 2, "fft_length": 4}, ("@long3",)),
@@ -258,7 +268,7 @@ LAYERS = {
 LAYERS_SKIP = {
     "Layer": "the base class", "InputLayer": "a graph placeholder, not a computation",
     "Input": "a graph placeholder", "InputSpec": "not a layer", "Wrapper": "abstract base",
-    "RNN": RNN_CELL, "ConvLSTM1D": CONV_RNN, "ConvLSTM2D": CONV_RNN, "ConvLSTM3D": CONV_RNN,
+    "ConvLSTM3D": CONV_RNN,
     "SimpleRNNCell": RNN_CELL, "LSTMCell": RNN_CELL, "GRUCell": RNN_CELL,
     "StackedRNNCells": RNN_CELL,
     "FlaxLayer": "wraps a JAX/Flax module", "JaxLayer": "wraps a JAX function",
