@@ -8,6 +8,8 @@ already agree in dtype.
 import math
 import weakref
 
+import numpy as np
+
 from . import dtypes as dt
 from . import ir, ops
 from .prng import PARITY, ROTATIONS, seed_key
@@ -158,6 +160,25 @@ def floor_mod(a, b):
         return ops.select(fix, ops.add(r, b), r)
     b_zero, safe, _, r, fix, zero = _int_division(a, b)
     return ops.select(b_zero, zero, ops.select(fix, ops.add(r, safe), r))
+
+
+def euclid(a, b):
+    """Euclid's algorithm on integers as given (C remainders: the result's sign follows the
+    operands'; NumPy and torch each take absolute values, at different points), unrolled to
+    its worst case for the dtype (consecutive Fibonacci numbers take 1.44 steps per bit), a
+    step doing nothing once b is zero: no loop primitive needed. euclid(0, 0) = 0."""
+    zero, one = const(0, a.dtype, a.shape), const(1, a.dtype, a.shape)
+    for _ in range(int(1.4405 * 8 * np.dtype(dt.to_numpy(a.dtype)).itemsize) + 2):
+        done = ops.eq(b, zero)
+        r = ops.rem(a, ops.select(done, one, b))
+        a, b = ops.select(done, a, b), ops.select(done, b, r)
+    return a
+
+
+def nonzero_divisor(g):
+    """(g == 0, g with its zeros replaced by one): for lcm's a / gcd."""
+    done = ops.eq(g, const(0, g.dtype, g.shape))
+    return done, ops.select(done, const(1, g.dtype, g.shape), g)
 
 
 # ---------------------------------------------------------------- softmax

@@ -244,6 +244,21 @@ def heaviside(x, h0):
     return ops.select(_isnan(x), x, out)
 
 
+def gcd(a, b):
+    """NumPy's: Euclid on the signed values, then the absolute value (torch's takes them
+    first, so the two differ where abs() wraps: gcd(-128, 6) is 2 in int8 here, -2 there)."""
+    g = compose.euclid(a, b)
+    return g if dt.is_unsigned(g.dtype) else ops.abs_(g)
+
+
+def lcm(a, b):
+    """NumPy's: |a| / gcd * |b|, wrapping in the dtype; 0 where gcd is 0."""
+    done, g = compose.nonzero_divisor(gcd(a, b))
+    if not dt.is_unsigned(a.dtype):
+        a, b = ops.abs_(a), ops.abs_(b)
+    return ops.select(done, const(0, a), ops.mul(ops.div(a, g), b))
+
+
 def ldexp(x, e):
     return ops.mul(x, ops.exp2(ops.convert(e, dtype=x.dtype)))
 
@@ -344,7 +359,7 @@ UFUNCS = Table("lazyx.frontends.numpy UFUNCS (the ufunc table)", {
     np.rint: _rounding(ops.round), np.modf: modf, np.frexp: frexp,
     np.isnan: _isnan, np.isinf: _isinf, np.isfinite: _isfinite, np.signbit: signbit,
     np.copysign: copysign, np.nextafter: ops.nextafter, np.heaviside: heaviside,
-    np.ldexp: ldexp,
+    np.ldexp: ldexp, np.gcd: gcd, np.lcm: lcm,
     np.logical_and: _logical(ops.and_), np.logical_or: _logical(ops.or_),
     np.logical_xor: _logical(ops.xor), np.logical_not: lambda x: ops.not_(_to_bool(x)),
     np.bitwise_and: ops.and_, np.bitwise_or: ops.or_, np.bitwise_xor: ops.xor,

@@ -5,6 +5,7 @@ import math
 
 import torch
 
+from ....core import dtypes as dt
 from ....core import capture, compose, ops
 from ..tensor import FAST_ROUTES, LOWERINGS
 from .table import (aten, bcast, compute_dtype, const, fill_value, is_complex, is_float,
@@ -273,6 +274,29 @@ def _remainder(out, x, y):
 def _fmod(out, x, y):
     a, b = operands(out, x, y)
     return ops.rem(a, b)
+
+
+def _torch_gcd(a, b):
+    """torch's: Euclid on the absolute values (in the dtype: abs(-128) stays -128 in int8)."""
+    return compose.euclid(a, b) if dt.is_unsigned(a.dtype) else \
+        compose.euclid(ops.abs_(a), ops.abs_(b))
+
+
+@lower(aten.gcd.default)
+def _gcd(out, x, y):
+    return _torch_gcd(*operands(out, x, y))
+
+
+@lower(aten.lcm.default)
+def _lcm(out, x, y):
+    """torch's: |a / gcd * b|, computed in C++'s int for int8/int16 (then truncated)."""
+    a, b = operands(out, x, y)
+    done, g = compose.nonzero_divisor(_torch_gcd(a, b))
+    wide = "int32" if a.dtype in ("int8", "int16") else a.dtype
+    m = ops.mul(ops.div(*(ops.convert(v, dtype=wide) for v in (a, g))),
+                ops.convert(b, dtype=wide))
+    m = ops.convert(m if dt.is_unsigned(a.dtype) else ops.abs_(m), dtype=a.dtype)
+    return ops.select(done, const(0, a.dtype, a.shape), m)
 
 
 # (float16 takes pow for both: torch's half kernel has no such shortcut)
