@@ -41,9 +41,9 @@ ARRAY_API_UFUNCS = {
     "right_shift": np.right_shift, "float_power": np.float_power, "heaviside": np.heaviside,
     "ldexp": np.ldexp, "divmod": np.divmod, "conjugate": np.conjugate,
 }
-# every other NumPy ufunc under its own name (lowered ones trace; the others, spacing and
-# bitwise_count, run on NumPy as a counted fallback, as np.spacing(lazy) does); matmul and
-# vecdot have their own functions (_linalg.py), with the Array API's rules
+# every other NumPy ufunc under its own name (lowered ones trace; isnat, for datetimes the IR
+# does not hold, runs on NumPy as a counted fallback); matmul and vecdot have their own
+# functions (_linalg.py), with the Array API's rules
 ARRAY_API_UFUNCS.update({name: getattr(np, name) for name in dir(np)
                          if isinstance(getattr(np, name), np.ufunc) and
                          name not in ARRAY_API_UFUNCS and name not in ("matmul", "vecdot")})

@@ -268,6 +268,69 @@ _LAYOUTS = {"float16": ("int16", 5, 10, 15), "float32": ("int32", 8, 23, 127),
             "float64": ("int64", 11, 52, 1023)}
 
 
+def spacing(x):
+    """The distance from x to the next float of larger magnitude, with x's sign (+ for a
+    zero), NaN for infinities and NaNs, +-inf at the largest finite: NumPy's. (NumPy's
+    float16 loop answers otherwise for a negative x: the positive distance to the next float
+    toward zero.) Built from exponent fields as bits, so a subnormal spacing survives
+    XLA:CPU, which flushes subnormal arithmetic to zero."""
+    if x.dtype not in _LAYOUTS:
+        raise TypeError(f"lazyx.frontends.numpy: spacing of {x.dtype}")
+    int_dtype, exp_bits, man_bits, _ = _LAYOUTS[x.dtype]
+    bits = ops.bitcast_convert(x, dtype=int_dtype)
+    sign_bit = -(1 << (8 * np.dtype(int_dtype).itemsize - 1))
+    magnitude = ops.and_(bits, const(~sign_bit, bits))
+    one, zero = const(1, bits), const(0, bits)
+
+    def field_of(m):
+        return ops.and_(ops.shift_right_logical(m, const(man_bits, bits)),
+                        const((1 << exp_bits) - 1, bits))
+
+    def ulp_of(m):
+        # 2**(field - man_bits): a normal float past the fraction's width, a subnormal power
+        # of two below it, the smallest subnormal for zeros and subnormals
+        f = field_of(m)
+        return ops.select(
+            ops.gt(f, const(man_bits, bits)),
+            ops.shift_left(ops.sub(f, const(man_bits, bits)), const(man_bits, bits)),
+            ops.select(ops.ge(f, one), ops.shift_left(one, ops.sub(f, one)), one))
+    negative = ops.and_(ops.lt(bits, zero), ops.ne(magnitude, zero))
+    largest = ((1 << exp_bits) - 2) << man_bits | ((1 << man_bits) - 1)
+    ulp = ops.select(ops.eq(magnitude, const(largest, bits)),
+                     const(((1 << exp_bits) - 1) << man_bits, bits), ulp_of(magnitude))  # inf
+    if x.dtype == "float16":
+        ulp = ops.select(negative, ulp_of(ops.sub(magnitude, one)), ulp)
+    else:
+        ulp = ops.select(negative, ops.or_(ulp, const(sign_bit, bits)), ulp)
+    special = ops.eq(field_of(magnitude), const((1 << exp_bits) - 1, bits))
+    return ops.select(special, const(math.nan, x), ops.bitcast_convert(ulp, dtype=x.dtype))
+
+
+_UNSIGNED = {"int8": "uint8", "int16": "uint16", "int32": "uint32", "int64": "uint64"}
+
+
+def bitwise_count(x):
+    """The number of one bits of |x| (abs() wrapping at the most negative value, whose one
+    bit counts), as uint8: NumPy's. A SWAR population count, the IR having none."""
+    if x.dtype == "bool":
+        return ops.convert(x, dtype="uint8")
+    if x.dtype in _UNSIGNED:
+        x = ops.bitcast_convert(ops.abs_(x), dtype=_UNSIGNED[x.dtype])
+    width = 8 * np.dtype(dt.to_numpy(x.dtype)).itemsize
+
+    def mask(byte):
+        return const(int.from_bytes(bytes([byte]) * (width // 8), "little"), x)
+
+    def shifted(n):
+        return ops.shift_right_logical(x, const(n, x))
+    x = ops.sub(x, ops.and_(shifted(1), mask(0x55)))
+    x = ops.add(ops.and_(x, mask(0x33)), ops.and_(shifted(2), mask(0x33)))
+    x = ops.and_(ops.add(x, shifted(4)), mask(0x0F))
+    if width > 8:  # the bytes' counts summed into the top byte
+        x = ops.shift_right_logical(ops.mul(x, mask(0x01)), const(width - 8, x))
+    return ops.convert(x, dtype="uint8")
+
+
 def frexp(x):
     """(mantissa in [0.5, 1) with x's sign, exponent as int32): x == mantissa * 2**exponent,
     read off x's bits; zeros, infinities and NaNs come back with exponent 0, as in C. A
@@ -359,7 +422,8 @@ UFUNCS = Table("lazyx.frontends.numpy UFUNCS (the ufunc table)", {
     np.rint: _rounding(ops.round), np.modf: modf, np.frexp: frexp,
     np.isnan: _isnan, np.isinf: _isinf, np.isfinite: _isfinite, np.signbit: signbit,
     np.copysign: copysign, np.nextafter: ops.nextafter, np.heaviside: heaviside,
-    np.ldexp: ldexp, np.gcd: gcd, np.lcm: lcm,
+    np.ldexp: ldexp, np.gcd: gcd, np.lcm: lcm, np.spacing: spacing,
+    np.bitwise_count: bitwise_count,
     np.logical_and: _logical(ops.and_), np.logical_or: _logical(ops.or_),
     np.logical_xor: _logical(ops.xor), np.logical_not: lambda x: ops.not_(_to_bool(x)),
     np.bitwise_and: ops.and_, np.bitwise_or: ops.or_, np.bitwise_xor: ops.xor,
