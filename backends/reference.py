@@ -14,6 +14,7 @@ from ..core import host_values
 from ..core.ops import recurrence3_step
 from ..core.prng import philox4x32, philox_counters, threefry2x32
 from ..core.tables import Table
+from . import reference_gamma  # the incomplete gamma functions
 from .reference_linalg import RUNS  # multi-result kernel runs (tests read them)
 
 HALF = ("float16", "bfloat16")
@@ -486,7 +487,9 @@ TABLE = Table("lazyx.backends.reference.TABLE", {
     "add": _float(np.add), "sub": _float(np.subtract), "mul": _float(np.multiply),
     "div": _float(_div), "rem": _float(_rem), "pow": _float(_pow),
     "max": np.maximum, "min": np.minimum, "atan2": _float(np.arctan2),
-    "nextafter": np.nextafter,
+    "nextafter": np.nextafter, "igamma": _float(reference_gamma.igamma),
+    "igammac": _float(reference_gamma.igammac),
+    "igamma_grad_a": _float(reference_gamma.igamma_grad_a),
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "shift_left": _shift_left, "shift_right_logical": _shift_right_logical,
     "shift_right_arithmetic": _shift_right_arithmetic,

@@ -104,6 +104,18 @@ def _lgamma(n, g):
     return (ops.mul(g, ops.digamma(n.inputs[0])),)
 
 
+@rule("igamma", "igammac")
+def _igamma(n, g):
+    """dP/dx = x**(a - 1) exp(-x) / Gamma(a) (JAX's formula, in logs); dQ = -dP."""
+    a, x = n.inputs
+    log_density = ops.sub(ops.sub(ops.mul(ops.sub(a, _full(1, a)), ops.log(x)), x),
+                          ops.lgamma(a))
+    da, dx = ops.igamma_grad_a(a, x), ops.exp(log_density)
+    if n.op == "igammac":
+        da, dx = ops.neg(da), ops.neg(dx)
+    return ops.mul(g, da), ops.mul(g, dx)
+
+
 @rule("digamma")
 def _digamma(n, g):
     return (ops.mul(g, _trigamma(n.inputs[0])),)

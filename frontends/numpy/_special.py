@@ -12,7 +12,7 @@ import math
 import sys
 import threading
 
-from ...core import cephes, ops
+from ...core import cephes, compose, ops
 from ...core.tables import Table
 from ._ufuncs import const, copysign
 
@@ -121,6 +121,8 @@ _LOWERINGS = {
     "psi": _in_float64(_digamma64),
     "xlogy": _zero_where_x_is_zero(ops.log), "xlog1py": _zero_where_x_is_zero(ops.log1p),
     "entr": entr, "rel_entr": rel_entr, "kl_div": kl_div,
+    "gammainc": lambda a, x: compose.incomplete_gamma(a, x, False, "scipy"),
+    "gammaincc": lambda a, x: compose.incomplete_gamma(a, x, True, "scipy"),
     "expm1": ops.expm1, "log1p": ops.log1p, "exp2": ops.exp2, "cbrt": ops.cbrt,
     # (not j0/j1/y0/y1: core.cephes evaluates them as torch's kernel does, up to 3e-7 off
     # scipy's near x = 5; scipy runs them, a counted fallback)

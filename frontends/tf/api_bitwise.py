@@ -1,10 +1,10 @@
 """tf.bitwise, tf.bitcast, and the smaller tf.math functions that are a line or two of IR
-(cumprod, count_nonzero, nextafter, xlogy/xdivy/xlog1py, the *_no_nan forms, rint, add_n,
-reduce_euclidean_norm, zero_fraction, tf.nn.l2_loss)."""
+(cumprod, count_nonzero, nextafter, xlogy/xdivy/xlog1py, igamma/igammac, the *_no_nan forms,
+rint, add_n, reduce_euclidean_norm, zero_fraction, tf.nn.l2_loss)."""
 import tensorflow as tf
 
 from ...core import dtypes as dt
-from ...core import ir, ops
+from ...core import compose, ir, ops
 from .lowering import Reject, axes_of, broadcast_all, const, operand_nodes
 from .registry import lower
 from .tensor import ir_dtype, wrap
@@ -136,6 +136,10 @@ _float_binary(tf.math.nextafter, ops.nextafter, ("x1", "x2"))
 _float_binary(tf.math.xlogy, _zero_where_x_is_zero(lambda x, y: ops.mul(x, ops.log(y))))
 _float_binary(tf.math.xlog1py, _zero_where_x_is_zero(lambda x, y: ops.mul(x, ops.log1p(y))))
 _float_binary(tf.math.xdivy, _zero_where_x_is_zero(ops.div))
+_float_binary(tf.math.igamma, lambda a, x: compose.incomplete_gamma(a, x, False, "tf"),
+              ("a", "x"))
+_float_binary(tf.math.igammac, lambda a, x: compose.incomplete_gamma(a, x, True, "tf"),
+              ("a", "x"))
 _float_binary(tf.math.multiply_no_nan, lambda x, y: ops.select(
     ops.eq(y, const(0, y)), const(0, x), ops.mul(x, y)))
 

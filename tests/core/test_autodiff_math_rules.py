@@ -93,6 +93,10 @@ UNARY = {  # op -> its domain (jax.lax has the same name)
 CASES = {name: (ops.OPS[name], getattr(lax, name), args) for name, args in UNARY.items()}
 CASES["atan2"] = (ops.atan2, lax.atan2, _atan2_args)
 CASES["rem"] = (ops.rem, lax.rem, _rem_args)
+# (a and x away from 0, where d/da is steep and the reference's central difference coarse)
+CASES["igamma"] = (ops.igamma, lax.igamma, lambda rng, dtype: [
+    _uniform(rng, 0.3, 8, dtype), _uniform(rng, 0.1, 10, dtype)])
+CASES["igammac"] = (ops.igammac, lax.igammac, CASES["igamma"][2])
 
 DTYPES = ["float32", "float64"]
 EXAMPLES = settings(max_examples=8, deadline=None)

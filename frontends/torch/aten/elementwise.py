@@ -276,6 +276,16 @@ def _fmod(out, x, y):
     return ops.rem(a, b)
 
 
+@lower(aten.igamma.default)
+def _igamma(out, a, x):
+    return compose.incomplete_gamma(*operands(out, a, x), False, "torch")
+
+
+@lower(aten.igammac.default)
+def _igammac(out, a, x):
+    return compose.incomplete_gamma(*operands(out, a, x), True, "torch")
+
+
 def _torch_gcd(a, b):
     """torch's: Euclid on the absolute values (in the dtype: abs(-128) stays -128 in int8)."""
     return compose.euclid(a, b) if dt.is_unsigned(a.dtype) else \

@@ -17,7 +17,7 @@ for _name in ("abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "log
               "floor", "ceil", "round", "trunc", "reciprocal", "atan2", "maximum", "minimum",
               "nextafter", "fmod", "remainder", "eq", "ne", "lt", "le", "gt", "ge",
               "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "add", "sub", "mul",
-              "div", "isfinite"):
+              "div", "isfinite", "igamma", "igammac"):
     prim = getattr(prims, _name, None)
     twin = getattr(aten, {"erf_inv": "erfinv"}.get(_name, _name), None)
     if prim is None or twin is None:

@@ -125,8 +125,9 @@ def outcome(name, fn):
 
 
 # torch 2.13.0, both backends: see the module's docstring. A floor each, so a change that
-# stops calling functions fails instead of passing vacuously.
-OUTCOME_FLOORS = {"lazy": 550, "fallback": 15, "data-dependent": 10}
+# stops calling functions fails instead of passing vacuously. (The fallbacks shrink as ops
+# are lowered: 14 on 2026-12-03, after gcd, lcm, igamma and igammac.)
+OUTCOME_FLOORS = {"lazy": 590, "fallback": 10, "data-dependent": 10}
 
 
 def test_every_public_function_is_lazy_or_a_counted_fallback():
@@ -214,7 +215,7 @@ def test_an_op_run_eagerly_is_counted_once():
     lazyx.reset_metrics()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.igamma(x, x)  # no lowering: CPU torch, inputs read for it
+        torch.hash_tensor(x)  # no lowering: CPU torch, inputs read for it
     assert sum(lazyx.metrics()["fallback_ops"].values()) == 1, lazyx.metrics()["fallback_ops"]
 
 
