@@ -175,6 +175,25 @@ def euclid(a, b):
     return a
 
 
+def reduce_xor(x, axes):
+    """The bitwise xor of x's elements over `axes` (an integer dtype; 0 for an empty
+    reduction): halves folded onto each other, log2(n) xors, the IR having no xor reduction."""
+    kept = [d for d in range(x.ndim) if d not in axes]
+    rest = tuple(x.shape[d] for d in kept)
+    n = math.prod(x.shape[d] for d in axes)
+    x = ops.reshape(ops.transpose(x, permutation=(*kept, *axes)), new_sizes=(*rest, n))
+    if n == 0:
+        return const(0, x.dtype, rest)
+    while n > 1:
+        if n % 2:  # (a zero column: x ^ 0 = x)
+            x = ops.pad(x, ir.constant(0, x.dtype),
+                        padding_config=(*((0, 0, 0),) * len(rest), (0, 1, 0)))
+            n += 1
+        n //= 2
+        x = ops.xor(slice_axis(x, len(rest), 0, n), slice_axis(x, len(rest), n, 2 * n))
+    return ops.reshape(x, new_sizes=rest)
+
+
 def nonzero_divisor(g):
     """(g == 0, g with its zeros replaced by one): for lcm's a / gcd."""
     done = ops.eq(g, const(0, g.dtype, g.shape))

@@ -4,6 +4,7 @@ dims with a reshape."""
 import math
 
 from ....core import compose, ops
+from ....core import dtypes as dt
 from .table import (Unsupported, aten, bcast, compute_dtype, const, dims_of, dim_of, lower,
                     node_of, scalar)
 
@@ -27,6 +28,19 @@ def _reducer(reduce):
 lower(aten.sum.dim_IntList)(_reducer(ops.reduce_sum))
 lower(aten.amax.default)(_reducer(ops.reduce_max))
 lower(aten.amin.default)(_reducer(ops.reduce_min))
+
+
+@lower(aten.hash_tensor.default)
+def _hash_tensor(out, x, dim=(), *, keepdim=False, mode=0):
+    """xor of the elements' 64-bit images (floats as float64 bits, integers and bools as
+    int64), as uint64: torch's only mode."""
+    a = node_of(x)
+    if mode != 0 or (a.size == 0 and not dim) or dt.is_complex(a.dtype):
+        raise Unsupported("hash_tensor: torch's own errors")
+    wide = "float64" if dt.is_float(a.dtype) else \
+        "uint64" if dt.is_unsigned(a.dtype) else "int64"
+    bits = ops.bitcast_convert(ops.convert(a, dtype=wide), dtype="uint64")
+    return _finish(compose.reduce_xor(bits, dims_of(dim, a.ndim)), out)
 
 
 @lower(aten.sum.default)
