@@ -28,7 +28,7 @@ import types
 
 import numpy as np
 
-from . import compose, ir, runtime
+from . import compose, ir, prng, runtime
 from .source import format_line
 from .symbolic import (SymFloat, SymInt, _local, current, plain, state_number,  # noqa: F401
                        sym)
@@ -50,7 +50,11 @@ class Recording:
         self.derived = {}     # float value -> expression, for every number derived in this trace
         self.ties = []        # (expression linked, another of the same value): see symbolic.sym
         self.params = {}      # id(param node) -> (node, expression, linked by value)
-        self.keys = {}        # id(key param node) -> (node, stream, counter, part)
+        self.keys = {}        # id(key param node) -> (node, stream, counter, part, epoch)
+        # streams reseeded while traced (torch.manual_seed inside the step), and the reseeds
+        # made before it began: a draw after a reseed is fixed, not relative to the stream
+        self.reseeded = {}
+        self.epoch0 = prng.epoch()
         self.observed = None  # (cause, "file:line") of the first observation (split mode)
         # split mode: each cut inside the step is a piece, replayed in order
         self.pieces = []       # (roots, results) per cut inside the step
@@ -139,7 +143,7 @@ def linked_draw(node, stream, counter, part=None):
     parameters per draw, frontends/tf/api_random.py)."""
     rec = current()
     if rec is not None:
-        rec.keys[id(node)] = (node, stream, int(counter), part)
+        rec.keys[id(node)] = (node, stream, int(counter), part, getattr(stream, "epoch", 0))
     return node
 
 

@@ -5,6 +5,8 @@ from the `random_bits` primitive, which both backends compute with this same fun
 """
 import numpy as np
 
+from .symbolic import current
+
 
 def _rotl(x, r):
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
@@ -56,16 +58,35 @@ def _threefry_block(k0, k1, x0, x1):
     return x0, x1
 
 
+_EPOCH = [0]  # reseeds so far, in every stream
+
+
+def epoch():
+    return _EPOCH[0]
+
+
 class Stream:
     """A frontend generator's state: a seed and the number of draws made since seeding.
 
     Frontends pass it to compose.random_key, so a compiled step (core/replay.py) knows which
     generator each of its keys came from and advances it on replay as the traced run did."""
-    __slots__ = ("seed", "counter")
+    __slots__ = ("seed", "counter", "epoch")
 
     def __init__(self, seed=0):
+        self.reseed(seed)
+
+    def reseed(self, seed, counter=0):
+        """Set the state (manual_seed, np.random.seed, set_state, a new generator). `epoch`
+        orders reseeds: a compiled step that reseeds while traced draws the same numbers at
+        every replay, and leaves the stream where the trace left it (core/replay_entry), where
+        a step that only draws advances it from wherever it is."""
         self.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
-        self.counter = 0
+        self.counter = int(counter)
+        _EPOCH[0] += 1
+        self.epoch = _EPOCH[0]
+        rec = current()
+        if rec is not None:
+            rec.reseeded[id(self)] = self
 
     def value_at(self, counter, part=None):
         """The parameter of draw number `counter` (a replay asks; `part` names one of a

@@ -539,6 +539,8 @@ def _replay(entry, tensors, handles, numbers, call):
     values = split_steps.inputs(entry, handles, slot_handles, numbers, early)
     for stream, draws in entry.streams:  # (after the keys are drawn from their counters)
         stream.counter += draws
+    for stream, seed, counter in entry.reseeds:
+        stream.reseed(seed, counter)
     outs = []
     if entry.exe is not None:
         start = time.perf_counter()

@@ -30,6 +30,7 @@ class Entry:
         self.program = None
         self.feed = []              # per program input: a function (ctx) -> value
         self.streams = []           # (stream, draws)
+        self.reseeds = []           # (stream, seed, counter) the step leaves a reseeded one at
         self.outs = []              # (shape, dtype, source) per computed result
         self.derived = ((), (), ())  # results made from others (runtime.plan_results)
         self.slot_writes = []       # (output index, slot index)
@@ -172,8 +173,12 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
                         unknown.append(format_line(leaf.source) if leaf.source else
                                        "an unknown line")
                     feed.append(("const", leaf.value))
+            elif nid in rec.keys and rec.keys[nid][4] > rec.epoch0:
+                # drawn after the step (re)seeded its stream (torch.manual_seed(s) inside it,
+                # lnp.random.default_rng(s) made in it): every call draws this same key
+                feed.append(("baked", leaf.value))
             elif nid in rec.keys:
-                _, stream, counter, part = rec.keys[nid]
+                _, stream, counter, part, _ = rec.keys[nid]
                 lo_hi = streams.setdefault(id(stream), [stream, counter, counter + 1])
                 lo_hi[1], lo_hi[2] = min(lo_hi[1], counter), max(lo_hi[2], counter + 1)
                 feed.append(("key", stream, (counter, part)))
@@ -226,6 +231,8 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         inputs(piece, feed)
     entry.feed = inputs(entry, feeds[-1])
     entry.streams = [(s, hi - lo) for s, lo, hi in streams.values()]
+    # a stream the step reseeded is left as the trace left it: (seed, counter) now
+    entry.reseeds = [(s, s.seed, s.counter) for s in rec.reseeded.values()]
     entry.pieces = list(pieces)
     for k, (j, i, value, as_number) in enumerate(rec.reads):
         pieces[j].reads.append((k, i, type(value), value, as_number))

@@ -301,7 +301,7 @@ _global = Generator(0)
 def seed(seed=None):
     # reseed the global generator in place: a compiled step (lazyx.compile) holds its stream
     stream = _global._stream
-    stream.seed, stream.counter = Generator(seed)._stream.seed, 0
+    stream.reseed(Generator(seed)._stream.seed)
 
 
 def random(size=None):

@@ -13,8 +13,7 @@ _rng = Stream()
 
 
 def manual_seed(seed):
-    _rng.seed = int(seed) & 0xFFFFFFFFFFFFFFFF
-    _rng.counter = 0
+    _rng.reseed(seed)
 
 
 def get_state():
@@ -31,7 +30,7 @@ def set_state(state):
                            f"{getattr(state, 'dtype', type(state).__name__)} "
                            f"{tuple(getattr(state, 'shape', ()))}")
     seed, counter = state.detach().cpu().contiguous().numpy().view(np.uint64)
-    _rng.seed, _rng.counter = int(seed), int(counter)
+    _rng.reseed(int(seed), int(counter))
 
 
 def _next_key():
