@@ -286,7 +286,8 @@ class recording:
 
 # ---------------------------------------------------------------- frontends' types
 
-_TENSORS = {}     # type -> (is_lazy, handle, wrap, write, takes_grad, has_backward, version)
+_TENSORS = {}     # type -> (is_lazy, handle, wrap, write, takes_grad, has_backward, version,
+                  #          memory)
 _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _CHILD = {}       # type -> child(obj, name) -> the child called name, or None
@@ -305,7 +306,7 @@ def _never(t):
 
 
 def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None,
-                    has_backward=None, version=None):
+                    has_backward=None, version=None, memory=None):
     """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
     replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
     False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
@@ -316,9 +317,11 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None
     graph (which a replay's results cannot carry). `version(t)`, for an instance that is not
     lazy (a CPU tensor kept in state), changes whenever it is written in place (torch's
     version counter): a step that writes one cannot be replayed, one written between calls
-    traces again."""
+    traces again. `memory(t)`, for a framework with views, names the memory `t` views (two
+    views of one array name the same): a step given two that share it is not replayed when
+    it writes an argument (replay._shared_memory)."""
     _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node,
-                     takes_grad or _never, has_backward or _never, version)
+                     takes_grad or _never, has_backward or _never, version, memory)
     _lookup_cache.clear()
 
 

@@ -67,6 +67,7 @@ class Compiled:
         self.calls = 0
         self.warned_grad_args = False
         self.warned_graph_results = False
+        self.warned_shared = False  # (arguments sharing memory, one written: see _trace)
         self.split = False  # the step observes values it cannot replay: run lazily
         self.read_misses = 0  # replays in a row that read another value than their trace's
         self.varying = set()  # floats next to the step seen to change (host_state.read_numbers)
@@ -115,8 +116,12 @@ class Compiled:
         # traced, then f(a, b) replayed, computed a * a)
         first = {}
         aliases = tuple([first.setdefault(id(h.node), k) for k, h in enumerate(handles)])
-        full = (key, tuple(shapes), aliases if len(first) < len(handles) else None,
-                capture.ambient())
+        aliases = aliases if len(first) < len(handles) else None
+        if len(first) > 1:
+            shared = _shared_memory(tensors, aliases)
+            if shared is not None:  # (rare: only then is the guard's part a 3-tuple)
+                aliases = ("memory", aliases, shared)
+        full = (key, tuple(shapes), aliases, capture.ambient())
         if needs_grad:
             # (an argument that requires grad gets its .grad from the call: saliency maps,
             # FGSM; a functional step with its parameters as arguments)
@@ -355,6 +360,20 @@ class Compiled:
         # (only those next to the step, as host arrays: deeper ones -- a CPU model's
         # parameters reachable through a shared list -- are rarely what it reads)
         entry.host_tensors = host_state.tensor_guards(host)
+        if entry.arg_updates and full[2] is not None and full[2][0] == "memory":
+            # arguments that view one memory (a torch view and its base, two views of one
+            # NumPy array), one written: the program computes how the write reaches the
+            # others for this call's views (which row, which offset); a call with other
+            # views would replay it silently wrong (the guard sees no offsets). Every such
+            # call is traced again
+            if not self.warned_shared:
+                self.warned_shared = True
+                warnings.warn(f"lazyx.compile: {getattr(self.fn, '__qualname__', self.fn)} "
+                              f"writes an argument that shares memory with another argument "
+                              f"(a view and its base); such calls are traced again each time, "
+                              f"not replayed. Pass the base and an index instead",
+                              RuntimeWarning, stacklevel=4)
+            return _plain_deep(result), None
         bucket = self.entries.setdefault(full, [])
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
@@ -453,6 +472,24 @@ class Compiled:
                       f"it runs lazily from now on, cut at each observation, instead of "
                       f"being replayed", RuntimeWarning, stacklevel=stacklevel)
         return result if args is None else self.fn(*args, **kwargs)
+
+
+def _shared_memory(tensors, aliases):
+    """Which distinct arguments view one memory (a torch view and its base, `x` and `x.T`,
+    two views of one NumPy array): each one's index of the first on its memory, or None
+    when none share. (The same tensor passed twice is `aliases`'s.)"""
+    firsts, groups, shared = {}, [], False
+    for k, t in enumerate(tensors):
+        memory = _spec(type(t))[1][7]
+        name = memory(t) if memory is not None and (aliases is None or aliases[k] == k) \
+            else None
+        if name is None:
+            groups.append(k)
+            continue
+        first = firsts.setdefault(name, k)
+        shared |= first != k
+        groups.append(first)
+    return tuple(groups) if shared else None
 
 
 def _floats_read(fn, arg_roots):

@@ -204,7 +204,7 @@ def _differences(full, known):
             elif grad != old_grad:
                 out.append(f"{_spelled(path)} changed requires_grad: {old_grad} -> {grad}")
     if aliases != old_aliases:
-        out.append("which arguments are the same tensor changed")
+        out.append("which arguments are the same tensor (or share memory) changed")
     if ambient != old_ambient:
         out.append(f"the mode around the call changed ({old_ambient!r} -> {ambient!r}: "
                    f"torch's grad mode or autocast)")

@@ -305,8 +305,17 @@ def _version(t):
     return t._version
 
 
+def _memory(t):
+    """Its storage (a view and its base share one): lazyx.compile does not replay a step
+    that writes one of two arguments viewing one storage."""
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write, _takes_grad,
-                       _has_backward, _version)
+                       _has_backward, _version, _memory)
 replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
                           set_child=_set_module_child, numbers=True)
 replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,
