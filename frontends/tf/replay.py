@@ -191,3 +191,26 @@ if keras is not None:
 if _OPTIMIZER is not None:
     _ORIGINAL_LR = _OPTIMIZER._get_current_learning_rate
     replay.register_trace_hook(_callable_learning_rates)
+
+
+# ---------------------------------------------------------------- tf.random.set_seed inside
+
+# tf.random.set_seed(s) inside a step restarts TF's op seeds, from which its unseeded draws
+# take their (seed, seed2) pairs (api_random._OpSeeds): a replay, running no Python, would
+# ask TF for the pairs after the traced call's and draw other numbers than the uncompiled
+# call (which draws the same ones at each call). TF replaces its context's generator at
+# each set_seed: a step that did runs lazily, warned.
+@contextlib.contextmanager
+def _global_seed_set():
+    from tensorflow.python.eager import context
+    ctx = context.context()
+    before = getattr(ctx, "_rng", None)
+    try:
+        yield
+    finally:
+        if getattr(ctx, "_rng", None) is not before:
+            capture.host_read("tf.random.set_seed inside the step (TF's op seeds restart "
+                              "there; set it outside the compiled function)")
+
+
+replay.register_trace_hook(_global_seed_set)
