@@ -287,7 +287,7 @@ class recording:
 # ---------------------------------------------------------------- frontends' types
 
 _TENSORS = {}     # type -> (is_lazy, handle, wrap, write, takes_grad, has_backward, version,
-                  #          memory)
+                  #          memory, base)
 _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _CHILD = {}       # type -> child(obj, name) -> the child called name, or None
@@ -305,8 +305,12 @@ def _never(t):
     return False
 
 
+def _none(t):
+    return None
+
+
 def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None,
-                    has_backward=None, version=None, memory=None):
+                    has_backward=None, version=None, memory=None, base=None):
     """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
     replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
     False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
@@ -319,9 +323,11 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None
     version counter): a step that writes one cannot be replayed, one written between calls
     traces again. `memory(t)`, for a framework with views, names the memory `t` views (two
     views of one array name the same): a step given two that share it is not replayed when
-    it writes an argument (replay._shared_memory)."""
+    it writes an argument (replay._shared_memory). `base(t)`: the tensor whose value `t`
+    is regenerated from after a write (torch's `._base` of a view), or None."""
     _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node,
-                     takes_grad or _never, has_backward or _never, version, memory)
+                     takes_grad or _never, has_backward or _never, version, memory,
+                     base or _none)
     _lookup_cache.clear()
 
 

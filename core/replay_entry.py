@@ -70,6 +70,10 @@ def handle_of(t):
     return _spec(type(t))[1][1](t)
 
 
+def _base_of(t):
+    return _spec(type(t))[1][8](t)
+
+
 def is_lazy_tensor(value):
     """Whether `value` is a lazy tensor of a registered frontend."""
     spec = _spec(type(value))
@@ -259,8 +263,13 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         return k if k is not None else early_of.get(id(h.node))
 
     host_ids = {id(v) for v in host}
-    result_outs = {out_index(t) for t in result_leaves
-                   if not isinstance(t, (int, float)) and id(t) not in host_ids}
+    returned = [t for t in result_leaves + [value for _, value in rebinds]
+                if is_lazy_tensor(t) and id(t) not in host_ids]
+    result_outs = {out_index(t) for t in returned}
+    # and what a returned view is regenerated from after a write (x.clone()[1:].fill_(a):
+    # the clone, held only by the view): rebound by handle_writes below, every replay
+    # changed the view the traced call returned
+    result_outs |= {out_index(b) for b in map(_base_of, returned) if b is not None}
     written = set()
     for path, k in slot_out.items():
         entry.slot_writes.append((k, slot_of(path)))

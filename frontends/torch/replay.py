@@ -314,8 +314,12 @@ def _memory(t):
         return None
 
 
+def _base(t):
+    return t._base if _is_lazy(t) else None
+
+
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write, _takes_grad,
-                       _has_backward, _version, _memory)
+                       _has_backward, _version, _memory, _base)
 replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
                           set_child=_set_module_child, numbers=True)
 replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,
