@@ -568,6 +568,9 @@ def _replay(entry, tensors, handles, numbers, call):
 
     data = ir.data
     early, seconds = [], 0.0
+    # (the values the call starts from, for results that are copies of them: item's "start")
+    at_start = ([h.node for h in handles], [h and h.node for h in slot_handles]) \
+        if entry.start_values else None
     if entry.pieces:  # a split step: its cuts in order, reading back what the step read
         early, numbers, seconds, why = split_steps.run_pieces(entry, handles, slot_handles,
                                                               numbers)
@@ -616,6 +619,8 @@ def _replay(entry, tensors, handles, numbers, call):
             return _spec(type(template))[1][2](template, outs[x])
         if kind == "arg":
             return tensors[x]
+        if kind == "start":  # a new tensor of an argument's or state's value at the start
+            return _spec(type(template))[1][2](template, at_start[x[0] == "slot"][x[1]])
         if kind == "slot":  # state: whatever is there now, after the writes above
             holder, step = slots[x].at
             return objects[step] if holder is None else child(holders[holder], step)

@@ -35,6 +35,7 @@ class Entry:
         self.derived = ((), (), ())  # results made from others (runtime.plan_results)
         self.slot_writes = []       # (output index, slot index)
         self.handle_writes = []     # (output index, weakref to a handle)
+        self.start_values = False   # a result is an argument's or state's starting value
         self.results = None         # (structure key, [(kind, out/object/arg, template)])
         self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
         self.arg_updates = []       # (argument tensor index, output index): updated in place
@@ -288,6 +289,9 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     for t in result_leaves + [value for _, value in rebinds]:
         if id(t) not in host_ids and is_lazy_tensor(t) and id(handle_of(t)) in slot_by_handle:
             slot_of(slot_by_handle[id(handle_of(t))])
+        elif id(t) not in host_ids and is_lazy_tensor(t) and \
+                id(handle_of(t).node) in start_leaf:  # (a copy of state's value: item)
+            slot_of(start_leaf[id(handle_of(t).node)])
     # each holder of state (a module, an optimizer, a dict) is reached once per replay
     wheres = [slot.where for slot in entry.slots]
     counts = [len(slot.same) for slot in entry.slots]
@@ -321,6 +325,17 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
             return ("slot", slot_of(slot_by_handle[id(h)]), None)
         k = out_index(t)
         if k is None:
+            # a new tensor holding an argument's or state's value as the call found it
+            # (x.clone(), x.detach(), x.reshape(x.shape), x[...], np.copy(x): the same
+            # node): a new tensor of that value at each replay. (Returned as this trace's
+            # object, every replay handed back the traced call's value.)
+            node = id(h.node)
+            if node in arg_leaf:
+                entry.start_values = True
+                return ("start", ("arg", arg_leaf[node]), t)
+            if node in start_leaf:
+                entry.start_values = True
+                return ("start", ("slot", slot_of(start_leaf[node])), t)
             return ("obj", t, None)  # an unchanged value made before the step: the same tensor
         return ("new", k, t)
 

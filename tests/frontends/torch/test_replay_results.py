@@ -1,5 +1,6 @@
 """lazyx.compile's results belong to the caller: a result of an earlier call keeps its value
 through later replays, and each replay returns this call's values."""
+import pytest
 import torch
 
 import lazyx
@@ -22,3 +23,36 @@ def test_a_returned_view_written_in_the_step_keeps_its_value_through_later_repla
         # (read at each call through a view, as a loop logging them would)
         assert [float(got[0, 0]) for got in kept] == [float(w[0, 0]) for w in expected]
     assert lazyx.metrics()["replays"] >= 2
+
+
+@pytest.mark.parametrize("copy", [
+    lambda x: x.clone(), lambda x: x.detach(), lambda x: x.reshape(x.shape),
+    lambda x: x[:], lambda x: torch.cat([x]),
+], ids=["clone", "detach", "reshape", "slice", "cat"])
+def test_a_copy_of_an_argument_returned_is_this_calls_value(copy):
+    """A result holding an argument's value unchanged (the same node) was returned as the
+    traced call's tensor object at every replay: the first call's value each time."""
+    run = lazyx.compile(lambda x: (copy(x), x * 2))
+    lazyx.reset_metrics()
+    for k in range(4):
+        x = torch.full((2, 3), float(k))
+        same, double = run(x.to(lt.device))
+        torch.testing.assert_close(same.cpu(), x)
+        torch.testing.assert_close(double.cpu(), x * 2)
+    assert lazyx.metrics()["replays"] >= 2
+
+
+def test_a_copy_of_state_taken_before_the_step_updates_it_is_this_calls_value():
+    state = {"w": torch.zeros(3).to(lt.device)}
+
+    def step(x):
+        old = state["w"].clone()
+        state["w"].add_(x)
+        return old
+    run = lazyx.compile(step)
+    lazyx.reset_metrics()
+    got = [run(torch.ones(3).to(lt.device)).cpu() for _ in range(5)]
+    assert lazyx.metrics()["replays"] >= 3
+    for k, old in enumerate(got):
+        torch.testing.assert_close(old, torch.full((3,), float(k)))
+    torch.testing.assert_close(state["w"].cpu(), torch.full((3,), 5.0))
