@@ -287,7 +287,7 @@ class recording:
 # ---------------------------------------------------------------- frontends' types
 
 _TENSORS = {}     # type -> (is_lazy, handle, wrap, write, takes_grad, has_backward, version,
-                  #          memory, base)
+                  #          memory, base, own_storage)
 _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _CHILD = {}       # type -> child(obj, name) -> the child called name, or None
@@ -310,7 +310,8 @@ def _none(t):
 
 
 def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None,
-                    has_backward=None, version=None, memory=None, base=None):
+                    has_backward=None, version=None, memory=None, base=None,
+                    own_storage=None):
     """A frontend's tensor type: `handle(t)` is its current LazyHandle (fast: called per
     replay), `wrap(template, node)` a new tensor like `template` holding `node`, `is_lazy(t)`
     False for instances that are not lazyx tensors (torch CPU tensors), and `write(t, handle,
@@ -324,10 +325,12 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None
     traces again. `memory(t)`, for a framework with views, names the memory `t` views (two
     views of one array name the same): a step given two that share it is not replayed when
     it writes an argument (replay._shared_memory). `base(t)`: the tensor whose value `t`
-    is regenerated from after a write (torch's `._base` of a view), or None."""
+    is regenerated from after a write (torch's `._base` of a view), or None.
+    `own_storage(t)` detaches a traced call's result from hidden storage it is regenerated
+    from (a torch result an in-place view op reshaped), which replays rebind."""
     _TENSORS[cls] = (is_lazy or (lambda t: True), handle, wrap, write or _set_node,
                      takes_grad or _never, has_backward or _never, version, memory,
-                     base or _none)
+                     base or _none, own_storage or _none)
     _lookup_cache.clear()
 
 

@@ -351,6 +351,8 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         return ("obj", capture._plain_deep(value), None)
     entry.results = (result_key, [any_item(x) for x in result_leaves])
     entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
+    for t in returned:  # (once placed: its handle changes)
+        _spec(type(t))[1][9](t)
     return True
 
 

@@ -318,8 +318,19 @@ def _base(t):
     return t._base if _is_lazy(t) else None
 
 
+def _own_storage(t):
+    """A result that an in-place view op reshaped (quantile's `squeeze_`) regenerates its
+    views (`.detach()`) from a hidden storage base of another shape, which replays rebind
+    (core/replay_entry's handle_writes): it gets a storage of its own, holding its value."""
+    if _is_lazy(t) and t._base is None and _view_metas(t):
+        torch._functionalize_unsafe_set(t, _wrap(t, _handle(t).node))
+
+
+_view_metas = torch._C._functionalization.get_view_meta_sequence
+
+
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write, _takes_grad,
-                       _has_backward, _version, _memory, _base)
+                       _has_backward, _version, _memory, _base, _own_storage)
 replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
                           set_child=_set_module_child, numbers=True)
 replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,

@@ -56,3 +56,16 @@ def test_a_copy_of_state_taken_before_the_step_updates_it_is_this_calls_value():
     for k, old in enumerate(got):
         torch.testing.assert_close(old, torch.full((3,), float(k)))
     torch.testing.assert_close(state["w"].cpu(), torch.full((3,), 5.0))
+
+
+def test_a_result_an_in_place_view_op_reshaped_keeps_its_value_through_later_replays():
+    """torch.quantile squeezes its result in place: the result's views (`.detach()`) are
+    regenerated from a hidden storage base of shape (1,), which each replay rebound: the
+    first call's result read through .detach() gave the latest call's quantile."""
+    run = lazyx.compile(lambda x, q: torch.quantile(x, q))
+    torch.manual_seed(0)
+    xs = [torch.randn(4, 5) for _ in range(5)]
+    qs = [0.1, 0.4, 0.2, 0.7, 0.5]
+    kept = [run(x.to(lt.device), q) for x, q in zip(xs, qs)]
+    for got, x, q in zip(kept, xs, qs):
+        torch.testing.assert_close(got.detach().cpu(), torch.quantile(x, q))
