@@ -336,6 +336,10 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
             if node in start_leaf:
                 entry.start_values = True
                 return ("start", ("slot", slot_of(start_leaf[node])), t)
+            if h.node.op == "data" and h.node.serial > serial0:
+                # made on the host during the call (np.linspace(lo, hi, 4) of its numbers):
+                # a host result, checked like one (the next call traces to compare)
+                made.append(h.node.value)
             return ("obj", t, None)  # an unchanged value made before the step: the same tensor
         return ("new", k, t)
 
@@ -349,8 +353,10 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         if type(value) is float and value in rec.read_by_value:  # a read torch made plain
             return ("number", rec.read_by_value[value], float)
         return ("obj", capture._plain_deep(value), None)
+    made = []
     entry.results = (result_key, [any_item(x) for x in result_leaves])
     entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
+    entry.host_results += tuple(map(host_value, made))
     for t in returned:  # (once placed: its handle changes)
         _spec(type(t))[1][9](t)
     return True
