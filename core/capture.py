@@ -68,6 +68,7 @@ class Recording:
         self.numbers = None   # the call's numbers (lazyx.compile's trace), then state numbers
         self.state_numbers = []  # per state number: a function reading its current value
         self.start_nodes = ()  # ids of the state's and arguments' nodes when the trace began
+        self.arg_nodes = ()    # id of each argument tensor's node then, in order
         self.serial0 = 0       # ir.CREATED when it began: older nodes were made before the step
 
 

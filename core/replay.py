@@ -224,6 +224,7 @@ class Compiled:
             sym_kwargs = _substitute(kwargs, numbers, copies)
             rec.numbers = numbers  # state numbers (capture.state_number) follow the call's
             rec.start_nodes = set(start_leaf) | set(arg_leaf)
+            rec.arg_nodes = [id(handle_of(t).node) for t in tensors]
             rec.serial0 = serial0
             hooks = [factory() for factory in capture._TRACE_HOOKS]
             for hook in hooks:
@@ -610,6 +611,13 @@ def _replay(entry, tensors, handles, numbers, call):
         t = tensors[k]
         spec = _spec(type(t))[1]
         spec[3](t, spec[1](t), outs[o])
+    for (where, i), kind, k in entry.start_writes:  # (buf.copy_(x): replay_entry)
+        node = at_start[where == "slot"][i]
+        if kind == "slot":
+            slots[k].write(current[k], slot_handles[k], node)
+        else:
+            spec = _spec(type(tensors[k]))[1]
+            spec[3](tensors[k], spec[1](tensors[k]), node)
     for k, ref in entry.handle_writes:
         h = ref()
         if h is not None:

@@ -35,7 +35,8 @@ class Entry:
         self.derived = ((), (), ())  # results made from others (runtime.plan_results)
         self.slot_writes = []       # (output index, slot index)
         self.handle_writes = []     # (output index, weakref to a handle)
-        self.start_values = False   # a result is an argument's or state's starting value
+        self.start_values = False   # a result or write is an argument's or state's start value
+        self.start_writes = []      # ((arg|slot, index), slot|arg, index): see build_entry
         self.results = None         # (structure key, [(kind, out/object/arg, template)])
         self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
         self.arg_updates = []       # (argument tensor index, output index): updated in place
@@ -275,6 +276,25 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     for path, k in slot_out.items():
         entry.slot_writes.append((k, slot_of(path)))
         written.add(k)
+    # state or an argument the step set, in place, to an argument's or state's starting
+    # value (buf.copy_(x), buf[...] = x, x[...] = y): no op computes it, its node is that
+    # leaf's, found among no outputs -- replays never wrote it. Written with that value now
+    own = {tid: nid for nid, tid in start_leaf.items()}
+
+    def start_source(t, own_node):
+        node = id(handle_of(t).node)
+        if node == own_node:
+            return None
+        if node in arg_leaf:
+            return ("arg", arg_leaf[node])
+        return ("slot", slot_of(start_leaf[node])) if node in start_leaf else None
+    entry.start_writes = [(src, "slot", slot_of(path)) for path, (t, _) in after.items()
+                          if path not in slot_out and path in before and before[path][0] is t
+                          for src in [start_source(t, own.get(path))] if src is not None]
+    entry.start_writes += [(src, "arg", k) for k, t in enumerate(tensors)
+                           if out_index(t) is None
+                           for src in [start_source(t, rec.arg_nodes[k])] if src is not None]
+    entry.start_values = bool(entry.start_writes)
     if any(slot.created and not capture.can_store(objects, slot.where) for slot in entry.slots):
         return False
     # state found before the step and gone after it (optimizer.zero_grad() inside the step:

@@ -37,3 +37,22 @@ def test_a_copy_of_state_taken_before_the_step_updates_it_is_this_calls_value():
     assert lazyx.metrics()["replays"] >= 3
     for k, old in enumerate(got):
         np.testing.assert_array_equal(old, np.full(3, float(k)))
+
+
+def test_state_and_arguments_assigned_an_argument_are_written_at_each_replay():
+    """`buf[...] = x` gives buf x's node itself: found among no outputs, it was never
+    written by a replay, and kept the traced call's value."""
+    state = {"buf": lnp.zeros(3)}
+
+    def step(x, out):
+        state["buf"][...] = x
+        out[...] = x
+        return x * 2
+    run = lazyx.compile(step)
+    lazyx.reset_metrics()
+    for k in range(4):
+        out = lnp.zeros(3)
+        run(lnp.asarray(np.full(3, float(k))), out)
+        np.testing.assert_array_equal(np.asarray(state["buf"]), np.full(3, float(k)))
+        np.testing.assert_array_equal(np.asarray(out), np.full(3, float(k)))
+    assert lazyx.metrics()["replays"] >= 2

@@ -69,3 +69,22 @@ def test_a_result_an_in_place_view_op_reshaped_keeps_its_value_through_later_rep
     kept = [run(x.to(lt.device), q) for x, q in zip(xs, qs)]
     for got, x, q in zip(kept, xs, qs):
         torch.testing.assert_close(got.detach().cpu(), torch.quantile(x, q))
+
+
+def test_state_and_arguments_copied_from_an_argument_are_written_at_each_replay():
+    """`buf.copy_(x)` gives buf x's node itself (no op computes it): found among no
+    outputs, it was never written by a replay, and buf kept the traced call's value."""
+    state = {"buf": torch.zeros(3).to(lt.device)}
+
+    def step(x, out):
+        state["buf"].copy_(x)
+        out.copy_(x)
+        return x * 2
+    run = lazyx.compile(step)
+    lazyx.reset_metrics()
+    for k in range(4):
+        out = torch.zeros(3).to(lt.device)
+        run(torch.full((3,), float(k)).to(lt.device), out)
+        torch.testing.assert_close(state["buf"].cpu(), torch.full((3,), float(k)))
+        torch.testing.assert_close(out.cpu(), torch.full((3,), float(k)))
+    assert lazyx.metrics()["replays"] >= 2
