@@ -231,6 +231,9 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         part.template = [f[1] if f[0] in ("const", "baked") else None for f in run]
         part.dynamic = [(i, f[0], f[1], f[2] if len(f) > 2 else None)
                         for i, f in enumerate(run) if f[0] not in ("const", "baked")]
+        # a stream's draws are asked for in the trace's order: TF's context and kernels hand
+        # out seeds and numbers in call order (frontends/tf/api_random.py)
+        part.dynamic.sort(key=lambda d: d[3][0] if d[1] == "key" else -1)
         return feed
 
     for piece, feed in zip(pieces, feeds):

@@ -8,6 +8,7 @@ eager TF agree. lazyx's own `ltf.random` draws keyed Threefry, the stream torch 
 share (key_from_seed, uniform_node, normal_node).
 """
 import math
+import typing
 
 import numpy as np
 import tensorflow as tf
@@ -167,7 +168,7 @@ def stateless_dropout(x, rate, seed, rng_alg=None, noise_shape=None):
 def dropout(x, rate, noise_shape=None, seed=None):
     """TF's steps on the lazy x (it ran on TF, a fallback that read x). The uniform draw is
     TF's kernel's -- new host numbers at each call -- or, in a step lazyx.compile traces
-    without an op seed, lazy (unseeded_draw below)."""
+    without an op seed, lazy (compiled_draw below)."""
     node, rate, shape = _dropout_call(x, rate, noise_shape)
     if rate == 0:
         return x
@@ -243,26 +244,77 @@ def generator_normal(self, shape, mean=0.0, stddev=1.0, dtype=tf.float32, name=N
 
 # ---------------------------------------------------------------- TF's global random ops
 
-# tf.random.normal / uniform and tf.nn.dropout without an op seed run TF's stateful kernels
-# under a new (seed, seed2) pair per call, which TF's context hands out (random_seed.get_seed:
-# derived from tf.random.set_seed's seed, or random when none is set). A new kernel starts
-# Philox at counter 0, under key `seed`, with `seed2` as its counter's high half. In a step
-# lazyx.compile traces, such a draw is a lazy Philox draw whose key and counter are run-time
-# parameters linked to the stream below: a replay asks TF's context for the next pairs, as the
-# uncompiled calls would, so every replay draws the numbers the uncompiled run draws. (hooks.py
-# routes the generated ops here; a draw with an op seed, which continues one cached kernel's
-# stream across calls, stays TF's own.)
+# TF's stateful random ops run a kernel under a (seed, seed2) pair that random_ops' wrappers
+# get from TF's context (random_seed.get_seed: from tf.random.set_seed's seed and the op seed;
+# without an op seed, a new pair per call). In a step lazyx.compile traces, such a draw is a
+# run-time parameter linked to the stream below, which a replay asks again in the trace's
+# order, as the uncompiled calls ask TF (hooks.py routes the generated ops here):
+# - tf.random.normal / uniform without an op seed (tf.nn.dropout's mask among them) run a new
+#   kernel per call: Philox from counter 0 under key `seed`, `seed2` the counter's high half.
+#   They are lazy Philox draws; the parameters are the key and counter.
+# - any other draw whose inputs are host values -- an op seed (its cached kernel continues one
+#   stream from call to call), truncated_normal, gamma, poisson, a categorical or shuffle of a
+#   host tensor -- has TF's kernel's output as the parameter: a replay runs that kernel under
+#   the pair TF's context hands out then, so its numbers are eager TF's whatever the kernel's
+#   state (draws between calls, tf.random.set_seed). (Drawn on the host and sent to the
+#   device at each call, as the uncompiled run does.)
 _M32 = 0xFFFFFFFF
+# random_ops' functions that get a pair from get_seed(their `seed`) and pass it to the op
+_SEEDING_CALLERS = ("random_normal", "random_uniform", "truncated_normal",
+                    "parameterized_truncated_normal", "random_shuffle",
+                    "multinomial_categorical_impl", "random_gamma", "random_poisson_v2")
+
+
+class _KernelDraw(typing.NamedTuple):
+    """A draw whose numbers TF's kernel makes: the generated op, the op seed its wrapper got,
+    its other arguments (host values; an array as (dtype, shape, bytes), to compare)."""
+    op: object
+    seed: object
+    args: tuple
+
+    def pair(self):
+        from tensorflow.python.framework import random_seed
+        return random_seed.get_seed(self.seed)
+
+    def run(self, pair):
+        kwargs = {k: _thaw(v) for k, v in self.args}
+        return self.op(**kwargs, seed=pair[0], seed2=pair[1]).numpy()
+
+
+def _freeze(value):
+    """A host argument as a comparable value _thaw makes again, of the same kind: TF keys its
+    kernel cache by the inputs' kind too (a list shape and a tensor one: two kernels)."""
+    if isinstance(value, LazyTensor):
+        raise Reject()  # (a lazy input: the draw reads it, TF's fallback)
+    if tf.is_tensor(value) or isinstance(value, np.ndarray):
+        a = np.asarray(value)
+        return ("tensor" if tf.is_tensor(value) else "array", a.dtype, a.shape, a.tobytes())
+    if isinstance(value, (list, tuple)):
+        return ("seq", type(value), tuple(_freeze(v) for v in value))
+    hash(value)  # (a DType, a number, a string)
+    return value
+
+
+def _thaw(value):
+    kind = value[0] if isinstance(value, tuple) and value else None
+    if kind in ("tensor", "array"):
+        a = np.frombuffer(value[3], value[1]).reshape(value[2])
+        return tf.constant(a) if kind == "tensor" else a.copy()
+    if kind == "seq":
+        return value[1](_thaw(v) for v in value[2])
+    return value
 
 
 class _OpSeeds:
-    """The seed pairs of TF's unseeded stateful draws, as a stream of lazyx.compile's
-    (core/capture.linked_draw): draw i runs under the i-th pair handed out."""
-    __slots__ = ("counter", "_pairs")
+    """TF's draws in compiled steps, as a stream of lazyx.compile's (core/capture.linked_draw):
+    draw i runs under the i-th pair handed out. A draw's `part`: "key" or "counter" of a lazy
+    Philox draw, or the _KernelDraw whose numbers are its parameter."""
+    __slots__ = ("counter", "_pairs", "_numbers")
 
     def __init__(self):
         self.counter = 0
         self._pairs = {}
+        self._numbers = {}
 
     def take(self, pair):
         """Draw number i (returned) of a trace runs under `pair`, the one TF gave it."""
@@ -274,14 +326,21 @@ class _OpSeeds:
 
     def value_at(self, i, part):
         self._forget_used()
-        while i not in self._pairs:  # asked in order, as the uncompiled calls ask TF
-            self._pairs[max(self._pairs, default=self.counter - 1) + 1] = _next_pair()
+        kernel = part if isinstance(part, _KernelDraw) else None
+        while i not in self._pairs:  # asked in order (replay_entry), as the calls ask TF
+            j = max(self._pairs, default=self.counter - 1) + 1
+            self._pairs[j] = kernel.pair() if kernel and j == i else _next_pair()
+        if kernel is not None:
+            if i not in self._numbers:
+                self._numbers[i] = kernel.run(self._pairs[i])
+            return self._numbers[i]
         key, counter = _kernel_key_counter(self._pairs[i])
         return key if part == "key" else counter
 
     def _forget_used(self):
         if any(j < self.counter for j in self._pairs):
             self._pairs = {j: p for j, p in self._pairs.items() if j >= self.counter}
+            self._numbers = {j: v for j, v in self._numbers.items() if j >= self.counter}
 
 
 _OP_SEEDS = _OpSeeds()
@@ -306,23 +365,38 @@ def _kernel_key_counter(pair):
             np.array([0, 0, seed2 & _M32, seed2 >> 32], np.uint32))
 
 
-def _is_unseeded_call(caller):
-    """Whether `caller` (the frame that called the generated op) is random_ops' normal or
-    uniform called without an op seed (tf.nn.dropout's call among them)."""
-    return caller.f_globals.get("__name__") == "tensorflow.python.ops.random_ops" and \
-        caller.f_code.co_name in ("random_normal", "random_uniform") and \
-        caller.f_locals.get("seed", 0) is None
-
-
-def unseeded_draw(name, bound, caller):
-    """The lazy draw of gen_random_ops.`name` (its arguments `bound`, a BoundArguments) for
-    a step lazyx.compile traces, or None where TF's kernel must draw."""
-    from ...core import capture
-    # (inside a tf.function's trace the op is the graph's: TF's own)
-    if name not in ("random_standard_normal", "random_uniform", "random_uniform_int") or \
-            not tf.executing_eagerly() or not _is_unseeded_call(caller):
+def _seeding_caller(caller):
+    """The function name of `caller` (the frame that called the generated op) if it is one of
+    random_ops' wrappers that seed the op from get_seed(seed); else None."""
+    name = caller.f_code.co_name
+    if caller.f_globals.get("__name__") != "tensorflow.python.ops.random_ops" or \
+            name not in _SEEDING_CALLERS or "seed" not in caller.f_locals:
         return None
-    args = bound.arguments
+    return name
+
+
+def compiled_draw(name, op, bound, caller):
+    """The draw of the generated op `op` (gen_random_ops.`name`, its arguments `bound`, a
+    BoundArguments) for a step lazyx.compile traces, or None where the step must stay lazy
+    (a lazy input, a draw in a tf.function's graph, a caller we do not know)."""
+    from ...core import capture
+    wrapper = _seeding_caller(caller)
+    rec = capture.current()
+    # (after the step read a value -- split mode -- a host input may be one it read)
+    if wrapper is None or not tf.executing_eagerly() or rec is None or \
+            rec.observed is not None:
+        return None
+    op_seed = caller.f_locals["seed"]
+    if op_seed is None and wrapper in ("random_normal", "random_uniform"):
+        out = _philox_draw(name, bound.arguments)
+        if out is not None:
+            return out
+    return _kernel_draw(op, op_seed, bound)
+
+
+def _philox_draw(name, args):
+    """A lazy Philox draw of a new kernel (normal or uniform without an op seed), or None."""
+    from ...core import capture
     try:
         shape = tuple(static_ints(args["shape"]))
         kind = tf.as_dtype(args["minval"].dtype if name == "random_uniform_int"
@@ -332,7 +406,7 @@ def unseeded_draw(name, bound, caller):
         elif not kind.is_floating:
             raise Reject()
     except (Reject, TypeError, ValueError, tf.errors.InvalidArgumentError):
-        return None  # (TF's kernel gives its own error)
+        return None  # (TF's kernel draws, or gives its own error)
     pair = _kernel_pair(args.get("seed") or 0, args.get("seed2") or 0)
     i = _OP_SEEDS.take(pair)
     key, counter = _kernel_key_counter(pair)
@@ -341,4 +415,23 @@ def unseeded_draw(name, bound, caller):
     if name == "random_standard_normal":
         return wrap(philox.normal(key_counter, shape, ir_dtype(kind)))
     return _uniform(key_counter, shape, args.get("minval", 0), args.get("maxval"), kind)
+
+
+def _kernel_draw(op, op_seed, bound):
+    """TF's kernel's draw, its numbers a parameter a replay asks TF's kernel for again."""
+    from ...core import capture
+    from tensorflow.python.framework import random_seed
+    args = dict(bound.arguments)
+    pair = (args.pop("seed", None), args.pop("seed2", None))
+    args.pop("name", None)
+    try:
+        draw = _KernelDraw(op, op_seed, tuple(sorted((k, _freeze(v)) for k, v in args.items())))
+    except (Reject, TypeError, ValueError):
+        return None
+    if op_seed is not None and tuple(random_seed.get_seed(op_seed)) != pair:
+        return None  # (seeds we could not ask for again)
+    out = op(*bound.args, **bound.kwargs)  # this call's numbers, TF's kernel's
+    value = out.numpy()
+    i = _OP_SEEDS.take(pair)
+    return wrap(capture.linked_draw(ir.param(value, ir_dtype(out.dtype)), _OP_SEEDS, i, draw))
 

@@ -414,12 +414,13 @@ _RANDOM_DRAWS = {
 
 
 def _wrap_random_draws():
-    """While lazyx.compile traces a step, tf.random.normal / uniform and tf.nn.dropout without
-    an op seed draw lazily from TF's stream, under run-time seeds a replay asks TF for
-    (api_random.unseeded_draw). Any other draw of TF's own random numbers (an op seed, a
-    truncated normal, a shuffle) keeps the step lazy: TF runs it eagerly, so its result
-    would enter the program as a constant and every replay would reuse the traced call's
-    noise (a VAE's eps, silently). Outside a trace: TF's own."""
+    """While lazyx.compile traces a step, TF's own draws with host inputs (tf.random.normal,
+    uniform, truncated_normal, gamma, poisson, with or without an op seed; tf.nn.dropout) are
+    run-time parameters a replay asks TF for again (api_random.compiled_draw). Any other draw
+    of TF's own random numbers (of a lazy tensor: a categorical of lazy logits, a shuffle)
+    keeps the step lazy: TF runs it eagerly, so its result would enter the program as a
+    constant and every replay would reuse the traced call's noise (a VAE's eps, silently).
+    Outside a trace: TF's own."""
     import importlib
     import inspect
     import sys
@@ -437,13 +438,14 @@ def _wrap_random_draws():
                         bound = inspect.signature(_original).bind(*args, **kwargs)
                     except TypeError:
                         bound = None
-                    out = bound and api_random.unseeded_draw(_name, bound, sys._getframe(1))
+                    out = bound and api_random.compiled_draw(_name, _original, bound,
+                                                             sys._getframe(1))
                     if out is not None:
                         return out
                     capture.host_read(f"TF's own random numbers ({_name}, drawn by its "
-                                      f"kernel), which a replay would not draw again "
-                                      f"(tf.random.normal/uniform without an op seed, and "
-                                      f"keras.random with a SeedGenerator, are replayed)")
+                                      f"kernel from a lazy input), which a replay would not "
+                                      f"draw again (draws from host inputs, and keras.random, "
+                                      f"are replayed)")
                 return _original(*args, **kwargs)
             functools.update_wrapper(draw, original)  # (sets __wrapped__)
             setattr(module, name, draw)

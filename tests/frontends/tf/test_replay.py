@@ -311,19 +311,21 @@ def test_random_draws_in_a_compiled_step_are_fresh_at_every_call(draw):
     assert compiled[2] >= 3 and not compiled[3]
 
 
-@pytest.mark.parametrize("draw", ["an op seed", "truncated_normal"])
-def test_a_draw_only_tfs_kernel_makes_keeps_the_step_lazy_with_a_warning(draw):
-    """An op seed continues one cached kernel's stream from call to call, and a truncated
-    normal is not drawn by lazyx: the step runs lazily (TF's numbers), never replaying the
-    traced call's noise."""
+@pytest.mark.parametrize("draw", ["categorical", "shuffle"])
+def test_a_draw_of_a_lazy_tensor_keeps_the_step_lazy_with_a_warning(draw):
+    """TF's kernel reads a lazy input (a categorical's logits, a shuffled tensor) that lazyx
+    does not draw from: the step runs lazily (TF's numbers), never replaying the traced
+    call's noise. (An op seed, a truncated normal and other draws of host inputs replay:
+    test_tf_random_replay_more.py.)"""
     def step(x):
-        noise = tf.random.normal((3,), seed=5) if draw == "an op seed" else \
-            tf.random.truncated_normal((3,))
-        return tf.reduce_sum(noise * x)
-    f = lazyx.compile(step)
+        if draw == "categorical":  # (no lowering: TF's op reads the logits, a split)
+            return tf.random.categorical(x[None] * 0.1, 8)
+        return tf.random.shuffle(x)
+    f = lazyx.compile(step, on_observe="split")
     lazyx.reset_metrics()
-    with pytest.warns(RuntimeWarning, match="random numbers"):
-        out = [float(f(ltf.constant(np.ones(3, np.float32)))) for _ in range(3)]
+    with pytest.warns(RuntimeWarning, match="observes a value"):
+        out = [np.asarray(f(ltf.constant(np.arange(16, dtype=np.float32)))).tobytes()
+               for _ in range(3)]
     assert len(set(out)) == 3 and lazyx.metrics()["replays"] == 0
 
 

@@ -1,0 +1,121 @@
+"""lazyx.compile replays TF's draws beyond tf.random.normal / uniform without an op seed
+(test_tf_random_stream.py): a draw with an op seed (its cached kernel continues one stream
+from call to call), truncated_normal, gamma, poisson, a categorical or shuffle of a host
+tensor, tf.nn.dropout with an op seed -- the numbers a replay feeds are TF's kernel's, drawn
+under the seeds TF's context hands out at that call (api_random.compiled_draw) -- and
+keras.random without a seed, whose global SeedGenerator a step does not refer to (its seed
+was baked in: every replay drew the traced call's numbers, silently). Every test compares
+with eager TF run the same way under the same seeds."""
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+tf = pytest.importorskip("tensorflow")
+keras = pytest.importorskip("keras")
+
+import lazyx  # noqa: E402
+import lazyx.frontends.tf as ltf  # noqa: E402
+from lazyx.frontends.tf.tensor import LazyTensor  # noqa: E402
+
+_DRAWS = {
+    "normal, op seed": lambda: tf.random.normal((3, 5), seed=3),
+    "normal float64, op seed": lambda: tf.random.normal((5,), 1.0, 2.0, tf.float64, seed=9),
+    "uniform, op seed": lambda: tf.random.uniform((7,), -1.0, 4.0, seed=3),
+    "uniform int32, op seed": lambda: tf.random.uniform((6,), -3, 50, tf.int32, seed=4),
+    "truncated_normal": lambda: tf.random.truncated_normal((3, 5)),
+    "truncated_normal, op seed": lambda: tf.random.truncated_normal((4,), seed=3),
+    "gamma": lambda: tf.random.gamma((4,), 2.0),
+    "poisson, op seed": lambda: tf.random.poisson((4,), 3.0, seed=2),
+    "categorical of host logits": lambda: tf.random.categorical(
+        tf.math.log([[0.2, 0.3, 0.5]]), 6),
+    "shuffle of a host tensor": lambda: tf.random.shuffle(tf.range(10)),
+}
+
+
+def _run(compiled, step, seed, calls=4, between=None):
+    """What `step` returns at each call (as NumPy), after tf.random.set_seed(seed);
+    `between()` runs after each call, its results appended too."""
+    tf.random.set_seed(seed)
+    f = lazyx.compile(step) if compiled else step
+    out = []
+    for _ in range(calls):
+        got = f(ltf.constant(np.float32(0)))
+        out.append(np.asarray(ltf.to_tf(got) if isinstance(got, LazyTensor) else got))
+        if between is not None:
+            out.append(between().numpy())
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 7])
+@pytest.mark.parametrize("kind", sorted(_DRAWS))
+def test_a_compiled_step_replays_eager_tfs_numbers(kind, seed):
+    def step(x):
+        return _DRAWS[kind]()
+    eager = _run(False, step, seed)
+    lazyx.reset_metrics()
+    compiled = _run(True, step, seed)
+    assert lazyx.metrics()["replays"] == 3 and lazyx.metrics()["replay_misses"] == 0
+    assert len({e.tobytes() for e in eager}) == 4  # (fresh numbers at each call)
+    for got, want in zip(compiled, eager):
+        assert got.dtype == want.dtype
+        # (TF's kernel's numbers; then times (max - min) plus min, fused on XLA: an ulp)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_an_op_seeds_kernel_continues_across_replays_and_draws_outside_the_step():
+    """Two draws of one kernel (same op, dtype and seeds) in the step, in the trace's order,
+    and that kernel drawing between the calls: one stream, as eager TF's."""
+    def step(x):
+        a = tf.random.normal((3,), seed=5)
+        b = tf.random.normal((2,), seed=5)
+        return b * 10 + x, a  # (b's parameter first among the program's leaves)
+
+    def between():
+        return tf.random.normal((4,), seed=5)
+
+    def run(f):
+        tf.random.set_seed(3)
+        out = []
+        for _ in range(4):
+            b, a = f(ltf.constant(np.float32(0)))
+            out += [np.asarray(b), np.asarray(a), between().numpy()]
+        return out
+    eager = run(step)
+    lazyx.reset_metrics()
+    compiled = run(lazyx.compile(step))
+    assert lazyx.metrics()["replays"] == 3
+    for got, want in zip(compiled, eager):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_set_seed_between_replays_restarts_the_kernels_as_in_eager_tf():
+    def step(x):
+        return tf.random.truncated_normal((3,), seed=8) + x
+    f = lazyx.compile(step)
+    lazyx.reset_metrics()
+    compiled, eager = [], []
+    for s in (2, 2, 5):
+        tf.random.set_seed(s)
+        compiled += [np.asarray(f(ltf.constant(np.float32(0)))) for _ in range(2)]
+        tf.random.set_seed(s)
+        eager += [step(tf.constant(np.float32(0))).numpy() for _ in range(2)]
+    assert lazyx.metrics()["replays"] == 5
+    np.testing.assert_array_equal(np.array(compiled), np.array(eager))
+
+
+def test_dropout_with_an_op_seed_replays_eager_tfs_masks():
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+
+    def step(v):
+        return tf.nn.dropout(v, 0.4, seed=6)
+    tf.random.set_seed(4)
+    eager = [step(tf.constant(x)).numpy() for _ in range(4)]
+    tf.random.set_seed(4)
+    lazyx.reset_metrics()
+    f = lazyx.compile(step)
+    compiled = [np.asarray(f(ltf.constant(x))) for _ in range(4)]
+    assert lazyx.metrics()["replays"] == 3
+    np.testing.assert_array_equal(np.array(compiled), np.array(eager))
+
