@@ -64,23 +64,21 @@ def test_a_compiled_step_replays_eager_tfs_numbers(kind, seed):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
-def test_an_op_seeds_kernel_continues_across_replays_and_draws_outside_the_step():
-    """Two draws of one kernel (same op, dtype and seeds) in the step, in the trace's order,
-    and that kernel drawing between the calls: one stream, as eager TF's."""
+@pytest.mark.parametrize("sizes", [(3, 2), (2, 5, 1, 4), (6, 1, 3)])
+def test_an_op_seeds_kernel_continues_across_replays_and_draws_outside_the_step(sizes):
+    """Several draws of one kernel (same op, dtype and seeds) in the step, in the trace's
+    order whatever the program's order of parameters, and that kernel drawing between the
+    calls: one stream, as eager TF's."""
     def step(x):
-        a = tf.random.normal((3,), seed=5)
-        b = tf.random.normal((2,), seed=5)
-        return b * 10 + x, a  # (b's parameter first among the program's leaves)
-
-    def between():
-        return tf.random.normal((4,), seed=5)
+        draws = [tf.random.normal((n,), seed=5) for n in sizes]
+        return [d * (k + 1) + x for k, d in reversed(list(enumerate(draws)))]
 
     def run(f):
         tf.random.set_seed(3)
         out = []
         for _ in range(4):
-            b, a = f(ltf.constant(np.float32(0)))
-            out += [np.asarray(b), np.asarray(a), between().numpy()]
+            out += [np.asarray(v) for v in f(ltf.constant(np.float32(0)))]
+            out.append(tf.random.normal((4,), seed=5).numpy())
         return out
     eager = run(step)
     lazyx.reset_metrics()
