@@ -435,3 +435,57 @@ def _kernel_draw(op, op_seed, bound):
     i = _OP_SEEDS.take(pair)
     return wrap(capture.linked_draw(ir.param(value, ir_dtype(out.dtype)), _OP_SEEDS, i, draw))
 
+
+# ---------------------------------------------------------------- Keras' seed generators
+
+# keras.random without a seed draws under a seed from Keras' global SeedGenerator, kept in
+# Keras' global state: a step does not refer to it, so lazyx.compile did not capture it, the
+# traced call's seed was baked in and every replay drew the same numbers (silently). In a
+# trace, a generator whose state is not captured hands out its seed as a run-time parameter
+# that a replay asks the generator for again, in order: the seeds -- and the numbers, drawn
+# lazily from them (stateless ops above) -- are the uncompiled run's. (hooks.py routes
+# SeedGenerator.next here.)
+
+class _SeedsOf:
+    """The seeds a SeedGenerator hands out, as a stream of lazyx.compile's."""
+    __slots__ = ("counter", "_seeds", "_generator", "_next")
+
+    def __init__(self, generator, next_seed):
+        self.counter = 0
+        self._seeds = {}
+        self._generator, self._next = generator, next_seed
+
+    def take(self, seed):
+        self._seeds = {j: s for j, s in self._seeds.items() if j >= self.counter}
+        i = self.counter
+        self._seeds[i] = seed
+        self.counter += 1
+        return i
+
+    def value_at(self, i, ordered):
+        self._seeds = {j: s for j, s in self._seeds.items() if j >= self.counter}
+        while i not in self._seeds:  # asked in order (replay_entry), as the calls ask
+            j = max(self._seeds, default=self.counter - 1) + 1
+            self._seeds[j] = np.asarray(self._next(self._generator, ordered))
+        return self._seeds[i]
+
+
+_SEED_STREAMS = {}  # id(generator) -> (generator, its stream)
+
+
+def uncaptured_seed(generator, ordered, next_seed):
+    """The seed SeedGenerator.next (`next_seed`, Keras' own) hands out in a trace, as a
+    run-time parameter, when the step did not capture the generator's state; else None."""
+    from ...core import capture
+    if variables.has_shadow(generator.state) or not tf.executing_eagerly():
+        return None  # (captured: its lazy state moves on in the program)
+    seed = next_seed(generator, ordered)
+    if isinstance(seed, LazyTensor) or not hasattr(seed, "numpy"):
+        return seed
+    held = _SEED_STREAMS.get(id(generator))
+    if held is None or held[0] is not generator:
+        held = _SEED_STREAMS[id(generator)] = (generator, _SeedsOf(generator, next_seed))
+    value = seed.numpy()
+    i = held[1].take(value)
+    return wrap(capture.linked_draw(ir.param(value, ir_dtype(seed.dtype)), held[1], i,
+                                    ordered))

@@ -198,6 +198,7 @@ def install():
     _wrap_saved_functions()
     _wrap_mapping()
     _wrap_random_draws()
+    _wrap_keras_seed_generators()
     # a tf.random.Generator with a lazy state (captured by lazyx.compile) draws TF's numbers
     tf.random.Generator.uniform = api_random.generator_uniform
     tf.random.Generator.normal = api_random.generator_normal
@@ -449,6 +450,28 @@ def _wrap_random_draws():
                 return _original(*args, **kwargs)
             functools.update_wrapper(draw, original)  # (sets __wrapped__)
             setattr(module, name, draw)
+
+
+def _wrap_keras_seed_generators():
+    """While lazyx.compile traces a step, a Keras SeedGenerator the step did not capture
+    (keras.random's global one, for a draw without a seed) hands out its seeds as run-time
+    parameters a replay asks it for again (api_random.uncaptured_seed): its traced seed was
+    baked in, and every replay drew the traced call's numbers. Outside a trace: Keras' own."""
+    try:
+        from keras.src.random.seed_generator import SeedGenerator
+    except ImportError:  # pragma: no cover - keras is optional
+        return
+    from ...core import capture
+    original = SeedGenerator.next
+
+    def next_seed(self, ordered=True):
+        if capture.current() is not None:
+            out = api_random.uncaptured_seed(self, ordered, original)
+            if out is not None:
+                return out
+        return original(self, ordered)
+    functools.update_wrapper(next_seed, original)
+    SeedGenerator.next = next_seed
 
 
 def _public_names(api):

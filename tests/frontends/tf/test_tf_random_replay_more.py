@@ -117,3 +117,23 @@ def test_dropout_with_an_op_seed_replays_eager_tfs_masks():
     assert lazyx.metrics()["replays"] == 3
     np.testing.assert_array_equal(np.array(compiled), np.array(eager))
 
+
+@pytest.mark.parametrize("draw", ["normal", "uniform", "dropout"])
+def test_keras_random_without_a_seed_replays_the_uncompiled_runs_numbers(draw):
+    """keras.random without a seed draws under seeds from Keras' global SeedGenerator."""
+    def step(x):
+        if draw == "dropout":
+            return keras.random.dropout(tf.ones((8,)) + x, 0.5)
+        return getattr(keras.random, draw)((5,)) + x
+
+    def run(compiled):
+        keras.utils.set_random_seed(3)
+        f = lazyx.compile(step) if compiled else step
+        return [np.asarray(f(ltf.constant(np.float32(0)))) for _ in range(4)]
+    plain = run(False)
+    lazyx.reset_metrics()
+    compiled = run(True)
+    assert lazyx.metrics()["replays"] == 3
+    assert len({p.tobytes() for p in plain}) == 4
+    for got, want in zip(compiled, plain):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
