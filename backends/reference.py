@@ -427,9 +427,13 @@ def _random_bits(key, *, shape):
     return np.concatenate([y0, y1])[:n].reshape(shape)
 
 
-def _philox_bits(key, counter, *, shape):
+def _philox_bits(key, counter, *, shape, stride=0):
     n = math.prod(shape)
     blocks = np.arange(-(-n // 4), dtype=np.uint32)
+    if stride:  # row g from block g * stride on
+        groups, per = shape[0], shape[1] // 4
+        blocks = (np.arange(groups, dtype=np.uint32)[:, None] * np.uint32(stride) +
+                  np.arange(per, dtype=np.uint32)[None, :]).reshape(-1)
     with np.errstate(over="ignore"):
         words = philox4x32(philox_counters(counter, blocks), (key[0], key[1]))
     return np.stack(words, axis=1).reshape(-1)[:n].reshape(shape)

@@ -339,9 +339,13 @@ def _random_bits(key, *, shape):
     return threefry_2x32((key[0], key[1]), counts).reshape(shape)
 
 
-def _philox_bits(key, counter, *, shape):
+def _philox_bits(key, counter, *, shape, stride=0):
     n = int(np.prod(shape))
     blocks = lax.iota(jnp.uint32, -(-n // 4))
+    if stride:  # row g from block g * stride on
+        groups, per = shape[0], shape[1] // 4
+        blocks = (lax.iota(jnp.uint32, groups)[:, None] * jnp.uint32(stride) +
+                  lax.iota(jnp.uint32, per)[None, :]).reshape(-1)
     words = philox4x32(philox_counters(counter, blocks), (key[0], key[1]))
     return jnp.stack(words, axis=1).reshape(-1)[:n].reshape(shape)
 

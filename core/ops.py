@@ -1095,16 +1095,24 @@ def random_bits(key, *, shape):
 
 
 @primitive
-def philox_bits(key, counter, *, shape):
+def philox_bits(key, counter, *, shape, stride=0):
     """uint32 words of Philox-4x32-10 (core/prng.py) under a uint32[2] key, from a uint32[4]
     128-bit counter on: block j (counter + j) gives words 4j .. 4j + 3. TF's stateless ops'
-    stream (frontends/tf/philox.py); both backends compute it with prng.philox4x32."""
+    stream (frontends/tf/philox.py); both backends compute it with prng.philox4x32. With a
+    `stride`, shape is (groups, words), words a multiple of 4, and row g's words come from
+    block g * stride on (TF's draws that take a varying number of words per group)."""
     if key.shape != (2,) or key.dtype != "uint32":
         _fail_dtype("philox_bits", "key must be uint32 of shape (2,)", key)
     if counter.shape != (4,) or counter.dtype != "uint32":
         _fail_dtype("philox_bits", "counter must be uint32 of shape (4,)", counter)
     shape = _ints("philox_bits", "shape", shape)
-    return shape, "uint32", {"shape": shape}
+    if not stride:
+        return shape, "uint32", {"shape": shape}
+    if len(shape) != 2 or shape[1] % 4 or not shape[1] // 4 <= stride or \
+            shape[0] * stride >= 2**32:
+        _fail_shape("philox_bits", f"a stride {stride} needs (groups, words) of at most "
+                    f"4 * stride words and fewer than 2**32 blocks, got {shape}", key)
+    return shape, "uint32", {"shape": shape, "stride": int(stride)}
 
 
 # ---------------------------------------------------------------- matrix factorizations

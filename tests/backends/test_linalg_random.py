@@ -101,3 +101,19 @@ def test_philox_bits_bit_identical_and_equal_to_64_bit_philox(k0, k1, counter, s
     (bits,) = check([ops.philox_bits(leaf(key), leaf(counter), shape=shape)])
     assert bits.dtype == np.uint32 and bits.shape == shape
     np.testing.assert_array_equal(bits.ravel(), _philox_64bit(key, counter, int(np.prod(shape))))
+
+
+@given(k0=key_values, k1=key_values, counter=counters,
+       rows=st.sampled_from([(1, 4, 1), (3, 8, 2), (5, 32, 256), (2, 64, 128)]))
+def test_philox_bits_with_a_stride_start_each_row_at_its_block(k0, k1, counter, rows):
+    """(groups, words) with stride s: row g is the stream from block g * s on (TF's
+    truncated normal: each group of numbers has its own run of blocks)."""
+    groups, words, stride = rows
+    key, counter = np.array([k0, k1], np.uint32), np.array(counter, np.uint32)
+    (bits,) = check([ops.philox_bits(leaf(key), leaf(counter), shape=(groups, words),
+                                     stride=stride)])
+    start = sum(int(w) << (32 * i) for i, w in enumerate(counter))
+    for g in range(groups):
+        at = (start + g * stride) % 2**128
+        row_counter = np.array([(at >> (32 * i)) & 0xFFFFFFFF for i in range(4)], np.uint32)
+        np.testing.assert_array_equal(bits[g], _philox_64bit(key, row_counter, words))
