@@ -147,12 +147,24 @@ def stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32, alg="a
     return _normal(_tf_key_counter(seed, alg), tuple(static_ints(shape)), mean, stddev, kind)
 
 
-def _normal(key_counter, shape, mean, stddev, kind):
-    draw = philox.normal(key_counter, shape, ir_dtype(kind))
+def _normal(key_counter, shape, mean, stddev, kind, sample=philox.normal):
+    draw = sample(key_counter, shape, ir_dtype(kind))
     scale, shift = _host_number(stddev), _host_number(mean)
     if scale is None or shift is None:
         return _scaled(draw, tf.cast(stddev, kind), tf.cast(mean, kind))
     return _scaled(draw, scale, shift)
+
+
+@lower(tf.random.stateless_truncated_normal, "seed")
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=tf.float32,
+                               alg="auto_select"):
+    """(keras.random.truncated_normal, Keras' TruncatedNormal and VarianceScaling
+    initializers: with a lazy seed -- under lazyx.compile -- TF's op read the seed)"""
+    kind = tf.as_dtype(dtype)
+    if not kind.is_floating:
+        raise Reject()
+    return _normal(_tf_key_counter(seed, alg), tuple(static_ints(shape)), mean, stddev, kind,
+                   philox.truncated_normal)
 
 
 @lower(tf.nn.experimental.stateless_dropout, "x")
@@ -249,12 +261,12 @@ def generator_normal(self, shape, mean=0.0, stddev=1.0, dtype=tf.float32, name=N
 # without an op seed, a new pair per call). In a step lazyx.compile traces, such a draw is a
 # run-time parameter linked to the stream below, which a replay asks again in the trace's
 # order, as the uncompiled calls ask TF (hooks.py routes the generated ops here):
-# - tf.random.normal / uniform without an op seed (tf.nn.dropout's mask among them) run a new
-#   kernel per call: Philox from counter 0 under key `seed`, `seed2` the counter's high half.
+# - tf.random.normal / uniform / truncated_normal without an op seed (tf.nn.dropout's mask
+#   among them) run a new kernel per call: Philox from counter 0 under key `seed`, `seed2`
+#   the counter's high half.
 #   They are lazy Philox draws; the parameters are the key and counter.
 # - any other draw whose inputs are host values -- an op seed (its cached kernel continues one
-#   stream from call to call), truncated_normal, gamma, poisson, a categorical or shuffle of a
-#   host tensor -- has TF's kernel's output as the parameter: a replay runs that kernel under
+#   stream from call to call), gamma, poisson, a categorical or shuffle of a host tensor -- has TF's kernel's output as the parameter: a replay runs that kernel under
 #   the pair TF's context hands out then, so its numbers are eager TF's whatever the kernel's
 #   state (draws between calls, tf.random.set_seed). (Drawn on the host and sent to the
 #   device at each call, as the uncompiled run does.)
@@ -387,7 +399,7 @@ def compiled_draw(name, op, bound, caller):
             rec.observed is not None:
         return None
     op_seed = caller.f_locals["seed"]
-    if op_seed is None and wrapper in ("random_normal", "random_uniform"):
+    if op_seed is None and wrapper in ("random_normal", "random_uniform", "truncated_normal"):
         out = _philox_draw(name, bound.arguments)
         if out is not None:
             return out
@@ -395,7 +407,8 @@ def compiled_draw(name, op, bound, caller):
 
 
 def _philox_draw(name, args):
-    """A lazy Philox draw of a new kernel (normal or uniform without an op seed), or None."""
+    """A lazy Philox draw of a new kernel (a normal, uniform or truncated normal without an
+    op seed), or None."""
     from ...core import capture
     try:
         shape = tuple(static_ints(args["shape"]))
@@ -414,6 +427,8 @@ def _philox_draw(name, args):
                    capture.linked_draw(ir.param(counter, "uint32"), _OP_SEEDS, i, "counter"))
     if name == "random_standard_normal":
         return wrap(philox.normal(key_counter, shape, ir_dtype(kind)))
+    if name == "truncated_normal":
+        return wrap(philox.truncated_normal(key_counter, shape, ir_dtype(kind)))
     return _uniform(key_counter, shape, args.get("minval", 0), args.get("maxval"), kind)
 
 

@@ -117,24 +117,71 @@ def normal(key_counter, shape, dtype):
     shape = tuple(shape)
     n = math.prod(shape)
     pairs = -(-n // 2)
-    if dtype == "float64":
-        w0, w1, w2, w3 = _columns(_words(key_counter, (pairs, 4)))
-        u, turn = _unit_double(w0, w1), _unit_double(w2, w3)
-        angle = ops.mul(turn, const(2 * math.pi, "float64", (pairs,)))
-        work = "float64"
-    else:
-        w0, w1 = _columns(_words(key_counter, (pairs, 2)))
-        u, turn = _unit_float(w0, "float32"), _unit_float(w1, "float32")
-        # 2.0f * M_PI * u in C++: a double product, rounded to float
-        angle = ops.convert(ops.mul(ops.convert(turn, dtype="float64"),
-                                    const(2 * math.pi, "float64", (pairs,))), dtype="float32")
-        work = "float32"
-    u = ops.max_(u, const(_BOX_MULLER_EPSILON, work, (pairs,)))
-    radius = ops.sqrt(ops.mul(const(-2.0, work, (pairs,)), ops.log(u)))
-    both = compose.stack([ops.mul(ops.sin(angle), radius), ops.mul(ops.cos(angle), radius)], 1)
+    double = dtype == "float64"
+    words = _columns(_words(key_counter, (pairs, 4 if double else 2)))
+    first, second = _box_muller(words)
+    both = compose.stack([first, second], 1)
     out = compose.slice_axis(ops.reshape(both, new_sizes=(2 * pairs,)), 0, 0, n)
     out = ops.reshape(out, new_sizes=shape)
+    return out if dtype in ("float32", "float64") else ops.convert(out, dtype=dtype)
+
+
+def _box_muller(words):
+    """TF's BoxMuller of 2 words (float32) or 4 (float64) per pair: (sine, cosine) normals."""
+    shape = words[0].shape
+    if len(words) == 4:
+        u, turn = _unit_double(*words[:2]), _unit_double(*words[2:])
+        angle = ops.mul(turn, const(2 * math.pi, "float64", shape))
+        work = "float64"
+    else:
+        u, turn = _unit_float(words[0], "float32"), _unit_float(words[1], "float32")
+        # 2.0f * M_PI * u in C++: a double product, rounded to float
+        angle = ops.convert(ops.mul(ops.convert(turn, dtype="float64"),
+                                    const(2 * math.pi, "float64", shape)), dtype="float32")
+        work = "float32"
+    u = ops.max_(u, const(_BOX_MULLER_EPSILON, work, shape))
+    radius = ops.sqrt(ops.mul(const(-2.0, work, shape), ops.log(u)))
+    return ops.mul(ops.sin(angle), radius), ops.mul(ops.cos(angle), radius)
+
+
+# TF's truncated normal (TruncatedNormalDistribution, under FillPhiloxRandom) fills groups of
+# 4 numbers (2 doubles), group g drawing words from Philox block g * 256 * 4 / 4 (/ 2 for
+# doubles) on, as many as it needs: Box-Muller normals in order, those outside (-2, 2)
+# rejected. Here a group takes a fixed run of 32 normals and keeps its first accepted ones;
+# one with fewer than 4 (2) accepted among 32 -- probability below 1e-30 -- would differ.
+_TRUNCATED_CANDIDATES = 32
+
+
+def truncated_normal(key_counter, shape, dtype):
+    """Standard normal floats of `dtype` within (-2, 2), as TF's TruncatedNormal kernels."""
+    shape = tuple(shape)
+    n = math.prod(shape)
+    double = dtype == "float64"
+    group = 2 if double else 4
+    groups = -(-n // group)
+    per_pair = 4 if double else 2
+    pairs = _TRUNCATED_CANDIDATES // 2
+    words = _words_strided(key_counter, groups, pairs * per_pair, group * 256 // 4)
+    words = ops.reshape(words, new_sizes=(groups, pairs, per_pair))
+    first, second = _box_muller(_columns(words))
+    candidates = ops.reshape(compose.stack([first, second], 2),
+                             new_sizes=(groups, _TRUNCATED_CANDIDATES))
+    work = candidates.dtype
+    cshape = candidates.shape
+    accepted = ops.lt(ops.abs_(candidates), const(2.0, work, cshape))
+    rank = ops.cumsum(ops.convert(accepted, dtype="int32"), axis=1, reverse=False)
+    # (the unselected are -0.0, which adds nothing to any number, a -0.0 included)
+    out = [ops.reduce_sum(ops.select(ops.and_(accepted, ops.eq(rank, const(k + 1, "int32",
+                                                                           cshape))),
+                                     candidates, const(-0.0, work, cshape)), axes=(1,))
+           for k in range(group)]
+    out = ops.reshape(compose.stack(out, 1), new_sizes=(groups * group,))
+    out = ops.reshape(compose.slice_axis(out, 0, 0, n), new_sizes=shape)
     return out if dtype == work else ops.convert(out, dtype=dtype)
+
+
+def _words_strided(key_counter, groups, words, stride):
+    return ops.philox_bits(*key_counter, shape=(groups, words), stride=stride)
 
 
 def integers(key_counter, shape, low, span, dtype):

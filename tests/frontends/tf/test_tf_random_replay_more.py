@@ -31,6 +31,8 @@ _DRAWS = {
     "categorical of host logits": lambda: tf.random.categorical(
         tf.math.log([[0.2, 0.3, 0.5]]), 6),
     "shuffle of a host tensor": lambda: tf.random.shuffle(tf.range(10)),
+    "truncated_normal float64, 2 seeds set": lambda: tf.random.truncated_normal(
+        (9,), 1.0, 3.0, tf.float64),
 }
 
 
@@ -118,7 +120,7 @@ def test_dropout_with_an_op_seed_replays_eager_tfs_masks():
     np.testing.assert_array_equal(np.array(compiled), np.array(eager))
 
 
-@pytest.mark.parametrize("draw", ["normal", "uniform", "dropout"])
+@pytest.mark.parametrize("draw", ["normal", "uniform", "truncated_normal", "dropout"])
 def test_keras_random_without_a_seed_replays_the_uncompiled_runs_numbers(draw):
     """keras.random without a seed draws under seeds from Keras' global SeedGenerator."""
     def step(x):
@@ -137,3 +139,41 @@ def test_keras_random_without_a_seed_replays_the_uncompiled_runs_numbers(draw):
     assert len({p.tobytes() for p in plain}) == 4
     for got, want in zip(compiled, plain):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- the truncated normal
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.float64, tf.float16, tf.bfloat16])
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (3, 5), (7, 9, 11), (1001,)])
+@pytest.mark.parametrize("seed", [(1, 2), (-5, 77), (2**31 - 1, -2**31)])
+def test_a_truncated_normal_from_a_lazy_seed_is_tfs(seed, shape, dtype):
+    """TF's groups of 4 (2 doubles) numbers, each from its own run of Philox blocks, the
+    Box-Muller normals outside (-2, 2) rejected (philox.truncated_normal)."""
+    want = tf.random.stateless_truncated_normal(shape, seed, 0.5, 2.0, dtype=dtype)
+    lazyx.reset_metrics()
+    got = tf.random.stateless_truncated_normal(shape, ltf.constant(tf.constant(seed, tf.int64)),
+                                               0.5, 2.0, dtype=dtype)
+    assert lazyx.metrics()["fallback_ops"] == {}  # (drawn lazily, not by TF's op)
+    assert isinstance(got, LazyTensor) and got.dtype == dtype and got.shape == want.shape
+    tol = {tf.float64: 1e-12, tf.float32: 2e-6, tf.float16: 2e-3, tf.bfloat16: 1e-2}[dtype]
+    np.testing.assert_allclose(tf.cast(ltf.to_tf(got), tf.float64).numpy(),
+                               tf.cast(want, tf.float64).numpy(), rtol=tol, atol=tol)
+
+
+def test_a_keras_truncated_normal_initializer_in_a_compiled_step_is_eager_kerass():
+    """A SeedGenerator's lazy state seeds stateless_truncated_normal (it had no lowering: the
+    compiled step raised, reading the seed)."""
+    def run(compiled):
+        keras.utils.set_random_seed(5)
+        gen = keras.random.SeedGenerator(9)
+
+        def step(x):
+            return keras.random.truncated_normal((4, 3), seed=gen) + x
+        f = lazyx.compile(step) if compiled else step
+        return [np.asarray(f(ltf.constant(np.float32(0)))) for _ in range(4)]
+    plain = run(False)
+    lazyx.reset_metrics()
+    compiled = run(True)
+    assert lazyx.metrics()["replays"] == 3
+    for got, want in zip(compiled, plain):
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
