@@ -456,51 +456,61 @@ def _kernel_draw(op, op_seed, bound):
 # keras.random without a seed draws under a seed from Keras' global SeedGenerator, kept in
 # Keras' global state: a step does not refer to it, so lazyx.compile did not capture it, the
 # traced call's seed was baked in and every replay drew the same numbers (silently). In a
-# trace, a generator whose state is not captured hands out its seed as a run-time parameter
-# that a replay asks the generator for again, in order: the seeds -- and the numbers, drawn
-# lazily from them (stateless ops above) -- are the uncompiled run's. (hooks.py routes
-# SeedGenerator.next here.)
+# trace, that generator hands out its seed as a run-time parameter a replay asks Keras' global
+# generator -- the one at that call: keras.utils.set_random_seed makes a new one -- for again,
+# in order: the seeds, and the numbers drawn lazily from them (stateless ops above), are the
+# uncompiled run's. (hooks.py routes SeedGenerator.next here. Another generator the step did
+# not capture is left alone: one it makes at each call draws the same numbers each call.)
 
-class _SeedsOf:
-    """The seeds a SeedGenerator hands out, as a stream of lazyx.compile's."""
-    __slots__ = ("counter", "_seeds", "_generator", "_next")
+class _GlobalSeeds:
+    """The seeds Keras' global SeedGenerator hands out, as a stream of lazyx.compile's."""
+    __slots__ = ("counter", "_seeds", "_next")
 
-    def __init__(self, generator, next_seed):
+    def __init__(self, next_seed):
         self.counter = 0
         self._seeds = {}
-        self._generator, self._next = generator, next_seed
+        self._next = next_seed  # (SeedGenerator.next, Keras' own)
 
     def take(self, seed):
-        self._seeds = {j: s for j, s in self._seeds.items() if j >= self.counter}
+        self._forget_used()
         i = self.counter
         self._seeds[i] = seed
         self.counter += 1
         return i
 
     def value_at(self, i, ordered):
-        self._seeds = {j: s for j, s in self._seeds.items() if j >= self.counter}
+        from keras.src.random import seed_generator
+        self._forget_used()
         while i not in self._seeds:  # asked in order (replay_entry), as the calls ask
             j = max(self._seeds, default=self.counter - 1) + 1
-            self._seeds[j] = np.asarray(self._next(self._generator, ordered))
+            generator = seed_generator.global_seed_generator()
+            self._seeds[j] = np.asarray(self._next(generator, ordered))
         return self._seeds[i]
 
+    def _forget_used(self):
+        if any(j < self.counter for j in self._seeds):
+            self._seeds = {j: s for j, s in self._seeds.items() if j >= self.counter}
 
-_SEED_STREAMS = {}  # id(generator) -> (generator, its stream)
+
+_GLOBAL_SEEDS = []  # [its stream], made at the first draw
 
 
 def uncaptured_seed(generator, ordered, next_seed):
     """The seed SeedGenerator.next (`next_seed`, Keras' own) hands out in a trace, as a
-    run-time parameter, when the step did not capture the generator's state; else None."""
+    run-time parameter, for Keras' global generator; else None (Keras' own call)."""
+    from keras.src.backend.common import global_state
+    from keras.src.random import seed_generator
     from ...core import capture
-    if variables.has_shadow(generator.state) or not tf.executing_eagerly():
+    if generator is not global_state.get_global_attribute(
+            seed_generator.GLOBAL_SEED_GENERATOR) or \
+            variables.has_shadow(generator.state) or not tf.executing_eagerly():
         return None  # (captured: its lazy state moves on in the program)
     seed = next_seed(generator, ordered)
     if isinstance(seed, LazyTensor) or not hasattr(seed, "numpy"):
         return seed
-    held = _SEED_STREAMS.get(id(generator))
-    if held is None or held[0] is not generator:
-        held = _SEED_STREAMS[id(generator)] = (generator, _SeedsOf(generator, next_seed))
+    if not _GLOBAL_SEEDS:
+        _GLOBAL_SEEDS.append(_GlobalSeeds(next_seed))
     value = seed.numpy()
-    i = held[1].take(value)
-    return wrap(capture.linked_draw(ir.param(value, ir_dtype(seed.dtype)), held[1], i,
+    i = _GLOBAL_SEEDS[0].take(value)
+    return wrap(capture.linked_draw(ir.param(value, ir_dtype(seed.dtype)), _GLOBAL_SEEDS[0], i,
                                     ordered))

@@ -453,8 +453,8 @@ def _wrap_random_draws():
 
 
 def _wrap_keras_seed_generators():
-    """While lazyx.compile traces a step, a Keras SeedGenerator the step did not capture
-    (keras.random's global one, for a draw without a seed) hands out its seeds as run-time
+    """While lazyx.compile traces a step, Keras' global SeedGenerator (keras.random's, for a
+    draw without a seed), which the step does not capture, hands out its seeds as run-time
     parameters a replay asks it for again (api_random.uncaptured_seed): its traced seed was
     baked in, and every replay drew the traced call's numbers. Outside a trace: Keras' own."""
     try:

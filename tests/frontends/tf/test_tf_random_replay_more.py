@@ -177,3 +177,31 @@ def test_a_keras_truncated_normal_initializer_in_a_compiled_step_is_eager_kerass
     assert lazyx.metrics()["replays"] == 3
     for got, want in zip(compiled, plain):
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+
+
+def test_keras_set_random_seed_between_replays_reseeds_as_eager():
+    """keras.utils.set_random_seed makes a new global SeedGenerator: a replay asks the one in
+    place at its call."""
+    def step(x):
+        return keras.random.normal((3,)) + x
+
+    def run(f):
+        out = []
+        for s in (1, 1, 2):
+            keras.utils.set_random_seed(s)
+            out += [np.asarray(f(ltf.constant(np.float32(0)))) for _ in range(2)]
+        return out
+    plain = run(step)
+    lazyx.reset_metrics()
+    compiled = run(lazyx.compile(step))
+    assert lazyx.metrics()["replays"] == 5
+    np.testing.assert_allclose(np.array(compiled), np.array(plain), rtol=1e-6)
+
+
+def test_a_seed_generator_made_in_the_step_draws_the_same_numbers_each_call_as_eager():
+    def step(x):
+        return keras.random.normal((3,), seed=keras.random.SeedGenerator(4)) + x
+    plain = [np.asarray(step(ltf.constant(np.float32(0)))) for _ in range(3)]
+    f = lazyx.compile(step)
+    compiled = [np.asarray(f(ltf.constant(np.float32(0)))) for _ in range(3)]
+    np.testing.assert_allclose(np.array(compiled), np.array(plain), rtol=1e-6)
