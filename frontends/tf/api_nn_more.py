@@ -34,28 +34,32 @@ def _depthwise_gradient(x, w, g, strides, padding, data_format, dilations, wrt):
     return _to_channels_last(grad, last) if wrt == "input" else grad
 
 
+def _depthwise_backprop(wrt, given, sizes, out_backprop, strides, padding, data_format,
+                        dilations):
+    """TF's two backprop ops: `given` is the operand TF passes (the filter for the input's
+    gradient, the input for the filter's), `sizes` the shape of the other."""
+    known, g = operand_nodes(given, out_backprop)
+    sizes = static_ints(sizes)
+    if len(sizes) != 4 or known.ndim != 4 or g.ndim != 4 or not dt.is_float(g.dtype):
+        raise Reject()
+    zeros = _zeros(sizes, g.dtype)
+    x, w = (zeros, known) if wrt == "input" else (known, zeros)
+    return wrap(_depthwise_gradient(x, w, g, strides, padding, data_format, dilations, wrt),
+                given, out_backprop)
+
+
 @lower(tf.nn.depthwise_conv2d_backprop_input, "filter", "out_backprop")
 def depthwise_conv2d_backprop_input(input_sizes, filter, out_backprop, strides,  # noqa: A002
                                     padding, data_format="NHWC", dilations=None):
-    w, g = operand_nodes(filter, out_backprop)
-    sizes = static_ints(input_sizes)
-    if len(sizes) != 4 or w.ndim != 4 or g.ndim != 4 or not dt.is_float(g.dtype):
-        raise Reject()
-    x = _zeros(sizes, g.dtype)
-    return wrap(_depthwise_gradient(x, w, g, strides, padding, data_format, dilations,
-                                    "input"), filter, out_backprop)
+    return _depthwise_backprop("input", filter, input_sizes, out_backprop, strides, padding,
+                               data_format, dilations)
 
 
 @lower(tf.nn.depthwise_conv2d_backprop_filter, "input", "out_backprop")
 def depthwise_conv2d_backprop_filter(input, filter_sizes, out_backprop, strides,  # noqa: A002
                                      padding, data_format="NHWC", dilations=None):
-    x, g = operand_nodes(input, out_backprop)
-    sizes = static_ints(filter_sizes)
-    if len(sizes) != 4 or x.ndim != 4 or g.ndim != 4 or not dt.is_float(g.dtype):
-        raise Reject()
-    w = _zeros(sizes, g.dtype)
-    return wrap(_depthwise_gradient(x, w, g, strides, padding, data_format, dilations,
-                                    "filter"), input, out_backprop)
+    return _depthwise_backprop("filter", input, filter_sizes, out_backprop, strides, padding,
+                               data_format, dilations)
 
 
 @lower(tf.nn.atrous_conv2d_transpose, "value", "filters")
