@@ -317,41 +317,60 @@ def _thaw(value):
     return value
 
 
-class _OpSeeds:
-    """TF's draws in compiled steps, as a stream of lazyx.compile's (core/capture.linked_draw):
-    draw i runs under the i-th pair handed out. A draw's `part`: "key" or "counter" of a lazy
-    Philox draw, or the _KernelDraw whose numbers are its parameter."""
-    __slots__ = ("counter", "_pairs", "_numbers")
+class _HandedOut:
+    """Values a TF or Keras generator hands out one per draw, as a stream of lazyx.compile's
+    (core/capture.linked_draw): the trace records draw i's value (`take`); a replay asks for
+    the values after it, in order (replay_entry), as the uncompiled calls would (`_ask`)."""
+    __slots__ = ("counter", "_values")
 
     def __init__(self):
         self.counter = 0
-        self._pairs = {}
-        self._numbers = {}
+        self._values = {}
 
-    def take(self, pair):
-        """Draw number i (returned) of a trace runs under `pair`, the one TF gave it."""
+    def take(self, value):
+        """Draw number i (returned) of a trace got `value`."""
         self._forget_used()
         i = self.counter
-        self._pairs[i] = pair
+        self._values[i] = value
         self.counter += 1
         return i
 
-    def value_at(self, i, part):
+    def _value(self, i, ask):
+        """Draw i's value, asking `ask(j)` for each draw j up to it not handed out yet."""
         self._forget_used()
+        while i not in self._values:
+            j = max(self._values, default=self.counter - 1) + 1
+            self._values[j] = ask(j)
+        return self._values[i]
+
+    def _forget_used(self):
+        if any(j < self.counter for j in self._values):
+            self._values = {j: v for j, v in self._values.items() if j >= self.counter}
+
+
+class _OpSeeds(_HandedOut):
+    """TF's draws in compiled steps: draw i runs under the i-th (seed, seed2) pair handed out.
+    A draw's `part`: "key" or "counter" of a lazy Philox draw, or the _KernelDraw whose
+    numbers are its parameter."""
+    __slots__ = ("_numbers",)
+
+    def __init__(self):
+        super().__init__()
+        self._numbers = {}
+
+    def value_at(self, i, part):
         kernel = part if isinstance(part, _KernelDraw) else None
-        while i not in self._pairs:  # asked in order (replay_entry), as the calls ask TF
-            j = max(self._pairs, default=self.counter - 1) + 1
-            self._pairs[j] = kernel.pair() if kernel and j == i else _next_pair()
+        pair = self._value(i, lambda j: kernel.pair() if kernel and j == i else _next_pair())
         if kernel is not None:
             if i not in self._numbers:
-                self._numbers[i] = kernel.run(self._pairs[i])
+                self._numbers[i] = kernel.run(pair)
             return self._numbers[i]
-        key, counter = _kernel_key_counter(self._pairs[i])
+        key, counter = _kernel_key_counter(pair)
         return key if part == "key" else counter
 
     def _forget_used(self):
-        if any(j < self.counter for j in self._pairs):
-            self._pairs = {j: p for j, p in self._pairs.items() if j >= self.counter}
+        super()._forget_used()
+        if any(j < self.counter for j in self._numbers):
             self._numbers = {j: v for j, v in self._numbers.items() if j >= self.counter}
 
 
@@ -462,34 +481,18 @@ def _kernel_draw(op, op_seed, bound):
 # uncompiled run's. (hooks.py routes SeedGenerator.next here. Another generator the step did
 # not capture is left alone: one it makes at each call draws the same numbers each call.)
 
-class _GlobalSeeds:
+class _GlobalSeeds(_HandedOut):
     """The seeds Keras' global SeedGenerator hands out, as a stream of lazyx.compile's."""
-    __slots__ = ("counter", "_seeds", "_next")
+    __slots__ = ("_next",)
 
     def __init__(self, next_seed):
-        self.counter = 0
-        self._seeds = {}
+        super().__init__()
         self._next = next_seed  # (SeedGenerator.next, Keras' own)
-
-    def take(self, seed):
-        self._forget_used()
-        i = self.counter
-        self._seeds[i] = seed
-        self.counter += 1
-        return i
 
     def value_at(self, i, ordered):
         from keras.src.random import seed_generator
-        self._forget_used()
-        while i not in self._seeds:  # asked in order (replay_entry), as the calls ask
-            j = max(self._seeds, default=self.counter - 1) + 1
-            generator = seed_generator.global_seed_generator()
-            self._seeds[j] = np.asarray(self._next(generator, ordered))
-        return self._seeds[i]
-
-    def _forget_used(self):
-        if any(j < self.counter for j in self._seeds):
-            self._seeds = {j: s for j, s in self._seeds.items() if j >= self.counter}
+        return self._value(i, lambda j: np.asarray(
+            self._next(seed_generator.global_seed_generator(), ordered)))
 
 
 _GLOBAL_SEEDS = []  # [its stream], made at the first draw
