@@ -464,16 +464,33 @@ def _roots(fn):
         return roots
     for cell in func.__closure__ or ():
         try:
-            roots.append((lambda c=cell: c.cell_contents, cell.cell_contents))
+            roots.append((_settable(lambda c=cell: c.cell_contents,
+                                    lambda value, c=cell: setattr(c, "cell_contents", value)),
+                          cell.cell_contents))
         except ValueError:  # an empty cell
             pass
     g = func.__globals__
     for name in sorted(_code_names(func.__code__, set())):
         if name in g and not isinstance(g[name], types.ModuleType):
-            roots.append((lambda g=g, name=name: g.get(name), g[name]))
+            roots.append((_settable(lambda g=g, name=name: g.get(name),
+                                    lambda value, g=g, name=name: g.__setitem__(name, value)),
+                          g[name]))
     for value in (func.__defaults__ or ()) + tuple((func.__kwdefaults__ or {}).values()):
         roots.append((lambda v=value: v, value))
     return roots
+
+
+def _settable(getter, setter):
+    """`getter`, able to rebind what it reads (`getter.lazyx_set(value)`): a closure cell or
+    a global the step rebinds (`global total; total = total + loss`) gets a new tensor at
+    each replay too, instead of the traced call's tensor written in place."""
+    getter.lazyx_set = setter
+    return getter
+
+
+def root_setter(getter):
+    """The function rebinding what a root's getter reads, or None (self, a default)."""
+    return getattr(getter, "lazyx_set", None)
 
 
 def _arg_roots(key):

@@ -532,6 +532,9 @@ def _replay(entry, tensors, handles, numbers, call):
     capture.new_pass()
     holders = [capture.fetch(objects, where) for where in entry.holders]
     child = capture.fetch_child
+    for where, t in entry.made_here:
+        if capture.fetch(objects, where) is not t:
+            return _Miss("state the traced call made (a table it stored) was rebound since")
     current, slot_handles = [], []
     stale = None
     for slot in slots:
@@ -602,7 +605,13 @@ def _replay(entry, tensors, handles, numbers, call):
         elif slot.replaced:  # the step put a new tensor there: so does its replay
             new = slot.wrap(slot.template, outs[k])
             for holder, step in [slot.at] + slot.same_at:
-                capture.store_child(holders[holder], step, new)
+                if holder is None:  # a global or closure cell: rebound, and guarded as such
+                    getter = entry.roots[step][0]
+                    capture.root_setter(getter)(new)
+                    entry.roots[step] = (getter, new)
+                    objects[step] = new
+                else:
+                    capture.store_child(holders[holder], step, new)
         else:
             slot.write(t, slot_handles[s], outs[k])
     for where in entry.removals:

@@ -51,6 +51,7 @@ class Entry:
         self.varying = set()        # keys of such floats seen to change (the Compiled's)
         self.host_tensors = []      # (tensor, version function, version): state off the device
         self.removals = []          # wheres of state the step removed (zero_grad: .grad None)
+        self.made_here = []         # (where, tensor): state the step made as a constant
         self.graph_results = False  # the traced results had a backward graph (warned once)
         # results computed outside lazyx (a TF EagerTensor, a NumPy array), as the traced call
         # made them: a replay returns those objects, so the next call traces again to check
@@ -154,7 +155,7 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
             was, now = before.get(tid), after.get(tid)
             # (where a new tensor cannot be put, the old one is written into)
             replaced = was is not None and now is not None and was[0] is not now[0] and \
-                all(capture.can_store(objects, w) for w in [where] + same)
+                all(_can_store(entry, objects, w) for w in [where] + same)
             entry.slots.append(Slot(t, spec, node.shape, node.dtype, where, was is None, same,
                                      replaced))
         return slot_index[tid]
@@ -261,6 +262,16 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
     host = []
     result_key = _flatten(result, result_leaves, result_leaves, "result", host)
+    made = {id(handle_of(t)) for t in tensors if is_lazy_tensor(t)} | set(slot_by_handle)
+    holder = _object_holding_tensors(result_key, lambda h: id(h) not in made)
+    if holder is not None:
+        warnings.warn(f"lazyx.compile: the step returns a {type(holder).__module__}."
+                      f"{type(holder).__qualname__} object holding lazy tensors; a replay, "
+                      f"running no Python, could only return this call's object again, with "
+                      f"its tensors overwritten, so calls are not replayed. Return the "
+                      f"tensors in a tuple, list, dict, namedtuple or dataclass instead",
+                      RuntimeWarning, stacklevel=5)
+        return False
     entry.host_results = tuple(map(host_value, host))
     def out_index(t):
         h = handle_of(t)
@@ -315,6 +326,11 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         elif id(t) not in host_ids and is_lazy_tensor(t) and \
                 id(handle_of(t).node) in start_leaf:  # (a copy of state's value: item)
             slot_of(start_leaf[id(handle_of(t).node)])
+    # state the step made and stored, computed by no output (a table a Keras build() or a
+    # first forward makes, `self.mask = torch.triu(...)`): the program has its value baked,
+    # so a replay checks it is still the tensor there; rebound since, the call traces again
+    entry.made_here = [(capture.locate(objects, path), t) for path, (t, _) in after.items()
+                       if path not in before and path not in slot_index]
     # each holder of state (a module, an optimizer, a dict) is reached once per replay
     wheres = [slot.where for slot in entry.slots]
     counts = [len(slot.same) for slot in entry.slots]
@@ -409,6 +425,33 @@ def same_host_values(a, b):
         except Exception:  # noqa: BLE001 - (an object whose == is not a bool)
             return False
     return True
+
+
+def _can_store(entry, objects, where):
+    """Whether a replay can put a new tensor at `where`: in its holder, or as a root (a global
+    or closure cell) that entry.roots' getter can rebind."""
+    if where[1]:
+        return capture.can_store(objects, where)
+    return capture.root_setter(entry.roots[where[0]][0]) is not None
+
+
+def _object_holding_tensors(key, made):
+    """The first object among a result's plain values (_flatten's ("value", obj) leaves)
+    from which a lazy tensor the step made is reachable (`made(handle)`: neither an argument
+    nor state), or None. Such an object is returned as it is at every replay, and its
+    tensors are rebound in place (handle_writes): a caller who kept the first call's object
+    would see it change. (A module or optimizer returned holds state, which replays update
+    as the step does: returning it is fine.)"""
+    if type(key) is not tuple or not key:
+        return None
+    if key[0] == "value":
+        found = capture._discover([key[1]], limit=10_000)
+        return key[1] if any(made(handle_of(t)) for t, _ in found.values()) else None
+    for part in key:
+        found = _object_holding_tensors(part, made) if type(part) is tuple else None
+        if found is not None:
+            return found
+    return None
 
 
 class Slot:
