@@ -50,16 +50,60 @@ def _variables(obj):
         yield (k, getattr(v, "path", None) or v.name), v, True
 
 
+def _module_state(module):
+    """A tf.Module's variables, and the lazy tensors it and its submodules keep as plain
+    attributes (see _attrs)."""
+    yield from _variables(module)
+    for k, sub in enumerate((module,) + tuple(module.submodules)):
+        yield from _attrs(sub, k)
+
+
+def _attrs(obj, where):
+    """The lazy tensors `obj` keeps as plain attributes: one its call stores (`self.last =
+    y`), or a table it made once. Unsearched, a replay rebound the first in place, changing
+    the tensor a caller had kept from an earlier call, and the second made every call trace
+    again. A step may replace them each call (a replay then stores a new tensor there)."""
+    for name, value in obj.__dict__.items():
+        if type(value) is LazyTensor:
+            yield ("attr", where, name), value, False
+
+
+def _set_attr(holder_at):
+    def set_child(obj, name, value):
+        if name[0] != "attr":
+            return False
+        holder = holder_at(obj, name[1])
+        if holder is None:
+            return False
+        holder.__dict__[name[2]] = value  # (past Keras' attribute tracking, as a layer's own)
+        return True
+    return set_child
+
+
+def _submodule(module, k):
+    return module if k == 0 else (tuple(module.submodules) + (None,) * k)[k - 1]
+
+
+def _sublayer(layer, path):
+    for k in path:
+        layers = layer.__dict__.get("_layers", ())
+        if k >= len(layers):
+            return None
+        layer = layers[k]
+    return layer
+
+
 def _layer_variables(layer):
     """A Keras layer's variables, and the state variables of the stateful RNNs in its tree:
     Keras makes those untracked, so they are not in `variables`, and a replay that did not
     know them baked the traced call's state and dropped every update of it (a stateful
     SimpleRNN/LSTM/GRU's outputs drifted from eager from the second call, silently)."""
     yield from _variables(layer)
-    stack = [layer]
+    stack = [(layer, ())]
     while stack:
-        node = stack.pop()
+        node, path = stack.pop()
         d = node.__dict__
+        yield from _attrs(node, path)
         states = d.get("states") if d.get("stateful") else None
         if states is not None:
             for j, v in enumerate(tf.nest.flatten(list(states))):
@@ -72,7 +116,7 @@ def _layer_variables(layer):
             if isinstance(value, keras.optimizers.Optimizer):
                 for k, v in enumerate(value.variables):
                     yield ("optimizer", d.get("name"), attr, k), v, True
-        stack.extend(d.get("_layers", ()))
+        stack.extend((sub, path + (k,)) for k, sub in enumerate(d.get("_layers", ())))
     # Keras 3 keeps metric variables (a train_step's `self.loss_tracker`, compile()'s
     # metrics) out of `variables`: a replay that did not know them baked the traced call's
     # totals, and a Mean's result was each call's own value (count stayed 1), silently.
@@ -142,11 +186,13 @@ replay.register_tensor(LazyTensor, _tensor_handle, _wrap)
 replay.register_tensor(tf.Variable, _var_handle, _wrap, _is_variable)
 if _vars._KerasTFVariable is not None:
     replay.register_tensor(_vars._KerasTFVariable, _var_handle, _wrap, _is_variable)
-replay.register_container(tf.Module, _variables, numbers=True)
+replay.register_container(tf.Module, _module_state, set_child=_set_attr(_submodule),
+                          numbers=True)
 # a tf.random.Generator's state: its draws in a step read and advance it (api_random.py)
 replay.register_container(tf.random.Generator, lambda g: [(("state",), g.state, True)])
 if keras is not None:
-    replay.register_container(keras.layers.Layer, _layer_variables, mode=_layer_modes)
+    replay.register_container(keras.layers.Layer, _layer_variables, mode=_layer_modes,
+                              set_child=_set_attr(_sublayer))
     replay.register_container(keras.optimizers.Optimizer, _variables,
                               mode=_optimizer_settings)
 

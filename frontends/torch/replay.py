@@ -99,6 +99,23 @@ def _module_state(module):
             yield ("grad", name), t.grad, False
     for name, t in module.named_buffers():
         yield ("buffer", name), t, True
+    # tensors a module keeps as plain attributes: a table it never registered as a buffer
+    # (`self.pe = torch.zeros(...)`, a list of them), or one its forward stores (`self.last
+    # = y`). Unsearched, the first made every call trace again, and the second was rebound in
+    # place by each replay, changing the tensor a caller had kept from an earlier call. Like
+    # a .grad, a step may replace them each call (a replay then stores a new tensor there).
+    for prefix, sub in module.named_modules():
+        for name, value in sub.__dict__.items():
+            if _plain_attr(name, value):
+                yield ("attr", f"{prefix}.{name}" if prefix else name), value, False
+
+
+def _plain_attr(name, value):
+    """A module attribute that may hold state: a tensor that is not a parameter, or a plain
+    list, tuple or dict (not torch's own `_parameters`, `_buffers`, hooks, ...)."""
+    if isinstance(value, torch.Tensor):
+        return not isinstance(value, torch.nn.Parameter)
+    return type(value) in (list, tuple, dict) and not name.startswith("_")
 
 
 _DOTTED = {}  # "net.0.weight" -> (["net", "0"], "weight")
@@ -121,16 +138,22 @@ def _module_child(module, name):
     module, last = _owner(module, dotted)
     if kind == "buffer":
         return module._buffers.get(last)
+    if kind == "attr":
+        value = module.__dict__.get(last)
+        return value if _plain_attr(last, value) else None
     p = module._parameters.get(last)
     return p if kind == "param" or p is None else p.grad
 
 
 def _set_module_child(module, name, value):
     kind, dotted = name
-    if kind != "grad":
+    if kind not in ("grad", "attr"):
         return False
     module, last = _owner(module, dotted)
-    module._parameters[last].grad = value
+    if kind == "attr":
+        setattr(module, last, value)  # (a plain tensor: Module.__setattr__ keeps it so)
+    else:
+        module._parameters[last].grad = value
     return True
 
 
