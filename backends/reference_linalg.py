@@ -38,6 +38,33 @@ def _qr(x, *, full_matrices):
     return tuple(np.linalg.qr(x, mode="complete" if full_matrices else "reduced"))
 
 
+def _geqrf(x):
+    """LAPACK geqrf's compact QR, column by column in float64 (dlarfg's reflector: beta =
+    -sign(alpha) * ||(alpha, x)||, tau = (beta - alpha) / beta, v = x / (alpha - beta); tau 0
+    and the column left as it is when x is zero), so signs and scales are LAPACK's."""
+    RUNS["geqrf"] += 1
+    batch, (m, n) = x.shape[:-2], x.shape[-2:]
+    a = np.array(x, dtype=np.float64).reshape((-1, m, n))
+    k = min(m, n)
+    tau = np.zeros((a.shape[0], k))
+    for i in range(k):
+        alpha, below = a[:, i, i], a[:, i + 1:, i]
+        norm = np.linalg.norm(below, axis=1)
+        reflect = norm != 0
+        beta = -np.copysign(np.hypot(alpha, norm), alpha)
+        with np.errstate(all="ignore"):
+            t = np.where(reflect, (beta - alpha) / beta, 0.0)
+            v = np.where(reflect[:, None], below / (alpha - beta)[:, None], below)
+        a[:, i, i] = np.where(reflect, beta, alpha)
+        a[:, i + 1:, i] = v
+        # the trailing columns times H = I - t [1; v] [1; v]^T
+        w = a[:, i, i + 1:] + np.einsum("br,brc->bc", v, a[:, i + 1:, i + 1:])
+        a[:, i, i + 1:] -= t[:, None] * w
+        a[:, i + 1:, i + 1:] -= t[:, None, None] * v[:, :, None] * w[:, None, :]
+        tau[:, i] = t
+    return a.reshape(x.shape).astype(x.dtype), tau.reshape(batch + (k,)).astype(x.dtype)
+
+
 def _eigh(x, *, lower):
     RUNS["eigh"] += 1
     values, vectors = np.linalg.eigh(x, UPLO="L" if lower else "U")
@@ -52,4 +79,4 @@ def _svd(x, *, full_matrices, compute_uv):
 
 
 TABLE = Table("lazyx.backends.reference_linalg.TABLE",
-              {"lu": _lu_all, "qr": _qr, "eigh": _eigh, "svd": _svd})
+              {"lu": _lu_all, "qr": _qr, "geqrf": _geqrf, "eigh": _eigh, "svd": _svd})

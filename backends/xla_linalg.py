@@ -1,6 +1,7 @@
 """jax.lax.linalg lowerings of the matrix factorization primitives; merged into TABLE. Each
 returns all of its op's results as a tuple (core/ir.py: multi nodes): one custom call each."""
 from jax import lax
+from jax._src.lax import linalg as _jax_linalg  # geqrf is not public (checked: jax 0.10.2)
 
 from ..core.tables import Table
 
@@ -19,6 +20,7 @@ def _svd(x, *, full_matrices, compute_uv):
 TABLE = Table("lazyx.backends.xla_linalg.TABLE", {
     "lu": lambda x: tuple(lax.linalg.lu(x)),
     "qr": lambda x, *, full_matrices: tuple(lax.linalg.qr(x, full_matrices=full_matrices)),
+    "geqrf": lambda x: tuple(_jax_linalg.geqrf(x)),  # CPU: LAPACK geqrf, as torch calls
     "eigh": _eigh,
     "svd": _svd,
 })

@@ -1154,6 +1154,16 @@ def qr(x, *, full_matrices=False):
 
 
 @multi_primitive
+def geqrf(x):
+    """(a, tau) of LAPACK geqrf's compact Householder QR: a holds R on and above the diagonal
+    and reflector i's vector v_i (with an implicit 1 at row i) below it in column i; tau
+    (..., min(m, n)) holds the scales of H_i = I - tau_i v_i v_i^T, Q = H_1 ... H_k. A column
+    with nothing to reflect (zero below its diagonal) gets tau 0."""
+    batch, m, n = _matrices("geqrf", x)
+    return ((x.shape, x.dtype), (batch + (min(m, n),), x.dtype)), {}
+
+
+@multi_primitive
 def eigh(x, *, lower=True):
     """(values, vectors) of symmetric matrices: eigenvalues ascending, eigenvectors as columns
     in that order; reads the lower (or upper) triangle."""

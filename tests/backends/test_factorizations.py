@@ -18,7 +18,8 @@ SHAPES = [(4, 4), (3, 5), (5, 3), (2, 4, 4), (2, 3, 1, 1)]
 def _both(op, x, **attrs):
     """(reference results, XLA results): each a tuple of NumPy arrays, one per factor."""
     ref = tuple(np.asarray(r) for r in REF[op](x, **attrs))
-    xla = tuple(np.asarray(r) for r in jax.jit(lambda a: XLA[op](a, **attrs))(x))
+    with jax.enable_x64(True):  # as backends/xla.py runs its programs
+        xla = tuple(np.asarray(r) for r in jax.jit(lambda a: XLA[op](a, **attrs))(x))
     return ref, xla
 
 
@@ -61,6 +62,31 @@ def test_qr_is_orthonormal_times_upper_triangular(shape, full):
             np.eye(q.shape[-1]), q.shape[:-2] + (q.shape[-1],) * 2), atol=1e-5)
         np.testing.assert_array_equal(r, np.triu(r))
     np.testing.assert_allclose(np.abs(both[0][1]), np.abs(both[1][1]), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(2, 3, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_geqrf_reflectors_rebuild_the_matrix_and_backends_agree(shape, dtype):
+    """Q (the reflectors multiplied out, as LAPACK's orgqr does) times R is the matrix; both
+    backends follow LAPACK's signs, so their compact factors agree element for element."""
+    a = _matrix(shape, 7).astype(dtype)
+    if shape == (2, 3, 3):  # a zero column below the diagonal: LAPACK's tau is 0 there
+        a[0, 1:, 0] = 0
+    m, n = shape[-2:]
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    ref, xla = _both("geqrf", a)
+    for compact, tau in (ref, xla):
+        assert compact.dtype == tau.dtype == dtype and tau.shape == shape[:-2] + (min(m, n),)
+        q = np.broadcast_to(np.eye(m), shape[:-2] + (m, m))
+        for i in reversed(range(min(m, n))):
+            v = np.tril(compact, -1)[..., :, i] + np.eye(m, n)[:, i]
+            q = q - tau[..., i, None, None] * v[..., :, None] * (v[..., None, :] @ q)
+        np.testing.assert_allclose(q[..., :, :min(m, n)] @ np.triu(compact)[..., :min(m, n), :],
+                                   a, rtol=10 * tol, atol=10 * tol)
+    for mine, theirs in zip(ref, xla):
+        np.testing.assert_allclose(mine, theirs, rtol=tol, atol=tol)
+    if shape == (2, 3, 3):
+        assert ref[1][0, 0] == 0 and xla[1][0, 0] == 0
 
 
 @pytest.mark.parametrize("lower", [True, False])
@@ -131,7 +157,7 @@ def _interpret(roots):
     return reference.ReferenceBackend().compile(program)([n.value for n in leaves])
 
 
-@pytest.mark.parametrize("op,attrs", [("lu", {}), ("qr", {"full_matrices": False}),
+@pytest.mark.parametrize("op,attrs", [("lu", {}), ("qr", {"full_matrices": False}), ("geqrf", {}),
                                       ("eigh", {"lower": True}),
                                       ("svd", {"full_matrices": False}),
                                       ("top_k", {"k": 2}),
