@@ -1,13 +1,13 @@
-"""Matrix functions with no factorization primitive: the matrix exponential and the product of
-Householder reflectors (nn.utils.parametrizations.orthogonal calls one of them at every
-forward; both were CPU fallbacks and a sync per training step). Shapes are static, so each is
+"""Matrix functions with no factorization primitive: the matrix exponential
+(nn.utils.parametrizations.orthogonal calls it, or householder_product (householder.py), at
+every forward; it was a CPU fallback and a sync per training step). Shapes are static, so it is
 a fixed sequence of matrix products: no loop counts that depend on the values."""
 import math
 
 from ....core import ops
 from ....core.compose import batch_matmul as _matmul
-from .factorizations import _eye, _float_matrix, _lu_solve_nodes, _tri, linalg_lower
-from .table import aten, const, node_of
+from .factorizations import _eye, _float_matrix, _lu_solve_nodes, linalg_lower
+from .table import aten, const
 
 # Scaling and squaring with the degree 13 diagonal Pade approximant (Higham, "The scaling and
 # squaring method for the matrix exponential revisited", SIAM J. Matrix Anal. Appl. 26(4),
@@ -69,25 +69,3 @@ def _matrix_exp(out, A):
 def _per_matrix(x, shape):
     """A value per matrix of a stack, broadcast over its rows and columns."""
     return ops.broadcast_in_dim(x, shape=shape, broadcast_dimensions=tuple(range(len(shape) - 2)))
-
-
-@linalg_lower(aten.linalg_householder_product.default)
-def _householder_product(out, A, tau):
-    """The first n columns of H_1 H_2 ... H_k, H_i = I - tau_i v_i v_i^T, v_i column i of A
-    below the diagonal with a 1 on it (LAPACK's orgqr): the identity's columns with the
-    reflectors applied from the last to the first, one rank-1 update each."""
-    a = _float_matrix(A)
-    t = node_of(tau, a.dtype)
-    m, n = a.shape[-2:]
-    k, batch, nb = t.shape[-1], a.shape[:-2], a.ndim - 2
-    reflectors = ops.add(_tri(a, True, -1), _eye(a.shape, a.dtype))
-    q = _eye(a.shape, a.dtype)
-    for i in reversed(range(k)):
-        v = ops.slice_(reflectors, start_indices=(0,) * nb + (0, i),
-                       limit_indices=batch + (m, i + 1))
-        tau_i = ops.slice_(t, start_indices=(0,) * nb + (i,), limit_indices=batch + (i + 1,))
-        w = _matmul(ops.transpose(v, permutation=tuple(range(nb)) + (nb + 1, nb)), q)  # (1, n)
-        update = ops.mul(_matmul(v, w), _per_matrix(ops.reshape(tau_i, new_sizes=batch),
-                                                    a.shape))
-        q = ops.sub(q, update)
-    return q
