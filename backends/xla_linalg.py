@@ -4,6 +4,7 @@ from jax import lax
 from jax._src.lax import linalg as _jax_linalg  # geqrf is not public (checked: jax 0.10.2)
 
 from ..core.tables import Table
+from .xla_ldl import ldl, ldl_solve
 
 
 def _eigh(x, *, lower):
@@ -21,6 +22,8 @@ TABLE = Table("lazyx.backends.xla_linalg.TABLE", {
     "lu": lambda x: tuple(lax.linalg.lu(x)),
     "qr": lambda x, *, full_matrices: tuple(lax.linalg.qr(x, full_matrices=full_matrices)),
     "geqrf": lambda x: tuple(_jax_linalg.geqrf(x)),  # CPU: LAPACK geqrf, as torch calls
+    "ldl": ldl,  # Bunch-Kaufman, LAPACK's dsytf2 step by step (xla_ldl.py)
+    "ldl_solve": ldl_solve,
     "eigh": _eigh,
     "svd": _svd,
 })

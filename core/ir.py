@@ -23,9 +23,10 @@ take the graph walk instead (correct, just not O(1)).
 
 Nodes with several results (a factorization's factors, a sort's values and indices) are two
 kinds of node, so that only one of them is ever visible outside the IR:
-  multi       op "lu", "qr", "geqrf", "eigh", "svd", "top_k", "sort_with_indices" (core/ops.py's
-              @multi_primitive): `shape` is a tuple of shapes and `dtype` a tuple of dtypes, one
-              per result (`is_multi`). Backends evaluate it once, to a tuple of values.
+  multi       op "lu", "qr", "geqrf", "ldl", "eigh", "svd", "top_k", "sort_with_indices"
+              (core/ops.py's @multi_primitive): `shape` is a tuple of shapes and `dtype` a
+              tuple of dtypes, one per result (`is_multi`). Backends evaluate it once, to a
+              tuple of values.
   projection  op "result", attrs {"index": i}, whose one input is a multi node: an ordinary
               single-result node with result i's shape and dtype. Backends index the tuple.
 A multi node's builder returns its projections, and `result` is the only op that accepts a

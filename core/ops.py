@@ -1164,6 +1164,34 @@ def geqrf(x):
 
 
 @multi_primitive
+def ldl(x):
+    """(ld, pivots, info) of LAPACK sytrf's Bunch-Kaufman factorization P A P^T = L D L^T of
+    symmetric matrices, reading the lower triangle: ld holds L's unit-lower columns below the
+    diagonal and D's 1x1 and 2x2 blocks on and beside it, zeros above; pivots (..., n) int32
+    are LAPACK's, 1-based (p_k > 0: a 1x1 block, rows k and p_k swapped; p_k = p_k+1 < 0: a
+    2x2 block, rows k+1 and -p_k swapped); info (...) int32 is LAPACK's, the 1-based step of
+    the first zero (or NaN) pivot, else 0. Both backends follow LAPACK's dsytf2 step by step
+    (its pivot choices are comparisons of computed values, so this fixes its results)."""
+    batch, n, _ = _matrices("ldl", x, square=True)
+    return ((x.shape, x.dtype), (batch + (n,), "int32"), (batch, "int32")), {}
+
+
+@primitive
+def ldl_solve(ld, pivots, b):
+    """x with A x = b from ldl's ld (..., n, n) and pivots (..., n) (LAPACK sytrs), b
+    (..., n, m) of ld's batch and dtype."""
+    op = "ldl_solve"
+    _matrices(op, ld, square=True)
+    if pivots.shape != ld.shape[:-1] or pivots.dtype != "int32":
+        _fail_dtype(op, "pivots must be int32 of shape ld.shape[:-1]", ld, pivots)
+    if b.ndim != ld.ndim or b.shape[:-1] != ld.shape[:-1]:
+        _fail_shape(op, "needs b (..., n, m) with ld's batch", ld, b)
+    if b.dtype != ld.dtype:
+        _fail_dtype(op, "ld and b must share one dtype", ld, b)
+    return b.shape, b.dtype
+
+
+@multi_primitive
 def eigh(x, *, lower=True):
     """(values, vectors) of symmetric matrices: eigenvalues ascending, eigenvectors as columns
     in that order; reads the lower (or upper) triangle."""

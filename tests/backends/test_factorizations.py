@@ -89,6 +89,34 @@ def test_geqrf_reflectors_rebuild_the_matrix_and_backends_agree(shape, dtype):
         assert ref[1][0, 0] == 0 and xla[1][0, 0] == 0
 
 
+def _symmetric_cases(dtype):
+    """Random symmetric stacks, one whose zero diagonal forces 2x2 pivots, one singular."""
+    a = _matrix((3, 5, 5), 8).astype(dtype)
+    a = a + np.swapaxes(a, -1, -2)
+    a[1] -= np.diag(np.diag(a[1]))  # no diagonal: Bunch-Kaufman pivots on 2x2 blocks
+    a[2, :, 0] = a[2, 0, :] = 0  # a zero column: LAPACK's info 1, no update
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ldl_backends_agree_and_ldl_solve_solves(dtype):
+    a = _symmetric_cases(dtype)
+    ref, xla = _both("ldl", a)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_array_equal(ref[1], xla[1])  # pivots: the same choices
+    np.testing.assert_array_equal(ref[2], xla[2])
+    assert ref[2].tolist() == [0, 0, 1] and (ref[1][1] < 0).any()
+    np.testing.assert_allclose(ref[0], xla[0], rtol=tol, atol=tol)
+    assert ref[0].dtype == dtype and ref[1].dtype == np.int32
+    b = _matrix((2, 5, 3), 9).astype(dtype)
+    solved = []
+    for solve in (REF["ldl_solve"], jax.jit(XLA["ldl_solve"])):
+        with jax.enable_x64(True):
+            solved.append(np.asarray(solve(ref[0][:2], ref[1][:2], b)))
+    for x in solved:
+        np.testing.assert_allclose(a[:2] @ x, b, rtol=100 * tol, atol=100 * tol)
+
+
 @pytest.mark.parametrize("lower", [True, False])
 def test_eigh_reads_one_triangle_and_diagonalizes(lower):
     a = _matrix((2, 4, 4), 3)
@@ -158,6 +186,7 @@ def _interpret(roots):
 
 
 @pytest.mark.parametrize("op,attrs", [("lu", {}), ("qr", {"full_matrices": False}), ("geqrf", {}),
+                                      ("ldl", {}),
                                       ("eigh", {"lower": True}),
                                       ("svd", {"full_matrices": False}),
                                       ("top_k", {"k": 2}),
