@@ -1374,6 +1374,7 @@ class XlaBackend:
             # lazyx's own lowering code: a changed table entry changes executables even when
             # no version number moved (a development checkout)
             for path in (__file__, os.path.join(here, "xla_linalg.py"),
+                         os.path.join(here, "xla_ldl.py"),
                          os.path.join(core, "ops.py"), os.path.join(core, "dtypes.py")):
                 with open(path, "rb") as f:
                     lowering.update(f.read())
