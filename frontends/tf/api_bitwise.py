@@ -1,6 +1,6 @@
 """tf.bitwise, tf.bitcast, and the smaller tf.math functions that are a line or two of IR
 (cumprod, count_nonzero, nextafter, xlogy/xdivy/xlog1py, igamma/igammac, the *_no_nan forms,
-rint, add_n, reduce_euclidean_norm, zero_fraction, tf.nn.l2_loss)."""
+rint, add_n/accumulate_n, reduce_euclidean_norm, zero_fraction, tf.nn.l2_loss)."""
 import tensorflow as tf
 
 from ...core import dtypes as dt
@@ -169,6 +169,24 @@ def add_n(inputs):
     nodes = operand_nodes(*inputs)
     if any(n.shape != nodes[0].shape for n in nodes):
         raise Reject()  # TF's add_n does not broadcast
+    out = nodes[0]
+    for n in nodes[1:]:
+        out = ops.add(out, n)
+    return wrap(out, *inputs)
+
+
+@lower(tf.math.accumulate_n, lists=("inputs",))
+def accumulate_n(inputs, shape=None, tensor_dtype=None):
+    # TF's deprecated alias of add_n, with its own checks: one dtype, one shape (merged with
+    # `shape`), tensor_dtype equal to the inputs'; a bad call gets TF's error by replay
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise Reject()
+    nodes = operand_nodes(*inputs)
+    expected = None if shape is None else tuple(tf.TensorShape(shape).as_list())
+    if any(n.dtype != nodes[0].dtype or n.shape != nodes[0].shape for n in nodes) or \
+            expected is not None and (None in expected or expected != nodes[0].shape) or \
+            tensor_dtype is not None and ir_dtype(tensor_dtype) != nodes[0].dtype:
+        raise Reject()
     out = nodes[0]
     for n in nodes[1:]:
         out = ops.add(out, n)

@@ -390,6 +390,20 @@ def top_k(input, k=1, sorted=True, index_type=tf.int32):  # noqa: A002 - TF's na
     return TopKV2(values, indices)
 
 
+@lower(tf.math.approx_max_k, "operand")
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    # TF's CPU kernel (the only one eager TF has) is an exact top-k over the last axis for
+    # half/bfloat16/float32; other axes, dtypes or k get TF's own error by replay
+    (x,) = operand_nodes(operand)
+    k = int(k)
+    if x.ndim == 0 or reduction_dimension != -1 or not aggregate_to_topk \
+            or x.dtype not in ("float16", "bfloat16", "float32") or not 0 <= k <= x.shape[-1]:
+        raise Reject()
+    values, indices = ops.top_k(x, k=k, index_dtype="int32")
+    return ApproxTopK(wrap(values, operand), wrap(indices))
+
+
 class TopKV2(tuple):
     """TF's (values, indices) namedtuple shape: indexable and with named fields."""
     _fields = ("values", "indices")
@@ -399,6 +413,10 @@ class TopKV2(tuple):
 
     values = property(lambda self: self[0])
     indices = property(lambda self: self[1])
+
+
+class ApproxTopK(TopKV2):
+    """tf.math.approx_max_k's (values, indices)."""
 
 
 # ---------------------------------------------------------------- linear algebra
