@@ -162,15 +162,17 @@ def floor_mod(a, b):
     return ops.select(b_zero, zero, ops.select(fix, ops.add(r, safe), r))
 
 
-def euclid(a, b):
-    """Euclid's algorithm on integers as given (C remainders: the result's sign follows the
-    operands'; NumPy and torch each take absolute values, at different points), unrolled to
-    its worst case for the dtype (consecutive Fibonacci numbers take 1.44 steps per bit), a
-    step doing nothing once b is zero: no loop primitive needed. euclid(0, 0) = 0."""
+def euclid(a, b, remainder=ops.rem):
+    """Euclid's algorithm on integers as given (C remainders by default: the result's sign
+    follows the operands'; NumPy and torch each take absolute values, at different points;
+    Keras' TF backend takes floor_mod), unrolled to its worst case for the dtype (consecutive
+    Fibonacci numbers take 1.44 steps per bit; two more for a floored remainder's one
+    sign change, from abs(INT_MIN)), a step doing nothing once b is zero: no loop primitive
+    needed. euclid(0, 0) = 0."""
     zero, one = const(0, a.dtype, a.shape), const(1, a.dtype, a.shape)
-    for _ in range(int(1.4405 * 8 * np.dtype(dt.to_numpy(a.dtype)).itemsize) + 2):
+    for _ in range(int(1.4405 * 8 * np.dtype(dt.to_numpy(a.dtype)).itemsize) + 4):
         done = ops.eq(b, zero)
-        r = ops.rem(a, ops.select(done, one, b))
+        r = remainder(a, ops.select(done, one, b))
         a, b = ops.select(done, a, b), ops.select(done, b, r)
     return a
 

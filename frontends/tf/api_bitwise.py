@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from ...core import dtypes as dt
 from ...core import compose, ir, ops
-from .lowering import Reject, axes_of, broadcast_all, const, operand_nodes
+from .lowering import Reject, as_tensor, axes_of, broadcast_all, const, operand_nodes
 from .registry import lower
 from .tensor import ir_dtype, wrap
 
@@ -317,3 +317,21 @@ def cumulative_logsumexp(x, axis=0, exclusive=False, reverse=False):
     peak = ops.broadcast_in_dim(peak, shape=node.shape, broadcast_dimensions=())
     total = ops.cumsum(ops.exp(ops.sub(node, peak)), axis=a, reverse=bool(reverse))
     return wrap(ops.add(ops.log(total), peak), x)
+
+
+def keras_gcd(x1, x2):
+    """keras.ops.gcd's TF backend with lazy operands: its own steps (result_type, cast,
+    integer check, broadcast, abs for signed dtypes), then its tf.while_loop on floor_mod
+    unrolled (compose.euclid), which ran eagerly (a sync). keras.ops.lcm calls this too."""
+    from keras.src.backend.common import dtypes as keras_dtypes
+    x1, x2 = as_tensor(x1), as_tensor(x2)
+    dtype = keras_dtypes.result_type(x1.dtype, x2.dtype)
+    x1, x2 = tf.cast(x1, dtype), tf.cast(x2, dtype)
+    if not x1.dtype.is_integer:
+        raise TypeError("Arguments to gcd must be integers.")
+    shape = tf.broadcast_static_shape(x1.shape, x2.shape)
+    x1, x2 = tf.broadcast_to(x1, shape), tf.broadcast_to(x2, shape)
+    if x1.dtype not in (tf.uint8, tf.uint16, tf.uint32, tf.uint64):
+        x1, x2 = tf.abs(x1), tf.abs(x2)
+    a, b = operand_nodes(x1, x2)
+    return wrap(compose.euclid(a, b, compose.floor_mod), x1, x2)

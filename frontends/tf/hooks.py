@@ -41,6 +41,9 @@ Installed here, once:
       divided by a dense tensor (RMSprop's and Adagrad's update of an Embedding's gradient)
       skips Keras' tf.cond on "has the divisor a zero row", which reads it -- a sync a step
       (control_flow.divide_slices); any other call is Keras' own.
+  keras.src.backend.tensorflow.numpy.gcd is wrapped (keras.ops.gcd, and lcm, which calls it):
+      with a lazy operand its tf.while_loop, which ran eagerly, is unrolled
+      (api_bitwise.keras_gcd); any other call is Keras' own.
   BaseResourceVariable.assign/assign_add/assign_sub and the scatters lazyx does not already
       wrap: while a lazy cond's branch is traced (control_flow.py), a write to a plain
       variable makes it lazy-aware first, so the write is recorded instead of reaching
@@ -147,7 +150,7 @@ from tensorflow.python.util import dispatch, tf_decorator
 
 from ...core import runtime
 from ...core.after_import import after_import
-from . import (api_eager_only, api_random, control_flow, indexed_slices, registry,
+from . import (api_bitwise, api_eager_only, api_random, control_flow, indexed_slices, registry,
                saved_functions, variables)
 from .tensor import LazyTensor
 
@@ -194,6 +197,7 @@ def install():
     _wrap_checkpoints()
     _wrap_keras_cond()
     _wrap_keras_sparse_divide()
+    _wrap_keras_gcd()
     _wrap_tf_function()
     _wrap_saved_functions()
     _wrap_mapping()
@@ -578,6 +582,21 @@ def _wrap_keras_sparse_divide():
         return keras_divide(x1, x2)
     divide.__wrapped__ = keras_divide
     keras_tf_numpy.divide = divide
+
+
+def _wrap_keras_gcd():
+    try:
+        from keras.src.backend.tensorflow import numpy as keras_tf_numpy
+    except ImportError:  # pragma: no cover - keras is optional
+        return
+    keras_gcd = keras_tf_numpy.gcd
+
+    def gcd(x1, x2):
+        if registry._has_lazy([x1, x2]):
+            return api_bitwise.keras_gcd(x1, x2)
+        return keras_gcd(x1, x2)
+    gcd.__wrapped__ = keras_gcd
+    keras_tf_numpy.gcd = gcd
 
 
 def _wrap_custom_gradient():

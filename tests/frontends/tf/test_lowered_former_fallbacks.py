@@ -82,3 +82,36 @@ def test_approx_max_k_bad_calls():
     raises_like(tf.math.approx_max_k, x, 4)
     raises_like(tf.math.approx_max_k, x, 2, reduction_dimension=0)  # no CPU kernel in TF
     raises_like(tf.math.approx_max_k, x.astype(np.int32), 2)
+
+
+keras = pytest.importorskip("keras")
+
+
+@pytest.mark.parametrize("fn", ["gcd", "lcm"])
+def test_keras_gcd_lcm_every_int8_pair(fn):
+    # every pair, INT_MIN (whose abs stays negative) included: Keras' floor_mod loop exactly
+    v = np.arange(-128, 128, dtype=np.int8)
+    a, b = np.meshgrid(v, v)
+    got, fallbacks = lazily(getattr(keras.ops, fn), a, b)
+    same(got, getattr(keras.ops, fn)(tf.constant(a), tf.constant(b)))
+    assert fallbacks == 0
+
+
+@pytest.mark.parametrize("fn", ["gcd", "lcm"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.uint32])
+def test_keras_gcd_lcm_wide_and_unsigned(fn, dtype):
+    info = np.iinfo(dtype)
+    # consecutive Fibonacci numbers: Euclid's longest run for their size
+    v = np.array([info.min, 0, 1, 6, 4, info.max, 1836311903 % info.max,
+                  1134903170 % info.max, 233, 144], dtype)
+    if info.min < 0:
+        v = np.concatenate([v, -v[2:5]])
+    a, b = np.meshgrid(v, v)
+    got, fallbacks = lazily(getattr(keras.ops, fn), a, b[:1])  # broadcast, as Keras does
+    same(got, getattr(keras.ops, fn)(tf.constant(a), tf.constant(b[:1])))
+    assert fallbacks == 0
+
+
+def test_keras_gcd_rejects_floats_as_keras():
+    with pytest.raises(TypeError, match="Arguments to gcd must be integers"):
+        keras.ops.gcd(ltf.constant([1.5]), ltf.constant([2.0]))
