@@ -494,6 +494,7 @@ TABLE = Table("lazyx.backends.reference.TABLE", {
     "nextafter": np.nextafter, "igamma": _float(reference_gamma.igamma),
     "igammac": _float(reference_gamma.igammac),
     "igamma_grad_a": _float(reference_gamma.igamma_grad_a),
+    "zeta": _float(reference_gamma.zeta), "betainc": _float(reference_gamma.betainc),
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
     "shift_left": _shift_left, "shift_right_logical": _shift_right_logical,
     "shift_right_arithmetic": _shift_right_arithmetic,

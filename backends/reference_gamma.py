@@ -98,3 +98,16 @@ def igamma_grad_a(a, x):
     def central(step):
         return (_p_and_q(wide + step, x)[0] - _p_and_q(wide - step, x)[0]) / (2 * step)
     return ((4 * central(h / 2) - central(h)) / 3).astype(a.dtype)
+
+
+def zeta(x, q):
+    """The Hurwitz zeta function, SciPy's (Cephes') in float64."""
+    from scipy import special  # only this backend's special functions need SciPy
+    return special.zeta(x.astype(np.float64), q.astype(np.float64)).astype(x.dtype)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function, SciPy's (Cephes' incbet) in float64."""
+    from scipy import special
+    return special.betainc(a.astype(np.float64), b.astype(np.float64),
+                           x.astype(np.float64)).astype(x.dtype)

@@ -404,6 +404,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "add": lax.add, "sub": lax.sub, "mul": _mul, "div": _div, "rem": _rem, "pow": _pow,
     "max": lax.max, "min": lax.min, "atan2": lax.atan2, "nextafter": lax.nextafter,
     "igamma": lax.igamma, "igammac": lax.igammac, "igamma_grad_a": lax.igamma_grad_a,
+    "zeta": lax.zeta, "betainc": lax.betainc,
     "and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
     "shift_left": _shift(lax.shift_left),
     "shift_right_logical": _shift(lax.shift_right_logical),

@@ -116,6 +116,28 @@ def _igamma(n, g):
     return ops.mul(g, da), ops.mul(g, dx)
 
 
+@rule("zeta")
+def _zeta(n, g):
+    """d/dq zeta(x, q) = -x zeta(x + 1, q); none in x (as TF, which registers only this one)."""
+    x, q = n.inputs
+    return None, ops.mul(g, ops.neg(ops.mul(x, ops.zeta(ops.add(x, _full(1, x)), q))))
+
+
+@rule("betainc")
+def _betainc(n, g):
+    """d/dx I_x(a, b) = x**(a-1) (1-x)**(b-1) / B(a, b), in logs (a zero power's log term is
+    0, TF's xlogy/xlog1py); none in a and b (TF registers only this one)."""
+    a, b, x = n.inputs
+    one = _full(1, x)
+
+    def x_log(c, log_y):  # c * log_y, 0 where c is 0
+        return ops.select(ops.eq(c, _full(0, c)), _full(0, c), ops.mul(c, log_y))
+    log_beta = ops.sub(ops.add(ops.lgamma(a), ops.lgamma(b)), ops.lgamma(ops.add(a, b)))
+    log_density = ops.sub(ops.add(x_log(ops.sub(b, one), ops.log1p(ops.neg(x))),
+                                  x_log(ops.sub(a, one), ops.log(x))), log_beta)
+    return None, None, ops.mul(g, ops.exp(log_density))
+
+
 @rule("digamma")
 def _digamma(n, g):
     return (ops.mul(g, _trigamma(n.inputs[0])),)

@@ -568,6 +568,9 @@ nextafter = _binary("nextafter", "f")
 igamma = _binary("igamma", "f")
 igammac = _binary("igammac", "f")
 igamma_grad_a = _binary("igamma_grad_a", "f")
+# the Hurwitz zeta function zeta(x, q) = sum_k (k + q)**-x, for x > 1, q > 0 (other values:
+# each frontend sets its framework's, as for igamma)
+zeta = _binary("zeta", "f")
 and_ = _binary("and_", "ib")
 or_ = _binary("or_", "ib")
 xor = _binary("xor", "ib")
@@ -596,6 +599,15 @@ def select(pred, on_true, on_false):
         _fail_dtype("select", "predicate must be bool", pred)
     _same("select", on_true, on_false)
     return on_true.shape, on_true.dtype
+
+
+@primitive
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b), element-wise, for a, b > 0 finite
+    and 0 <= x <= 1 (other values: each frontend sets its framework's)."""
+    _same("betainc", a, b, x)
+    _kinds("betainc", "f", a, b, x)
+    return x.shape, x.dtype
 
 
 @primitive

@@ -12,7 +12,8 @@ from ... import core  # noqa: F401
 from ...core import buckets as _buckets, runtime
 from . import (api_array, api_bitwise, api_complex, api_counts, api_eager_only,  # noqa: F401
                api_image, api_index, api_linalg, api_linalg_more, api_losses, api_math, api_nn,
-               api_nn_more, api_norms, api_random, api_signal, api_space_batch, variables)
+               api_nn_more, api_norms, api_random, api_signal, api_space_batch, api_special,
+               variables)
 from .tape import GradientTape
 from . import replay as _replay  # noqa: F401,E402  (lazyx.compile learns TF's types)
 from . import hooks as _hooks
