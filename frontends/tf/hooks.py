@@ -43,7 +43,9 @@ Installed here, once:
       (control_flow.divide_slices); any other call is Keras' own.
   keras.src.backend.tensorflow.numpy.gcd is wrapped (keras.ops.gcd, and lcm, which calls it):
       with a lazy operand its tf.while_loop, which ran eagerly, is unrolled
-      (api_bitwise.keras_gcd); any other call is Keras' own.
+      (api_bitwise.keras_gcd); any other call is Keras' own. Its nanquantile too (nanmedian
+      and nanpercentile call it): a lazy call sorts NaNs last instead of boolean_mask, a sync
+      (keras_nanquantile.py).
   BaseResourceVariable.assign/assign_add/assign_sub and the scatters lazyx does not already
       wrap: while a lazy cond's branch is traced (control_flow.py), a write to a plain
       variable makes it lazy-aware first, so the write is recorded instead of reaching
@@ -152,6 +154,7 @@ from ...core import runtime
 from ...core.after_import import after_import
 from . import (api_bitwise, api_eager_only, api_random, control_flow, indexed_slices, registry,
                saved_functions, variables)
+from . import keras_nanquantile as keras_nanquantiles
 from .tensor import LazyTensor
 
 _installed = []
@@ -597,6 +600,15 @@ def _wrap_keras_gcd():
         return keras_gcd(x1, x2)
     gcd.__wrapped__ = keras_gcd
     keras_tf_numpy.gcd = gcd
+    keras_nanquantile = keras_tf_numpy.nanquantile
+
+    def nanquantile(x, q, axis=None, method="linear", keepdims=False):
+        if registry._has_lazy([x, q]):
+            return keras_nanquantiles.nanquantile(x, q, axis, method, keepdims,
+                                                  keras_nanquantile)
+        return keras_nanquantile(x, q, axis=axis, method=method, keepdims=keepdims)
+    nanquantile.__wrapped__ = keras_nanquantile
+    keras_tf_numpy.nanquantile = nanquantile  # (nanmedian and nanpercentile call it)
 
 
 def _wrap_custom_gradient():
