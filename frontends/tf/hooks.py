@@ -45,7 +45,8 @@ Installed here, once:
       with a lazy operand its tf.while_loop, which ran eagerly, is unrolled
       (api_bitwise.keras_gcd); any other call is Keras' own. Its nanquantile too (nanmedian
       and nanpercentile call it): a lazy call sorts NaNs last instead of boolean_mask, a sync
-      (keras_nanquantile.py).
+      (keras_nanquantile.py). And argpartition: its tf.where + scatter, a sync, is a select
+      (keras_argpartition.py).
   BaseResourceVariable.assign/assign_add/assign_sub and the scatters lazyx does not already
       wrap: while a lazy cond's branch is traced (control_flow.py), a write to a plain
       variable makes it lazy-aware first, so the write is recorded instead of reaching
@@ -154,6 +155,7 @@ from ...core import runtime
 from ...core.after_import import after_import
 from . import (api_bitwise, api_eager_only, api_random, control_flow, indexed_slices, registry,
                saved_functions, variables)
+from . import keras_argpartition as keras_argpartitions
 from . import keras_nanquantile as keras_nanquantiles
 from .tensor import LazyTensor
 
@@ -609,6 +611,14 @@ def _wrap_keras_gcd():
         return keras_nanquantile(x, q, axis=axis, method=method, keepdims=keepdims)
     nanquantile.__wrapped__ = keras_nanquantile
     keras_tf_numpy.nanquantile = nanquantile  # (nanmedian and nanpercentile call it)
+    keras_argpartition = keras_tf_numpy.argpartition
+
+    def argpartition(x, kth, axis=-1):
+        if registry._has_lazy([x, kth]):
+            return keras_argpartitions.argpartition(x, kth, axis, keras_argpartition)
+        return keras_argpartition(x, kth, axis=axis)
+    argpartition.__wrapped__ = keras_argpartition
+    keras_tf_numpy.argpartition = argpartition
 
 
 def _wrap_custom_gradient():
