@@ -2,6 +2,7 @@
 call (maxlength given, minlength >= maxlength: Keras' CategoryEncoding and dense_bincount
 pass depth for both) and tf.math.confusion_matrix with num_classes given. Both are one
 scatter-add. With the length left to the data (max(arr) + 1) they stay counted fallbacks.
+And tf.nn.ctc_unique_labels, per-row unique labels padded to a static width.
 
 TF checks values on the host: a negative bincount input, or a confusion_matrix label or
 prediction outside [0, num_classes), raises InvalidArgumentError eagerly. A lazy value cannot
@@ -103,3 +104,34 @@ def _squeezed(lab, pred):
     elif lab.ndim == pred.ndim + 1 and lab.shape[-1] == 1:
         lab = ops.reshape(lab, new_sizes=lab.shape[:-1])
     return lab, pred
+
+
+@lower(tf.nn.ctc_unique_labels, "labels")
+def ctc_unique_labels(labels):
+    """Per row: the distinct labels in order of first appearance, zero-padded to the row's
+    width (int64), and each label's index among them (int32) -- TF's map_fn of tf.unique, whose
+    shapes are static; here from the (n, n) table of equal pairs. Integer labels only (a float
+    label's NaN would need unique's own rule): others run on TF, counted."""
+    (x,) = operand_nodes(labels)
+    if x.ndim != 2 or x.dtype not in ("int32", "int64") or x.shape[0] == 0:
+        raise Reject()  # (TF's map_fn gives shape (0,) for no rows)
+    b, n = x.shape
+    cube = (b, n, n)
+
+    def spread(v, dims):
+        return ops.broadcast_in_dim(v, shape=cube, broadcast_dimensions=dims)
+    i = ops.iota(dtype="int32", shape=cube, dimension=1)
+    j = ops.iota(dtype="int32", shape=cube, dimension=2)
+    same = ops.eq(spread(x, (0, 1)), spread(x, (0, 2)))  # [r, i, j]: x[i] == x[j]
+    first = ops.not_(ops.reduce_or(ops.and_(same, ops.lt(i, j)), axes=(1,)))  # (b, n)
+    first_at = ops.reduce_min(ops.select(same, i, compose.const(n, "int32", cube)), axes=(1,))
+    index = ops.reduce_sum(ops.convert(ops.and_(spread(first, (0, 1)),
+                                                ops.lt(i, spread(first_at, (0, 2)))),
+                                       dtype="int32"), axes=(1,))
+    slot = ops.sub(ops.cumsum(ops.convert(first, dtype="int32"), axis=1),
+                   compose.const(1, "int32", (b, n)))
+    placed = ops.and_(spread(first, (0, 2)), ops.eq(spread(slot, (0, 2)), i))  # [r, k, j]
+    wide = ops.convert(x, dtype="int64")
+    values = ops.reduce_sum(ops.select(placed, spread(wide, (0, 2)),
+                                       compose.const(0, "int64", cube)), axes=(2,))
+    return [wrap(values), wrap(index)]
