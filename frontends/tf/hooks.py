@@ -46,7 +46,8 @@ Installed here, once:
       (api_bitwise.keras_gcd); any other call is Keras' own. Its nanquantile too (nanmedian
       and nanpercentile call it): a lazy call sorts NaNs last instead of boolean_mask, a sync
       (keras_nanquantile.py). And argpartition: its tf.where + scatter, a sync, is a select
-      (keras_argpartition.py).
+      (keras_argpartition.py). And histogram: its boolean_mask, a sync, becomes zero
+      updates for the values outside the range (keras_histogram.py).
   BaseResourceVariable.assign/assign_add/assign_sub and the scatters lazyx does not already
       wrap: while a lazy cond's branch is traced (control_flow.py), a write to a plain
       variable makes it lazy-aware first, so the write is recorded instead of reaching
@@ -156,6 +157,7 @@ from ...core.after_import import after_import
 from . import (api_bitwise, api_eager_only, api_random, control_flow, indexed_slices, registry,
                saved_functions, variables)
 from . import keras_argpartition as keras_argpartitions
+from . import keras_histogram as keras_histograms
 from . import keras_nanquantile as keras_nanquantiles
 from .tensor import LazyTensor
 
@@ -619,6 +621,14 @@ def _wrap_keras_gcd():
         return keras_argpartition(x, kth, axis=axis)
     argpartition.__wrapped__ = keras_argpartition
     keras_tf_numpy.argpartition = argpartition
+    keras_histogram = keras_tf_numpy.histogram
+
+    def histogram(x, bins=10, range=None):  # noqa: A002 - Keras' names
+        if registry._has_lazy([x, range]):
+            return keras_histograms.histogram(x, bins, range, keras_histogram)
+        return keras_histogram(x, bins=bins, range=range)
+    histogram.__wrapped__ = keras_histogram
+    keras_tf_numpy.histogram = histogram
 
 
 def _wrap_custom_gradient():
