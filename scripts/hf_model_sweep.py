@@ -2,8 +2,8 @@
 
     python scripts/hf_model_sweep.py [--mode lazy|dynamo|replay] [--fused] [llama bart ...]
 
-Each model (31 architectures: decoders, encoders, encoder-decoders, vision, speech, state
-space) is built from a tiny config, copied, and trained for a few AdamW steps twice on the
+Each model (58 architectures: decoders, encoders, encoder-decoders, vision, speech, state
+space, contrastive text+image) is built from a tiny config, copied, and trained for a few AdamW steps twice on the
 same batches: the reference run and the run under test. Modes:
 
   lazy    eager CPU torch against `model.to(lt.device)` with `lt.mark_step()` per step
@@ -80,26 +80,123 @@ MODELS = {
     "swin": ("SwinConfig", "SwinForImageClassification",
              dict(image_size=16, patch_size=2, embed_dim=8, depths=[1, 1], num_heads=[2, 2],
                   window_size=2), ("num_attention_heads", "hidden_size")),
+    # Added 2026-12-03: code paths the 31 above do not take.
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM",
+               dict(num_key_value_heads=2, head_dim=8, sliding_window=4), ()),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", dict(num_key_value_heads=2, pad_token_id=0), ()),
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", dict(num_key_value_heads=2), ()),
+    "gpt_bigcode": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM",
+                    dict(n_embd=32, n_layer=2, n_head=4, n_positions=64, multi_query=True), ()),
+    "codegen": ("CodeGenConfig", "CodeGenForCausalLM",
+                dict(n_embd=32, n_layer=2, n_head=4, rotary_dim=4, n_positions=64, n_ctx=64), ()),
+    "cohere": ("CohereConfig", "CohereForCausalLM",
+               dict(num_key_value_heads=2, pad_token_id=0, bos_token_id=1, eos_token_id=2), ()),
+    "granite": ("GraniteConfig", "GraniteForCausalLM",
+                dict(num_key_value_heads=2, embedding_multiplier=2.0, residual_multiplier=0.5,
+                     attention_multiplier=0.1, logits_scaling=2.0), ()),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}, ()),
+    "mamba2": ("Mamba2Config", "Mamba2ForCausalLM",
+               dict(num_heads=4, head_dim=16, state_size=8, n_groups=1, chunk_size=4,
+                    conv_kernel=4, expand=2), ("num_attention_heads",)),
+    "pegasus": ("PegasusConfig", "PegasusForConditionalGeneration",
+                dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                  decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, pad_token_id=0, decoder_start_token_id=0), ()),
+    "marian": ("MarianConfig", "MarianMTModel",
+               dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                  decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, pad_token_id=0, decoder_start_token_id=0, eos_token_id=1), ()),
+    "mbart": ("MBartConfig", "MBartForConditionalGeneration", dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                  decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64), ()),
+    "led": ("LEDConfig", "LEDForConditionalGeneration",
+            dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                  decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, attention_window=4,
+                 max_encoder_position_embeddings=64, max_decoder_position_embeddings=64), ()),
+    "funnel": ("FunnelConfig", "FunnelForMaskedLM",
+               dict(block_sizes=[1, 1], d_model=32, n_head=4, d_head=8, d_inner=64),
+               ("num_hidden_layers",)),
+    "longformer": ("LongformerConfig", "LongformerForMaskedLM", dict(attention_window=4), ()),
+    "big_bird": ("BigBirdConfig", "BigBirdForMaskedLM",  # block-sparse from 14 tokens
+                 dict(attention_type="block_sparse", block_size=2, num_random_blocks=1), ()),
+    "perceiver": ("PerceiverConfig", "PerceiverForMaskedLM",
+                  dict(d_latents=32, num_latents=8, d_model=32, num_blocks=1,
+                       num_self_attends_per_block=1, num_self_attention_heads=4,
+                       num_cross_attention_heads=4, max_position_embeddings=16), ()),
+    "clip": ("CLIPConfig", "CLIPModel", dict(text_config=dict(SMALL), vision_config=dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+        image_size=16, patch_size=4), projection_dim=16), tuple(SMALL)),
+    "siglip": ("SiglipConfig", "SiglipModel", dict(text_config=dict(SMALL), vision_config=dict(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+        image_size=16, patch_size=4)), tuple(SMALL)),
+    "deit": ("DeiTConfig", "DeiTForImageClassification",
+             dict(image_size=16, patch_size=4, num_channels=3), ()),
+    "beit": ("BeitConfig", "BeitForImageClassification",
+             dict(image_size=16, patch_size=4, use_relative_position_bias=True,
+                  use_mean_pooling=True, layer_scale_init_value=0.1), ()),
+    "dinov2": ("Dinov2Config", "Dinov2ForImageClassification",
+               dict(image_size=16, patch_size=4, layerscale_value=0.1), ()),
+    "vit_mae": ("ViTMAEConfig", "ViTMAEForPreTraining",  # noise passed: masks argsort it
+                dict(image_size=16, patch_size=4, decoder_hidden_size=16,
+                     decoder_num_hidden_layers=1, decoder_num_attention_heads=2,
+                     decoder_intermediate_size=32, norm_pix_loss=True), ()),
+    "segformer": ("SegformerConfig", "SegformerForSemanticSegmentation",
+                  dict(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16],
+                       patch_sizes=[3, 3], strides=[2, 2], num_attention_heads=[1, 2],
+                       mlp_ratios=[2, 2], decoder_hidden_size=16, num_labels=3), ()),
+    "mobilevit": ("MobileViTConfig", "MobileViTForImageClassification",
+                  dict(image_size=32, hidden_sizes=[16, 16, 16],
+                       neck_hidden_sizes=[8, 8, 8, 8, 8, 8, 16], expand_ratio=2.0,
+                       initializer_range=0.3), ()),  # 0.02 vanishes: logits 0
+    "regnet": ("RegNetConfig", "RegNetForImageClassification",
+               dict(hidden_sizes=[8, 16], depths=[1, 1], embedding_size=8, groups_width=4),
+               ("num_hidden_layers",)),
+    "mobilenet_v2": ("MobileNetV2Config", "MobileNetV2ForImageClassification",
+                     dict(image_size=32, depth_multiplier=0.25, min_depth=4,
+                          initializer_range=0.2), ()),
+    "hubert": ("HubertConfig", "HubertForCTC",
+               dict(conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+                    num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                    pad_token_id=0, mask_time_prob=0.0), ("max_position_embeddings",)),
+    "sew": ("SEWConfig", "SEWForCTC",
+            dict(conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), squeeze_factor=2,
+                 num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                 pad_token_id=0, mask_time_prob=0.0), ("max_position_embeddings",)),
 }
-VISION = {"vit", "convnext", "resnet", "swin"}
+# name: (input kind, image side or sequence length) for models not fed (2, 9) token ids
+INPUTS = {
+    **{n: ("image", 16) for n in ("vit", "convnext", "resnet", "swin", "deit", "beit", "dinov2",
+                                  "segformer", "regnet")},
+    "mobilevit": ("image", 32), "mobilenet_v2": ("image", 32), "vit_mae": ("mae", 16),
+    "clip": ("text+image", 16), "siglip": ("text+image", 16),
+    "wav2vec2": ("audio", 400), "hubert": ("audio", 400), "sew": ("audio", 400),
+    "whisper": ("features", 16), "big_bird": ("ids", 16), "perceiver": ("inputs", 16),
+}
 
 
 def _batch(name, device, step):
     g = torch.Generator().manual_seed(step)
-    if name in VISION:
-        batch = dict(pixel_values=torch.randn(2, 3, 16, 16, generator=g),
-                     labels=torch.tensor([0, 1]))
-    elif name == "wav2vec2":  # raw audio, CTC labels (F.ctc_loss with computed lengths)
-        batch = dict(input_values=torch.randn(2, 400, generator=g),
+    kind, size = INPUTS.get(name, ("ids", 9))
+    if kind == "image":
+        labels = (torch.randint(0, 3, (2, size, size), generator=g) if name == "segformer"
+                  else torch.tensor([0, 1]))
+        batch = dict(pixel_values=torch.randn(2, 3, size, size, generator=g), labels=labels)
+    elif kind == "mae":  # the noise that ranks patches, else drawn inside from the global RNG
+        batch = dict(pixel_values=torch.randn(2, 3, size, size, generator=g),
+                     noise=torch.rand(2, (size // 4) ** 2, generator=g))
+    elif kind == "text+image":  # contrastive loss over the batch
+        batch = dict(input_ids=torch.randint(0, 64, (2, 9), generator=g),
+                     pixel_values=torch.randn(2, 3, size, size, generator=g), return_loss=True)
+    elif kind == "audio":  # raw audio, CTC labels (F.ctc_loss with computed lengths)
+        batch = dict(input_values=torch.randn(2, size, generator=g),
                      labels=torch.randint(1, 64, (2, 6), generator=g))
-    elif name == "whisper":
-        batch = dict(input_features=torch.randn(2, 16, 32, generator=g),
+    elif kind == "features":
+        batch = dict(input_features=torch.randn(2, size, 32, generator=g),
                      decoder_input_ids=torch.randint(0, 64, (2, 5), generator=g),
                      labels=torch.randint(0, 64, (2, 5), generator=g))
     else:
-        ids = torch.randint(0, 64, (2, 9), generator=g)
-        batch = dict(input_ids=ids) if name == "clip_text" else dict(input_ids=ids, labels=ids)
-    return {k: v.to(device) for k, v in batch.items()}
+        ids = torch.randint(0, 64, (2, size), generator=g)
+        batch = (dict(input_ids=ids) if name == "clip_text" else
+                 dict(inputs=ids, labels=ids) if kind == "inputs" else
+                 dict(input_ids=ids, labels=ids))
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
 def _loss(out):
