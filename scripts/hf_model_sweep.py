@@ -1,8 +1,8 @@
 """Train HuggingFace models from small configs through lazyx and compare with eager torch.
 
-    python scripts/hf_model_sweep.py [--mode lazy|dynamo|replay] [--fused] [llama bart ...]
+    python scripts/hf_model_sweep.py [--mode lazy|dynamo|replay] [--fused] [--split] [llama ...]
 
-Each model (58 architectures: decoders, encoders, encoder-decoders, vision, speech, state
+Each model (60 architectures: decoders, encoders, encoder-decoders, vision, speech, state
 space, contrastive text+image) is built from a tiny config, copied, and trained for a few AdamW steps twice on the
 same batches: the reference run and the run under test. Modes:
 
@@ -11,7 +11,8 @@ same batches: the reference run and the run under test. Modes:
   replay  the lazy run against the same step under `lazyx.compile` (both on lt.device)
 
 Dropout is off (eval mode) so the numbers compare; the losses must agree to 1e-3 relative.
-`--fused` uses `AdamW(fused=True)` for both runs. Prints one line per model: OK, DIFF or ERR,
+`--fused` uses `AdamW(fused=True)` for both runs; `--split` replays with
+`on_observe="split"` (for models that read their inputs on the host, e.g. HF's padding check). Prints one line per model: OK, DIFF or ERR,
 with the losses, lazyx's fallbacks and compiles. Exits non-zero if any model is not OK.
 """
 import argparse
@@ -205,7 +206,7 @@ def _loss(out):
     return out.last_hidden_state.float().square().mean()
 
 
-def _losses(name, model, device, steps, fused, compiled):
+def _losses(name, model, device, steps, fused, compiled, split=False):
     model.eval()  # no dropout: the two runs must compute the same numbers
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
 
@@ -216,7 +217,7 @@ def _losses(name, model, device, steps, fused, compiled):
         opt.step()
         return loss
     if compiled:
-        train = lazyx.compile(train)
+        train = lazyx.compile(train, on_observe="split" if split else "raise")
     losses = []
     for step in range(steps):
         loss = train(_batch(name, device, step))
@@ -226,7 +227,7 @@ def _losses(name, model, device, steps, fused, compiled):
     return losses
 
 
-def run(name, mode, fused, steps=3):
+def run(name, mode, fused, split=False, steps=3):
     config_cls, model_cls, changes, dropped = MODELS[name]
     options = {k: v for k, v in SMALL.items() if k not in dropped}
     options.update(changes)
@@ -245,7 +246,7 @@ def run(name, mode, fused, steps=3):
         runs = [(model.to(lt.device), lt.device, False), (twin.to(lt.device), lt.device, True)]
     results = []
     for net, device, compiled in runs:
-        results.append(_losses(name, net, device, steps, fused, compiled))
+        results.append(_losses(name, net, device, steps, fused, compiled, split))
     error = max(abs(a - b) / max(1e-6, abs(a)) for a, b in zip(*results))
     return error, results
 
@@ -255,6 +256,7 @@ def main():
     parser.add_argument("names", nargs="*", help=f"models (default: all {len(MODELS)})")
     parser.add_argument("--mode", choices=("lazy", "dynamo", "replay"), default="lazy")
     parser.add_argument("--fused", action="store_true", help="AdamW(fused=True)")
+    parser.add_argument("--split", action="store_true", help='replay: on_observe="split"')
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     transformers.logging.set_verbosity_error()
@@ -262,7 +264,7 @@ def main():
     for name in args.names or MODELS:
         lazyx.reset_metrics()
         try:
-            error, (want, got) = run(name, args.mode, args.fused)
+            error, (want, got) = run(name, args.mode, args.fused, args.split)
         except Exception as err:  # noqa: BLE001 -- a report line per model
             bad += 1
             where = traceback.extract_tb(err.__traceback__)[-1]
