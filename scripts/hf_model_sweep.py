@@ -2,7 +2,7 @@
 
     python scripts/hf_model_sweep.py [--mode lazy|dynamo|replay] [--fused] [--split] [llama ...]
 
-Each model (60 architectures: decoders, encoders, encoder-decoders, vision, speech, state
+Each model (68 architectures: decoders, encoders, encoder-decoders, vision, speech, state
 space, contrastive text+image) is built from a tiny config, copied, and trained for a few AdamW steps twice on the
 same batches: the reference run and the run under test. Modes:
 
@@ -29,6 +29,8 @@ import lazyx.frontends.torch as lt
 
 SMALL = dict(vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
              intermediate_size=64, max_position_embeddings=64)
+T5 = dict(d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=4,
+          relative_attention_num_buckets=8, decoder_start_token_id=0, pad_token_id=0)
 # name: (config class, model class, config changes, SMALL keys the config does not take)
 MODELS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", dict(num_key_value_heads=2), ()),
@@ -160,14 +162,38 @@ MODELS = {
             dict(conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), squeeze_factor=2,
                  num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
                  pad_token_id=0, mask_time_prob=0.0), ("max_position_embeddings",)),
+    "t5": ("T5Config", "T5ForConditionalGeneration", T5, ()),  # bucketed relative positions
+    "longt5": ("LongT5Config", "LongT5ForConditionalGeneration",
+               dict(T5, local_radius=2, global_block_size=2,
+                    encoder_attention_type="transient-global"), ()),
+    "fnet": ("FNetConfig", "FNetForMaskedLM", {}, ()),  # token mixing by a 2-D FFT
+    "recurrent_gemma": ("RecurrentGemmaConfig", "RecurrentGemmaForCausalLM",
+                        dict(lru_width=32, num_key_value_heads=1, head_dim=8,
+                             attention_window_size=4, block_types=["recurrent", "attention"]), ()),
+    "jamba": ("JambaConfig", "JambaForCausalLM",  # attention, Mamba and MoE layers
+              dict(num_key_value_heads=2, num_experts=2, num_experts_per_tok=1,
+                   expert_layer_period=2, expert_layer_offset=1, attn_layer_period=2,
+                   attn_layer_offset=1, mamba_d_state=4, mamba_d_conv=4, mamba_expand=2,
+                   mamba_dt_rank=4, use_mamba_kernels=False), ()),
+    "swinv2": ("Swinv2Config", "Swinv2ForImageClassification",
+               dict(image_size=16, patch_size=2, embed_dim=8, depths=[1, 1], num_heads=[2, 2],
+                    window_size=2), ("num_attention_heads", "hidden_size")),
+    "videomae": ("VideoMAEConfig", "VideoMAEForVideoClassification",  # Conv3d tubelets
+                 dict(image_size=16, patch_size=4, num_frames=4, tubelet_size=2), ()),
+    "wavlm": ("WavLMConfig", "WavLMForCTC",  # gated relative position bias
+              dict(conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_buckets=8,
+                   max_bucket_distance=16, num_conv_pos_embeddings=16,
+                   num_conv_pos_embedding_groups=4, pad_token_id=0, mask_time_prob=0.0),
+              ("max_position_embeddings",)),
 }
 # name: (input kind, image side or sequence length) for models not fed (2, 9) token ids
 INPUTS = {
     **{n: ("image", 16) for n in ("vit", "convnext", "resnet", "swin", "deit", "beit", "dinov2",
-                                  "segformer", "regnet")},
+                                  "segformer", "regnet", "swinv2")},
     "mobilevit": ("image", 32), "mobilenet_v2": ("image", 32), "vit_mae": ("mae", 16),
     "clip": ("text+image", 16), "siglip": ("text+image", 16),
     "wav2vec2": ("audio", 400), "hubert": ("audio", 400), "sew": ("audio", 400),
+    "wavlm": ("audio", 400), "videomae": ("video", 16),
     "whisper": ("features", 16), "big_bird": ("ids", 16), "perceiver": ("inputs", 16),
 }
 
@@ -179,6 +205,9 @@ def _batch(name, device, step):
         labels = (torch.randint(0, 3, (2, size, size), generator=g) if name == "segformer"
                   else torch.tensor([0, 1]))
         batch = dict(pixel_values=torch.randn(2, 3, size, size, generator=g), labels=labels)
+    elif kind == "video":  # 4 frames: 2 tubelets of 2
+        batch = dict(pixel_values=torch.randn(2, 4, 3, size, size, generator=g),
+                     labels=torch.tensor([0, 1]))
     elif kind == "mae":  # the noise that ranks patches, else drawn inside from the global RNG
         batch = dict(pixel_values=torch.randn(2, 3, size, size, generator=g),
                      noise=torch.rand(2, (size // 4) ** 2, generator=g))
