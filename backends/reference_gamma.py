@@ -100,14 +100,26 @@ def igamma_grad_a(a, x):
     return ((4 * central(h / 2) - central(h)) / 3).astype(a.dtype)
 
 
+def _scipy_special(op):
+    """SciPy's special functions, which these two primitives alone need on this backend (jax
+    depends on SciPy, so the xla extra brings it; README, "What you need")."""
+    try:
+        from scipy import special
+    except ImportError as err:
+        raise ImportError(f"lazyx's reference backend computes the {op} primitive with "
+                          f"SciPy, which is not installed: pip install scipy (or run on the "
+                          f"xla backend)") from err
+    return special
+
+
 def zeta(x, q):
     """The Hurwitz zeta function, SciPy's (Cephes') in float64."""
-    from scipy import special  # only this backend's special functions need SciPy
+    special = _scipy_special("zeta")
     return special.zeta(x.astype(np.float64), q.astype(np.float64)).astype(x.dtype)
 
 
 def betainc(a, b, x):
     """The regularized incomplete beta function, SciPy's (Cephes' incbet) in float64."""
-    from scipy import special
+    special = _scipy_special("betainc")
     return special.betainc(a.astype(np.float64), b.astype(np.float64),
                            x.astype(np.float64)).astype(x.dtype)
