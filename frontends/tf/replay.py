@@ -64,7 +64,12 @@ def _attrs(obj, where):
     the tensor a caller had kept from an earlier call, and the second made every call trace
     again. A step may replace them each call (a replay then stores a new tensor there)."""
     for name, value in obj.__dict__.items():
-        if type(value) is LazyTensor:
+        # a list or dict attribute (Keras' TrackedList/TrackedDict) holding lazy tensors: a
+        # step appending to one (`self.history.append(y)`) makes state a replay cannot add,
+        # so each call traces. (Only those: a functional model's `inputs` lead to its graph)
+        if type(value) is LazyTensor or not name.startswith("_") and (
+                isinstance(value, list) and any(type(v) is LazyTensor for v in value) or
+                isinstance(value, dict) and any(type(v) is LazyTensor for v in value.values())):
             yield ("attr", where, name), value, False
 
 

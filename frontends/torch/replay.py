@@ -13,6 +13,8 @@
   kept out of the optimizer's state_dict, `_keep_out_of_state_dict`.)
 """
 import contextlib
+import functools
+import types
 import weakref
 
 import torch
@@ -112,10 +114,27 @@ def _module_state(module):
 
 def _plain_attr(name, value):
     """A module attribute that may hold state: a tensor that is not a parameter, or a plain
-    list, tuple or dict (not torch's own `_parameters`, `_buffers`, hooks, ...)."""
+    list, tuple, dict or object of the user's (`self.helper.last = y`) with a tensor or a
+    module among its own items -- searched from there as the step's plain objects are. Not
+    torch's `_parameters`, `_buffers`, hooks, ..., nor whatever else a module refers to (a
+    config, a data set, a trainer): a trace walks its state twice."""
     if isinstance(value, torch.Tensor):
         return not isinstance(value, torch.nn.Parameter)
-    return type(value) in (list, tuple, dict) and not name.startswith("_")
+    if name.startswith("_"):
+        return False
+    if type(value) in (list, tuple):
+        items = value
+    elif type(value) is dict:
+        items = value.values()
+    elif isinstance(value, _NOT_STATE) or type(getattr(value, "__dict__", None)) is not dict:
+        return False
+    else:
+        items = value.__dict__.values()
+    return any(isinstance(v, (torch.Tensor, torch.nn.Module)) for v in items)
+
+
+_NOT_STATE = (torch.nn.Module, types.FunctionType, types.MethodType, types.ModuleType, type,
+              functools.partial)
 
 
 _DOTTED = {}  # "net.0.weight" -> (["net", "0"], "weight")

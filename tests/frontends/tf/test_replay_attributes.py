@@ -80,3 +80,26 @@ def test_a_table_kept_as_an_attribute_replays_and_follows_a_rebinding():
         results += [float(step(ltf.constant(x))) for _ in range(2)]
     assert results == [12.0] * 3 + [36.0] * 2
     assert lazyx.metrics()["replays"] >= 3
+
+
+class _Appends(keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.history = []  # (Keras keeps it as a TrackedList)
+
+    def call(self, x):
+        y = tf.reduce_sum(x * 2.0)
+        self.history.append(y)
+        return y
+
+
+def test_a_layer_appending_to_its_list_appends_at_every_call():
+    """A replay cannot append: each call traces (before, replays left the list at one)."""
+    layer = _Appends()
+    step = lazyx.compile(layer)
+    inputs = _inputs(10)
+    for x in inputs:
+        step(ltf.constant(x))
+    assert len(layer.history) == len(inputs)
+    np.testing.assert_allclose([float(np.asarray(h)) for h in layer.history],
+                               [float(np.sum(x * 2.0)) for x in inputs], rtol=1e-5)

@@ -113,3 +113,32 @@ def test_tables_in_a_list_attribute_replay_and_follow_a_rebinding():
             lazy.tables[1] = torch.full((3,), 5.0).to(lt.device)
         torch.testing.assert_close(step(x.to(lt.device)).cpu(), eager(x).detach())
     assert lazyx.metrics()["replays"] >= 3
+
+
+class _Helper:
+    pass
+
+
+class _KeepsInHelper(torch.nn.Module):
+    """Stores its result on a plain object it holds, one level below the module."""
+    def __init__(self):
+        super().__init__()
+        self.helper = _Helper()
+
+    def forward(self, x):
+        y = x * 2
+        self.helper.last = y
+        return y.sum()
+
+
+def test_a_tensor_stored_on_a_plain_object_a_module_holds_keeps_each_calls_value():
+    module = _KeepsInHelper()
+    step = lazyx.compile(module)
+    lazyx.reset_metrics()
+    kept = []
+    for x in _inputs():
+        step(x.to(lt.device))
+        kept.append(module.helper.last)
+    assert lazyx.metrics()["replays"] >= 2
+    for y, x in zip(kept, _inputs()):
+        torch.testing.assert_close(y.cpu(), x * 2)
