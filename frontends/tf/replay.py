@@ -59,18 +59,27 @@ def _module_state(module):
 
 
 def _attrs(obj, where):
-    """The lazy tensors `obj` keeps as plain attributes: one its call stores (`self.last =
-    y`), or a table it made once. Unsearched, a replay rebound the first in place, changing
-    the tensor a caller had kept from an earlier call, and the second made every call trace
-    again. A step may replace them each call (a replay then stores a new tensor there)."""
+    """The lazy tensors `obj` keeps as plain attributes (see _lazy_attr)."""
     for name, value in obj.__dict__.items():
-        # a list or dict attribute (Keras' TrackedList/TrackedDict) holding lazy tensors: a
-        # step appending to one (`self.history.append(y)`) makes state a replay cannot add,
-        # so each call traces. (Only those: a functional model's `inputs` lead to its graph)
-        if type(value) is LazyTensor or not name.startswith("_") and (
-                isinstance(value, list) and any(type(v) is LazyTensor for v in value) or
-                isinstance(value, dict) and any(type(v) is LazyTensor for v in value.values())):
+        if _lazy_attr(name, value):
             yield ("attr", where, name), value, False
+
+
+def _lazy_attr(name, value):
+    """Whether an attribute holds lazy tensors: one a call stores (`self.last = y`), or a
+    table made once. Unsearched, a replay rebound the first in place, changing the tensor a
+    caller had kept from an earlier call, and the second made every call trace again. A step
+    may replace them each call (a replay then stores a new tensor there). A list or dict
+    attribute (Keras' TrackedList/TrackedDict) counts when it holds lazy tensors: a step
+    appending to one (`self.history.append(y)`) makes state a replay cannot add, so each
+    call traces. (Only those: a functional model's `inputs` lead to its whole graph.)"""
+    if type(value) is LazyTensor:
+        return True
+    if name.startswith("_"):
+        return False
+    if isinstance(value, list):
+        return any(type(v) is LazyTensor for v in value)
+    return isinstance(value, dict) and any(type(v) is LazyTensor for v in value.values())
 
 
 def _set_attr(holder_at):
@@ -86,7 +95,11 @@ def _set_attr(holder_at):
 
 
 def _submodule(module, k):
-    return module if k == 0 else (tuple(module.submodules) + (None,) * k)[k - 1]
+    """The module _module_state numbered k: the module itself, then its submodules."""
+    if k == 0:
+        return module
+    subs = module.submodules
+    return subs[k - 1] if k <= len(subs) else None
 
 
 def _sublayer(layer, path):
@@ -108,7 +121,6 @@ def _layer_variables(layer):
     while stack:
         node, path = stack.pop()
         d = node.__dict__
-        yield from _attrs(node, path)
         states = d.get("states") if d.get("stateful") else None
         if states is not None:
             for j, v in enumerate(tf.nest.flatten(list(states))):
@@ -117,8 +129,11 @@ def _layer_variables(layer):
         # an optimizer the layer holds (model.compile's `optimizer`, a train_step's
         # `self.d_optimizer`): its iterations and slots are not in `variables`, and a replay
         # that did not know them baked the traced values (Adam's step count stayed 1)
+        # (one pass over the layer's attributes: a replay lists these children each call)
         for attr, value in d.items():
-            if isinstance(value, keras.optimizers.Optimizer):
+            if _lazy_attr(attr, value):
+                yield ("attr", path, attr), value, False
+            elif isinstance(value, keras.optimizers.Optimizer):
                 for k, v in enumerate(value.variables):
                     yield ("optimizer", d.get("name"), attr, k), v, True
         stack.extend((sub, path + (k,)) for k, sub in enumerate(d.get("_layers", ())))
