@@ -14,6 +14,7 @@ from ..core import host_values
 from ..core.ops import recurrence3_step
 from ..core.prng import philox4x32, philox_counters, threefry2x32
 from ..core.tables import Table
+from . import reference_ctc  # CTC's alpha and beta recursions
 from . import reference_gamma  # the incomplete gamma functions
 from .reference_linalg import RUNS  # multi-result kernel runs (tests read them)
 
@@ -529,6 +530,7 @@ TABLE = Table("lazyx.backends.reference.TABLE", {
     "complex": _complex,
     "real": np.real, "imag": np.imag, "conj": np.conj, "fft": _fft,
     "recurrence3": _float(_recurrence3),
+    "ctc_loss": reference_ctc.ctc_loss, "ctc_loss_backward": reference_ctc.ctc_loss_backward,
     # one device holds every value whole: a layout changes nothing here
     "sharding_constraint": lambda x, *, sharding: x,
     "stop_gradient": lambda x: x,

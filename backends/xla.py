@@ -26,7 +26,7 @@ from jax import lax
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 from jax.extend.random import threefry_2x32
 
-from . import disk_cache, preload, xla_inline
+from . import disk_cache, preload, xla_ctc, xla_inline
 from .xla_transfers import ScalarPacks
 from ..core import config, ir, metrics
 from ..core import dtypes as dt
@@ -452,6 +452,7 @@ TABLE = Table("lazyx.backends.xla.TABLE", {
     "complex": lax.complex, "real": lax.real, "imag": lax.imag, "conj": lax.conj,
     "fft": lambda x, *, fft_type, fft_lengths: lax.fft(x, fft_type.upper(), fft_lengths),
     "recurrence3": _recurrence3,
+    "ctc_loss": xla_ctc.ctc_loss, "ctc_loss_backward": xla_ctc.ctc_loss_backward,
     "sharding_constraint": lambda x, *, sharding: lax.with_sharding_constraint(x, named(sharding)),
     "stop_gradient": lambda x: x,  # (lazyx differentiates the IR itself: nothing for jax)
     "custom_vjp": lambda y, *inputs: y,
@@ -1375,7 +1376,7 @@ class XlaBackend:
             # lazyx's own lowering code: a changed table entry changes executables even when
             # no version number moved (a development checkout)
             for path in (__file__, os.path.join(here, "xla_linalg.py"),
-                         os.path.join(here, "xla_ldl.py"),
+                         os.path.join(here, "xla_ldl.py"), os.path.join(here, "xla_ctc.py"),
                          os.path.join(core, "ops.py"), os.path.join(core, "dtypes.py")):
                 with open(path, "rb") as f:
                     lowering.update(f.read())

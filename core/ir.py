@@ -23,10 +23,10 @@ take the graph walk instead (correct, just not O(1)).
 
 Nodes with several results (a factorization's factors, a sort's values and indices) are two
 kinds of node, so that only one of them is ever visible outside the IR:
-  multi       op "lu", "qr", "geqrf", "ldl", "eigh", "svd", "top_k", "sort_with_indices"
-              (core/ops.py's @multi_primitive): `shape` is a tuple of shapes and `dtype` a
-              tuple of dtypes, one per result (`is_multi`). Backends evaluate it once, to a
-              tuple of values.
+  multi       op "lu", "qr", "geqrf", "ldl", "eigh", "svd", "top_k", "sort_with_indices",
+              "ctc_loss" (core/ops.py's @multi_primitive): `shape` is a tuple of shapes and
+              `dtype` a tuple of dtypes, one per result (`is_multi`). Backends evaluate it
+              once, to a tuple of values.
   projection  op "result", attrs {"index": i}, whose one input is a multi node: an ordinary
               single-result node with result i's shape and dtype. Backends index the tuple.
 A multi node's builder returns its projections, and `result` is the only op that accepts a
@@ -36,7 +36,7 @@ nodes only. Identities need nothing new: the multi node's `local` covers its op,
 result types; a projection's `local` covers its index and its eid is made from the multi node's
 eid. So equal programs still key the cache exactly (LU's pivots and permutation, one type, are
 told apart by index), and every projection of one multi node reads one computation. A builder
-asked twice in one trace for the same op, attrs and input returns the same multi node.
+asked twice in one trace for the same op, attrs and inputs returns the same multi node.
 
 Interning tables are bounded: when one fills up it is emptied, and since ids come from a
 counter that never repeats, an old id can never be mistaken for a new structure -- the cost

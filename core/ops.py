@@ -382,36 +382,33 @@ def primitive(rule, where=None):
     return build
 
 
-# A multi-result node's builder, per (op, attrs, input): the same factorization asked for twice
-# in one trace (torch's solve asks for LU's factors and its pivots in separate places) is one
-# node, so it runs once. Weak: an entry lives as long as some projection of its node does, and
-# the node holds its input, so id(input) cannot be reused while the entry exists.
+# A multi-result node's builder, per (op, attrs, inputs): the same factorization asked for
+# twice in one trace (torch's solve asks for LU's factors and its pivots in separate places) is
+# one node, so it runs once. Weak: an entry lives as long as some projection of its node does,
+# and the node holds its inputs, so their ids cannot be reused while the entry exists.
 _MULTI = weakref.WeakValueDictionary()
 
 
 def multi_primitive(rule):
-    """Register `rule` (x, **attrs) -> ((shape, dtype) per result, normalized attrs) as an op
-    with several results. The builder returns one projection (op `result`) per result; the
-    multi node itself is only ever an input of those projections (see core/ir.py)."""
+    """Register `rule` (*inputs, **attrs) -> ((shape, dtype) per result, normalized attrs) as
+    an op with several results. The builder returns one projection (op `result`) per result;
+    the multi node itself is only ever an input of those projections (see core/ir.py)."""
     name = rule.__name__.rstrip("_")
 
-    def build(x, **attrs):
-        if not isinstance(x, Node):
-            raise TypeError(f"{name}: inputs must be lazyx IR nodes, got {type(x).__name__}")
-        if type(x.dtype) is tuple:
-            raise TypeError(f"{name}: {x.op} has several results; take one with "
-                            f"ops.result(node, index=i) first")
-        types, attrs = rule(x, **attrs)
+    def build(*inputs, **attrs):
+        for x in inputs:
+            _check_input(name, x)
+        types, attrs = rule(*inputs, **attrs)
         shapes = tuple(tuple(shape) for shape, _ in types)
         dtypes = tuple(dtype for _, dtype in types)
         for shape, dtype in zip(shapes, dtypes):
             if MAX_BYTES and len(shape) > 0 and math.prod(shape) > _SMALL:
                 check_size(name, shape, dtype)
-        key = (name, tuple(attrs.items()), id(x))
+        key = (name, tuple(attrs.items()), tuple(id(x) for x in inputs))
         node = _MULTI.get(key)
         # reused only within the trace that made it: an older trace's node has no exact eid here
         if node is None or node.epoch not in (0, TRACE.serial, -1):
-            node = _MULTI[key] = Node(name, (x,), attrs, shapes, dtypes)
+            node = _MULTI[key] = Node(name, inputs, attrs, shapes, dtypes)
         return tuple(result(node, index=i) for i in range(len(dtypes)))
 
     build.__name__ = name
@@ -1257,6 +1254,60 @@ def fft(x, *, fft_type, fft_lengths):
     if tail != want:
         _fail_shape(op, f"{fft_type} of lengths {lengths} needs trailing axes {want}", x)
     return lead + out, dtype, {"fft_type": fft_type, "fft_lengths": lengths}
+
+
+# ---------------------------------------------------------------- CTC
+# Connectionist temporal classification (Graves et al. 2006), as ATen's CPU kernels compute it:
+# the alpha (and, for the gradient, beta) recursion in log space over the 2S+1 extended labels
+# (a blank before, between and after the S targets). Lengths are run-time values (masks inside
+# the recursion), so a batch with new lengths runs the same program.
+
+def _ctc_operands(op, log_probs, targets, input_lengths, target_lengths, blank):
+    if log_probs.ndim != 3:
+        _fail_shape(op, "needs log_probs (T, N, C)", log_probs)
+    _kinds(op, "f", log_probs)
+    t, n, c = log_probs.shape
+    if targets.shape[:1] != (n,) or targets.ndim != 2 or input_lengths.shape != (n,) or \
+            target_lengths.shape != (n,):
+        _fail_shape(op, "needs targets (N, S) and input_lengths, target_lengths (N,) for "
+                        "log_probs (T, N, C)", log_probs, targets, input_lengths, target_lengths)
+    for x in (targets, input_lengths, target_lengths):
+        if not dt.is_int(x.dtype):
+            _fail_dtype(op, "targets and lengths must be integer arrays", targets,
+                        input_lengths, target_lengths)
+    if not isinstance(blank, int) or isinstance(blank, bool) or not 0 <= blank < c:
+        raise ValueError(f"{op}: blank must be an int in [0, {c}), got {blank!r}")
+    return t, n, targets.shape[1]
+
+
+@multi_primitive
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, *, blank):
+    """(nll (N,), log_alpha (N, T, 2S+1)) of CTC for log_probs (T, N, C) and padded targets
+    (N, S): nll[n] = -log p(targets[n, :L] | log_probs[:I, n]), L = target_lengths[n], I =
+    input_lengths[n] (clipped to [0, T]); log_alpha[n, t, s] is the forward variable for t < I
+    and s < 2L + 1, -inf elsewhere. A target longer than S (or than its input can hold) is
+    impossible: nll inf. A label outside [0, C) reads class 0 or C - 1 (frontends check)."""
+    t, n, s = _ctc_operands("ctc_loss", log_probs, targets, input_lengths, target_lengths, blank)
+    dtype = log_probs.dtype
+    return (((n,), dtype), ((n, t, 2 * s + 1), dtype)), {"blank": blank}
+
+
+@primitive
+def ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha,
+                      *, blank, zero_infinity=False):
+    """d(sum_n grad[n] * nll[n]) / d log_probs, (T, N, C), from ctc_loss's nll and log_alpha:
+    ATen's formula, (exp(lp) - exp(log sum_{s: label s = c} alpha beta + nll - lp)) * grad for
+    t < I, 0 after. A row whose nll is inf gets NaN there (0 with zero_infinity)."""
+    op = "ctc_loss_backward"
+    t, n, s = _ctc_operands(op, log_probs, targets, input_lengths, target_lengths, blank)
+    if grad.shape != (n,) or nll.shape != (n,) or log_alpha.shape != (n, t, 2 * s + 1):
+        _fail_shape(op, "needs grad, nll (N,) and log_alpha (N, T, 2S+1)", log_probs, grad,
+                    nll, log_alpha)
+    if not grad.dtype == nll.dtype == log_alpha.dtype == log_probs.dtype:
+        _fail_dtype(op, "grad, log_probs, nll and log_alpha must share one dtype", grad,
+                    log_probs, nll, log_alpha)
+    return log_probs.shape, log_probs.dtype, {"blank": blank,
+                                              "zero_infinity": bool(zero_infinity)}
 
 
 # ---------------------------------------------------------------- recurrences
