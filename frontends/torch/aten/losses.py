@@ -95,16 +95,18 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     """F.ctc_loss with lengths as CPU tensors, registered for the device's autograd key
     (device.py). The usual call passes them so (CUDA takes them, and so does cuDNN); ATen's
     composite kernel sees a tensor subclass among the arguments and keeps the lengths as
-    tensors, then divides the lazy loss by a CPU one, which the device check refuses. Host
-    lengths are host values: the list overload takes them, as ATen's own path does for plain
-    tensors; a CPU length beside a device one moves to the device."""
+    tensors, then divides the lazy loss by a CPU one, which the device check refuses. CPU
+    lengths move to the device, as run-time values (aten/ctc.py: new lengths, same program),
+    once torch has checked them as eager does (its meta kernel reads a list's values)."""
     lengths = (input_lengths, target_lengths)
     on_cpu = [isinstance(x, torch.Tensor) and x.device.type == "cpu" for x in lengths]
     # (a tracer's fake tensor has no values to read: it moves to the device like a lazy one)
-    if all(type(x) is torch.Tensor and cpu for x, cpu in zip(lengths, on_cpu)) and \
-            all(not x.is_floating_point() and not x.is_complex() for x in lengths):
-        return aten.ctc_loss.IntList(log_probs, targets, input_lengths.tolist(),
-                                     target_lengths.tolist(), blank, reduction, zero_infinity)
+    if all(type(x) is torch.Tensor and cpu and x.dim() == 1 for x, cpu in zip(lengths, on_cpu)) \
+            and all(not x.is_floating_point() and not x.is_complex() for x in lengths) and \
+            log_probs.dim() == 3 and isinstance(targets, torch.Tensor):
+        aten._ctc_loss.default(torch.empty(log_probs.shape, dtype=log_probs.dtype, device="meta"),
+                               torch.empty(targets.shape, dtype=torch.long, device="meta"),
+                               input_lengths.tolist(), target_lengths.tolist(), blank)
     if any(on_cpu):
         input_lengths, target_lengths = (x.to(log_probs.device) if cpu else x
                                          for x, cpu in zip(lengths, on_cpu))
