@@ -52,7 +52,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, *, blank):
         alpha[t] = np.where((t < inputs)[:, None], a, neg)
     last = alpha[np.maximum(inputs - 1, 0), np.arange(n)]  # (N, W): each row's last step
     end = np.take_along_axis(last, np.minimum(2 * length, valid.shape[1] - 1)[:, None], 1)[:, 0]
-    before = np.take_along_axis(last, np.clip(2 * length - 1, 0, valid.shape[1] - 1)[:, None], 1)[:, 0]
+    before = np.take_along_axis(last, np.clip(2 * length - 1, 0, valid.shape[1] - 1)[:, None],
+                                1)[:, 0]
     before = np.where(length > 0, before, neg)
     top = np.maximum(end, before)
     top = np.where(top == -np.inf, 0, top)
@@ -89,11 +90,12 @@ def ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, n
     top = both.max(axis=2, keepdims=True)
     top = np.where(top == -np.inf, 0, top)
     hot = (labels[:, :, None] == np.arange(c)).astype(lp.dtype)  # (N, W, C)
-    summed = np.einsum("tnw,nwc->tnc", np.exp(both - top), hot)
+    summed = np.matmul(np.exp(both - top).transpose(1, 0, 2), hot).transpose(1, 0, 2)
     with np.errstate(divide="ignore"):
         collected = np.log(summed) + top
     nll = np.asarray(nll)
-    out = (np.exp(lp) - np.exp(collected + nll[None, :, None] - lp)) * np.asarray(grad)[None, :, None]
+    scale = np.asarray(grad)[None, :, None]
+    out = (np.exp(lp) - np.exp(collected + nll[None, :, None] - lp)) * scale
     live = (np.arange(t_max)[:, None] < inputs[None])[:, :, None]
     if zero_infinity:
         live = live & (nll != np.inf)[None, :, None]

@@ -100,14 +100,14 @@ def _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, 
                        blank, zero_infinity=False):
     args = (grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha, blank,
             zero_infinity)
-    n = log_probs.shape[1] if log_probs.dim() == 3 else -1
     lists = isinstance(input_lengths, (list, tuple))
     lengths = () if lists else (input_lengths, target_lengths)
-    if not _lowerable(log_probs, targets, *lengths) or tuple(grad.shape) != (n,) or \
-            tuple(nll.shape) != (n,) or log_alpha.dim() != 3 or not 0 <= blank < log_probs.shape[2]:
+    width = log_alpha.shape[-1] // 2  # the forward's padding (see the module's docstring)
+    if not _lowerable(log_probs, targets, *lengths) or not 0 <= blank < log_probs.shape[2] or \
+            not grad.shape == nll.shape == log_probs.shape[1:2] or log_alpha.dim() != 3 or \
+            targets.dim() == 2 and width > targets.shape[1]:
         op = aten._ctc_loss_backward.default if lists else aten._ctc_loss_backward.Tensor
         return eager(op, args, {}, cause="fallback")
-    width = log_alpha.shape[2] // 2  # the forward's padding (see the module's docstring)
     lp, padded, inputs, lengths = _operands(log_probs, targets, input_lengths, target_lengths,
                                             width)
     g = ops.ctc_loss_backward(_wide(node_of(grad)), lp, padded, inputs, lengths,
