@@ -20,7 +20,8 @@ from .table import aten, const, host_data, lower, node_of
 def _lengths(lengths):
     if isinstance(lengths, (list, tuple)):  # the list overload: values known, kept run-time
         return host_data(torch.tensor(lengths, dtype=torch.int64))
-    return node_of(lengths)
+    node = node_of(lengths)  # (an unbatched call's are 0-d: ATen reads them as one value)
+    return ops.reshape(node, new_sizes=(node.size,)) if node.ndim == 0 else node
 
 
 def _padded(targets, target_lengths, n, width):
@@ -64,8 +65,8 @@ def _ctc_loss_lists(out, log_probs, targets, input_lengths, target_lengths, blan
 
 def _lowerable(log_probs, targets, *lengths):
     """Whether the call is one the tensor overloads lower: lazy float log_probs (T, N, C),
-    integer targets (N, S) or (sum L,), integer lengths (N,). Anything else runs on CPU torch,
-    which raises its own error for a bad call."""
+    integer targets (N, S) or (sum L,), integer lengths (N,) (or (), N = 1: unbatched).
+    Anything else runs on CPU torch, which raises its own error for a bad call."""
     if not isinstance(log_probs, LazyTensor) or log_probs.dtype not in (torch.float32,
                                                                         torch.float64):
         return False
@@ -74,8 +75,9 @@ def _lowerable(log_probs, targets, *lengths):
     n = log_probs.shape[1]
     if targets.dim() == 2 and targets.shape[0] != n:
         return False
-    return all(isinstance(x, torch.Tensor) and x.shape == (n,) and not x.is_floating_point()
-               and not x.is_complex() for x in lengths) and not targets.is_complex()
+    return all(isinstance(x, torch.Tensor) and x.dim() <= 1 and x.numel() == n and
+               not x.is_floating_point() and not x.is_complex() for x in lengths) and \
+        not targets.is_complex()
 
 
 def _tensor_width(log_probs, targets):

@@ -52,6 +52,15 @@ def test_ctc_loss_matches_cpu_torch(lengths, reduction):
     torch.testing.assert_close(got, want)
 
 
+def test_unbatched_call_matches_cpu_torch():
+    """log_probs (T, C), targets (S,), 0-d lengths: ATen's composite adds a batch of one."""
+    torch.manual_seed(2)
+    logits, targets = torch.randn(6, 5), torch.tensor([1, 2, 2])
+    want = _loss_and_grad(logits, targets, torch.tensor(6), torch.tensor(3))
+    got = _lazy_loss_and_grad(logits, targets, torch.tensor(6), torch.tensor(3))
+    torch.testing.assert_close(got, want)
+
+
 def _batch(dtype, blank):
     """Eight rows of T = 12: different lengths, repeats (a blank between), an empty target,
     no input, and two impossible alignments (a target longer than its input; a repeat
