@@ -474,8 +474,10 @@ def _tanh_backward(out, grad, y):
 @lower(aten.threshold_backward.default)
 def _threshold_backward(out, grad, x, threshold):
     g, a = operands(out, grad, x)
-    keep = ops.gt(a, scalar(threshold, a.dtype, a.shape))
-    return ops.select(keep, g, const(0, g.dtype, g.shape))
+    # torch zeroes where x <= threshold and passes the rest: a NaN x (relu keeps NaN) passes
+    # its grad, as LPPool's NaN of a negative base to a fractional power relies on
+    drop = ops.le(a, scalar(threshold, a.dtype, a.shape))
+    return ops.select(drop, const(0, g.dtype, g.shape), g)
 
 
 @lower(aten.lerp.Scalar, aten.lerp.Tensor)
