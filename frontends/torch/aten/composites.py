@@ -2,7 +2,8 @@
 where the decomposition follows CUDA rather than the CPU kernels lazyx matches; the
 upsampling (bicubic here; the general case of nearest and linear modes, for
 aten/upsample.py), grid sampler and multi-margin loss backwards, as the VJP of their forward's
-decomposition."""
+decomposition; the multi-label margin loss, whose torch decomposition is wrong (below)."""
+import torch
 from torch._decomp import decomposition_table
 
 from ....core import autodiff, ops
@@ -66,7 +67,8 @@ def _backward_through(forward, wrt_count):
     at the forward's own inputs. Those go in as stop_gradient stand-ins, so a gradient stops
     at them: an input computed from another (an STN's grid from its image) would otherwise
     send one's gradient on into the other."""
-    decomposition = decomposition_table[forward]
+    decomposition = decomposition_table[forward] if not callable(forward) or \
+        isinstance(forward, torch._ops.OpOverload) else forward
 
     def vjp(grad_output, inputs, rest, wanted=None):
         wanted = [True] * wrt_count if wanted is None else list(wanted)
@@ -97,3 +99,43 @@ _multi_margin_loss_vjp = _backward_through(aten.multi_margin_loss.default, 1)
 def _multi_margin_loss_backward(out, grad_output, x, target, p, margin, weight=None,
                                 reduction=1):
     return _multi_margin_loss_vjp(grad_output, (x,), (target, p, margin, weight, reduction))[0]
+
+
+def _multilabel_margin_loss(x, target, reduction):
+    """torch's CPU kernel: per sample, the labels before the first -1 are targets, and each
+    target label j (a repeated label counts again) adds max(0, 1 - x[j] + x[i]) for every
+    non-target class i, the sum divided by the class count. torch 2.13's decomposition is
+    wrong on both counts it has: it adds terms for the slots after the -1 (gathering x[0]),
+    and a 1-D input with reduction "none" gives shape (1,), not ()."""
+    dim = x.shape[-1] if x.dim() else 1
+    rows, labels = x.reshape(-1, dim), target.reshape(-1, dim)
+    classes = torch.arange(dim, device=x.device)
+    end = torch.where(labels == -1, classes, dim).amin(-1, keepdim=True)
+    used = classes < end                                          # (batch, slot)
+    label = torch.where(used, labels, 0)
+    picked = (label.unsqueeze(-1) == classes) & used.unsqueeze(-1)  # (batch, slot, class)
+    is_target = picked.any(1)                                     # (batch, class)
+    z = (1 - rows.gather(1, label).unsqueeze(-1) + rows.unsqueeze(1)).clamp_min(0)
+    z = torch.where(used.unsqueeze(-1) & ~is_target.unsqueeze(1), z, 0)
+    loss = z.sum((1, 2)) / dim
+    if reduction == 1:
+        loss = loss.mean()
+    elif reduction == 2:
+        loss = loss.sum()
+    else:
+        loss = loss.reshape(x.shape[:-1] if x.dim() else ())
+    return loss, is_target.to(x.dtype).reshape(target.shape)
+
+
+@lower(aten.multilabel_margin_loss_forward.default)
+def _multilabel_margin_loss_forward(out, x, target, reduction):
+    return tuple(expand(_multilabel_margin_loss, x, target, reduction))
+
+
+_multilabel_margin_loss_vjp = _backward_through(
+    lambda x, target, reduction: _multilabel_margin_loss(x, target, reduction)[0], 1)
+
+
+@lower(aten.multilabel_margin_loss_backward.default)
+def _multilabel_margin_loss_backward(out, grad_output, x, target, reduction, is_target):
+    return _multilabel_margin_loss_vjp(grad_output, (x,), (target, reduction))[0]

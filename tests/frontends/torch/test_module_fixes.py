@@ -1,5 +1,6 @@
 """nn-module bugs that torch's ModuleInfo suite (scripts/moduleinfo_report.py) found on
 lt.device, each compared with eager CPU torch."""
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -38,3 +39,17 @@ def test_lp_pool_with_a_fractional_norm_of_negative_inputs():
     _same_grads(lambda t: F.lp_pool1d(t, 1.5, 2), x)
     _same_grads(lambda t: F.lp_pool2d(t, 1.5, 2), x)
 
+
+@pytest.mark.parametrize("shape", [(7,), (4, 7), ()], ids=["1d", "2d", "0d"])
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_multilabel_margin_loss_and_its_grad(shape, reduction):
+    # torch's decomposition (which lazyx ran) adds terms for the slots after a -1 and gives
+    # a 1-D input's "none" shape (1,); its backward fell back to CPU torch
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=gen)
+    target = torch.randint(-1, shape[-1] if shape else 1, shape, generator=gen)
+    if shape == (4, 7):
+        target[0] = torch.tensor([3, 0, -1, 1, 2, 2, 5])  # labels after the -1 are ignored
+        target[1] = torch.tensor([1, 1, 4, -1, 0, 0, 0])  # a repeated label counts twice
+    _same_grads(lambda t: F.multilabel_margin_loss(t, target.to(t.device), reduction=reduction),
+                x)
