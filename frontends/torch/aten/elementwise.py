@@ -480,6 +480,15 @@ def _threshold_backward(out, grad, x, threshold):
     return ops.select(drop, const(0, g.dtype, g.shape), g)
 
 
+@lower(aten.hardshrink_backward.default, aten.softshrink_backward.default)
+def _shrink_backward(out, grad, x, lambd):
+    # both kernels zero the grad where -lambd <= x <= lambd and pass it elsewhere (NaN too)
+    g, a = operands(out, grad, x)
+    bound = scalar(lambd, a.dtype, a.shape)
+    inside = ops.and_(ops.ge(a, ops.neg(bound)), ops.le(a, bound))
+    return ops.select(inside, const(0, g.dtype, g.shape), g)
+
+
 @lower(aten.lerp.Scalar, aten.lerp.Tensor)
 def _lerp(out, x, end, weight):
     a, b, w = operands(out, x, end, weight)

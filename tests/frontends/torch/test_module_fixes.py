@@ -53,3 +53,11 @@ def test_multilabel_margin_loss_and_its_grad(shape, reduction):
         target[1] = torch.tensor([1, 1, 4, -1, 0, 0, 0])  # a repeated label counts twice
     _same_grads(lambda t: F.multilabel_margin_loss(t, target.to(t.device), reduction=reduction),
                 x)
+
+
+@pytest.mark.parametrize("shrink", [F.hardshrink, F.softshrink], ids=["hard", "soft"])
+@pytest.mark.parametrize("lambd", [0.5, 0.0, 1.25])
+def test_shrink_grads_are_lowered(shrink, lambd):
+    # their backwards ran on CPU torch; the bounds +-lambd themselves get a zero grad
+    x = torch.tensor([float("nan"), -2.0, -1.25, -0.5, 0.0, 0.3, 0.5, 1.25, 3.0])
+    _same_grads(lambda t: shrink(t, lambd), x)
