@@ -61,3 +61,37 @@ def test_shrink_grads_are_lowered(shrink, lambd):
     # their backwards ran on CPU torch; the bounds +-lambd themselves get a zero grad
     x = torch.tensor([float("nan"), -2.0, -1.25, -0.5, 0.0, 0.3, 0.5, 1.25, 3.0])
     _same_grads(lambda t: shrink(t, lambd), x)
+
+
+@pytest.mark.skipif(not hasattr(torch.nn, "LinearCrossEntropyOptions"), reason="torch < 2.13")
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("extras", ["plain", "bias_weight_ignored_rows"])
+def test_chunked_linear_cross_entropy_is_lowered(reduction, extras):
+    # F.linear_cross_entropy with `options` runs torch 2.13's chunked custom ops, whose Python
+    # kernels ran on CPU torch; the mean/sum op returns the grads its forward computed
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(8, 5, generator=gen), torch.randn(4, 5, generator=gen)
+    target = torch.randint(0, 4, (8,), generator=gen)
+    kwargs = {"reduction": reduction, "options": torch.nn.LinearCrossEntropyOptions()}
+    if extras != "plain":
+        target[2] = target[5] = -100  # the default ignore_index
+        kwargs.update(linear_bias=torch.randn(4, generator=gen),
+                      weight=torch.rand(4, generator=gen) + 0.5)
+
+    def run(device):
+        xs, ws = x.clone().to(device).requires_grad_(), w.clone().to(device).requires_grad_()
+        extra = {k: (v.clone().to(device).requires_grad_() if k == "linear_bias"
+                     else v.to(device))
+                 if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+        loss = F.linear_cross_entropy(xs, ws, target.to(device), **extra)
+        loss.sum().backward()
+        grads = [xs.grad, ws.grad] + ([extra["linear_bias"].grad] if "linear_bias" in extra
+                                      else [])
+        return [t.detach().cpu() for t in [loss, *grads]]
+
+    expected = run("cpu")
+    before = _fallbacks()
+    got = run(lt.device)
+    assert _fallbacks() == before
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
