@@ -6,4 +6,5 @@ from . import composites, data_dependent, factorizations, histograms, pooling  #
 from . import losses, segments, selection  # noqa: F401
 from . import antialias, complex, fft, gamma, grouped, matrix_functions  # noqa: F401
 from . import edge_pads, factories, upsample  # noqa: F401  (upsample after composites: it reuses them)
-from . import ctc, grid_sampler3d, householder, ldl, linear_cross_entropy  # noqa: F401
+from . import ctc, fractional_pool, grid_sampler3d, householder, ldl  # noqa: F401
+from . import linear_cross_entropy  # noqa: F401

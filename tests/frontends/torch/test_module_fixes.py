@@ -95,3 +95,26 @@ def test_chunked_linear_cross_entropy_is_lowered(reduction, extras):
     assert _fallbacks() == before
     for g, e in zip(got, expected):
         torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dims,shape,kernel,size", [
+    (2, (2, 3, 9, 11), (2, 3), (5, 4)),
+    (2, (3, 7, 6), 2, (1, 5)),              # unbatched; a single output row
+    (3, (2, 2, 6, 7, 5), (2, 3, 2), (3, 4, 2)),
+    (3, (2, 5, 6, 4), 2, (2, 3, 2)),        # unbatched
+], ids=["2d", "2d-unbatched", "3d", "3d-unbatched"])
+def test_fractional_max_pool_with_given_samples(dims, shape, kernel, size):
+    # aten.fractional_max_pool2d/3d and their backwards ran on CPU torch
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=gen)
+    samples = torch.rand(shape[0] if len(shape) == dims + 2 else 1, shape[-dims - 1], dims,
+                         generator=gen)
+    pool = F.fractional_max_pool2d if dims == 2 else F.fractional_max_pool3d
+
+    def run(t):
+        return pool(t, kernel, output_size=size, return_indices=True,
+                    _random_samples=samples.to(t.device))
+
+    _, expected_indices = run(x)
+    _same_grads(lambda t: run(t)[0], x)
+    torch.testing.assert_close(run(x.to(lt.device))[1].cpu(), expected_indices)

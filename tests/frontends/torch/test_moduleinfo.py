@@ -24,7 +24,6 @@ KNOWN = {
     "nn.CTCLoss": "aten._ctc_loss and its backward run on CPU torch (a dynamic program over "
                   "time: no lowering)",
     "nn.GaussianNLLLoss": "F.gaussian_nll_loss checks var >= 0 on the host (a counted sync)",
-    "nn.FractionalMaxPool2d": "aten.fractional_max_pool2d and its backward: no lowering",
 }
 
 SUBSET = ["nn.Linear", "nn.Bilinear", "nn.Conv2d", "nn.ConvTranspose2d", "nn.LazyConv2d",
