@@ -67,8 +67,8 @@ def _backward_through(forward, wrt_count):
     at the forward's own inputs. Those go in as stop_gradient stand-ins, so a gradient stops
     at them: an input computed from another (an STN's grid from its image) would otherwise
     send one's gradient on into the other."""
-    decomposition = decomposition_table[forward] if not callable(forward) or \
-        isinstance(forward, torch._ops.OpOverload) else forward
+    decomposition = decomposition_table[forward] \
+        if isinstance(forward, torch._ops.OpOverload) else forward  # (or our own function)
 
     def vjp(grad_output, inputs, rest, wanted=None):
         wanted = [True] * wrt_count if wanted is None else list(wanted)
