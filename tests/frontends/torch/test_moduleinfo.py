@@ -21,8 +21,6 @@ _spec.loader.exec_module(report)
 # Modules whose first sample does not pass yet, and why. The test fails when one starts
 # passing (strict xfail): then drop it from here.
 KNOWN = {
-    "nn.CTCLoss": "aten._ctc_loss and its backward run on CPU torch (a dynamic program over "
-                  "time: no lowering)",
     "nn.GaussianNLLLoss": "F.gaussian_nll_loss checks var >= 0 on the host (a counted sync)",
 }
 
