@@ -392,7 +392,11 @@ def _cpu_answer(func, args, kwargs, meta_error):
     if isinstance(meta_error, _DeviceMismatch):
         return None, meta_error
     try:
-        result = func(*_to_cpu_zeros(args), **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
+        # (a random op's replay must not advance the user's CPU generator)
+        with torch.random.fork_rng(devices=[], enabled=torch.Tag.nondeterministic_seeded
+                                   in func.tags):
+            result = func(*_to_cpu_zeros(args),
+                          **{k: _to_cpu_zeros(v) for k, v in kwargs.items()})
     except Exception as cpu_error:
         # the CPU kernel's error is the one eager torch raises, even where its type differs
         # from the meta kernel's (an empty argmax: IndexError on CPU, RuntimeError on meta)
@@ -405,6 +409,20 @@ def _cpu_answer(func, args, kwargs, meta_error):
     if key is not None:
         _meta_cache[key] = out
     return out, None
+
+
+_META_KEYS = ("Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+              "CompositeExplicitAutogradNonFunctional")
+_meta_kernels = {}  # op -> whether torch runs it on meta tensors at all
+
+
+def _has_meta_kernel(func):
+    known = _meta_kernels.get(func)
+    if known is None:
+        known = _meta_kernels[func] = any(
+            torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), key)
+            for key in _META_KEYS)
+    return known
 
 
 def _probes_dtypes(func):
@@ -504,8 +522,15 @@ def _dispatch(func, args, kwargs, state):
         if lowering is not None:
             try:
                 out = meta_of(func, args, kwargs)
-            except NotImplementedError:
-                out = None  # no meta kernel, or a data-dependent shape: run it eagerly
+            except NotImplementedError as err:
+                out = None  # a data-dependent shape: run it eagerly
+                if not _has_meta_kernel(func):
+                    # torch has no meta kernel for it (`_standard_gamma_grad`), but its
+                    # lowering fixes the shapes by the inputs' shapes: CPU torch on zeros
+                    # gives them (and eager's error for a bad call), once per signature
+                    out, error = _cpu_answer(func, args, kwargs, err)
+                    if error is not None and error is not err:
+                        raise error.with_traceback(None) from None
             except Exception as err:
                 if "data-dependent" in str(err) or "DynamicOutputShape" in type(err).__name__:
                     out = None
