@@ -127,8 +127,9 @@ def _histogramdd_edges(out, x, bins, *, weight=None, density=False):
 
 
 def _without_meta(lowering, edge_count):
-    """histogram has no meta kernel (the dispatcher would run it on CPU as data-dependent):
-    its shapes are known from the arguments, so build them here and lower directly."""
+    """histogram has no meta kernel; its shapes are known from the arguments, so build them
+    here and lower directly. (The dispatcher's route for an op without a meta kernel, CPU
+    torch on zeros, would refuse what this one takes: a CPU tensor of bin edges.)"""
     def run(x, bins=100, **kwargs):
         from ..tensor import from_node
         if not x.dtype.is_floating_point:
