@@ -598,21 +598,26 @@ def merge_fixed(dtype, idx, fixed):
     """How one pack (the scalars at leaf positions `idx`) is laid out for a caller whose
     leaves at `fixed` (index -> value) never change: (pattern, the distinct fixed values,
     the leaf positions read at each call). The pattern gives each scalar's element: the
-    distinct fixed values first, then the others in order; it is None (every scalar its own
-    element, the general layout) when no two fixed values are equal."""
+    distinct fixed values first, then the others in order, those `fixed` marks as always equal
+    to another (ir.SameAs) sharing its element; it is None (every scalar its own element, the
+    general layout) when no two scalars share one."""
     np_dtype = np.dtype(dt.to_numpy(dtype))
-    seen, values, dynamic, where = {}, [], [], []
+    seen, values, dynamic, where, called = {}, [], [], [], {}
     for i in idx:
-        if i in fixed:
-            value = np.asarray(fixed[i], dtype=np_dtype)
+        value = fixed.get(i)
+        if value is None or type(value) is ir.SameAs:
+            # read at each call; once per distinct leaf among those always equal (ir.SameAs)
+            k = called.setdefault(i if value is None else value.leaf, len(dynamic))
+            if k == len(dynamic):
+                dynamic.append(i)
+            where.append(("call", k))
+        else:
+            value = np.asarray(value, dtype=np_dtype)
             k = seen.setdefault(value.tobytes(), len(values))
             if k == len(values):
                 values.append(value)
             where.append(("fixed", k))
-        else:
-            where.append(("call", len(dynamic)))
-            dynamic.append(i)
-    if len(values) == len(idx) - len(dynamic):
+    if len(values) + len(dynamic) == len(idx):
         return None, values, dynamic
     return tuple(k if kind == "fixed" else len(values) + k for kind, k in where), values, dynamic
 
@@ -994,7 +999,8 @@ class _Bound:
         patterns, merging = [], merges_equal_scalars()
         for dtype, idx in sig.packs:
             inv, values, dynamic = merge_fixed(dtype, idx, fixed) if merging else \
-                (None, None, [i for i in idx if i not in fixed])
+                (None, None, [i for i in idx if i not in fixed or
+                              type(fixed[i]) is ir.SameAs])
             if inv is None:  # the general layout: each scalar its own element, in order
                 if dynamic:
                     values, dynamic = [], list(idx)

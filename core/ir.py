@@ -294,6 +294,18 @@ def data(buffer, shape, dtype, source=False, sharding=None):
 _VALUE = Node.value  # the slot itself, under Derived's property
 
 
+class SameAs:
+    """In a `fixed` mapping (backend.compile, executable.bind: leaf index -> the value it
+    keeps): a leaf that is not fixed -- its caller passes a new value at each call -- but
+    whose value always equals leaf `leaf`'s (a replay's parameters computed from one number
+    of the call: an optimizer's learning rate, read once per parameter). A backend may read
+    the two as one."""
+    __slots__ = ("leaf",)
+
+    def __init__(self, leaf):
+        self.leaf = leaf
+
+
 class Derived(Node):
     """A data leaf whose buffer is made from another data leaf's on first read, by a transpose
     or reshape (runtime.plan_results: a cut computes one of two results that differ only in

@@ -297,7 +297,8 @@ class Compiled:
             # on the device once, equal ones read as one); see runtime.compile_fixed.
             source = user_line(3)
             exe, compiled = runtime.compile_fixed(program, leaves, rec.keys | rec.params,
-                                                  "explicit", source)
+                                                  "explicit", source,
+                                                  capture.equal_params(leaves, rec))
             if compiled:
                 metrics.record_compile(source)
             run_start = time.perf_counter()

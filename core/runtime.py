@@ -672,11 +672,12 @@ def _takes_fixed(backend):
     return len(params) > 1 or any(p.kind == p.VAR_POSITIONAL for p in params.values())
 
 
-def compile_fixed(program, leaves, run_time, cause=None, source=None):
+def compile_fixed(program, leaves, run_time, cause=None, source=None, same=None):
     """(executable, whether it compiled) for a caller that runs `program` again and again with
     the same values at every scalar leaf whose node is not in `run_time` (ids): a replayed
     step's literals, its numbers of the code. The executable takes all of `program`'s leaf
-    values, as `program` orders them.
+    values, as `program` orders them. `same` (leaf index -> an earlier leaf index): run-time
+    leaves the caller always feeds the other's value (ir.SameAs), read as one.
 
     Where the backend computes a baked program bit for bit as it computes the program itself
     (`bakes_bitwise`: XLA:CPU), the literals `literal_leaves` allows become constants (`bake`):
@@ -688,10 +689,14 @@ def compile_fixed(program, leaves, run_time, cause=None, source=None):
     if fixed and getattr(get_backend(), "bakes_bitwise", lambda: False)():
         baked = literal_leaves(program, leaves, run_time)
     if not baked:
+        fixed.update({i: ir.SameAs(j) for i, j in (same or {}).items()})
         exe, compiled = compile_program(program, fixed, cause, source)
         return bind_fixed(exe, fixed), compiled
     kept = [i for i in range(len(leaves)) if i not in baked]
     kept_fixed = {k: fixed[i] for k, i in enumerate(kept) if i in fixed}
+    if same:  # (run-time leaves are never baked: each one is kept, at a new position)
+        position = {i: k for k, i in enumerate(kept)}
+        kept_fixed.update({position[i]: ir.SameAs(position[j]) for i, j in same.items()})
     exe, compiled = compile_program(bake(program, baked), kept_fixed, cause, source)
     return _Kept(bind_fixed(exe, kept_fixed), kept), compiled
 

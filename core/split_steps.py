@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from . import ir, metrics, runtime
+from . import capture, ir, metrics, runtime
 from .source import user_line
 from .symbolic import current, decided_alike, linkable, sym
 
@@ -150,7 +150,7 @@ def compile_piece(roots, rec):
     program, leaves = runtime.linearize(roots)
     source = user_line(4)
     exe, compiled = runtime.compile_fixed(program, leaves, rec.keys | rec.params, "explicit",
-                                          source)
+                                          source, capture.equal_params(leaves, rec))
     if compiled:
         metrics.record_compile(source)
     piece = Piece(exe, program, [(n.shape, n.dtype, n.source) for n in roots])
