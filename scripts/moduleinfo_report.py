@@ -26,6 +26,9 @@ import warnings
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _checkout  # noqa: E402  (scripts/_checkout.py: lazyx from this checkout)
+
 RTOL, ATOL = 1e-4, 1e-5  # opinfo_report's float32 tolerances
 
 # Values are random: nothing to compare against CPU torch (lazyx's RNG is its own,
@@ -35,17 +38,7 @@ RANDOM = {}
 
 
 def _lt():
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        import lazyx  # noqa: F401
-    except ImportError:
-        shim = os.path.join(here, ".dev")
-        os.makedirs(shim, exist_ok=True)
-        if not os.path.islink(os.path.join(shim, "lazyx")):
-            os.symlink(here, os.path.join(shim, "lazyx"))
-        sys.path.insert(0, shim)
-    import lazyx.frontends.torch as lt
-    return lt
+    return _checkout.frontend('torch')
 
 
 def _to(x, device):

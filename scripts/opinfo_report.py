@@ -22,6 +22,9 @@ import warnings
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _checkout  # noqa: E402  (scripts/_checkout.py: lazyx from this checkout)
+
 # Values are random or unspecified: nothing to compare against eager.
 SKIP = {
     "bernoulli": "random", "normal": "random", "rand_like": "random", "randn_like": "random",
@@ -64,17 +67,7 @@ CPU_ARGS = {"tensor_split"}  # "expected tensor_indices_or_sections to be on cpu
 
 
 def _lt():
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        import lazyx  # noqa: F401
-    except ImportError:
-        shim = os.path.join(here, ".dev")
-        os.makedirs(shim, exist_ok=True)
-        if not os.path.islink(os.path.join(shim, "lazyx")):
-            os.symlink(here, os.path.join(shim, "lazyx"))
-        sys.path.insert(0, shim)
-    import lazyx.frontends.torch as lt
-    return lt
+    return _checkout.frontend('torch')
 
 
 def _to(x, device):

@@ -27,21 +27,14 @@ import warnings
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _checkout  # noqa: E402  (scripts/_checkout.py: lazyx from this checkout)
+
 OK, FALLBACK, ERROR, WRONG, SKIP = "lazy-and-equal", "fallback", "error", "wrong", "not tried"
 
 
 def _ltf():
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        import lazyx  # noqa: F401
-    except ImportError:
-        shim = os.path.join(here, ".dev")
-        os.makedirs(shim, exist_ok=True)
-        if not os.path.islink(os.path.join(shim, "lazyx")):
-            os.symlink(here, os.path.join(shim, "lazyx"))
-        sys.path.insert(0, shim)
-    import lazyx.frontends.tf as ltf
-    return ltf
+    return _checkout.frontend('tf')
 
 
 # ---------------------------------------------------------------- inputs ("@name" in tables)
