@@ -188,6 +188,8 @@ def inputs(part, handles, slot_handles, numbers, early):
             values[i] = slot_handles[a].node.value
         elif kind == "number":
             values[i] = b(a(numbers))
+        elif kind == "copy":  # the same number as an earlier input (replay_entry._copies)
+            values[i] = values[a]
         elif kind == "out":  # a result of a cut earlier in a split step
             values[i] = early[a].value
         else:  # a random key (b: its offset among the step's draws, which of its params)
