@@ -46,8 +46,24 @@ _POINTS = torch.randn(30, 2, dtype=torch.float64)
 _EDGES = [torch.linspace(-2, 2, 4, dtype=torch.float64), torch.tensor([-3., -1, 0, 0.5, 3],
                                                                       dtype=torch.float64)]
 
+_MULTI_TARGET = torch.tensor([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0], [4, -1, 0, 0, 0],
+                              [-1, 1, 2, 3, 4]])
+_IS_TARGET = aten.multilabel_margin_loss_forward(_X, _MULTI_TARGET, 1)[1]
+_VOLUME = torch.randn(1, 2, 5, 5, 5, dtype=torch.float64)
+_POOLED, _POOL_INDICES = aten.fractional_max_pool3d(_VOLUME, [2, 2, 2], [3, 3, 3],
+                                                    torch.rand(1, 2, 3, dtype=torch.float64))
+_POOL_GRAD = torch.rand_like(_POOLED)
+
 # op -> its direct call on a device ("cpu" or lt.device)
 DIRECT = {
+    aten.multilabel_margin_loss_backward.default:
+        lambda to: aten.multilabel_margin_loss_backward(
+            to(torch.tensor(0.3, dtype=torch.float64)), to(_X), to(_MULTI_TARGET), 1,
+            to(_IS_TARGET)),
+    aten.fractional_max_pool3d_backward.default:
+        lambda to: aten.fractional_max_pool3d_backward(
+            to(_POOL_GRAD), to(_VOLUME), [2, 2, 2], [3, 3, 3],
+            to(_POOL_INDICES)),
     aten._standard_gamma_grad.default:
         lambda to: aten._standard_gamma_grad(to(_ALPHA), to(_SAMPLE)),
     aten.multi_margin_loss_backward.default:
