@@ -310,6 +310,7 @@ _CONTAINERS = {}  # type -> children(obj) -> iterable of (name, child, stable)
 _MODES = {}       # type -> mode(obj) -> a hashable value the graph depends on (the guard's)
 _CHILD = {}       # type -> child(obj, name) -> the child called name, or None
 _SET_CHILD = {}   # type -> set_child(obj, name, value) -> whether it could
+_CHILDREN_AT = {}  # child function -> children_at(obj, names) -> [child or None per name]
 _NUMBERS = set()  # container types whose attributes hold numbers a step reads (a module tree)
 _TRACE_HOOKS = []  # context-manager factories entered around every trace
 _lookup_cache = {}
@@ -352,7 +353,8 @@ def register_tensor(cls, handle, wrap, is_lazy=None, write=None, takes_grad=None
     _lookup_cache.clear()
 
 
-def register_container(cls, children, mode=None, child=None, set_child=None, numbers=False):
+def register_container(cls, children, mode=None, child=None, set_child=None, numbers=False,
+                       children_at=None):
     """Objects holding state: `children(obj)` yields (name, child, stable): `name` says where
     the child is (stable across calls: a parameter's name, not its position), `stable` is
     False for state that a step may legitimately replace each call (a parameter's .grad).
@@ -363,11 +365,16 @@ def register_container(cls, children, mode=None, child=None, set_child=None, num
     a step creates (a .grad): True if it could. `numbers`: the container's attributes (and
     its children's, through them) hold Python numbers the step may read, which lazyx.compile
     guards (host_state.read_numbers: a torch module's `self.temperature`); an optimizer's
-    numbers have their own mechanism (state_number), a Keras layer's are in its `mode`."""
+    numbers have their own mechanism (state_number), a Keras layer's are in its `mode`.
+    `children_at(obj, names)`: `child` of each name, in one call (a replay reads an
+    optimizer's 300 state tensors at each call); it must not raise (None where a name has
+    no child). Default: `child` per name."""
     _CONTAINERS[cls] = children
     if numbers:
         _NUMBERS.add(cls)
     _CHILD[cls] = child or _search_children
+    if children_at is not None or child is None:
+        _CHILDREN_AT[_CHILD[cls]] = children_at or _search_children_at
     _SET_CHILD[cls] = set_child
     if mode is not None:
         _MODES[cls] = mode
@@ -389,6 +396,12 @@ def _search_children(obj, name):
     if table is None:
         table = _PASS[0][id(obj)] = {n: c for n, c, _ in _spec(type(obj))[1](obj)}
     return table.get(name)
+
+
+def _search_children_at(obj, names):
+    _search_children(obj, names[0])  # (lists them once per pass)
+    table = _PASS[0][id(obj)]
+    return [table.get(name) for name in names]
 
 
 def _container_fn(table, cls):
@@ -648,6 +661,29 @@ def fetch_child(parent, step):
         return _follow(parent, step)
     except (LookupError, AttributeError, TypeError):
         return None
+
+
+def read_plan(steps):
+    """How a replay reads the children at `steps` of one holder (`split`'s last steps): (the
+    container's children_at, their names) when they are all children of one container that
+    reads many at once, else (None, `steps`)."""
+    first = steps[0]
+    many = _CHILDREN_AT.get(first[1]) if first[0] == "child" else None
+    if many is not None and all(st[0] == "child" and st[1] is first[1] for st in steps):
+        return many, [st[2] for st in steps]
+    return None, list(steps)
+
+
+def fetch_planned(parent, how, items):
+    """The children of `parent` that `read_plan` planned to read (None where gone)."""
+    if parent is None:
+        return [None] * len(items)
+    if how is not None:
+        try:
+            return how(parent, items)
+        except (LookupError, AttributeError, TypeError):  # (a holder of another kind now)
+            return [None] * len(items)
+    return [fetch_child(parent, step) for step in items]
 
 
 def split(wheres):

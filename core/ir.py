@@ -291,6 +291,15 @@ def data(buffer, shape, dtype, source=False, sharding=None):
     return new_node("data", (), attrs, tuple(shape), dtype, buffer, 0, source)
 
 
+def data_nodes(buffers, metas):
+    """A data leaf per buffer, `metas` giving each one's (shape, dtype, source): a replay's
+    results, hundreds per call for an optimizer step."""
+    if LAYOUT_OF[0] is not None:
+        return [data(b, shape, dtype, source) for b, (shape, dtype, source) in zip(buffers, metas)]
+    return [new_node("data", (), _NO_ATTRS, tuple(shape), dtype, b, 0, source)
+            for b, (shape, dtype, source) in zip(buffers, metas)]
+
+
 _VALUE = Node.value  # the slot itself, under Derived's property
 
 

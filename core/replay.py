@@ -525,22 +525,53 @@ def _own_leaves(state):
 
 # ---------------------------------------------------------------- replaying
 
-def _replay(entry, tensors, handles, numbers, call):
-    """Run the entry's program for these arguments; a _Miss (why not) if the state now found
-    where the step found its state does not fit the program."""
-    slots = entry.slots
-    objects = [obj for _, obj in entry.roots]
-    capture.new_pass()
-    holders = [capture.fetch(objects, where) for where in entry.holders]
-    child = capture.fetch_child
-    for where, t in entry.made_here:
-        if capture.fetch(objects, where) is not t:
-            return _Miss("state the traced call made (a table it stored) was rebound since")
-    current, slot_handles = [], []
-    stale = None
-    for slot in slots:
-        holder, step = slot.at
-        t = objects[step] if holder is None else child(holders[holder], step)
+def _found(entry, objects, holders):
+    """What is now where the trace found each state tensor: each slot's, then each slot's
+    other places (entry.same_at), each holder's read in one go (replay_entry._plan_reads)."""
+    flat = []
+    for holder, how, items in entry.state_reads:
+        if holder is None:  # a global or a closure cell holding the tensor itself
+            flat += [objects[i] for i in items]
+        else:
+            flat += capture.fetch_planned(holders[holder], how, items)
+    return [flat[i] for i in entry.read_order]
+
+
+class _Present(Exception):
+    """State the traced call created exists at the start of a replay."""
+
+
+def _absent(t):
+    if t is not None:
+        raise _Present
+    return None
+
+
+def _read_state(entry, found):
+    """(the state tensors, their handles, those whose values are not computed yet) for a
+    replay, or a _Miss when the state now found does not fit the program. A replay of a
+    step over 100 parameters reads about 500: each check is one pass over all of them,
+    and only a failed one looks at each tensor in turn to say what failed."""
+    current = found[:len(entry.slots)]
+    try:
+        if any([found[s] is not found[k] for s, k in entry.same_reads]):
+            raise _Present
+        slot_handles = [_absent(t) if slot.created else slot.handle(t)
+                        for slot, t in zip(entry.slots, current)]
+        nodes = [h if h is None else h.node for h in slot_handles]
+        if [x if x is None else (x.shape, x.dtype) for x in nodes] != entry.expected:
+            raise _Present
+    except (_Present, AttributeError, TypeError, RuntimeError):
+        return _read_each(entry, found)
+    stale = [h for h, node in zip(slot_handles, nodes) if node is not None and node.op != "data"]
+    return current, slot_handles, stale
+
+
+def _read_each(entry, found):
+    """_read_state, slot by slot: what did not fit, or the same result."""
+    current, slot_handles, stale = [], [], []
+    for s, slot in enumerate(entry.slots):
+        t = found[s]
         if slot.created:  # the program makes it: there must be none to start from
             if t is not None:
                 return _Miss("state the traced call created (a .grad) exists now")
@@ -549,9 +580,6 @@ def _replay(entry, tensors, handles, numbers, call):
             continue
         if t is None:
             return _Miss("captured state is gone (a .grad set to None, an entry removed)")
-        for holder, step in slot.same_at:
-            if (objects[step] if holder is None else child(holders[holder], step)) is not t:
-                return _Miss("two places that held the same state tensor hold different ones")
         try:
             h = slot.handle(t)
         except (AttributeError, TypeError, RuntimeError):
@@ -560,18 +588,37 @@ def _replay(entry, tensors, handles, numbers, call):
         if node.shape != slot.shape or node.dtype != slot.dtype:
             return _Miss("a captured state tensor changed shape or dtype")
         if node.op != "data":
-            stale = stale or []
             stale.append(h)
         current.append(t)
         slot_handles.append(h)
+    for s, k in entry.same_reads:
+        if found[s] is not found[k]:
+            return _Miss("two places that held the same state tensor hold different ones")
+    return current, slot_handles, stale
+
+
+def _replay(entry, tensors, handles, numbers, call):
+    """Run the entry's program for these arguments; a _Miss (why not) if the state now found
+    where the step found its state does not fit the program."""
+    slots = entry.slots
+    objects = [obj for _, obj in entry.roots]
+    capture.new_pass()
+    holders = [capture.fetch(objects, where) for where in entry.holders]
+    for where, t in entry.made_here:
+        if capture.fetch(objects, where) is not t:
+            return _Miss("state the traced call made (a table it stored) was rebound since")
+    found = _found(entry, objects, holders)
+    read = _read_state(entry, found)
+    if type(read) is _Miss:
+        return read
+    current, slot_handles, stale = read
+    child = capture.fetch_child
     for h in handles:
         if h.node.op != "data":
-            stale = stale or []
             stale.append(h)
     if stale:
         runtime.sync(*stale, cause="explicit", source=user_line(3))
 
-    data = ir.data
     early, seconds = [], 0.0
     # (the values the call starts from, for results that are copies of them: item's "start")
     at_start = ([h.node for h in handles], [h and h.node for h in slot_handles]) \
@@ -591,19 +638,19 @@ def _replay(entry, tensors, handles, numbers, call):
         start = time.perf_counter()
         buffers = entry.exe(values)
         seconds += time.perf_counter() - start
-        outs = [data(b, shape, dtype, source) for b, (shape, dtype, source) in
-                zip(buffers, entry.outs)]
+        outs = ir.data_nodes(buffers, entry.outs)
         if entry.derived[1]:
             outs = runtime.expand_results(outs, *entry.derived)
     metrics.record_replay(seconds)
     if early:
         outs += early
-    for k, s in entry.slot_writes:
-        t = current[s]
+    for k, s, write in entry.writes_in_place:
+        write(current[s], slot_handles[s], outs[k])
+    for k, s in entry.writes_stored:
         slot = slots[s]
-        if t is None:  # created by the step: a new tensor, stored where the step stores it
+        if slot.created:  # a new tensor, stored where the step stores it
             capture.store(objects, slot.where, slot.wrap(slot.template, outs[k]))
-        elif slot.replaced:  # the step put a new tensor there: so does its replay
+        else:  # the step put a new tensor there (slot.replaced): so does its replay
             new = slot.wrap(slot.template, outs[k])
             for holder, step in [slot.at] + slot.same_at:
                 if holder is None:  # a global or closure cell: rebound, and guarded as such
@@ -613,8 +660,6 @@ def _replay(entry, tensors, handles, numbers, call):
                     objects[step] = new
                 else:
                     capture.store_child(holders[holder], step, new)
-        else:
-            slot.write(t, slot_handles[s], outs[k])
     for where in entry.removals:
         capture.store(objects, where, None)
     for k, o in entry.arg_updates:

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from . import capture, host_state, runtime
+from . import capture, host_state, runtime, split_steps
 from . import dtypes as dt
 from .capture import _flatten, _spec
 from .source import format_line
@@ -26,14 +26,23 @@ class Entry:
         self.roots = []             # (getter, object)
         self.slots = []             # Slot per captured state tensor
         self.holders = []           # wheres of the objects holding them (capture.split)
+        self.state_reads = []       # (holder index, how, names): how a replay reads them
+        self.read_order = []        # _plan_reads
+        self.same_reads = []        # (slot, position in found): places that held one tensor
+        self.expected = []          # (shape, dtype) per slot, None for state the step creates
         self.exe = None
         self.program = None
         self.feed = []              # per program input: a function (ctx) -> value
+        self.template = []          # its constant inputs, None where the call feeds one
+        self.dynamic = []           # (index, kind, a, b) per input fed at each call
+        self.feeds = split_steps.feeds(())  # the same, grouped by kind
         self.streams = []           # (stream, draws)
         self.reseeds = []           # (stream, seed, counter) the step leaves a reseeded one at
         self.outs = []              # (shape, dtype, source) per computed result
         self.derived = ((), (), ())  # results made from others (runtime.plan_results)
         self.slot_writes = []       # (output index, slot index)
+        self.writes_in_place = []   # (output index, slot index, write): _plan_state
+        self.writes_stored = []     # (output index, slot index) of new tensors: _plan_state
         self.handle_writes = []     # (output index, weakref to a handle)
         self.start_values = False   # a result or write is an argument's or state's start value
         self.start_writes = []      # ((arg|slot, index), slot|arg, index): see build_entry
@@ -117,6 +126,40 @@ def _copies(dynamic):
                 continue
         out.append((i, kind, a, b))
     return out
+
+
+def _plan_state(entry):
+    """How a replay reads its state: per holder, all the children it holds in one go
+    (capture.read_plan), with `read_order` putting them back in the order `found` lists
+    them -- each slot's tensor, then each slot's other places (`same_at`), slot by slot --
+    and, per slot, what to expect there ((shape, dtype), or None for state the step
+    creates). And how it writes state: into the tensor found (`writes_in_place`, with each
+    one's write function), or as a new tensor stored there (`writes_stored`)."""
+    at = [slot.at for slot in entry.slots] + \
+        [other for slot in entry.slots for other in slot.same_at]
+    groups = {}
+    for position, (holder, step) in enumerate(at):
+        groups.setdefault(holder, []).append((position, step))
+    entry.state_reads, order, flat = [], [None] * len(at), 0
+    for holder, items in groups.items():
+        steps = [step for _, step in items]
+        how, names = (None, steps) if holder is None else capture.read_plan(steps)
+        entry.state_reads.append((holder, how, names))
+        for position, _ in items:
+            order[position] = flat
+            flat += 1
+    entry.read_order = order
+    others = iter(range(len(entry.slots), len(at)))
+    entry.same_reads = [(s, next(others)) for s, slot in enumerate(entry.slots)
+                        for _ in slot.same_at]
+    entry.expected = [None if slot.created else (slot.shape, slot.dtype) for slot in entry.slots]
+    entry.writes_in_place, entry.writes_stored = [], []
+    for k, s in entry.slot_writes:
+        slot = entry.slots[s]
+        if slot.created or slot.replaced:
+            entry.writes_stored.append((k, s))
+        else:
+            entry.writes_in_place.append((k, s, slot.write))
 
 
 def _ties(ties, numbers, probe):
@@ -253,6 +296,7 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         # out seeds and numbers in call order (frontends/tf/api_random.py)
         part.dynamic.sort(key=lambda d: d[3][0] if d[1] == "key" else -1)
         part.dynamic = _copies(part.dynamic)
+        part.feeds = split_steps.feeds(part.dynamic)
         return feed
 
     for piece, feed in zip(pieces, feeds):
@@ -356,6 +400,7 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     rest = iter(steps[len(wheres):])
     for slot, at, n in zip(entry.slots, steps, counts):
         slot.at, slot.same_at = at, [next(rest) for _ in range(n)]
+    _plan_state(entry)
     # an argument the step updated (an in-place op, a tf.Variable's assign): the new value
     # goes to the tensor passed at that position in each call, not to this trace's tensor
     entry.arg_updates = []

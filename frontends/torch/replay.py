@@ -36,8 +36,11 @@ def _handle(t):
     # updated the functional storage, not p's inner tensor: sync applies it, or a replay read
     # p's value from before the write. When the only mutation since the last replay is that
     # replay's own commit (_write), the inner tensor holds the value already: the sync would
-    # only regenerate it (25 us per tensor, measured, against 0.2 for the counter's read)
-    if not _own_commit_only(t):
+    # only regenerate it (25 us per tensor, measured, against 0.2 for the counter's read).
+    # (Not the handle that commit wrote: a sync since, which any op reading the tensor
+    # makes, regenerates the inner tensor, with a new handle, and counts no mutation.)
+    entry = _commits.get(id(t))
+    if entry is None or entry.mutations != _mutations(t) or entry.ref() is not t:
         _sync(t)
     return torch._from_functional_tensor(t)._lazyx_handle
 
@@ -66,11 +69,6 @@ class _Commits:
 _commits = {}  # id(tensor) -> _Commits
 
 
-def _own_commit_only(t):
-    entry = _commits.get(id(t))
-    return entry is not None and entry.mutations == _mutations(t) and entry.ref() is t
-
-
 def _write(t, handle, node):
     """Store a replay's value: rebind the inner tensor's handle, then tell functionalization
     it is the tensor's new value. Views (t.detach(), state_dict()) are regenerated from the
@@ -81,8 +79,7 @@ def _write(t, handle, node):
     handle.node = node
     if type(t) is _tensor.LazyTensor:
         return
-    inner = torch._from_functional_tensor(t)
-    torch._functionalize_replace(t, inner)
+    torch._functionalize_replace(t, torch._from_functional_tensor(t))
     torch._functionalize_commit_update(t)
     entry = _commits.get(id(t))
     if entry is None or entry.ref() is not t:
@@ -137,18 +134,23 @@ _NOT_STATE = (torch.nn.Module, types.FunctionType, types.MethodType, types.Modul
               functools.partial)
 
 
-_DOTTED = {}  # "net.0.weight" -> (["net", "0"], "weight")
+_DOTTED = {}  # "net.0.weight" -> ("net.0", ["net", "0"], "weight")
+
+
+def _dotted(name):
+    parts = _DOTTED.get(name)
+    if parts is None:
+        prefix, _, last = name.rpartition(".")
+        parts = _DOTTED[name] = (prefix, prefix.split(".") if prefix else [], last)
+    return parts
 
 
 def _owner(module, dotted):
     """(the submodule holding the parameter or buffer named `dotted`, its own name)."""
-    parts = _DOTTED.get(dotted)
-    if parts is None:
-        *path, last = dotted.split(".")
-        parts = _DOTTED[dotted] = (path, last)
-    for part in parts[0]:
+    _, path, last = _dotted(dotted)
+    for part in path:
         module = module._modules[part]
-    return module, parts[1]
+    return module, last
 
 
 def _module_child(module, name):
@@ -161,6 +163,40 @@ def _module_child(module, name):
         return module.__dict__.get(last)
     p = module._parameters.get(last)
     return p if kind == "param" or p is None else p.grad
+
+
+def _module_children(module, names):
+    """_module_child of each name (capture.register_container's children_at): each submodule
+    on the way found once, not once per tensor it holds."""
+    owners, out = {}, []
+    for kind, dotted in names:
+        prefix, path, last = _dotted(dotted)
+        owner = owners.get(prefix, _UNSEEN)
+        if owner is _UNSEEN:
+            owner = owners[prefix] = _walk(module, path)
+        if owner is None:
+            out.append(None)
+        elif kind == "param":
+            out.append(owner._parameters.get(last))
+        elif kind == "grad":
+            p = owner._parameters.get(last)
+            out.append(None if p is None else p.grad)
+        elif kind == "buffer":
+            out.append(owner._buffers.get(last))
+        else:
+            out.append(owner.__dict__.get(last))
+    return out
+
+
+_UNSEEN = object()
+
+
+def _walk(module, path):
+    for part in path:
+        module = module._modules.get(part)
+        if module is None:
+            return None
+    return module
 
 
 def _set_module_child(module, name, value):
@@ -186,6 +222,23 @@ def _optimizer_child(opt, name):
             return p if name[0] == "param" else opt.state.get(p, {}).get(name[2])
         index -= len(params)
     return None
+
+
+def _optimizer_children(opt, names):
+    """_optimizer_child of each name (children_at): the parameters listed once."""
+    groups = opt.param_groups
+    params = [p for group in groups for p in group["params"]]
+    state, out = opt.state, []
+    for name in names:
+        kind, index = name[0], name[1]
+        if kind == "state":
+            held = state.get(params[index]) if index < len(params) else None
+            out.append(None if held is None else held.get(name[2]))
+        elif kind == "param":
+            out.append(params[index] if index < len(params) else None)
+        else:
+            out.append(groups[index].get(name[2]) if index < len(groups) else None)
+    return out
 
 
 def _optimizer_state(opt):
@@ -373,9 +426,10 @@ _view_metas = torch._C._functionalization.get_view_meta_sequence
 replay.register_tensor(torch.Tensor, _handle, _wrap, _is_lazy, _write, _takes_grad,
                        _has_backward, _version, _memory, _base, _own_storage)
 replay.register_container(torch.nn.Module, _module_state, mode=_modes, child=_module_child,
-                          set_child=_set_module_child, numbers=True)
+                          set_child=_set_module_child, numbers=True,
+                          children_at=_module_children)
 replay.register_container(torch.optim.Optimizer, _optimizer_state, mode=_param_groups,
-                          child=_optimizer_child)
+                          child=_optimizer_child, children_at=_optimizer_children)
 replay.register_trace_hook(_tracing)
 
 
