@@ -768,16 +768,42 @@ def _in_place(func, args, kwargs):
     return target
 
 
+def _powsum(x, ord=2, dtype=None):
+    return torch.sum(torch.abs(x) ** ord, dtype=dtype)
+
+
+# torch.X where the foreach op's element is another function: maximum and minimum take a
+# number only as a clamp (torch.maximum wants a tensor; clamp propagates NaN as they do),
+# and _foreach_powsum (sum(|x| ** ord) per tensor, new in torch 2.13) has no torch.powsum
+_ELEMENT_WITH_A_NUMBER = {"maximum": torch.clamp_min, "minimum": torch.clamp_max}
+_ELEMENTS = {"powsum": _powsum}
+
+
+def _scalars_on_cpu(scalars):
+    """The Tensor overload of _foreach_addcmul/addcdiv's scalars as numbers, as torch reads
+    them (a CPU tensor, one value per element)."""
+    if scalars.device.type != "cpu":
+        raise RuntimeError(f"Expected scalars to be on CPU, got {scalars.device.type} instead.")
+    return scalars.tolist()
+
+
 def foreach(func, args, kwargs):
     """torch._foreach_X(lists, ...) (what optimizers call): X per element, lists zipped."""
     name = func.__name__.split(".")[0][len("_foreach_"):]
     # torch.X, else the ATen op itself: functionalization's _foreach_copy / _foreach_zero
     # (Rprop's and ASGD's foreach paths) have no torch.copy or torch.zero
-    fn = getattr(torch, name, None) or getattr(torch.Tensor, name, None) or \
-        getattr(torch.ops.aten, name)
+    fn = _ELEMENTS.get(name) or getattr(torch, name, None) or \
+        getattr(torch.Tensor, name, None) or getattr(torch.ops.aten, name)
     length = next(len(a) for a in args if isinstance(a, (list, tuple)))
     if name in ("addcmul", "addcdiv") and len(args) == 4:  # value is keyword-only in torch.X
-        args, kwargs = args[:3], dict(kwargs, value=args[3])
+        scalars = args[3]
+        if isinstance(scalars, torch.Tensor):
+            scalars = _scalars_on_cpu(scalars)
+        args, kwargs = args[:3], dict(kwargs, value=scalars)
+    if name in _ELEMENT_WITH_A_NUMBER:  # (a number, or a list of one per element)
+        other = args[1][0] if isinstance(args[1], (list, tuple)) and args[1] else args[1]
+        if not isinstance(other, torch.Tensor):
+            fn = _ELEMENT_WITH_A_NUMBER[name]
     results = []
     # A user's foreach call (depth 1) makes its element calls as the user's own: at depth 0
     # each takes the C dispatcher's fast path or stamps its recipe (recipes.py), as a

@@ -55,7 +55,9 @@ def _train(model, opt_name, device, compiled, steps, dropout_seed=None):
     return losses, {k: v.detach().cpu() for k, v in model.state_dict().items()}
 
 
-@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW"])
+# (ASGD and NAdam: foreach paths of their own on the device, ASGD's clamping its mu with
+# _foreach_maximum_, which raised a TypeError in every compiled ASGD step until 2026-12-04)
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam", "AdamW", "ASGD", "NAdam"])
 def test_module_with_optimizer_replays_like_the_uncompiled_run(opt_name):
     torch.manual_seed(0)
     eager = _Net()
