@@ -10,7 +10,8 @@ Modules whose train and eval modes differ run in both (torch's own test_modules 
 
 A sample is
 - pass:      every value matches (torch.testing.assert_close, opinfo_report's float32
-             tolerances) and no aten op ran on CPU torch;
+             tolerances) and no aten op ran on CPU torch; or, where one does not, it is as
+             close to CPU torch's float64 result as CPU torch's float32 one is (listed);
 - wrong:     lazyx computed different numbers (the serious kind);
 - error:     lazyx raised where CPU torch did not;
 - fallback:  the values match, but lazyx.metrics()["fallback_ops"] counted CPU-torch ops;
@@ -41,17 +42,20 @@ def _lt():
     return _checkout.frontend('torch')
 
 
-def _to(x, device):
-    """A fresh leaf copy on `device` of every tensor in nested args (grads kept apart)."""
+def _to(x, device, dtype=None):
+    """A fresh leaf copy on `device` of every tensor in nested args (grads kept apart), its
+    floating tensors in `dtype` if given."""
     if isinstance(x, torch.Tensor):
         y = x.detach().clone().to(device)
+        if dtype is not None and y.is_floating_point():
+            y = y.to(dtype)
         return y.requires_grad_(x.requires_grad) if x.is_floating_point() else y
     if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(_to(i, device) for i in x)
+        return type(x)(_to(i, device, dtype) for i in x)
     if isinstance(x, tuple):  # a namedtuple (PackedSequence)
-        return type(x)(*(_to(i, device) for i in x))
+        return type(x)(*(_to(i, device, dtype) for i in x))
     if isinstance(x, dict):
-        return {k: _to(v, device) for k, v in x.items()}
+        return {k: _to(v, device, dtype) for k, v in x.items()}
     return x
 
 
@@ -111,24 +115,64 @@ def _cast(x, dtype):
     return x
 
 
-def run_sample(info, sample, training, lt, seed=0, dtype=torch.float32):
-    """'pass', 'fallback: ops', 'skip: why', 'wrong: why' or 'error: why'."""
-    import lazyx
-    cls = info.module_cls
-    # FractionalMaxPool's samples make `_random_samples` float64 whatever the input's dtype,
-    # which CPU torch refuses for float32 input: constructor tensors take the sample's dtype
+def _values(outs, module, inputs):
+    """[(what, tensor or None)] a sample compares: outputs, buffers, each parameter's grad,
+    each input's grad (inputs that require one), in an order fixed by the module's names."""
+    values = [(f"output {i}", t) for i, t in enumerate(outs)]
+    values += [(f"buffer {n}", b) for n, b in module.named_buffers()]
+    values += [(f"grad of {n}", p.grad) for n, p in module.named_parameters()]
+    values += [(f"grad of input {i}", t.grad) for i, t in enumerate(_tensors(inputs))
+               if t.requires_grad]
+    return values
+
+
+def _built(info, sample, training, seed, dtype, args, kwargs):
+    """The sample's module built on the CPU under `seed` (materialized on `args` if lazy)."""
     cargs, ckw = _cast(sample.constructor_input.args, dtype), \
         _cast(sample.constructor_input.kwargs, dtype)
+    torch.manual_seed(seed)
+    module = info.module_cls(*cargs, **ckw)
+    module.train(training)
+    if info.is_lazy:  # materialize on the CPU: the lazy copy's init would use lazyx's RNG
+        with torch.no_grad():
+            module(*_to(args, "cpu"), **_to(kwargs, "cpu"))
+    return module
+
+
+def _closer_to_float64(info, sample, training, seed, failed, lazy_values, cpu_values):
+    """Whether every value in `failed` (indices into the value lists) is as close to CPU
+    torch's float64 result as CPU torch's own float32 one is: lazyx rounding otherwise, and
+    better (CTC's float64 recursion), is not wrong. The float64 module is the float32 one's
+    copy, cast."""
+    fargs, fkw = sample.forward_input.args, sample.forward_input.kwargs
+    try:
+        module = _built(info, sample, training, seed, torch.float32, fargs, fkw).double()
+        args, kwargs = _to(fargs, "cpu", torch.float64), _to(fkw, "cpu", torch.float64)
+        exact = _values(_step(module, args, kwargs), module, (args, kwargs))
+    except Exception:  # noqa: BLE001 -- no float64 answer: the comparison stands
+        return False
+    for i in failed:
+        got, rounded, want = lazy_values[i][1], cpu_values[i][1], exact[i][1]
+        if want is None or got.shape != want.shape or not want.is_floating_point():
+            return False
+        want = want.detach()
+        if (got.detach().cpu().double() - want).abs().nan_to_num(float("inf")).max() > \
+                (rounded.detach().double() - want).abs().nan_to_num(float("inf")).max():
+            return False
+    return True
+
+
+def run_sample(info, sample, training, lt, seed=0, dtype=torch.float32):
+    """'pass', 'pass: closer to float64 ...', 'fallback: ops', 'skip: why', 'wrong: why' or
+    'error: why'."""
+    import lazyx
+    # FractionalMaxPool's samples make `_random_samples` float64 whatever the input's dtype,
+    # which CPU torch refuses for float32 input: constructor tensors take the sample's dtype
     fargs, fkw = sample.forward_input.args, sample.forward_input.kwargs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            torch.manual_seed(seed)
-            cpu_module = cls(*cargs, **ckw)
-            cpu_module.train(training)
-            if info.is_lazy:  # materialize on the CPU: the lazy copy's init would use lazyx's RNG
-                with torch.no_grad():
-                    cpu_module(*_to(fargs, "cpu"), **_to(fkw, "cpu"))
+            cpu_module = _built(info, sample, training, seed, dtype, fargs, fkw)
             lazy_module = copy.deepcopy(cpu_module)
             cpu_args, cpu_kw = _to(fargs, "cpu"), _to(fkw, "cpu")
             lazy_args, lazy_kw = _to(fargs, lt.device), _to(fkw, lt.device)
@@ -141,33 +185,36 @@ def run_sample(info, sample, training, lt, seed=0, dtype=torch.float32):
             lazy_module.to(lt.device)
             _move_plain_tensors(lazy_module, lt.device)
             got = _step(lazy_module, lazy_args, lazy_kw)
-            pairs = [(f"output {i}", g, e) for i, (g, e) in enumerate(zip(got, expected))]
-            pairs += [(f"buffer {n}", b, dict(cpu_module.named_buffers())[n])
-                      for n, b in lazy_module.named_buffers()]
-            pairs += [(f"grad of {n}", p.grad, dict(cpu_module.named_parameters())[n].grad)
-                      for n, p in lazy_module.named_parameters()]
-            pairs += [(f"grad of input {i}", g.grad, e.grad) for i, (g, e) in
-                      enumerate(zip(_tensors((lazy_args, lazy_kw)), _tensors((cpu_args, cpu_kw))))
-                      if e.requires_grad]
             if len(got) != len(expected):
                 return f"wrong: {len(got)} outputs, CPU gave {len(expected)}"
-            reasons = []
-            for what, g, e in pairs:
+            lazy_values = _values(got, lazy_module, (lazy_args, lazy_kw))
+            cpu_values = _values(expected, cpu_module, (cpu_args, cpu_kw))
+            reasons, failed = [], []
+            for i, ((what, g), (_, e)) in enumerate(zip(lazy_values, cpu_values)):
                 if (g is None) != (e is None):
                     reasons.append(f"{what}: {'missing' if g is None else 'unexpected'}")
                 elif g is not None:
                     reason = _compare(what, g, e)  # materializes: lazy errors raise here
                     if reason:
                         reasons.append(reason)
+                        failed.append(i)
         except Exception as err:
             msg = str(err).splitlines()[0][:120] if str(err) else ""
             return f"error: {type(err).__name__}: {msg}"
-    if reasons:
-        return "wrong: " + "; ".join(reasons[:3]) + (f" (+{len(reasons) - 3})"
-                                                      if len(reasons) > 3 else "")
+        closer = reasons and len(failed) == len(reasons) and dtype == torch.float32 and \
+            _closer_to_float64(info, sample, training, seed, failed, lazy_values, cpu_values)
     after = lazyx.metrics()["fallback_ops"]
     names = sorted(k for k, n in after.items() if n > before.get(k, 0))
-    return "fallback: " + " ".join(names) if names else "pass"
+    if reasons and not closer:
+        return "wrong: " + "; ".join(reasons[:3]) + (f" (+{len(reasons) - 3})"
+                                                      if len(reasons) > 3 else "")
+    if names:
+        return "fallback: " + " ".join(names)
+    if closer:
+        return ("pass: closer to CPU torch in float64 than its float32 is (" +
+                "; ".join(reasons[:2]) + (f" (+{len(reasons) - 2})" if len(reasons) > 2 else "")
+                + ")")
+    return "pass"
 
 
 def samples(info, training, dtype=torch.float32):
@@ -222,7 +269,7 @@ def main():
         for label, r in results:
             kind = r.split(":")[0]
             counts[kind] += 1
-            if kind != "pass":
+            if r != "pass":
                 notes.append(f"- `{name}` {label}: **{kind}**{r[len(kind):]}")
         for k in KINDS:
             totals[k] += counts[k]
@@ -246,7 +293,7 @@ def main():
         "|---" * (len(KINDS) + 1) + "|",
         *rows,
         "",
-        "## Samples that did not pass (first reasons)",
+        "## Samples that did not pass, or passed against float64 (first reasons)",
         "",
         *notes,
     ]
