@@ -16,7 +16,7 @@ import torch
 from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
 from ...core import compose
-from . import autocast, dtypes, fused_attention, fused_optim, hooks, recurrent, tensor
+from . import autocast, dtypes, fused_attention, fused_optim, hooks, readless, recurrent, tensor
 from .aten import data_dependent, indexing, losses, random as lazy_random
 
 
@@ -194,6 +194,7 @@ def register():
     recurrent.register(lib)  # nn.LSTM / nn.GRU: ATen's route for non-CPU devices is CUDA-only
     fused_optim.register(lib)  # Adam(fused=True) and kin: ATen has CPU and CUDA kernels only
     fused_attention.register(lib)  # inference fast paths of nn.MultiheadAttention & encoders
+    readless.register(lib)  # combinations, cov (and corrcoef): ATen's read values they need not
     lib.impl("one_hot", data_dependent.one_hot, "AutogradPrivateUse1")  # its class count read
     lib.impl("ctc_loss.Tensor", losses.ctc_loss, "AutogradPrivateUse1")  # CPU lengths
     lib.impl("embedding_backward", indexing.embedding_backward, "AutogradPrivateUse1")  # dense

@@ -7,11 +7,12 @@ by torch's own Python code is a fallback named after the torch function that ask
 
 Each function is called with the first pattern of `_argument_table()` it accepts (no value
 checked here: test_ops.py and test_opinfo.py compare numbers). Outcomes of the 917
-functions, torch 2.13.0, both backends: 603 lazy, 25 counted fallbacks (ops with no lowering,
-and torch code reading a value: F.gaussian_nll_loss), 17 data-dependent syncs by design
-(nonzero, one_hot without num_classes, linalg's error checks), 3 observations by design
-(_OBSERVATIONS), 269 not called (no pattern fits: windows and factories without tensor
-inputs, quantized, sparse, cudnn/miopen kernels, ...), 0 silent. The sweep takes ~5 s.
+functions, torch 2.13.0, both backends (2026-12-04): 619 lazy, 10 counted fallbacks (ops with
+no lowering, and torch code reading a value: F.gaussian_nll_loss), 16 data-dependent syncs
+by design (nonzero, bincount, one_hot without num_classes, equal, linalg's error checks), 3
+observations by design (_OBSERVATIONS), 269 not called (no pattern fits: windows and
+factories without tensor inputs, quantized, sparse, cudnn/miopen kernels, ...), 0 silent.
+(cov, corrcoef and combinations were data-dependent until readless.py.) The sweep takes ~5 s.
 See docs/torch.md, "No silent eager turn".
 """
 import inspect
