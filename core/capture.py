@@ -70,6 +70,8 @@ class Recording:
         self.start_nodes = ()  # ids of the state's and arguments' nodes when the trace began
         self.arg_nodes = ()    # id of each argument tensor's node then, in order
         self.serial0 = 0       # ir.CREATED when it began: older nodes were made before the step
+        self.effects = []      # (owner, call, holders): replayed_effect
+        self.effects_ok = True  # False: a call like them was made that cannot be replayed
 
 
 # ---------------------------------------------------------------- hooks
@@ -661,6 +663,26 @@ def fetch_child(parent, step):
         return _follow(parent, step)
     except (LookupError, AttributeError, TypeError):
         return None
+
+
+def replayed_effect(owner, call, holders):
+    """While lazyx.compile traces: `call`, which the step has just made, changes Python numbers
+    only -- `owner`'s attributes and items of the dicts `holders` (an LR scheduler's step: its
+    counters, its optimizer's param groups). A replay makes it again after its program, where
+    the step would otherwise run lazily (its numbers changed while it ran). replay._trace takes
+    the effects only when nothing else changed and no result is a plain number."""
+    rec = current()
+    if rec is not None and rec.numbers is not None:
+        rec.effects.append((owner, call, holders))
+
+
+def effect_spoiled():
+    """A call like replayed_effect's was made in a way a replay cannot repeat after its
+    program (an LR scheduler stepped before its optimizer, or by another scheduler): the
+    trace's effects are not taken, and the step runs lazily as the numbers it changed say."""
+    rec = current()
+    if rec is not None:
+        rec.effects_ok = False
 
 
 def read_plan(steps):

@@ -52,16 +52,20 @@ def snapshot(roots, tensor_version=lambda value: None):
             items, get = list(attrs.items()), _attr
         for key, value in items:
             if type(value) is not bool:
-                _add(out, _name(obj, key), lambda g=getter, key=key, get=get: get(g(), key),
-                     value, tensor_version)
+                read = lambda g=getter, key=key, get=get: get(g(), key)  # noqa: E731
+                read.holder = id(obj)  # (whose number: changed_by_step's `replayed`)
+                _add(out, _name(obj, key), read, value, tensor_version)
     out.append(("np.random's global generator", _global_state, "rng", _global_state()))
     return out
 
 
-def changed_by_step(before):
+def changed_by_step(before, replayed=()):
     """What the traced call changed itself among the snapshot's numbers, generators and
-    arrays ('name: was -> now'), else None."""
+    arrays ('name: was -> now'), else None. `replayed`: ids of objects whose numbers an
+    effect each replay makes again changes (an LR scheduler's: capture.replayed_effect)."""
     for name, getter, kind, value in before:
+        if getattr(getter, "holder", None) in replayed:
+            continue
         try:
             now = getter()
         except (LookupError, AttributeError, TypeError):

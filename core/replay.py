@@ -332,17 +332,22 @@ class Compiled:
                            rebinds, pieces, early_of):
             return _plain_deep(result), None
         entry.modes = [(obj, mode, mode(obj)) for obj, mode in modes]
-        changed = _state_numbers_changed(numbers, rec.state_numbers)
+        effects = _replayable_effects(rec, result)
+        changed = _state_numbers_changed(numbers, rec.state_numbers,
+                                         {id(h) for _, _, holders in effects for h in holders})
         if changed is not None:
             self._stay_lazy(None, None, f"it changes a Python number kept in state while it "
-                            f"runs ({changed}: an LR scheduler stepped inside the step?), "
-                            f"which a replay, running no Python, would not change again; "
-                            f"step it outside the compiled function", stacklevel=4)
+                            f"runs ({changed}: an LR scheduler stepped inside the step before "
+                            f"its optimizer, by another scheduler, or of a class with a step "
+                            f"of its own?), which a replay, running no Python, would not change "
+                            f"again; step it after its optimizer's step (each replay steps it "
+                            f"again then) or outside the compiled function", stacklevel=4)
             return _plain_deep(result), None
         # (a step that updates state -- a training step -- took its own backward; a result's
         # backward graph is for logging there)
         entry.graph_results = not slot_out and _result_needs_grad(result)
-        changed = host_state.changed_by_step(host) or host_state.changed_numbers(found)
+        changed = host_state.changed_by_step(host, {id(owner) for owner, _, _ in effects}) or \
+            host_state.changed_numbers(found)
         if changed is not None:
             self._stay_lazy(None, None, f"{changed}, which a replay, running no Python, "
                             f"would not do again", stacklevel=4)
@@ -355,6 +360,7 @@ class Compiled:
                             f"runs, which a replay, running no Python, would not do again; "
                             f"keep such state on the lazyx device", stacklevel=4)
             return _plain_deep(result), None
+        entry.effects = [call for _, call, _ in effects]
         entry.host_arrays = host_state.array_guards(host)
         entry.float_guards = [(read, value) for read, _, value in found
                               if read.lazyx_key not in self.varying]
@@ -525,6 +531,20 @@ def _own_leaves(state):
 
 # ---------------------------------------------------------------- replaying
 
+def _replayable_effects(rec, result):
+    """The trace's host effects a replay can make again after its program
+    (capture.replayed_effect), or none: when a call like them could not be recorded, or when
+    the step returns a plain number, which a replay would return as traced (a scheduler's
+    get_last_lr() from before its replayed step)."""
+    if not rec.effects or not rec.effects_ok:
+        return []
+    numbers = []
+    _flatten(result, [], numbers, "result", [])
+    if any(type(x) in (int, float) for x in numbers):
+        return []
+    return rec.effects
+
+
 def _found(entry, objects, holders):
     """What is now where the trace found each state tensor: each slot's, then each slot's
     other places (entry.same_at), each holder's read in one go (replay_entry._plan_reads)."""
@@ -679,6 +699,8 @@ def _replay(entry, tensors, handles, numbers, call):
         h = ref()
         if h is not None:
             h.node = outs[k]
+    for call in entry.effects:  # (an LR scheduler's step, made by the step after its update)
+        call()
     def value(kind, x, template):
         if kind == "new":
             return _spec(type(template))[1][2](template, outs[x])

@@ -21,12 +21,16 @@ def _result_needs_grad(result):
     return any(_spec(type(t))[1][5](t) for t in found)
 
 
-def _state_numbers_changed(numbers, reads):
+def _state_numbers_changed(numbers, reads, replayed=()):
     """'was -> now' for the first number kept in state (a learning rate in an optimizer's
     param_groups) that the traced call itself changed, else None. `numbers` ends with the
-    values the trace read, in the order of `reads`."""
+    values the trace read, in the order of `reads`; `replayed`: ids of the holders (param
+    groups) whose numbers an effect each replay makes again changes (capture.replayed_effect)."""
     traced = numbers[len(numbers) - len(reads):]
     for was, read in zip(traced, reads):
+        holder = getattr(read, "holder", None)
+        if holder is not None and id(holder) in replayed:
+            continue
         try:
             now = read()
         except (LookupError, AttributeError, TypeError):

@@ -11,9 +11,13 @@
   the CPU and computes the corrections in Python, which a replay would never advance. (So
   an Adam replay rounds otherwise than the uncompiled run, by float32 ulps; and the flag is
   kept out of the optimizer's state_dict, `_keep_out_of_state_dict`.)
+* An LR scheduler stepped inside the step after its optimizer's step is a host effect each
+  replay makes again after its program (`_scheduler_steps`, capture.replayed_effect): the
+  next call reads the numbers it set, as the uncompiled run would.
 """
 import contextlib
 import functools
+import sys
 import types
 import weakref
 
@@ -265,10 +269,16 @@ def _symbolic(group):
     for key in _SCHEDULED:
         value = group.get(key)
         if type(value) is float:
-            group[key] = capture.state_number(value, lambda g=group, k=key: g[k])
+            group[key] = capture.state_number(value, _reader(group, key))
         elif type(value) is tuple and all(type(v) is float for v in value):
-            group[key] = tuple(capture.state_number(v, lambda g=group, k=key, i=i: g[k][i])
+            group[key] = tuple(capture.state_number(v, _reader(group, key, i))
                                for i, v in enumerate(value))
+
+
+def _reader(group, key, i=None):
+    read = (lambda: group[key]) if i is None else (lambda: group[key][i])
+    read.holder = group  # (an LR scheduler's replayed step changes it: _scheduler_steps)
+    return read
 
 
 def _capturable(opt, args, kwargs, symbolic=None):
@@ -315,13 +325,21 @@ def _user_capturable(opt, state):
 @contextlib.contextmanager
 def _tracing():
     symbolic = []  # param groups whose hyperparameters are symbolic while this trace runs
-    hook = register_optimizer_step_pre_hook(
-        lambda opt, args, kwargs: _capturable(opt, args, kwargs, symbolic))
+    stepped, scheduled = set(), set()  # optimizers stepped; those a scheduler stepped after
+
+    def pre_step(opt, args, kwargs):
+        if id(opt) in scheduled:  # its update used its scheduler's new numbers: a replay,
+            capture.effect_spoiled()  # which reads them at the start, could not
+        stepped.add(id(opt))
+        return _capturable(opt, args, kwargs, symbolic)
+
+    hook = register_optimizer_step_pre_hook(pre_step)
     rec = capture.current()
     items = hooks.split_item() if rec is not None and rec.on_observe == "split" else \
         contextlib.nullcontext()
+    steps = _scheduler_steps(stepped, scheduled)
     try:
-        with items:
+        with items, steps as recorded:
             yield
     finally:
         hook.remove()
@@ -329,6 +347,62 @@ def _tracing():
             for key in _SCHEDULED:
                 if key in group:
                     group[key] = capture._plain_deep(group[key])
+        for scheduler in recorded:
+            scheduler._last_lr = capture._plain_deep(scheduler._last_lr)
+
+
+_LRScheduler = torch.optim.lr_scheduler.LRScheduler
+
+
+@contextlib.contextmanager
+def _scheduler_steps(stepped, scheduled):
+    """While a step is traced: an LR scheduler's `step()` made after its optimizer's step is
+    an effect each replay makes again after its program (capture.replayed_effect): it sets
+    the next call's learning rate (momentum, betas) from the scheduler's own counters, which
+    the replay reads at its start as a scheduled number. One made otherwise -- before its
+    optimizer's step (that update used the new rate), with an epoch, by a class with its own
+    `step` (CosineAnnealingWarmRestarts, ReduceLROnPlateau's metric) or by another scheduler
+    (SequentialLR, ChainedScheduler: their own counters) -- spoils them: the step runs
+    lazily, warned, as before. Yields the schedulers recorded."""
+    recorded = []
+    original = _LRScheduler.step
+
+    def step(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        caller = sys._getframe(1).f_locals.get("self")
+        if type(self).step is not step or args or kwargs or \
+                id(self.optimizer) not in stepped or isinstance(caller, _LRScheduler):
+            capture.effect_spoiled()
+        else:
+            scheduled.add(id(self.optimizer))
+            recorded.append(self)
+            capture.replayed_effect(self, functools.partial(original, self),
+                                    list(self.optimizer.param_groups))
+        return out
+
+    def spoiling(own):
+        @functools.wraps(own)
+        def step_of_its_own(self, *args, **kwargs):
+            capture.effect_spoiled()
+            return own(self, *args, **kwargs)
+        return step_of_its_own
+
+    patched = [(_LRScheduler, original, step)] + [
+        (cls, cls.__dict__["step"], spoiling(cls.__dict__["step"]))
+        for cls in _subclasses(_LRScheduler) if "step" in cls.__dict__]
+    for cls, _, replacement in patched:
+        cls.step = replacement
+    try:
+        yield recorded
+    finally:
+        for cls, own, _ in patched:
+            cls.step = own
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
 
 
 def _modes(module):
