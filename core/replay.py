@@ -400,8 +400,8 @@ class Compiled:
                 not same_host_values(fresh.host_results, entry.host_results):
             return self._stay_lazy(
                 None, None, "it returns a value computed outside lazyx (a TF EagerTensor, a "
-                "NumPy array, a lazy array NumPy made on the host: np.linspace) that differs between calls (made from numbers or state that "
-                "change), and a replay, running no Python, would return the traced call's; "
+                "NumPy array, a lazy array NumPy made on the host: np.linspace) that differs "
+                "between calls (made from numbers or state that change), and a replay, running no Python, would return the traced call's; "
                 "make it from lazy tensors (ltf.constant(v), lnp.asarray(v)) to have it "
                 "computed", result, stacklevel=4)
         entry.host_results = ()  # (the step makes the same ones each call)

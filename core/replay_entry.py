@@ -44,7 +44,7 @@ class Entry:
         self.writes_in_place = []   # (output index, slot index, write): _plan_state
         self.writes_stored = []     # (output index, slot index) of new tensors: _plan_state
         self.handle_writes = []     # (output index, weakref to a handle)
-        self.effects = []           # calls each replay makes after its program (an LR scheduler's step)
+        self.effects = []           # calls made after each replay (an LR scheduler's step)
         self.start_values = False   # a result or write is an argument's or state's start value
         self.start_writes = []      # ((arg|slot, index), slot|arg, index): see build_entry
         self.results = None         # (structure key, [(kind, out/object/arg, template)])
