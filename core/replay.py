@@ -401,9 +401,9 @@ class Compiled:
             return self._stay_lazy(
                 None, None, "it returns a value computed outside lazyx (a TF EagerTensor, a "
                 "NumPy array, a lazy array NumPy made on the host: np.linspace) that differs "
-                "between calls (made from numbers or state that change), and a replay, running no Python, would return the traced call's; "
-                "make it from lazy tensors (ltf.constant(v), lnp.asarray(v)) to have it "
-                "computed", result, stacklevel=4)
+                "between calls (made from numbers or state that change), and a replay, "
+                "running no Python, would return the traced call's; make it from lazy tensors "
+                "(ltf.constant(v), lnp.asarray(v)) to have it computed", result, stacklevel=4)
         entry.host_results = ()  # (the step makes the same ones each call)
         bucket = self.entries.get(full, [])
         if not same:
@@ -699,8 +699,8 @@ def _replay(entry, tensors, handles, numbers, call):
         h = ref()
         if h is not None:
             h.node = outs[k]
-    for call in entry.effects:  # (an LR scheduler's step, made by the step after its update)
-        call()
+    for effect in entry.effects:  # (an LR scheduler's step, made by the step after its update)
+        effect()
     def value(kind, x, template):
         if kind == "new":
             return _spec(type(template))[1][2](template, outs[x])

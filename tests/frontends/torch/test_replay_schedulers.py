@@ -124,3 +124,38 @@ def test_a_step_returning_its_schedulers_rate_keeps_the_step_lazy():
         for _ in range(5):
             rates.append(step(torch.ones(3).to(lt.device))[1])
     assert rates == sorted(set(rates)) and len(rates) == 5  # each call's own, rising
+
+
+def test_a_step_writing_into_its_dict_argument_and_stepping_its_scheduler():
+    """Both after the program: the dict written at each replay (replay's arg_writes) is the
+    call's argument, not the scheduler's replayed step (the loop making the effects once
+    rebound the name the argument writes read)."""
+    def run(compiled):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.ones(3).to(lt.device))
+        opt = torch.optim.SGD([w], lr=0.1)
+        scheduler = S.ExponentialLR(opt, 0.5)
+
+        def step(x, record):
+            opt.zero_grad()
+            loss = (w * x).sum()
+            loss.backward()
+            opt.step()
+            scheduler.step()
+            record["twice"] = loss * 2
+            return loss
+
+        run = lazyx.compile(step) if compiled else step
+        lazyx.reset_metrics()
+        logs = []
+        for k in range(6):
+            record = {"twice": None}
+            run(torch.full((3,), float(k)).to(lt.device), record)
+            logs.append(record["twice"].item())
+        return logs, w.detach().cpu(), lazyx.metrics()["replays"]
+
+    plain_logs, plain_w, _ = run(False)
+    logs, w, replays = run(True)
+    assert replays >= 2
+    assert logs == plain_logs
+    torch.testing.assert_close(w, plain_w, rtol=0, atol=0)
