@@ -158,20 +158,15 @@ def _owner(module, dotted):
 
 
 def _module_child(module, name):
-    """What `_module_state` calls `name`, found directly (read at every replay)."""
-    kind, dotted = name
-    module, last = _owner(module, dotted)
-    if kind == "buffer":
-        return module._buffers.get(last)
-    if kind == "attr":  # (what is there now: a replay's own checks refuse a non-tensor)
-        return module.__dict__.get(last)
-    p = module._parameters.get(last)
-    return p if kind == "param" or p is None else p.grad
+    """What `_module_state` calls `name`, found directly, or None."""
+    return _module_children(module, (name,))[0]
 
 
 def _module_children(module, names):
-    """_module_child of each name (capture.register_container's children_at): each submodule
-    on the way found once, not once per tensor it holds."""
+    """_module_child of each name (capture.register_container's children_at: a replay reads
+    a module's state in one call): each submodule on the way found once, not once per
+    tensor it holds. An "attr" is what is there now: a replay's own checks refuse a
+    non-tensor."""
     owners, out = {}, []
     for kind, dotted in names:
         prefix, path, last = _dotted(dotted)
@@ -216,20 +211,12 @@ def _set_module_child(module, name, value):
 
 
 def _optimizer_child(opt, name):
-    if name[0] == "group":
-        return opt.param_groups[name[1]].get(name[2])
-    index = name[1]
-    for group in opt.param_groups:
-        params = group["params"]
-        if index < len(params):
-            p = params[index]
-            return p if name[0] == "param" else opt.state.get(p, {}).get(name[2])
-        index -= len(params)
-    return None
+    return _optimizer_children(opt, (name,))[0]
 
 
 def _optimizer_children(opt, names):
-    """_optimizer_child of each name (children_at): the parameters listed once."""
+    """_optimizer_child of each name (children_at: a replay reads an optimizer's state in
+    one call): the parameters listed once."""
     groups = opt.param_groups
     params = [p for group in groups for p in group["params"]]
     state, out = opt.state, []
