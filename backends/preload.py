@@ -17,6 +17,10 @@ time, the preloader waits for that run before its next entry, which would share 
 with it. (A cut that comes during the run on zeros waits for it: running the executable
 beside it finished no sooner on two cores, measured on W2.)
 
+A process with nothing to preload (a cold cache, or none) sets up, on the same kind of thread,
+what every process's first training step on a CPU pays once: oneDNN's matrix-product kernels
+(`warm_kernels`).
+
 Safe by construction: the entries are read-only here (never rewritten, removed or warned
 about; `_load` does that for the entries it uses), an executable is a pure function of its
 inputs (so a run on zeros has no effect but its warm-up), programs with more than
@@ -110,17 +114,49 @@ def _let_the_foreground_run(jax):
             pass
 
 
-def start(load):
+def start(load, device=None):
     """Begin preloading (once per process). `load(payload)` turns a stored payload into
-    (compiled, input avals), or raises."""
+    (compiled, input avals), or raises. `device`: the backend's jax device; on a CPU, a
+    process with nothing to preload sets up the matrix-product kernels instead (warm_kernels)."""
     if _started:
         return
-    _started.append(True)
     count, cache = config.cache_preload(), disk_cache.open_cache()
-    if cache is None or count <= 0:
-        return
-    threading.Thread(target=_preload, args=(cache, count, load), name="lazyx-preload",
-                     daemon=False).start()
+    if count > 0 and cache is not None and recent_keys(cache, count):
+        worker = threading.Thread(target=_preload, args=(cache, count, load),
+                                  name="lazyx-preload", daemon=False)
+    elif count > 0 and device is not None and device.platform == "cpu" and \
+            not config.tiered():
+        # (not beside a tiered first step: its interpreter and background compile have the
+        # cores; and where entries are preloaded, their runs on zeros set these kernels up)
+        worker = threading.Thread(target=warm_kernels, args=(device,),
+                                  name="lazyx-warm-kernels", daemon=False)
+    else:
+        worker = None
+    _started.append(worker and worker.name)  # (what started: tests read it)
+    if worker is not None:
+        worker.start()
+
+
+# Run once per process by warm_kernels: a float32 product with a transposed operand (a
+# weight gradient's x.T @ dy) of a size XLA:CPU hands to oneDNN.
+_WARM_SIDE = 128
+
+
+def warm_kernels(device):
+    """A cold process's first training step (nothing in the disk cache to preload) spent 28 of
+    its 40 ms first run in oneDNN generating its matrix-product kernels (perf: xbyak_gemm_t::
+    generate under a call_once), a cost each process pays once, at its first product that
+    XLA:CPU hands to oneDNN. This runs such a product on a background thread while the user's
+    code builds its model and traces, at about 100 ms of the other core's time. Measured in
+    alternate cold processes (`lazyx bench`'s W1, one thread): first step 352-362 -> 302-322
+    ms through NumPy, 415-439 -> 370-417 through torch. (8x8 did not reach oneDNN with
+    `--xla_cpu_multi_thread_eigen=false`, the bench's single-thread flags; 64x64 did.)"""
+    import jax
+    try:
+        a = jax.device_put(np.ones((_WARM_SIDE, _WARM_SIDE), np.float32), device)
+        jax.block_until_ready(jax.jit(lambda m: m.T @ m)(a))
+    except Exception:  # noqa: BLE001 -- a warm-up only: the first real product pays it
+        pass
 
 
 def recent_keys(cache, count):

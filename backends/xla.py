@@ -1191,7 +1191,7 @@ class XlaBackend:
         if not _FORK_HOOKED:
             _FORK_HOOKED.append(True)
             os.register_at_fork(after_in_child=_note_fork)
-        preload.start(lambda payload: _deserialize(payload, self.device))
+        preload.start(lambda payload: _deserialize(payload, self.device), self.device)
 
     def bakes_bitwise(self):
         """Whether a program with literals baked (runtime.bake) computes what the program with

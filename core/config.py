@@ -163,7 +163,9 @@ def cache_dir_bytes():
 
 def cache_preload():
     """LAZYX_CACHE_PRELOAD: how many of the disk cache's most recently used executables a new
-    process loads and runs once in the background (backends/preload.py); 0 turns it off."""
+    process loads and runs once in the background (backends/preload.py); 0 turns it off, and
+    also the background set-up of XLA:CPU's product kernels a process with nothing to preload
+    does instead."""
     return max(0, _int("LAZYX_CACHE_PRELOAD", 4))
 
 

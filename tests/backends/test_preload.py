@@ -273,3 +273,42 @@ def test_first_runs_are_noted_only_while_the_preloader_runs_and_only_the_first(m
     note(first)  # no preloader running: nothing is kept
     assert preload._first_runs == []
 
+
+
+_STARTED = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    from lazyx.backends import preload
+    from lazyx.core import runtime
+    runtime.from_host(np.zeros(3, np.float32))  # starts the backend
+    print(preload._started[0])
+""")
+
+
+def _started_in_a_new_process(**env):
+    out = subprocess.run([sys.executable, "-c", _STARTED, SHIM], capture_output=True,
+                         text=True, timeout=300,
+                         env={**os.environ, "LAZYX_BACKEND": "xla", "LAZYX_TIERED": "0",
+                              "LAZYX_CACHE_PRELOAD": "4", **env})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()[-1]
+
+
+def test_a_process_with_nothing_to_preload_warms_the_product_kernels_instead(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert _started_in_a_new_process(LAZYX_CACHE_DIR=str(tmp_path / "empty")) == \
+        "lazyx-warm-kernels"
+    assert _started_in_a_new_process(LAZYX_CACHE_DIR="") == "lazyx-warm-kernels"
+    # off with the preloader, and beside a tiered first step
+    assert _started_in_a_new_process(LAZYX_CACHE_DIR="", LAZYX_CACHE_PRELOAD="0") == "None"
+    assert _started_in_a_new_process(LAZYX_CACHE_DIR="", LAZYX_TIERED="1") == "None"
+    # an entry to preload: the preloader, whose run on zeros sets the kernels up
+    _entry(disk_cache.DiskCache(str(tmp_path / "full"), 2**20), b"k" * 32)
+    assert _started_in_a_new_process(LAZYX_CACHE_DIR=str(tmp_path / "full")) == "lazyx-preload"
+
+
+def test_the_kernel_warm_up_runs_on_the_device_and_never_raises():
+    import jax
+    preload.warm_kernels(jax.local_devices()[0])
+    preload.warm_kernels(object())  # (not a device: jax refuses it; the warm-up says nothing)
