@@ -174,37 +174,46 @@ def _substitute(obj, numbers, copies=None):
     return obj
 
 
+class Contents:
+    """A list or dict argument's whole new contents (the step added or removed entries:
+    `log.append(loss)`), as _rebound reports them."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 def _rebound(original, copy, copies, path=()):
     """What the step wrote into the list and dict arguments it was given, found by comparing
     the user's containers with the copies _substitute handed it (`copies`, from _substitute):
     [(path, new value)] for each entry it rebound (`params["w"] = params["w"] - lr * g`), and
-    whether it also added or removed entries. Each change is applied to the user's container,
-    as the uncompiled step would have made it, so the first call behaves like the function."""
-    changes, structural = [], False
+    (path, Contents(new contents)) for a container it added entries to or removed some from.
+    Each change is applied to the user's container, as the uncompiled step would have made
+    it, so the first call behaves like the function."""
+    changes = []
     cls = type(original)
     if cls is list and len(original) != len(copy) or \
             cls is dict and original.keys() != copy.keys():
-        # (the next call's structure key differs, so it traces again: nothing to replay)
+        # (a replay fills the container again: a fresh `log=[]` per call replays, a list that
+        # grows from call to call changes the guard's key each time, and traces again)
         if cls is list:
             original[:] = [_plain_deep(x) for x in copy]
         else:
             original.clear()
             original.update({k: _plain_deep(v) for k, v in copy.items()})
-        return changes, True
+        return [(path, Contents(copy))]
     for k in (copy if cls is dict else range(len(copy))):
         new, old = copy[k], original[k]
         pair = copies.get(id(new))
         if pair is not None and pair[0] is old and pair[1] is new:  # the copy the step got
-            inner, more = _rebound(old, new, copies, path + (k,))
-            changes += inner
-            structural |= more
+            changes += _rebound(old, new, copies, path + (k,))
         elif new is not old and not (type(old) in (int, float) and plain(new) == old) and \
                 not (type(new) is type(old) and _structured(old) is not None):
             if cls is tuple:  # a tuple's entries cannot be rebound: the step made a new one
                 continue
             changes.append((path + (k,), new))
             original[k] = _plain_deep(new)
-    return changes, structural
+    return changes
 
 
 def _plain_deep(x):

@@ -238,7 +238,7 @@ class Compiled:
                 host_state.unbind(bound)
         # what the step wrote into its list and dict arguments reaches the caller's (it got
         # copies, so that numbers could be symbolic), and is written again at each replay
-        rebinds, restructured = _rebound((args, kwargs), (sym_args, sym_kwargs), copies)
+        rebinds = _rebound((args, kwargs), (sym_args, sym_kwargs), copies)
         if rec.unread is not None:  # the step's last read went where we cannot see
             rec.unreplayable = rec.unreplayable or rec.unread
         if rec.observed is not None and (rec.on_observe != "split" or rec.unreplayable):
@@ -313,7 +313,7 @@ class Compiled:
             entry.outs = [metas[k] for k in computed]
             entry.derived = (computed, derivations, metas)
         runtime.bind_results(pending, [outs[out_of[id(h)]] for h in pending])
-        if warm_up or restructured:
+        if warm_up:
             return _plain_deep(result), None
         # the cuts inside a split step: their results are outputs after the last cut's
         early_of, offset = {}, len(nodes)
@@ -719,6 +719,16 @@ def _replay(entry, tensors, handles, numbers, call):
         for k in path[:-1]:
             container = container[k]
         container[path[-1]] = value(*how)
+    for path, key, plan in entry.arg_rebuilds:  # ... and the ones it added entries to
+        container = call
+        for k in path:
+            container = container[k]
+        new = _rebuild(key, iter([value(*how) for how in plan]))
+        if type(container) is list:
+            container[:] = new
+        else:
+            container.clear()
+            container.update(new)
     key, plan = entry.results
     return _rebuild(key, iter([value(*how) for how in plan]))
 

@@ -14,6 +14,7 @@ import numpy as np
 from . import capture, host_state, runtime, split_steps
 from . import dtypes as dt
 from .capture import _flatten, _spec
+from .capture_args import Contents
 from .source import format_line
 
 
@@ -49,6 +50,7 @@ class Entry:
         self.start_writes = []      # ((arg|slot, index), slot|arg, index): see build_entry
         self.results = None         # (structure key, [(kind, out/object/arg, template)])
         self.arg_writes = []        # (path in (args, kwargs), (kind, ...) as in results)
+        self.arg_rebuilds = []      # (path, structure key, [(kind, ...)]): new contents
         self.arg_updates = []       # (argument tensor index, output index): updated in place
         self.value_linked = False   # some parameter was linked by value (checked once)
         # ints and floats that reached a parameter: one may also be an index, a size or a
@@ -325,6 +327,17 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
     host = []
     result_key = _flatten(result, result_leaves, result_leaves, "result", host)
+    # what the step wrote into its list and dict arguments: entries it rebound, and the whole
+    # contents of those it added entries to or removed some from
+    rebuilt = []  # (path, structure key, leaves)
+    rebind_leaves = [value for _, value in rebinds if type(value) is not Contents]
+    for path, value in rebinds:
+        if type(value) is Contents:
+            leaves, odd = [], []
+            rebuilt.append((path, _flatten(value.value, leaves, leaves, "result", odd), leaves))
+            rebind_leaves += leaves
+            if odd:  # (a host array or an object appended: not followed, the step stays lazy)
+                return False
     made = {id(handle_of(t)) for t in tensors if is_lazy_tensor(t)} | set(slot_by_handle)
     holder = _object_holding_tensors(result_key, lambda h: id(h) not in made)
     if holder is not None:
@@ -342,7 +355,7 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         return k if k is not None else early_of.get(id(h.node))
 
     host_ids = {id(v) for v in host}
-    returned = [t for t in result_leaves + [value for _, value in rebinds]
+    returned = [t for t in result_leaves + rebind_leaves
                 if is_lazy_tensor(t) and id(t) not in host_ids]
     result_outs = {out_index(t) for t in returned}
     # and what a returned view is regenerated from after a write (x.clone()[1:].fill_(a):
@@ -383,7 +396,7 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
                 return False
             entry.removals.append(where)
     # state among the results is returned from where it is found at each replay (item)
-    for t in result_leaves + [value for _, value in rebinds]:
+    for t in result_leaves + rebind_leaves:
         if id(t) not in host_ids and is_lazy_tensor(t) and id(handle_of(t)) in slot_by_handle:
             slot_of(slot_by_handle[id(handle_of(t))])
         elif id(t) not in host_ids and is_lazy_tensor(t) and \
@@ -458,7 +471,10 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
         return ("obj", capture._plain_deep(value), None)
     made = []
     entry.results = (result_key, [any_item(x) for x in result_leaves])
-    entry.arg_writes = [(path, any_item(value)) for path, value in rebinds]
+    entry.arg_writes = [(path, any_item(value)) for path, value in rebinds
+                        if type(value) is not Contents]
+    entry.arg_rebuilds = [(path, key, [any_item(x) for x in leaves])
+                          for path, key, leaves in rebuilt]
     entry.host_results += tuple(map(host_value, made))
     for t in returned:  # (once placed: its handle changes)
         _spec(type(t))[1][9](t)

@@ -126,7 +126,9 @@ def same_pieces(a, b):
     # step computed in Python from a value it read (`float(loss) * 2`) differs
     return same_plan(a.results[1], b.results[1]) and a.results[0] == b.results[0] and \
         [p for p, _ in a.arg_writes] == [p for p, _ in b.arg_writes] and \
-        same_plan([h for _, h in a.arg_writes], [h for _, h in b.arg_writes])
+        same_plan([h for _, h in a.arg_writes], [h for _, h in b.arg_writes]) and \
+        [r[:2] for r in a.arg_rebuilds] == [r[:2] for r in b.arg_rebuilds] and \
+        all(same_plan(x[2], y[2]) for x, y in zip(a.arg_rebuilds, b.arg_rebuilds))
 
 
 _PLAIN_VALUES = (bool, int, float, complex, str, bytes, type(None))

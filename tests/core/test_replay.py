@@ -316,6 +316,53 @@ def test_a_step_that_adds_entries_to_its_argument_runs_as_written():
     np.testing.assert_array_equal(np.asarray(log["step2"]), [2.0, 2.0])
 
 
+def test_a_step_that_fills_a_fresh_list_or_dict_each_call_is_replayed():
+    # `step(x, lr, log=[])` appending its loss, a pair and a number, and moving an entry of
+    # a dict: each call's containers get what the uncompiled step puts there. (Before, a
+    # step that added or removed entries kept no trace and ran lazily at every call, unsaid.)
+    def step(x, lr, log, stats):
+        y = x * lr
+        log.append(y.sum())
+        log.append((y, lr * 2))
+        stats["last"] = stats.pop("first") + y
+        stats["lr"] = lr
+        return y
+
+    compiled = lazyx.compile(step)
+    lazyx.reset_metrics()
+    for i in range(4):
+        x0 = np.arange(3, dtype=np.float32) + i
+        lr = 0.5 / (i + 1)
+        log, stats = [], {"first": lnp.asarray(np.ones(3, np.float32))}
+        want_log, want_stats = [], {"first": np.ones(3, np.float32)}
+        want = step(x0, lr, want_log, want_stats)
+        got = compiled(lnp.asarray(x0), lr, log, stats)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+        assert len(log) == 2 and type(log[1]) is tuple and sorted(stats) == ["last", "lr"]
+        np.testing.assert_allclose(float(log[0]), float(want_log[0]), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(log[1][0]), want_log[1][0], rtol=1e-6)
+        assert log[1][1] == want_log[1][1] and type(log[1][1]) is float
+        np.testing.assert_allclose(np.asarray(stats["last"]), want_stats["last"], rtol=1e-6)
+        assert stats["lr"] == lr and type(stats["lr"]) is float
+    assert lazyx.metrics()["replays"] == 2  # (the second call confirms the new number)
+
+
+def test_a_list_that_grows_from_call_to_call_is_traced_again_and_right():
+    # the same list passed at every call: its length is part of the guard, so each call
+    # traces (a miss says why); what it holds is what the uncompiled step makes
+    def step(x, log):
+        log.append(x * len(log))
+        return x
+
+    compiled = lazyx.compile(step)
+    log, want = [], []
+    x = np.ones(2, np.float32)
+    for _ in range(3):
+        compiled(lnp.asarray(x), log)
+        step(x, want)
+    assert [np.asarray(a).tolist() for a in log] == [w.tolist() for w in want]
+
+
 def test_arguments_updated_in_place_are_updated_in_each_call():
     # `a -= 0.1 * g` on an argument: each replay must update the array passed in that call,
     # not the one passed when the step was traced
