@@ -452,3 +452,38 @@ def test_numbers_the_caller_changes_each_call_are_not_the_traced_ones(what):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     if what == "callable learning rate":  # (a run-time parameter: not a trace per value)
         assert lazyx.metrics()["replays"] >= 2
+
+
+def test_a_step_filling_a_fresh_metrics_dict_and_log_is_replayed():
+    # `step(x, y, lr, logs, metrics)` appending its loss and setting new keys of a dict each
+    # call: the caller's fresh containers get eager TF's values at every call, replays included
+    def step_of(w, b, tape_cls):
+        def step(x, y, lr, logs, metrics):
+            with tape_cls() as tape:
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+            gw, gb = tape.gradient(loss, [w, b])
+            w.assign_sub(lr * gw)
+            b.assign_sub(lr * gb)
+            logs.append(loss)
+            metrics["grad_norm"] = tf.norm(gw)
+            metrics["lr"] = lr
+            return loss
+        return step
+
+    eager_w, eager_b = _variables()
+    comp_w, comp_b = _variables()
+    eager = step_of(eager_w, eager_b, tf.GradientTape)
+    comp = lazyx.compile(step_of(comp_w, comp_b, ltf.GradientTape))
+    lazyx.reset_metrics()
+    for k, (x, y) in enumerate(_data(5)):
+        lr = 0.1 / (k + 1)
+        want_logs, want_metrics, logs, metrics = [], {}, [], {}
+        eager(tf.constant(x), tf.constant(y), lr, want_logs, want_metrics)
+        comp(ltf.constant(x), ltf.constant(y), lr, logs, metrics)
+        assert len(logs) == 1 and sorted(metrics) == ["grad_norm", "lr"]
+        np.testing.assert_allclose(float(np.asarray(logs[0])), float(want_logs[0]), rtol=1e-5)
+        np.testing.assert_allclose(float(np.asarray(metrics["grad_norm"])),
+                                   float(want_metrics["grad_norm"]), rtol=1e-5)
+        assert metrics["lr"] == lr and type(metrics["lr"]) is float
+    assert lazyx.metrics()["replays"] >= 3
+    np.testing.assert_allclose(comp_w.numpy(), eager_w.numpy(), rtol=1e-5, atol=1e-6)

@@ -1,5 +1,7 @@
 """lazyx.compile's results belong to the caller: a result of an earlier call keeps its value
 through later replays, and each replay returns this call's values."""
+import copy
+
 import pytest
 import torch
 
@@ -87,4 +89,37 @@ def test_state_and_arguments_copied_from_an_argument_are_written_at_each_replay(
         run(torch.full((3,), float(k)).to(lt.device), out)
         torch.testing.assert_close(state["buf"].cpu(), torch.full((3,), float(k)))
         torch.testing.assert_close(out.cpu(), torch.full((3,), float(k)))
+    assert lazyx.metrics()["replays"] >= 2
+
+
+def test_a_step_filling_a_fresh_list_is_replayed_with_eager_values():
+    # `step(x, logs)` appending its loss and a copy of a weight to a fresh list each call:
+    # the caller's list gets eager torch's values at every call, replays included
+    torch.manual_seed(0)
+    eager_model = torch.nn.Linear(4, 2)
+    model = copy.deepcopy(eager_model).to(lt.device)
+    eager_opt = torch.optim.SGD(eager_model.parameters(), lr=0.1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step_of(m, o):
+        def step(x, logs):
+            o.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            o.step()
+            logs.append(loss.detach())
+            logs.append({"w": m.weight.detach().clone()})
+            return loss
+        return step
+
+    eager, compiled = step_of(eager_model, eager_opt), lazyx.compile(step_of(model, opt))
+    lazyx.reset_metrics()
+    for _ in range(4):
+        x = torch.randn(3, 4)
+        want, got = [], []
+        eager(x, want)
+        compiled(x.to(lt.device), got)
+        assert len(got) == 2 and sorted(got[1]) == ["w"]
+        torch.testing.assert_close(got[0].cpu(), want[0])
+        torch.testing.assert_close(got[1]["w"].cpu(), want[1]["w"])
     assert lazyx.metrics()["replays"] >= 2
