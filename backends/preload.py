@@ -121,20 +121,33 @@ def start(load, device=None):
     if _started:
         return
     count, cache = config.cache_preload(), disk_cache.open_cache()
-    if count > 0 and cache is not None and recent_keys(cache, count):
-        worker = threading.Thread(target=_preload, args=(cache, count, load),
-                                  name="lazyx-preload", daemon=False)
-    elif count > 0 and device is not None and device.platform == "cpu" and \
-            not config.tiered():
-        # (not beside a tiered first step: its interpreter and background compile have the
-        # cores; and where entries are preloaded, their runs on zeros set these kernels up)
-        worker = threading.Thread(target=warm_kernels, args=(device,),
-                                  name="lazyx-warm-kernels", daemon=False)
+    # (not beside a tiered first step: its interpreter and background compile have the cores)
+    warm = device if device is not None and device.platform == "cpu" and \
+        not config.tiered() else None
+    _started.append(True)
+    if count > 0 and (cache is not None or warm is not None):
+        # (the folder is scanned there, off the caller: a large cache holds many entries)
+        threading.Thread(target=_background, args=(cache, count, load, warm),
+                         name="lazyx-preload", daemon=False).start()
     else:
-        worker = None
-    _started.append(worker and worker.name)  # (what started: tests read it)
-    if worker is not None:
-        worker.start()
+        _jobs.append(None)
+
+
+_jobs = []  # what the background thread did, for tests: "preload", "warm-kernels" or None
+
+
+def _background(cache, count, load, warm):
+    """Preload the cache's newest entries; where there are none, warm `warm`'s product
+    kernels instead (an entry's run on zeros sets them up as well)."""
+    keys = recent_keys(cache, count) if cache is not None else []
+    if keys:
+        _jobs.append("preload")
+        _preload(cache, keys, load)
+    elif warm is not None:
+        _jobs.append("warm-kernels")
+        warm_kernels(warm)
+    else:
+        _jobs.append(None)
 
 
 # Run once per process by warm_kernels: a float32 product with a transposed operand (a
@@ -175,20 +188,20 @@ def recent_keys(cache, count):
     return keys
 
 
-def _preload(cache, count, load):
+def _preload(cache, keys, load):
     _running.append(True)
     try:
-        _preload_entries(cache, count, load)
+        _preload_entries(cache, keys, load)
     finally:
         _running.clear()
         with _lock:
             _first_runs.clear()
 
 
-def _preload_entries(cache, count, load):
+def _preload_entries(cache, keys, load):
     import jax
     main = threading.main_thread()
-    for key in recent_keys(cache, count):
+    for key in keys:
         _let_the_foreground_run(jax)
         if not main.is_alive() or _settled.is_set():  # exiting, or steady: stop here
             return

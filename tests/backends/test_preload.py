@@ -82,7 +82,7 @@ def test_the_preloader_leaves_bad_entries_alone(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         device = xla.jax.local_devices()[0]
-        preload._preload(cache, 4, lambda p: xla._deserialize(p, device))
+        preload._preload(cache, preload.recent_keys(cache, 4), lambda p: xla._deserialize(p, device))
     assert os.path.exists(truncated) and os.path.getsize(unloadable) > 0
     assert os.path.getmtime(unloadable) == 1000.0
     assert preload.take(b"\x01" * 32) is None and preload.take(b"\x02" * 32) is None
@@ -100,18 +100,18 @@ def test_the_preloader_stops_once_the_process_is_steady(tmp_path, monkeypatch):
     def load(payload):
         loaded.append(payload)
         raise ValueError("not an executable")  # (what happens after the load is not at issue)
-    preload._preload(cache, 4, load)
+    preload._preload(cache, preload.recent_keys(cache, 4), load)
     assert len(loaded) == 3                 # not settled: every entry is tried
     loaded.clear()
     x = xla.jax.numpy.ones(3)
     exe = xla._Executable(xla.jax.jit(lambda a: a + 1).lower(x).compile(), False,
                           xla._Signature(_one_leaf_program()))
     exe([np.ones(3, np.float32)])
-    preload._preload(cache, 4, load)
+    preload._preload(cache, preload.recent_keys(cache, 4), load)
     assert len(loaded) == 3                 # one run is not a steady state yet
     loaded.clear()
     exe([np.ones(3, np.float32)])
-    preload._preload(cache, 4, load)
+    preload._preload(cache, preload.recent_keys(cache, 4), load)
     assert loaded == []                     # the second run of a program settles the process
 
 
@@ -143,7 +143,8 @@ def test_a_cut_waits_for_the_entry_in_flight_and_the_preloader_skips_what_a_cut_
     monkeypatch.setattr(preload, "_load_and_run",
                         lambda cache, key, load, jax: load(cache.read(key)))
     assert preload.take(second) is None  # a cut loads `second` itself before the preloader
-    worker = threading.Thread(target=preload._preload, args=(cache, 4, load))
+    worker = threading.Thread(target=preload._preload,
+                              args=(cache, preload.recent_keys(cache, 4), load))
     worker.start()
     assert started.wait(30)
     got = []
@@ -173,7 +174,8 @@ def _preloading(cache, load, monkeypatch):
     """The preloader started on its own thread, as at a backend's start."""
     import threading
     monkeypatch.setattr(preload, "_settled", threading.Event())
-    worker = threading.Thread(target=preload._preload, args=(cache, 4, load))
+    worker = threading.Thread(target=preload._preload,
+                              args=(cache, preload.recent_keys(cache, 4), load))
     worker.start()
     return worker
 
@@ -279,10 +281,14 @@ _STARTED = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[1])
     import numpy as np
+    import threading
     from lazyx.backends import preload
     from lazyx.core import runtime
     runtime.from_host(np.zeros(3, np.float32))  # starts the backend
-    print(preload._started[0])
+    for t in threading.enumerate():
+        if t.name == "lazyx-preload":
+            t.join()
+    print(preload._jobs[0])
 """)
 
 
@@ -298,14 +304,14 @@ def _started_in_a_new_process(**env):
 def test_a_process_with_nothing_to_preload_warms_the_product_kernels_instead(tmp_path):
     (tmp_path / "empty").mkdir()
     assert _started_in_a_new_process(LAZYX_CACHE_DIR=str(tmp_path / "empty")) == \
-        "lazyx-warm-kernels"
-    assert _started_in_a_new_process(LAZYX_CACHE_DIR="") == "lazyx-warm-kernels"
+        "warm-kernels"
+    assert _started_in_a_new_process(LAZYX_CACHE_DIR="") == "warm-kernels"
     # off with the preloader, and beside a tiered first step
     assert _started_in_a_new_process(LAZYX_CACHE_DIR="", LAZYX_CACHE_PRELOAD="0") == "None"
     assert _started_in_a_new_process(LAZYX_CACHE_DIR="", LAZYX_TIERED="1") == "None"
     # an entry to preload: the preloader, whose run on zeros sets the kernels up
     _entry(disk_cache.DiskCache(str(tmp_path / "full"), 2**20), b"k" * 32)
-    assert _started_in_a_new_process(LAZYX_CACHE_DIR=str(tmp_path / "full")) == "lazyx-preload"
+    assert _started_in_a_new_process(LAZYX_CACHE_DIR=str(tmp_path / "full")) == "preload"
 
 
 def test_the_kernel_warm_up_runs_on_the_device_and_never_raises():
