@@ -72,6 +72,7 @@ class Recording:
         self.serial0 = 0       # ir.CREATED when it began: older nodes were made before the step
         self.effects = []      # (owner, call, holders): replayed_effect
         self.effects_ok = True  # False: a call like them was made that cannot be replayed
+        self.counters = []     # (host tensor, advance): host_counter
 
 
 # ---------------------------------------------------------------- hooks
@@ -674,6 +675,18 @@ def replayed_effect(owner, call, holders):
     rec = current()
     if rec is not None and rec.numbers is not None:
         rec.effects.append((owner, call, holders))
+
+
+def host_counter(tensor, advance):
+    """While lazyx.compile traces: `tensor`, a tensor off the lazyx device (a torch
+    optimizer's CPU step counter), was advanced by the step by a fixed amount, and `advance()`
+    does that again to whatever tensor is now where it was found. A replay calls it after its
+    program, instead of the step running lazily for writing host state; the numbers the step
+    read from the counter must be state numbers (state_number) whose reader adds the amount,
+    marked `lazyx_counter` (they change at every call by design)."""
+    rec = current()
+    if rec is not None and rec.numbers is not None:
+        rec.counters.append((tensor, advance))
 
 
 def effect_spoiled():

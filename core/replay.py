@@ -352,7 +352,9 @@ class Compiled:
             self._stay_lazy(None, None, f"{changed}, which a replay, running no Python, "
                             f"would not do again", stacklevel=4)
             return _plain_deep(result), None
-        written = next((t for t, version, was in host_versions if version(t) != was), None)
+        counters = {id(t) for t, _ in rec.counters}  # (advanced again by each replay)
+        written = next((t for t, version, was in host_versions
+                        if version(t) != was and id(t) not in counters), None)
         if written is not None:
             self._stay_lazy(None, None, f"it writes a {type(written).__name__} of shape "
                             f"{tuple(getattr(written, 'shape', ()))} kept in state off the "
@@ -360,14 +362,15 @@ class Compiled:
                             f"runs, which a replay, running no Python, would not do again; "
                             f"keep such state on the lazyx device", stacklevel=4)
             return _plain_deep(result), None
-        entry.effects = [call for _, call, _ in effects]
+        entry.effects = [call for _, call, _ in effects] + [go for _, go in rec.counters]
         entry.host_arrays = host_state.array_guards(host)
         entry.float_guards = [(read, value) for read, _, value in found
                               if read.lazyx_key not in self.varying]
         entry.varying = self.varying
         # (only those next to the step, as host arrays: deeper ones -- a CPU model's
         # parameters reachable through a shared list -- are rarely what it reads)
-        entry.host_tensors = host_state.tensor_guards(host)
+        entry.host_tensors = [g for g in host_state.tensor_guards(host)
+                              if id(g[0]) not in counters]
         if entry.arg_updates and full[2] is not None and full[2][0] == "memory":
             # arguments that view one memory (a torch view and its base, two views of one
             # NumPy array), one written: the program computes how the write reaches the

@@ -10,7 +10,9 @@
   device, so they are part of the replayed program. The default path keeps the counter on
   the CPU and computes the corrections in Python, which a replay would never advance. (So
   an Adam replay rounds otherwise than the uncompiled run, by float32 ulps; and the flag is
-  kept out of the optimizer's state_dict, `_keep_out_of_state_dict`.)
+  kept out of the optimizer's state_dict, `_keep_out_of_state_dict`.) An optimizer with no
+  capturable path (Adagrad) keeps its counters on the CPU; a replay advances them again
+  (`_HostSteps`).
 * An LR scheduler stepped inside the step after its optimizer's step is a host effect each
   replay makes again after its program (`_scheduler_steps`, capture.replayed_effect): the
   next call reads the numbers it set, as the uncompiled run would.
@@ -22,7 +24,8 @@ import types
 import weakref
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_pre_hook
+from torch.optim.optimizer import (_get_value, register_optimizer_step_post_hook,
+                                   register_optimizer_step_pre_hook)
 
 from ...core import capture, host_state, replay
 from . import hooks
@@ -318,9 +321,11 @@ def _tracing():
         if id(opt) in scheduled:  # its update used its scheduler's new numbers: a replay,
             capture.effect_spoiled()  # which reads them at the start, could not
         stepped.add(id(opt))
-        return _capturable(opt, args, kwargs, symbolic)
+        _capturable(opt, args, kwargs, symbolic)
+        _HostSteps.begin(opt)
 
     hook = register_optimizer_step_pre_hook(pre_step)
+    post_hook = register_optimizer_step_post_hook(lambda opt, args, kwargs: _HostSteps.end(opt))
     rec = capture.current()
     items = hooks.split_item() if rec is not None and rec.on_observe == "split" else \
         contextlib.nullcontext()
@@ -330,12 +335,78 @@ def _tracing():
             yield
     finally:
         hook.remove()
+        post_hook.remove()
+        _HostSteps.end(None)  # (an optimizer step that raised)
         for group in symbolic:  # plain numbers again (SymFloats while tracing)
             for key in _SCHEDULED:
                 if key in group:
                     group[key] = capture._plain_deep(group[key])
         for scheduler in recorded:
             scheduler._last_lr = capture._plain_deep(scheduler._last_lr)
+
+
+class _HostSteps:
+    """An optimizer with no capturable path (Adagrad) keeps each parameter's step counter on
+    the CPU: its step adds one to the counter and reads it back through
+    torch.optim.optimizer._get_value (Adagrad's `lr / (1 + (step - 1) * lr_decay)`). While a
+    step is traced, such a read is a number of the call (capture.state_number: the counter's
+    value at each call, plus what the step adds), and the counter is advanced again after
+    each replay (capture.host_counter), where the step would otherwise run lazily for writing
+    host state. One optimizer step at a time (`steps`: the counters it found, by id)."""
+    steps = {}      # id(counter) -> (optimizer, parameter, value before the step)
+    patched = []    # (module, its _get_value) while an optimizer step runs
+
+    @classmethod
+    def begin(cls, opt):
+        cls.end(None)
+        for group in opt.param_groups:
+            if "capturable" in group:  # (_capturable put its counters on the device)
+                continue
+            for p in group["params"]:
+                step = opt.state.get(p, {}).get("step")
+                if _is_lazy(p) and isinstance(step, torch.Tensor) and not _is_lazy(step) and \
+                        step.numel() == 1 and step.is_floating_point():
+                    cls.steps[id(step)] = (opt, p, step.item())
+        if not cls.steps:
+            return
+        for klass in type(opt).__mro__:
+            module = sys.modules.get(klass.__module__)
+            if getattr(module, "_get_value", None) is _get_value:
+                module._get_value = cls.read
+                cls.patched.append(module)
+
+    @classmethod
+    def end(cls, opt):
+        for module in cls.patched:
+            module._get_value = _get_value
+        cls.patched = []
+        if opt is not None:
+            for key, (owner, p, was) in cls.steps.items():
+                step = owner.state.get(p, {}).get("step")
+                if step is not None and id(step) == key and step.item() != was:
+                    capture.host_counter(step, functools.partial(
+                        _advance, owner, p, step.item() - was))
+        cls.steps = {}
+
+    @staticmethod
+    def read(x):
+        found = _HostSteps.steps.get(id(x)) if isinstance(x, torch.Tensor) else None
+        if found is None:
+            return _get_value(x)
+        opt, p, was = found
+        value = x.item()
+        read = functools.partial(_counter_read, opt, p, value - was)
+        read.lazyx_counter = True
+        return capture.state_number(value, read)
+
+
+def _advance(opt, p, by):
+    opt.state[p]["step"].add_(by)
+
+
+def _counter_read(opt, p, by):
+    """The value a step counter will hold once the next call's step has advanced it."""
+    return opt.state[p]["step"].item() + by
 
 
 _LRScheduler = torch.optim.lr_scheduler.LRScheduler
