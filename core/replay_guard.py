@@ -29,7 +29,8 @@ def _state_numbers_changed(numbers, reads, replayed=()):
     traced = numbers[len(numbers) - len(reads):]
     for was, read in zip(traced, reads):
         holder = getattr(read, "holder", None)
-        if holder is not None and id(holder) in replayed or getattr(read, "lazyx_counter", False):
+        if (holder is not None and id(holder) in replayed) or \
+                getattr(read, "lazyx_counter", False):
             continue  # (a counter's number is its next value: capture.host_counter)
         try:
             now = read()

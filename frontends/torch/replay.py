@@ -354,7 +354,7 @@ class _HostSteps:
     each replay (capture.host_counter), where the step would otherwise run lazily for writing
     host state. One optimizer step at a time (`steps`: the counters it found, by id)."""
     steps = {}      # id(counter) -> (optimizer, parameter, value before the step)
-    patched = []    # (module, its _get_value) while an optimizer step runs
+    patched = []    # modules whose _get_value is `read` while an optimizer step runs
 
     @classmethod
     def begin(cls, opt):
@@ -383,9 +383,9 @@ class _HostSteps:
         if opt is not None:
             for key, (owner, p, was) in cls.steps.items():
                 step = owner.state.get(p, {}).get("step")
-                if step is not None and id(step) == key and step.item() != was:
-                    capture.host_counter(step, functools.partial(
-                        _advance, owner, p, step.item() - was))
+                by = step.item() - was if step is not None and id(step) == key else 0
+                if by:
+                    capture.host_counter(step, functools.partial(_advance, owner, p, by))
         cls.steps = {}
 
     @staticmethod
