@@ -51,11 +51,13 @@ int lazyx_op_line_exit(PyObject *op_line);
    simple_types  the non-builtin argument types a recipe key takes by value (torch.dtype, ...)
    default_dtype torch.get_default_dtype: a float number's param dtype, so part of every key
    created       ir.CREATED ([n]): a node-cap cut before a stamp gives its operands new nodes
+   readers       tensor.READY_READS: op -> reader(x), a read of one computed value (x.item())
+                 answered before any route or recipe; None from it: the general path
    The struct, the GC's traversal and clearing and the constructor are made from this list. */
 #define GIVEN_FIELDS(X) X(slow) X(tables) X(refresh) X(state) X(op_line) X(maybe_cut) \
     X(lazy_type) X(handle_type) X(torch_dtypes) X(param) X(hosts) X(new_node) X(splat) \
     X(make_wrapper) X(globals) X(recording) X(recipes) X(generation) X(simple_types) \
-    X(default_dtype) X(created)
+    X(default_dtype) X(created) X(readers)
 
 #define ROUTE_SLOTS 64
 
@@ -629,6 +631,20 @@ static PyObject *fast_call(FastObject *self, PyObject *const *argv, size_t nargs
     int taken = busy(self);
     if (taken < 0) goto done;
     if (taken) goto general;
+    PyObject *reader = PyDict_GetItemWithError(self->readers, func);  /* borrowed */
+    if (reader != NULL) {  /* x.item(): answered here when its value is computed */
+        if (PyTuple_GET_SIZE(args) != 1 || (kwargs != NULL && PyDict_GET_SIZE(kwargs)))
+            goto general;
+        PyObject *value = PyObject_CallOneArg(reader, PyTuple_GET_ITEM(args, 0));
+        if (value == NULL) goto done;
+        if (value != Py_None) {
+            result = value;
+            goto done;
+        }
+        Py_DECREF(value);
+        goto general;
+    }
+    if (PyErr_Occurred()) goto done;
     int error;
     PyObject *route = route_of(self, func, &error);  /* borrowed */
     if (route == NULL) {
@@ -699,11 +715,12 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     static char *names[] = {GIVEN_FIELDS(NAME_OF) NULL};
 #define ONE(name) + 1
     PyObject *v[0 GIVEN_FIELDS(ONE)];
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOO!OO!OO!OOOO!O!O!O!O!OO!:FastDispatch",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OOOOO!OO!OO!OOOO!O!O!O!O!OO!O!:FastDispatch",
             names, &v[0], &PyTuple_Type, &v[1], &v[2], &v[3], &v[4], &v[5], &PyType_Type,
             &v[6], &v[7], &PyDict_Type, &v[8], &v[9], &PyDict_Type, &v[10], &v[11], &v[12],
             &v[13], &PyDict_Type, &v[14], &PyList_Type, &v[15], &PyDict_Type, &v[16],
-            &PyList_Type, &v[17], &PyTuple_Type, &v[18], &v[19], &PyList_Type, &v[20]))
+            &PyList_Type, &v[17], &PyTuple_Type, &v[18], &v[19], &PyList_Type, &v[20],
+            &PyDict_Type, &v[21]))
         return NULL;
     for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(v[1]); j++) {
         if (!PyDict_Check(PyTuple_GET_ITEM(v[1], j))) {
