@@ -9,8 +9,9 @@
   (checked against torch 2.13): its step counter and bias corrections are tensors on the
   device, so they are part of the replayed program. The default path keeps the counter on
   the CPU and computes the corrections in Python, which a replay would never advance. (So
-  an Adam replay rounds otherwise than the uncompiled run, by float32 ulps; and the flag is
-  kept out of the optimizer's state_dict, `_keep_out_of_state_dict`.) An optimizer with no
+  an Adam replay rounds otherwise than the uncompiled run, by float32 ulps, its counters
+  float64 (`_WideCounters`); and the flag is kept out of the optimizer's state_dict,
+  `_keep_out_of_state_dict`.) An optimizer with no
   capturable path (Adagrad) keeps its counters on the CPU; a replay advances them again
   (`_HostSteps`).
 * An LR scheduler stepped inside the step after its optimizer's step is a host effect each
@@ -24,7 +25,8 @@ import types
 import weakref
 
 import torch
-from torch.optim.optimizer import (_get_value, register_optimizer_step_post_hook,
+from torch.optim.optimizer import (_get_scalar_dtype, _get_value,
+                                   register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
 
 from ...core import capture, host_state, replay
@@ -276,18 +278,101 @@ def _capturable(opt, args, kwargs, symbolic=None):
         if symbolic is not None and not any(group is g for g in symbolic):
             _symbolic(group)  # a scheduler may change them between calls: read at each call
             symbolic.append(group)
-        if "capturable" not in group or group["capturable"]:
+        if "capturable" not in group:
             continue
         if not group["params"] or not all(_is_lazy(p) for p in group["params"]):
             continue
-        group["capturable"] = True
-        _keep_out_of_state_dict(opt, group)
+        if not group["capturable"]:
+            group["capturable"] = True
+            _keep_out_of_state_dict(opt, group)
+        wide = _WideCounters.dtype(opt, group)
         for p in group["params"]:
             state = opt.state.get(p, {})
             step = state.get("step")
-            if isinstance(step, torch.Tensor) and not _is_lazy(step):
-                state["step"] = step.to(p.device)
+            if isinstance(step, torch.Tensor) and (not _is_lazy(step) or
+                                                   wide and step.dtype != wide):
+                state["step"] = step.to(p.device, wide or step.dtype)
+                if wide:
+                    _WideCounters.narrowed_in_state_dict(opt)
     return None
+
+
+class _WideCounters:
+    """The capturable path computes an optimizer's bias corrections on the device from its
+    step counter, in the counter's dtype: float32, where the default path computes them in
+    Python's float64. `1 - 0.999 ** step` cancels: in float32 it is 1e-5 off at step 1, so
+    an Adam replay's updates were 5e-5 off the uncompiled run's, and its parameters 5e-6 off
+    after 10 steps (RAdam's rectification, NAdam's momentum products alike). While such an
+    optimizer steps in a traced call, the counters it makes are float64 (its module's
+    _get_scalar_dtype, as under a float64 default dtype; a fused step keeps float32), and
+    _capturable widens the ones it has: the replay then rounds as the uncompiled run does,
+    to float32 ulps. The state_dict shows them in float32, as the optimizer would have made
+    them. Only where the trace made the optimizer capturable: one the user made capturable
+    computes in float32 uncompiled too. One optimizer step at a time."""
+    patched = []  # modules whose _get_scalar_dtype is `wide` while an optimizer step runs
+
+    # the optimizers whose default path computes corrections from the counter in Python
+    # (ASGD keeps float32 tensors there too; RMSprop, Adadelta, Rprop compute none)
+    MODULES = ("torch.optim.adam", "torch.optim.adamw", "torch.optim.nadam",
+               "torch.optim.radam", "torch.optim.adamax")
+
+    @classmethod
+    def dtype(cls, opt, group):
+        """The counters' dtype for `group`, which the trace made capturable: float64, or None
+        where they keep their own (a fused step's float32, a float64 default dtype already,
+        a group the user made capturable, whose uncompiled run computes in float32, and an
+        optimizer outside MODULES)."""
+        if group.get("fused") or torch.get_default_dtype() == torch.float64 or \
+                not any(g is group for g in opt.__dict__.get("_lazyx_capturable", ())) or \
+                not any(klass.__module__ in cls.MODULES for klass in type(opt).__mro__):
+            return None
+        return torch.float64
+
+    @staticmethod
+    def wide(is_fused=None):
+        return torch.float32 if is_fused else torch.float64
+
+    @classmethod
+    def begin(cls, opt):
+        cls.end()
+        if not all(group.get("capturable") and cls.dtype(opt, group) and
+                   all(_is_lazy(p) for p in group["params"]) for group in opt.param_groups):
+            return
+        for klass in type(opt).__mro__:
+            module = sys.modules.get(klass.__module__)
+            if klass.__module__ in cls.MODULES and \
+                    getattr(module, "_get_scalar_dtype", None) is _get_scalar_dtype:
+                module._get_scalar_dtype = cls.wide
+                cls.patched.append(module)
+        if cls.patched:
+            cls.narrowed_in_state_dict(opt)
+
+    @classmethod
+    def end(cls):
+        for module in cls.patched:
+            module._get_scalar_dtype = _get_scalar_dtype
+        cls.patched = []
+
+    @staticmethod
+    def narrowed_in_state_dict(opt):
+        if "_lazyx_wide_counters" not in opt.__dict__:
+            opt.__dict__["_lazyx_wide_counters"] = True
+            opt.register_state_dict_post_hook(_narrow_counters)
+
+
+_COUNTERS = ("step", "mu_product", "eta", "mu")  # the 0-d state made by _get_scalar_dtype
+
+
+def _narrow_counters(opt, state):
+    """_WideCounters' float64 counters in `opt.state_dict()` as float32, the dtype the
+    optimizer makes them in under a float32 default dtype (copies: the live ones stay)."""
+    for index, entry in state["state"].items():
+        narrowed = {key: entry[key].to(torch.float32) for key in _COUNTERS
+                    if isinstance(entry.get(key), torch.Tensor) and
+                    entry[key].dtype == torch.float64 and entry[key].dim() == 0}
+        if narrowed:  # (a new dict: `entry` is the optimizer's own state for the parameter)
+            state["state"][index] = {**entry, **narrowed}
+    return state
 
 
 def _keep_out_of_state_dict(opt, group):
@@ -322,10 +407,15 @@ def _tracing():
             capture.effect_spoiled()  # which reads them at the start, could not
         stepped.add(id(opt))
         _capturable(opt, args, kwargs, symbolic)
+        _WideCounters.begin(opt)
         _HostSteps.begin(opt)
 
     hook = register_optimizer_step_pre_hook(pre_step)
-    post_hook = register_optimizer_step_post_hook(lambda opt, args, kwargs: _HostSteps.end(opt))
+    def post_step(opt, args, kwargs):
+        _WideCounters.end()
+        _HostSteps.end(opt)
+
+    post_hook = register_optimizer_step_post_hook(post_step)
     rec = capture.current()
     items = hooks.split_item() if rec is not None and rec.on_observe == "split" else \
         contextlib.nullcontext()
@@ -336,7 +426,8 @@ def _tracing():
     finally:
         hook.remove()
         post_hook.remove()
-        _HostSteps.end(None)  # (an optimizer step that raised)
+        _WideCounters.end()  # (an optimizer step that raised)
+        _HostSteps.end(None)
         for group in symbolic:  # plain numbers again (SymFloats while tracing)
             for key in _SCHEDULED:
                 if key in group:
