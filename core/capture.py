@@ -70,7 +70,7 @@ class Recording:
         self.start_nodes = ()  # ids of the state's and arguments' nodes when the trace began
         self.arg_nodes = ()    # id of each argument tensor's node then, in order
         self.serial0 = 0       # ir.CREATED when it began: older nodes were made before the step
-        self.effects = []      # (owner, call, holders): replayed_effect
+        self.effects = []      # (owners, call, holders): replayed_effect
         self.effects_ok = True  # False: a call like them was made that cannot be replayed
         self.counters = []     # (host tensor, advance): host_counter
 
@@ -666,15 +666,16 @@ def fetch_child(parent, step):
         return None
 
 
-def replayed_effect(owner, call, holders):
+def replayed_effect(owners, call, holders):
     """While lazyx.compile traces: `call`, which the step has just made, changes Python numbers
-    only -- `owner`'s attributes and items of the dicts `holders` (an LR scheduler's step: its
-    counters, its optimizer's param groups). A replay makes it again after its program, where
-    the step would otherwise run lazily (its numbers changed while it ran). replay._trace takes
-    the effects only when nothing else changed and no result is a plain number."""
+    only -- attributes of the objects `owners` and items of the dicts `holders` (an LR
+    scheduler's step: its counters and those of the schedulers it steps, its optimizer's param
+    groups). A replay makes it again after its program, where the step would otherwise run
+    lazily (its numbers changed while it ran). replay._trace takes the effects only when
+    nothing else changed and no result is a plain number."""
     rec = current()
     if rec is not None and rec.numbers is not None:
-        rec.effects.append((owner, call, holders))
+        rec.effects.append((owners, call, holders))
 
 
 def host_counter(tensor, advance):

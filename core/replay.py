@@ -346,7 +346,8 @@ class Compiled:
         # (a step that updates state -- a training step -- took its own backward; a result's
         # backward graph is for logging there)
         entry.graph_results = not slot_out and _result_needs_grad(result)
-        changed = host_state.changed_by_step(host, {id(owner) for owner, _, _ in effects}) or \
+        changed = host_state.changed_by_step(
+            host, {id(owner) for owners, _, _ in effects for owner in owners}) or \
             host_state.changed_numbers(found)
         if changed is not None:
             self._stay_lazy(None, None, f"{changed}, which a replay, running no Python, "

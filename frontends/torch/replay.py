@@ -508,44 +508,54 @@ def _scheduler_steps(stepped, scheduled):
     """While a step is traced: an LR scheduler's `step()` made after its optimizer's step is
     an effect each replay makes again after its program (capture.replayed_effect): it sets
     the next call's learning rate (momentum, betas) from the scheduler's own counters, which
-    the replay reads at its start as a scheduled number. One made otherwise -- before its
-    optimizer's step (that update used the new rate), with an epoch, by a class with its own
-    `step` (CosineAnnealingWarmRestarts, ReduceLROnPlateau's metric) or by another scheduler
-    (SequentialLR, ChainedScheduler: their own counters) -- spoils them: the step runs
-    lazily, warned, as before. Yields the schedulers recorded."""
+    the replay reads at its start as a scheduled number. A scheduler stepping others
+    (SequentialLR, ChainedScheduler) is one effect, theirs included; a class with a `step`
+    of its own (CosineAnnealingWarmRestarts) is one like the rest. One made otherwise --
+    before its optimizer's step (that update used the new rate), or with an argument (an
+    epoch, ReduceLROnPlateau's metric) -- spoils them: the step runs lazily, warned, as
+    before. Yields the schedulers recorded."""
     recorded = []
-    original = _LRScheduler.step
+    running = [0]  # scheduler steps under way: an inner one is part of the outer's effect
 
-    def step(self, *args, **kwargs):
-        out = original(self, *args, **kwargs)
-        caller = sys._getframe(1).f_locals.get("self")
-        if type(self).step is not step or args or kwargs or \
-                id(self.optimizer) not in stepped or isinstance(caller, _LRScheduler):
-            capture.effect_spoiled()
-        else:
-            scheduled.add(id(self.optimizer))
-            recorded.append(self)
-            capture.replayed_effect(self, functools.partial(original, self),
-                                    list(self.optimizer.param_groups))
-        return out
-
-    def spoiling(own):
+    def stepping(own):
         @functools.wraps(own)
-        def step_of_its_own(self, *args, **kwargs):
-            capture.effect_spoiled()
-            return own(self, *args, **kwargs)
-        return step_of_its_own
+        def step(self, *args, **kwargs):
+            running[0] += 1
+            try:
+                out = own(self, *args, **kwargs)
+            finally:
+                running[0] -= 1
+            if running[0]:
+                return out
+            if args or kwargs or id(self.optimizer) not in stepped:
+                capture.effect_spoiled()
+            else:
+                scheduled.add(id(self.optimizer))
+                recorded.append(self)
+                capture.replayed_effect([self] + _inner_schedulers(self),
+                                        functools.partial(own, self),
+                                        list(self.optimizer.param_groups))
+            return out
+        return step
 
-    patched = [(_LRScheduler, original, step)] + [
-        (cls, cls.__dict__["step"], spoiling(cls.__dict__["step"]))
-        for cls in _subclasses(_LRScheduler) if "step" in cls.__dict__]
-    for cls, _, replacement in patched:
-        cls.step = replacement
+    patched = [(cls, cls.__dict__["step"])
+               for cls in [_LRScheduler, *_subclasses(_LRScheduler)] if "step" in cls.__dict__]
+    for cls, own in patched:
+        cls.step = stepping(own)
     try:
         yield recorded
     finally:
-        for cls, own, _ in patched:
+        for cls, own in patched:
             cls.step = own
+
+
+def _inner_schedulers(scheduler):
+    """The schedulers `scheduler` steps itself (SequentialLR's, ChainedScheduler's), deep."""
+    inner = []
+    for sub in getattr(scheduler, "_schedulers", None) or ():
+        if isinstance(sub, _LRScheduler):
+            inner += [sub] + _inner_schedulers(sub)
+    return inner
 
 
 def _subclasses(cls):
