@@ -25,6 +25,7 @@ import types
 import weakref
 
 import torch
+from torch.distributions import Distribution
 from torch.optim.optimizer import (_get_scalar_dtype, _get_value,
                                    register_optimizer_step_post_hook,
                                    register_optimizer_step_pre_hook)
@@ -297,6 +298,21 @@ def _capturable(opt, args, kwargs, symbolic=None):
     return None
 
 
+@contextlib.contextmanager
+def _unvalidated_distributions():
+    """While a step is traced, torch.distributions does not validate by default: its checks
+    (`scale > 0`, log_prob's support) read values on the host, which a replay cannot do, so
+    a VAE's step failed to compile. torch.compile does the same, process-wide from its first
+    call (torch._dynamo.eval_frame); here only while tracing. A distribution made with
+    validate_args=True still reads, and the error says so."""
+    validating = Distribution._validate_args
+    Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        Distribution.set_default_validate_args(validating)
+
+
 class _WideCounters:
     """The capturable path computes an optimizer's bias corrections on the device from its
     step counter, in the counter's dtype: float32, where the default path computes them in
@@ -421,7 +437,7 @@ def _tracing():
         contextlib.nullcontext()
     steps = _scheduler_steps(stepped, scheduled)
     try:
-        with items, steps as recorded:
+        with items, steps as recorded, _unvalidated_distributions():
             yield
     finally:
         hook.remove()

@@ -191,6 +191,11 @@ _ADVICE = (
                    "tensor, and the step replays"),
     ("_BatchNorm", "BatchNorm with momentum=None reads num_batches_tracked on the host for "
                    "its averaging factor; give it a momentum"),
+    ("torch.distributions.", "torch.distributions checks a distribution's parameters (and "
+                             "log_prob's values) on the host when it validates its arguments: "
+                             "make it with validate_args=False, or call torch.distributions."
+                             "Distribution.set_default_validate_args(False) once, and the "
+                             "step replays"),
 )
 
 

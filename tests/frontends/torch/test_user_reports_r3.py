@@ -273,7 +273,7 @@ def test_pack_padded_sequence_reads_lengths_on_the_device():
 
 # ------------------------------------------------ 6. who read a value inside a compiled step
 
-def test_compile_error_names_torchs_own_code_that_read_a_value():
+def test_compile_error_names_torchs_own_code_that_read_a_value(monkeypatch):
     torch.manual_seed(0)
     x, y = torch.randn(5, 4).to(D), torch.tensor([0, 1, 1, 0, 1]).to(D)
 
@@ -295,10 +295,59 @@ def test_compile_error_names_torchs_own_code_that_read_a_value():
     def bn_step(x):
         return bn(x).sum()
 
+    enc = nn.Linear(4, 4).to(D)
+
+    def vae_step(x, validate_args=True):  # (it validates its scale: `scale > 0` on the host)
+        mu, log_var = enc(x).chunk(2, dim=1)
+        scale = (0.5 * log_var).exp()
+        return torch.distributions.Normal(mu, scale, validate_args=validate_args).rsample().sum()
+
+    monkeypatch.setattr(torch.distributions.Distribution, "_validate_args", True)  # (below)
     for step, asker, advice in ((amp_step, "GradScaler._maybe_opt_step", "fused=True"),
-                                (bn_step, "_BatchNorm.forward", "momentum")):
+                                (bn_step, "_BatchNorm.forward", "momentum"),
+                                (vae_step, "Distribution.__init__", "validate_args=False")):
         with pytest.raises(lazyx.CompileError) as err:
             lazyx.compile(step)(*((x, y) if step is amp_step else (x,)))
         message = str(err.value)
         assert asker in message and advice in message, message
         assert "no lowering" not in message, message
+    # the advice works: without validation the step replays
+    vae = lazyx.compile(vae_step)
+    lazyx.reset_metrics()
+    for _ in range(3):
+        with torch.no_grad():
+            vae(x, validate_args=False)
+    assert lazyx.metrics()["replays"] >= 1
+
+
+def test_a_distribution_validating_by_default_replays_as_under_torch_compile(monkeypatch):
+    """torch.compile turns torch.distributions' validation off (process-wide, at its first
+    call); lazyx.compile while it traces a step, so a VAE's step replays. The uncompiled run
+    still validates, as does the process after the trace."""
+    # (on, as in a fresh process: a torch.compile test in this process turned it off)
+    monkeypatch.setattr(torch.distributions.Distribution, "_validate_args", True)
+    torch.manual_seed(0)
+    enc, dec = nn.Linear(6, 4).to(D), nn.Linear(2, 6).to(D)
+    opt = torch.optim.SGD([*enc.parameters(), *dec.parameters()], lr=0.1)
+    x = torch.randn(8, 6)
+
+    def step(x):
+        opt.zero_grad()
+        mu, log_var = enc(x).chunk(2, dim=1)
+        q = torch.distributions.Normal(mu, (0.5 * log_var).exp())
+        prior = torch.distributions.Normal(torch.zeros_like(mu), torch.ones_like(mu))
+        loss = F.mse_loss(dec(q.rsample()), x) + \
+            torch.distributions.kl_divergence(q, prior).sum(1).mean()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    compiled = lazyx.compile(step)
+    lazyx.reset_metrics()
+    torch.manual_seed(1)
+    losses = [compiled(x.to(D)).item() for _ in range(4)]
+    assert lazyx.metrics()["replays"] >= 2
+    assert torch.distributions.Distribution._validate_args  # (put back after the trace)
+    assert all(a > b for a, b in zip(losses, losses[1:])), losses  # (it trains)
+    with pytest.raises(ValueError, match="scale"):  # the uncompiled run still validates
+        torch.distributions.Normal(torch.zeros(2).to(D), -torch.ones(2).to(D))
