@@ -547,9 +547,9 @@ def _scheduler_steps(stepped, scheduled):
                 capture.effect_spoiled()
             else:
                 scheduled.add(id(self.optimizer))
-                recorded.append(self)
-                capture.replayed_effect([self] + _inner_schedulers(self),
-                                        functools.partial(own, self),
+                owners = [self] + _inner_schedulers(self)
+                recorded.extend(owners)
+                capture.replayed_effect(owners, functools.partial(own, self),
                                         list(self.optimizer.param_groups))
             return out
         return step

@@ -71,6 +71,7 @@ def _run(make_scheduler, compiled, opt_name="SGD", order="after", step_args=()):
     return {"losses": losses, "params": [p.detach().cpu() for p in model.parameters()],
             "group": {k: v for k, v in opt.param_groups[0].items() if k != "params"},
             "last_lr": scheduler.get_last_lr(), "epoch": getattr(scheduler, "last_epoch", None),
+            "inner_last_lr": [s.get_last_lr() for s in getattr(scheduler, "_schedulers", ())],
             "replays": lazyx.metrics()["replays"], "lazily": lazily}
 
 
@@ -80,7 +81,9 @@ def _same(compiled, plain):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
     assert compiled["group"] == plain["group"]
     assert compiled["last_lr"] == plain["last_lr"] and compiled["epoch"] == plain["epoch"]
-    assert all(type(v) is float for v in compiled["last_lr"])  # (SymFloats while traced)
+    assert compiled["inner_last_lr"] == plain["inner_last_lr"]  # (SequentialLR's, ...)
+    assert all(type(v) is float for v in compiled["last_lr"] +  # (SymFloats while traced)
+               [v for rates in compiled["inner_last_lr"] for v in rates])
 
 
 @pytest.mark.parametrize("opt_name", ["SGD", "AdamW"])
