@@ -117,7 +117,9 @@ def test_a_repeated_call_is_stamped_without_the_python_dispatcher(monkeypatch):
             if step == 0:
                 lowered = list(calls)
         assert "aten.addmm.default" in lowered and "aten.mse_loss.default" in lowered
-        assert calls == ["aten.zeros.default", "aten._local_scalar_dense.default"]
+        # (a factory; the loss's .item() after the barrier is a ready read, answered
+        # before either dispatcher: tensor._ready_item)
+        assert calls == ["aten.zeros.default"]
         assert losses[2] < losses[0]
         assert lazyx.metrics()["compiles"] >= 1
     finally:
