@@ -1044,21 +1044,42 @@ class _Bound:
             loaded = exe.local_copy(compiled)
             self._inline = self
             if loaded is not None:
-                steps = [("ready", put(np.asarray(step[1]), exe.local_device())) if step[0] == "ready"
+                device = exe.local_device()
+                steps = [("ready", put(np.asarray(step[1]), device)) if step[0] == "ready"
                          else step for step in self.steps]
-                self._inline = _Inline(loaded, steps, exe.x64)
+                self._inline = _Inline(loaded, steps, exe.x64, device)
         return self._inline
 
 
 class _Inline:
     """A binding's executable loaded on the synchronous CPU client (see _Bound.inline)."""
-    __slots__ = ("compiled", "steps", "x64")
+    __slots__ = ("compiled", "steps", "x64", "device")
 
-    def __init__(self, compiled, steps, x64):
-        self.compiled, self.steps, self.x64 = compiled, steps, x64
+    def __init__(self, compiled, steps, x64, device):
+        self.compiled, self.steps, self.x64, self.device = compiled, steps, x64, device
 
     def __call__(self, leaf_values):
-        args = _arguments(self.steps, leaf_values)
+        return self.run(_arguments(self.steps, leaf_values))
+
+    def arguments_plan(self, fixed):
+        """For a caller whose leaves at `fixed` ({leaf index: value}) never change: per
+        argument, the index of the leaf it takes at each call, or its value, placed on the
+        synchronous client once. None where a call packs scalars (the caller then passes
+        every leaf through __call__)."""
+        plan = []
+        for step in self.steps:
+            if step[0] == "pack":
+                return None
+            if step[0] == "ready":
+                plan.append(step[1])
+            elif step[1] in fixed:
+                plan.append(put(np.asarray(fixed[step[1]]), self.device))
+            else:
+                plan.append(step[1])
+        return plan
+
+    def run(self, args):
+        """The executable on `args` (host arrays, or arrays on the synchronous client)."""
         try:
             return self._run(args)
         except ValueError:

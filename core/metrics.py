@@ -129,6 +129,22 @@ def record_replay(execute_seconds):
         t.recent.append(execute_seconds)
 
 
+def record_host_call(execute_seconds, n_in, bytes_in, n_out, bytes_out):
+    """A torch.compile graph called with CPU tensors (frontends/torch/dynamo_host.py): its
+    inputs' transfers, one execution and its results' transfers, under one lock."""
+    with _lock:
+        counters = _state.counters
+        counters["transfers_to_device"] += n_in
+        counters["bytes_to_device"] += bytes_in
+        counters["executions"] += 1
+        counters["transfers_to_host"] += n_out
+        counters["bytes_to_host"] += bytes_out
+        t = _state.timers["execute"]
+        t.total += execute_seconds
+        t.count += 1
+        t.recent.append(execute_seconds)
+
+
 def record_compile(source):
     with _lock:
         _tally(_state.compile_sources, _where(source))

@@ -22,7 +22,7 @@ from torch._decomp import core_aten_decompositions
 from ...core import ir, metrics, runtime
 from ...core.source import user_line
 from ...core import dtypes as ir_dtypes
-from . import dtypes, dynamic_shapes, tensor
+from . import dtypes, dynamic_shapes, dynamo_host, tensor
 from .aten import prims as aten_prims, random as lazy_random
 
 
@@ -117,6 +117,9 @@ class CompiledGraph:
         # the device) and no eager step sits between programs: its calls may run inline
         self.host_results = self.n_user_outputs == len(outputs) and \
             all(type(step) is _Segment for step in steps)
+        # the call for CPU callers of a one-program graph (dynamo_host.py): made at the first
+        # such call, False where the general path must serve them
+        self.host_plan = None if self.host_results and len(steps) == 1 else False
 
     @property
     def programs(self):
@@ -129,6 +132,10 @@ class CompiledGraph:
         return programs[0].graph_hash if len(programs) == 1 else None
 
     def __call__(self, args):
+        if self.host_plan:
+            outputs = self.host_plan(args)
+            if outputs is not None:
+                return outputs
         backend = runtime.get_backend()
         cpu_inputs = lazy_inputs = lazy_caller = cpu_caller = False
         callers = self.callers_inputs
@@ -165,6 +172,8 @@ class CompiledGraph:
             if type(step) is _Segment:
                 start = time.perf_counter()
                 exe = step.exe_for_host_caller() if host_only else step.exe
+                if host_only and self.host_plan is None and exe is not step.exe:
+                    self.host_plan = dynamo_host.make(self, step, exe, args) or False
                 results = exe(step.values(env))
                 metrics.record_time("execute", time.perf_counter() - start)
                 metrics.count("executions")
