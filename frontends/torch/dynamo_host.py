@@ -2,12 +2,12 @@
 and out, on the calling thread.
 
 CompiledGraph.__call__ serves every caller (lt.device tensors, eagerly run ops between
-programs, asserts, random keys); for W4's one-input, one-output graph that generality cost
-about 20 us a call around an 11 us XLA call, most of it deciding again what the first call
-had decided. A plan fixes it at the first call that can use one: which argument each XLA
-argument takes, the rest placed once, how each output comes back, and what the call adds to
-lazyx.metrics(). A call that does not fit the plan (a lazy or functional tensor, a dtype
-NumPy cannot hold) gets None back and takes the general path.
+programs, asserts, random keys); for W4's one-input, one-output graph that generality made
+a 33 us call of an 11 us XLA call, most of it deciding again what the first call had
+decided (planned: 21-23 us). A plan fixes that at the first call that can use one: which
+argument each XLA argument takes, the rest placed once, how each output comes back, and
+what the call adds to lazyx.metrics(). A call that does not fit the plan (a lazy or
+functional tensor, a dtype NumPy cannot hold) gets None back and takes the general path.
 """
 import time
 
