@@ -18,12 +18,7 @@ from lazyx.frontends.torch import dynamic_shapes, dynamo
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    torch._dynamo.reset()
-    lazyx.reset_metrics()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # (conftest.py)
 
 
 def _mlp():

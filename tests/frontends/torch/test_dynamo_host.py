@@ -10,12 +10,7 @@ import lazyx.frontends.torch as lt
 from lazyx.frontends.torch import dynamo
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    torch._dynamo.reset()
-    lazyx.reset_metrics()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # (conftest.py)
 
 
 def _compile(fn):

@@ -11,12 +11,7 @@ import lazyx
 import lazyx.frontends.torch as lt
 
 
-@pytest.fixture(autouse=True)
-def _fresh():
-    torch._dynamo.reset()
-    lazyx.reset_metrics()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")  # (conftest.py)
 
 
 class _RNNFirst(nn.Module):  # mnist_rnn's Net, trimmed: the LSTM comes first
