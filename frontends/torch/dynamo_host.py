@@ -16,7 +16,7 @@ import torch
 from torch._C import TensorBase
 
 from ...core import metrics, runtime
-from . import dtypes
+from . import dynamo  # (which imports this module first: its names are read at calls)
 
 # torch's own Tensor.numpy, not the one lazyx patches in (hooks.py), whose extra checks the
 # plan makes itself; force=True: a parameter's value without detach()'s new tensor
@@ -41,7 +41,7 @@ class HostPlan:
         # every result is read before the call returns, so waited for (as the caller may
         # write its inputs again afterwards: XLA borrowed their memory)
         self.reads_all = reads_all
-        self.transfers = transfers      # (inputs, their bytes, results read, their bytes)
+        self.transfers = transfers      # (inputs, their bytes, results copied, their bytes)
 
     def __call__(self, args):
         host = {}
@@ -69,11 +69,8 @@ def _outputs(plan, results, args):
     for how, where, torch_dtype in plan:
         if how == _COPY:
             out = torch.from_numpy(np.array(results[where]))
-        elif how == _LEND:  # (large: the backend's call costs nothing beside it)
-            view = runtime.get_backend().lend_to_host(results[where])
-            out = None if view is None else torch.from_dlpack(view)
-            if out is None or out.dtype != torch_dtype:  # (DLPack naming another dtype)
-                out = dtypes.from_numpy_array(np.asarray(results[where]), torch_dtype)
+        elif how == _LEND:  # (large: the general call's way costs nothing beside it)
+            out = dynamo._to_cpu(results[where], torch_dtype, lend=True)  # (counted there)
         elif how == _ARG:
             out = args[where]
         else:
@@ -85,10 +82,10 @@ def _outputs(plan, results, args):
 def make(graph, segment, exe, args):
     """A HostPlan for `graph` (one `segment`, run by `exe`, the backend's copy for host
     callers) as called with `args`, or None where the general path must serve it."""
-    from .dynamo import _FIXED, _INPUT, _SLOT, _fixed, _nbytes
+    _FIXED, _INPUT, _SLOT = dynamo._FIXED, dynamo._INPUT, dynamo._SLOT
     if graph.asserts or segment.keys or not hasattr(exe, "arguments_plan"):
         return None
-    arguments = exe.arguments_plan(_fixed(segment.leaves))
+    arguments = exe.arguments_plan(dynamo._fixed(segment.leaves))
     if arguments is None:
         return None
     tensor_args = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor)]
@@ -104,7 +101,7 @@ def make(graph, segment, exe, args):
         arguments[position] = None
         fill.append((position, slot))
     result_of = {slot: r for r, slot in enumerate(segment.out_slots)}
-    outputs, read_bytes = [], 0
+    outputs, copied_bytes = [], 0
     lends = hasattr(runtime.get_backend(), "lend_to_host")
     for k, (kind, where, torch_dtype) in enumerate(graph.outputs):
         if torch_dtype is torch.bfloat16:
@@ -116,12 +113,13 @@ def make(graph, segment, exe, args):
         elif where in result_of:
             lend = graph.lendable[k] and lends
             outputs.append((_LEND if lend else _COPY, result_of[where], torch_dtype))
-            read_bytes += _nbytes(*graph.slot_types[where][:2])
+            if not lend:
+                copied_bytes += dynamo._nbytes(*graph.slot_types[where][:2])
         else:  # an input returned as a new tensor (x.clone()): the general path copies it
             return None
     in_bytes = sum(args[k].nbytes for k in tensor_args)
     read = [where for how, where, _ in outputs if how in (_COPY, _LEND)]
     reads_all = set(read) == set(range(len(segment.out_slots)))
+    n_copied = sum(how == _COPY for how, _, _ in outputs)
     return HostPlan(exe.run, arguments, fill, tensor_args, outputs, reads_all,
-                    (len(tensor_args), in_bytes, len(read), read_bytes))
-
+                    (len(tensor_args), in_bytes, n_copied, copied_bytes))

@@ -114,6 +114,21 @@ def test_planned_results_are_the_callers_own():
     assert results[-1][1].data_ptr() != results[-2][1].data_ptr()
 
 
+def test_large_results_count_as_the_general_call_counts_them(monkeypatch):
+    """Results lent through DLPack (from 128 KiB) beside small copied ones: the same numbers
+    and the same transfers in lazyx.metrics() either way."""
+    gen = torch.Generator().manual_seed(0)
+    calls = [(torch.randn(300, 300, generator=gen),) for _ in range(4)]
+    fn = (lambda t: (torch.sin(t) + 1, t.sum(0)))
+    both = _run_both_ways(fn, calls, monkeypatch)
+    planned, general = both["planned"], both["general"]
+    assert planned[2] == ([True] if _inline_backend() else [False]), planned[2]
+    assert planned[1] == general[1], (planned[1], general[1])
+    for got, other in zip(planned[0], general[0]):
+        for g, o in zip(got, other):
+            torch.testing.assert_close(g, o, rtol=0, atol=0)
+
+
 def test_a_lazy_input_after_planned_calls_takes_the_general_path(monkeypatch):
     """A planned graph given an lt.device tensor (as AOTAutograd hands one over) declines it,
     and the general path computes the same numbers."""
