@@ -239,6 +239,7 @@ def _fold_constraint(inputs, attrs, shape, dtype):
 
 
 _PUSHED = set()  # the element-wise unary ops _push_unary folds
+_PUSHED_THROUGH = ("broadcast_in_dim", "reshape")  # the operands' ops it looks through
 
 
 def _push_unary(name, first=None):
@@ -251,9 +252,11 @@ def _push_unary(name, first=None):
             if simpler is not None:
                 return simpler
         x = inputs[0]
-        if x.op in ("broadcast_in_dim", "reshape"):
+        if x.op in _PUSHED_THROUGH:
             return OPS[x.op](OPS[name](x.inputs[0], **attrs), **x.attrs)
         return None
+    if first is None:  # (the C builder calls `fold` only for an operand made by one of these)
+        fold.looks_through = _PUSHED_THROUGH
     return fold
 
 

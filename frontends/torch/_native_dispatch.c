@@ -73,10 +73,14 @@ typedef struct {
     struct { PyObject *func, *route; } route_slots[ROUTE_SLOTS];
     Py_ssize_t size;         /* the tables' total size when the routes were made */
     PyObject *recipes_generation;  /* LOCALS_GENERATION[0] when the recipes were checked */
+    /* (shape, dtype) -> a splat param's interned entry (local, stable hash, op key), so that
+       new_node need not intern the same structure again for every number (0.2 us of an
+       `x * 0.5`); of the interning generation params_generation, as the recipes are */
+    PyObject *param_entries, *params_generation;
 } FastObject;
 
 static PyObject *s_depth, *s_capturing, *s_handle, *s_node, *s_dtype, *s_shape, *s_device,
-    *s_param, *s_local, *s_inputs, *s_order, *s_neg_zero, *empty_tuple, *wrapper_kwnames,
+    *s_param, *s_local, *s_inputs, *s_order, *s_hash, *s_neg_zero, *empty_tuple, *wrapper_kwnames,
     *long_zero;
 
 #define MAX_EXACT_INT (1LL << 53)
@@ -123,6 +127,26 @@ static int plain_number(PyObject *x) {
     return !overflow && v <= MAX_EXACT_INT && v >= -MAX_EXACT_INT;
 }
 
+/* self->param_entries (borrowed), emptied if the interning generation changed since it was
+   filled (ir.LOCALS_GENERATION: an emptied table's entries must not be given again); NULL
+   with an error. */
+static PyObject *param_entries(FastObject *self) {
+    PyObject *generation = PyList_Check(self->generation) && PyList_GET_SIZE(self->generation) ?
+        PyList_GET_ITEM(self->generation, 0) : NULL;
+    if (generation == NULL) {
+        PyErr_SetString(PyExc_TypeError, "lazyx: LOCALS_GENERATION is not [n]");
+        return NULL;
+    }
+    if (generation != self->params_generation) {  /* (an int object per change) */
+        int same = self->params_generation == NULL ? 0 :
+            PyObject_RichCompareBool(generation, self->params_generation, Py_EQ);
+        if (same < 0) return NULL;
+        Py_XSETREF(self->params_generation, Py_NewRef(generation));
+        if (!same) PyDict_Clear(self->param_entries);
+    }
+    return self->param_entries;
+}
+
 /* ir.param(y, dtype, shape): made here when the number's host scalar is already shared (what
    ir.param does then), else by ir.param itself. */
 static PyObject *splat_param(FastObject *self, PyObject *y, PyObject *dtype, PyObject *shape) {
@@ -141,8 +165,25 @@ static PyObject *splat_param(FastObject *self, PyObject *y, PyObject *dtype, PyO
         PyObject *param_args[3] = {y, dtype, shape};
         return PyObject_Vectorcall(self->param, param_args, 3, NULL);
     }
-    PyObject *node_args[6] = {s_param, empty_tuple, self->splat, shape, dtype, host};
-    return PyObject_Vectorcall(self->new_node, node_args, 6, NULL);
+    PyObject *entries = param_entries(self), *key, *entry, *node;
+    if (entries == NULL) return NULL;
+    if ((key = PyTuple_Pack(2, shape, dtype)) == NULL) return NULL;
+    entry = PyDict_GetItemWithError(entries, key);  /* borrowed */
+    if (entry == NULL && PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+    /* (source False: the user's line, as new_node finds it when not given) */
+    PyObject *node_args[9] = {s_param, empty_tuple, self->splat, shape, dtype, host, long_zero,
+                              Py_False, entry};
+    node = PyObject_Vectorcall(self->new_node, node_args, entry != NULL ? 9 : 6, NULL);
+    if (node != NULL && entry == NULL) {  /* a leaf's entry: its local id, hash and order */
+        PyObject *local = PyObject_GetAttr(node, s_local), *hash = PyObject_GetAttr(node, s_hash),
+            *order = PyObject_GetAttr(node, s_order);
+        entry = local && hash && order ? PyTuple_Pack(3, local, hash, order) : NULL;
+        Py_XDECREF(local); Py_XDECREF(hash); Py_XDECREF(order);
+        if (entry == NULL || PyDict_SetItem(entries, key, entry) < 0) Py_CLEAR(node);
+        Py_XDECREF(entry);
+    }
+    Py_DECREF(key);
+    return node;
 }
 
 /* A new LazyTensor of `node` (tensor.from_node), or NULL with an error. */
@@ -735,10 +776,11 @@ static PyObject *Fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
 #define TAKE_FIELD(name) self->name = Py_NewRef(v[j++]);
     GIVEN_FIELDS(TAKE_FIELD)
     self->routes = PyDict_New();  /* made at the first call: size -1 never matches */
+    self->param_entries = PyDict_New();
     self->size = -1;
     if (PyList_GET_SIZE(self->generation))  /* the recipes' generation: the current one */
         self->recipes_generation = Py_NewRef(PyList_GET_ITEM(self->generation, 0));
-    if (self->routes == NULL) { Py_DECREF(self); return NULL; }
+    if (self->routes == NULL || self->param_entries == NULL) { Py_DECREF(self); return NULL; }
     return (PyObject *)self;
 }
 
@@ -747,6 +789,8 @@ static int Fast_traverse(FastObject *self, visitproc visit, void *arg) {
     GIVEN_FIELDS(VISIT_FIELD)
     Py_VISIT(self->routes);
     Py_VISIT(self->recipes_generation);
+    Py_VISIT(self->param_entries);
+    Py_VISIT(self->params_generation);
     for (int j = 0; j < ROUTE_SLOTS; j++) {
         Py_VISIT(self->route_slots[j].func);
         Py_VISIT(self->route_slots[j].route);
@@ -759,6 +803,8 @@ static int Fast_clear(FastObject *self) {
     GIVEN_FIELDS(CLEAR_FIELD)
     Py_CLEAR(self->routes);
     Py_CLEAR(self->recipes_generation);
+    Py_CLEAR(self->param_entries);
+    Py_CLEAR(self->params_generation);
     forget_routes(self);
     return 0;
 }
@@ -817,7 +863,7 @@ int lazyx_dispatch_init(PyObject *m) {
         {&s_depth, "depth"}, {&s_capturing, "capturing"}, {&s_handle, "_lazyx_handle"},
         {&s_node, "node"}, {&s_dtype, "dtype"}, {&s_shape, "shape"}, {&s_device, "DEVICE"},
         {&s_param, "param"}, {&s_local, "local"}, {&s_inputs, "inputs"}, {&s_order, "order"},
-        {&s_neg_zero, "-0.0"}};
+        {&s_hash, "hash"}, {&s_neg_zero, "-0.0"}};
     for (size_t j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
         if ((*names[j].slot = PyUnicode_InternFromString(names[j].text)) == NULL) return -1;
     }

@@ -130,3 +130,23 @@ def test_a_hit_outside_a_frontend_op_reports_the_callers_line():
     via_c = ops.neg(x).source; line = sys._getframe().f_lineno  # noqa: E702
     via_python = ops.neg.__wrapped__(x).source; python_line = sys._getframe().f_lineno  # noqa
     assert via_c == (__file__, line) and via_python == (__file__, python_line)
+
+
+@native
+@pytest.mark.parametrize("unary", ["tanh", "exp", "neg"])
+def test_a_unary_op_is_pushed_through_a_broadcast_or_reshape_on_a_hit_as_in_python(unary):
+    # the C builder calls a pushing simplifier only for the operands it can fold (its
+    # `looks_through`): for those it must still fold, as the Python build does
+    ir.TRACE.reset()
+    x = ir.data(np.ones((3,), np.float32), (3,), "float32")
+    wide = ops.broadcast_in_dim(x, shape=(2, 3), broadcast_dimensions=(1,))
+    tall = ops.reshape(x, new_sizes=(3, 1))
+    builder = getattr(ops, unary)
+    for operand, folded in ((wide, "broadcast_in_dim"), (tall, "reshape"), (x, unary)):
+        builder(operand)  # fill the memo: the calls below are hits, in C
+        via_c, via_python = builder(operand), builder.__wrapped__(operand)
+        assert via_c.op == via_python.op == folded
+        assert (via_c.local, via_c.eid, via_c.hash) == \
+            (via_python.local, via_python.eid, via_python.hash)
+        if folded != unary:  # the op now applies to the unbroadcast operand
+            assert via_c.inputs[0].op == unary and via_c.inputs[0].inputs[0] is x

@@ -188,6 +188,42 @@ def test_an_error_on_the_c_path_is_raised_at_the_call_and_leaves_no_state(monkey
         lazy_tensor.use_fast_dispatch(True)
 
 
+@native
+def test_number_params_of_the_c_path_follow_an_emptied_interning_table(monkeypatch):
+    # the C path keeps each splat param's interned entry per (shape, dtype): once the table
+    # is emptied (ir.LOCALS_GENERATION), a kept entry would name an id the table no longer has
+    import itertools
+    from lazyx.core import ops
+
+    def param_of(shape, dtype):
+        x = torch.ones(shape, dtype=dtype).to(lt.device)
+        x * 0.5  # (the first call of a signature may take the Python path)
+        out = torch._from_functional_tensor(x * 0.5)._lazyx_handle.node
+        (param,) = [n for n in out.inputs if n.op == "param"]
+        return param.local, param.hash, param.order
+
+    def python_param_of(shape, dtype):
+        lazy_tensor.use_fast_dispatch(False)
+        try:
+            return param_of(shape, dtype)
+        finally:
+            lazy_tensor.use_fast_dispatch(True)  # (a new C dispatcher: its table starts empty)
+    expected = {dtype: python_param_of((2, 3), dtype) for dtype in (torch.float32, torch.float64)}
+    # one entry per dtype and shape, not one per shape
+    assert {dtype: param_of((2, 3), dtype) for dtype in expected} == expected
+    before = param_of((2, 3), torch.float32)[0]
+    generation = ir.LOCALS_GENERATION[0]
+    n = next(n for n in itertools.count(7)
+             if not any(sig[0] == "exp" and sig[2] == (n,) for sig in ir._LOCALS))
+    monkeypatch.setattr(ir, "TABLE_LIMIT", len(ir._LOCALS))  # the next new structure empties it
+    ops.exp(ir.data(np.ones(n, np.float32), (n,), "float32"))
+    monkeypatch.undo()
+    assert ir.LOCALS_GENERATION[0] == generation + 1
+    after = param_of((2, 3), torch.float32)  # from the same C dispatcher as `before`
+    assert after[0] != before and after[0] in {entry[0] for entry in ir._LOCALS.values()}
+    assert after == python_param_of((2, 3), torch.float32)
+
+
 def test_python_dispatch_alone_still_works(python_dispatch):
     assert type(lazy_tensor.LazyTensor.__dict__["__torch_dispatch__"].__func__).__name__ \
         == "function"
