@@ -80,3 +80,21 @@ class ProgramResults:
     def __exit__(self, *exc):
         from lazyx.core import runtime
         runtime.LISTENERS.remove(self)
+
+
+def empty_the_interning_table(monkeypatch):
+    """Make the next new structure empty ir's interning table (bumping
+    ir.LOCALS_GENERATION), then make one: memos of interned entries must follow."""
+    import itertools
+
+    import numpy as np
+
+    from lazyx.core import ir, ops
+    generation = ir.LOCALS_GENERATION[0]
+    # a structure no earlier test of this process made (exp of a length not interned yet)
+    n = next(n for n in itertools.count(5)
+             if not any(sig[0] == "exp" and sig[2] == (n,) for sig in ir._LOCALS))
+    monkeypatch.setattr(ir, "TABLE_LIMIT", len(ir._LOCALS))  # the next new structure empties it
+    ops.exp(ir.data(np.ones(n, np.float32), (n,), "float32"))
+    monkeypatch.undo()
+    assert ir.LOCALS_GENERATION[0] == generation + 1

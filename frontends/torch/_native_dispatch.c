@@ -127,23 +127,28 @@ static int plain_number(PyObject *x) {
     return !overflow && v <= MAX_EXACT_INT && v >= -MAX_EXACT_INT;
 }
 
-/* self->param_entries (borrowed), emptied if the interning generation changed since it was
-   filled (ir.LOCALS_GENERATION: an emptied table's entries must not be given again); NULL
-   with an error. */
-static PyObject *param_entries(FastObject *self) {
+/* Empty `table`, a table of interned entries, if the interning generation changed since
+   `*seen` (ir.LOCALS_GENERATION: an emptied interning table's entries must not be given
+   again); *seen becomes the current one. 1: the table was current, 0: it is emptied now,
+   -1: an error. */
+static int follow_generation(FastObject *self, PyObject **seen, PyObject *table) {
     PyObject *generation = PyList_Check(self->generation) && PyList_GET_SIZE(self->generation) ?
         PyList_GET_ITEM(self->generation, 0) : NULL;
     if (generation == NULL) {
         PyErr_SetString(PyExc_TypeError, "lazyx: LOCALS_GENERATION is not [n]");
-        return NULL;
+        return -1;
     }
-    if (generation != self->params_generation) {  /* (an int object per change) */
-        int same = self->params_generation == NULL ? 0 :
-            PyObject_RichCompareBool(generation, self->params_generation, Py_EQ);
-        if (same < 0) return NULL;
-        Py_XSETREF(self->params_generation, Py_NewRef(generation));
-        if (!same) PyDict_Clear(self->param_entries);
-    }
+    if (generation == *seen) return 1;  /* (an int object per change) */
+    int same = *seen == NULL ? 0 : PyObject_RichCompareBool(generation, *seen, Py_EQ);
+    if (same < 0) return -1;
+    Py_XSETREF(*seen, Py_NewRef(generation));
+    if (!same) PyDict_Clear(table);
+    return same;
+}
+
+/* self->param_entries (borrowed), of the current interning generation; NULL with an error. */
+static PyObject *param_entries(FastObject *self) {
+    if (follow_generation(self, &self->params_generation, self->param_entries) < 0) return NULL;
     return self->param_entries;
 }
 
@@ -546,22 +551,8 @@ static PyObject *find_recipe(FastObject *self, PyObject *func, PyObject *args,
     *nodes = NULL;
     if (!PyDict_GET_SIZE(self->recipes)) return NULL;
     /* interned entries of an emptied table must not be stamped again (ir.LOCALS_GENERATION) */
-    PyObject *generation = PyList_Check(self->generation) && PyList_GET_SIZE(self->generation) ?
-        PyList_GET_ITEM(self->generation, 0) : NULL;
-    if (generation == NULL) {
-        PyErr_SetString(PyExc_TypeError, "lazyx: LOCALS_GENERATION is not [n]");
-        return NULL;
-    }
-    if (generation != self->recipes_generation) {  /* (an int object per change) */
-        int same = self->recipes_generation == NULL ? 0 :
-            PyObject_RichCompareBool(generation, self->recipes_generation, Py_EQ);
-        if (same < 0) return NULL;
-        Py_XSETREF(self->recipes_generation, Py_NewRef(generation));
-        if (!same) {
-            PyDict_Clear(self->recipes);
-            return NULL;
-        }
-    }
+    int current = follow_generation(self, &self->recipes_generation, self->recipes);
+    if (current <= 0) return NULL;  /* (emptied: no recipe, no error) */
     int why;
     PyObject *key = recipe_key(self, func, args, kwargs, nodes, &why);
     if (key == NULL) return NULL;

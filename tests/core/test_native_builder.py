@@ -6,7 +6,7 @@ Both share the op's memo, so a program run through one and then the other exerci
 path's hits against the Python path. (tox's `core` environment, LAZYX_NATIVE=0, has only the
 Python path: these tests skip there.)
 """
-import itertools
+import os
 import sys
 
 import numpy as np
@@ -14,6 +14,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from lazyx.core import ir, ops
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import shared  # noqa: E402  (tests/shared.py)
 
 native = pytest.mark.skipif(ir.NATIVE_BASE is None or ops._NATIVE is None,
                             reason="core/_native.c not built or LAZYX_NATIVE=0")
@@ -107,14 +110,7 @@ def test_an_unhashable_attribute_takes_the_python_path():
 def test_an_emptied_interning_table_is_not_answered_from_the_stale_memo(monkeypatch):
     x = ir.data(np.ones(_SHAPE, np.float32), _SHAPE, "float32")
     before = ops.tanh(x).local
-    generation = ir.LOCALS_GENERATION[0]
-    # a structure no earlier test of this process made (exp of a length not interned yet)
-    n = next(n for n in itertools.count(5)
-             if not any(sig[0] == "exp" and sig[2] == (n,) for sig in ir._LOCALS))
-    monkeypatch.setattr(ir, "TABLE_LIMIT", len(ir._LOCALS))  # the next new structure empties it
-    ops.exp(ir.data(np.ones(n, np.float32), (n,), "float32"))
-    monkeypatch.undo()
-    assert ir.LOCALS_GENERATION[0] == generation + 1
+    shared.empty_the_interning_table(monkeypatch)
     after = ops.tanh(x)  # a stale memo hit would give `before`, an id the table no longer has
     live = {entry[0] for entry in ir._LOCALS.values()}
     assert after.local != before and after.local in live

@@ -6,6 +6,7 @@ Every call outside those routes (broadcasting, alpha=, bools, other dtypes, huge
 the Python path, checked here against eager torch too."""
 import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -17,6 +18,9 @@ import lazyx
 import lazyx.frontends.torch as lt
 from lazyx.core import ir, source
 from lazyx.frontends.torch import tensor as lazy_tensor
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import shared  # noqa: E402  (tests/shared.py)
 
 native = pytest.mark.skipif(ir.NATIVE_BASE is None, reason="the C core is not built here")
 
@@ -192,9 +196,6 @@ def test_an_error_on_the_c_path_is_raised_at_the_call_and_leaves_no_state(monkey
 def test_number_params_of_the_c_path_follow_an_emptied_interning_table(monkeypatch):
     # the C path keeps each splat param's interned entry per (shape, dtype): once the table
     # is emptied (ir.LOCALS_GENERATION), a kept entry would name an id the table no longer has
-    import itertools
-    from lazyx.core import ops
-
     def param_of(shape, dtype):
         x = torch.ones(shape, dtype=dtype).to(lt.device)
         x * 0.5  # (the first call of a signature may take the Python path)
@@ -212,13 +213,7 @@ def test_number_params_of_the_c_path_follow_an_emptied_interning_table(monkeypat
     # one entry per dtype and shape, not one per shape
     assert {dtype: param_of((2, 3), dtype) for dtype in expected} == expected
     before = param_of((2, 3), torch.float32)[0]
-    generation = ir.LOCALS_GENERATION[0]
-    n = next(n for n in itertools.count(7)
-             if not any(sig[0] == "exp" and sig[2] == (n,) for sig in ir._LOCALS))
-    monkeypatch.setattr(ir, "TABLE_LIMIT", len(ir._LOCALS))  # the next new structure empties it
-    ops.exp(ir.data(np.ones(n, np.float32), (n,), "float32"))
-    monkeypatch.undo()
-    assert ir.LOCALS_GENERATION[0] == generation + 1
+    shared.empty_the_interning_table(monkeypatch)
     after = param_of((2, 3), torch.float32)  # from the same C dispatcher as `before`
     assert after[0] != before and after[0] in {entry[0] for entry in ir._LOCALS.values()}
     assert after == python_param_of((2, 3), torch.float32)
