@@ -731,18 +731,12 @@ def _replay(entry, tensors, handles, numbers, call):
     for effect in entry.effects:  # (an LR scheduler's step, made by the step after its update)
         effect()
     def value(kind, x, template):
-        if kind == "new":
-            return _spec(type(template))[1][2](template, outs[x])
-        if kind == "arg":
-            return tensors[x]
         if kind == "start":  # a new tensor of an argument's or state's value at the start
             return _spec(type(template))[1][2](template, at_start[x[0] == "slot"][x[1]])
         if kind == "slot":  # state: whatever is there now, after the writes above
             holder, step = slots[x].at
             return objects[step] if holder is None else child(holders[holder], step)
-        if kind == "number":
-            return template(x(numbers))
-        return x
+        return _result(kind, x, template, outs, tensors, numbers)
     for path, how in entry.arg_writes:  # what the step wrote into its list and dict arguments
         container = call
         for k in path[:-1]:
@@ -807,14 +801,19 @@ def _replay_lean(entry, tensors, handles, numbers):
     seconds = time.perf_counter() - start
     outs = ir.data_nodes(buffers, entry.outs)
     metrics.record_replay(seconds)
-    made = []
-    for kind, x, template in entry.results[1]:
-        if kind == "new":
-            made.append(_spec(type(template))[1][2](template, outs[x]))
-        elif kind == "arg":
-            made.append(tensors[x])
-        elif kind == "number":
-            made.append(template(x(numbers)))
-        else:
-            made.append(x)
-    return _rebuild(entry.results[0], iter(made))
+    key, plan = entry.results
+    return _rebuild(key, iter([_result(kind, x, template, outs, tensors, numbers)
+                               for kind, x, template in plan]))
+
+
+def _result(kind, x, template, outs, tensors, numbers):
+    """One result (or value written into an argument) of a replay, of a kind that needs no
+    state: a new tensor of output x, argument x itself, a number of the call's, or a constant
+    object (replay_entry.build_entry's `any_item`)."""
+    if kind == "new":
+        return _spec(type(template))[1][2](template, outs[x])
+    if kind == "arg":
+        return tensors[x]
+    if kind == "number":
+        return template(x(numbers))
+    return x

@@ -79,7 +79,7 @@ class Entry:
         self.reads = 0              # values read back after the pieces (split_steps.observed)
         self.confirmed = True       # a piecewise entry replays once a second trace agrees
         self.guards = []            # (expression, outcome) of what Python decided from reads
-        self.lean = None            # replay.is_lean, decided at the first replay
+        self.lean = None            # replay._is_lean, decided at the first replay
 
 
 def handle_of(t):
