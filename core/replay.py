@@ -407,6 +407,11 @@ class Compiled:
                               RuntimeWarning, stacklevel=4)
             return _plain_deep(result), None
         bucket = self.entries.setdefault(full, [])
+        # a number another variant found used by Python (a list index: _verify) is guarded
+        # by value here too, instead of being checked again at this variant's next value
+        known = {k for other in bucket for k, _, _ in other.numbers_by_value}
+        _guard_by_value(entry, [k for k in entry.unverified_numbers if k in known],
+                        entry.first_numbers)
         bucket.insert(0, entry)
         del bucket[self.max_entries:]
         return _plain_deep(result), entry
@@ -419,7 +424,7 @@ class Compiled:
         result, fresh = self._trace(full, args, kwargs)
         same = fresh is not None and (fresh.program is None) == (entry.program is None) and \
             (fresh.program is None or fresh.program.key == entry.program.key) and \
-            same_values(_predict(fresh, numbers), predicted)
+            same_values(_predict(fresh, numbers), predicted) and _same_state(entry, fresh)
         if entry.host_results and fresh is not None and \
                 not same_host_values(fresh.host_results, entry.host_results):
             return self._stay_lazy(
@@ -431,22 +436,24 @@ class Compiled:
         entry.host_results = ()  # (the step makes the same ones each call)
         bucket = self.entries.get(full, [])
         if not same:
-            if entry in bucket:
-                bucket.remove(entry)
             # a number that reached a parameter was read by C code too (an int as an index
-            # or a size, x[:n] / n; a float as np.quantile's q): guarded by value from now
-            # on. A float is blamed only when a constant the step made on the host changed
-            # with it; a trace that links what the first one baked (an optimizer's lr at its
-            # first step) is kept, to confirm its links at its next new value
-            blamed = [k for k in changed if type(numbers[k]) is int or
-                      fresh is not None and constants_changed(entry, fresh)]
-            if blamed:
-                fresh.numbers_by_value += tuple((k, type(numbers[k]), numbers[k])
-                                                for k in blamed)
-                fresh.unverified_numbers = tuple(k for k in fresh.unverified_numbers
-                                                 if k not in blamed)
+            # or a size, x[:n] / n; a float as np.quantile's q), or one that reached none was
+            # used (a seed, a list index): guarded by value from now on, in both traces, each
+            # replaying for its own values. One that reached no parameter is the suspect when
+            # it changed; otherwise a float is blamed only when a constant the step made on
+            # the host changed with it; a trace that links what the first one baked (an
+            # optimizer's lr at its first step) is kept, to confirm its links at its next new
+            # value
+            blamed = [k for k in changed if k in entry.unread_numbers] or \
+                [k for k in changed if type(numbers[k]) is int or
+                 fresh is not None and constants_changed(entry, fresh)]
+            if blamed and fresh is not None:
+                _guard_by_value(entry, blamed, entry.first_numbers)
+                _guard_by_value(fresh, blamed, numbers)
                 fresh.value_linked = False
                 return result
+            if entry in bucket:
+                bucket.remove(entry)
             if self.verify_every and self.calls % self.verify_every == 0:
                 raise CompileError(
                     f"lazyx.compile(verify_every={self.verify_every}): the step traced at "
@@ -535,6 +542,22 @@ def _floats_read(fn, arg_roots):
             found += host_state.read_numbers(_roots(obj), host_state.code_keys(obj),
                                              capture.holds_numbers)
     return found
+
+
+def _guard_by_value(entry, ks, numbers):
+    """Guard numbers `ks` of `entry` by their values in `numbers` (its trace's), those it
+    has not confirmed yet."""
+    ks = [k for k in ks if k in entry.unverified_numbers]
+    entry.numbers_by_value += tuple((k, type(numbers[k]), numbers[k]) for k in ks)
+    entry.unverified_numbers = tuple(k for k in entry.unverified_numbers if k not in ks)
+
+
+def _same_state(entry, fresh):
+    """Whether two traces of the step read and wrote their state at the same places: a
+    number Python used where lazyx cannot see it (`data[i % 4]`, a list index) picks
+    another tensor with the same graph."""
+    return [id(obj) for _, obj in fresh.roots] == [id(obj) for _, obj in entry.roots] and \
+        [slot.where for slot in fresh.slots] == [slot.where for slot in entry.slots]
 
 
 def _own_leaves(state):

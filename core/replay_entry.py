@@ -22,7 +22,8 @@ class Entry:
     """One traced variant of the step: its guard, its program, and how to feed and unpack it."""
 
     def __init__(self):
-        self.numbers_by_value = ()  # (k, value): numbers that reached no parameter: guarded
+        self.numbers_by_value = ()  # (k, type, value): numbers guarded by value
+        self.unread_numbers = ()    # ints and floats that reached no parameter
         self.ties = ()              # (expression, expression) that must stay equal (_ties)
         self.roots = []             # (getter, object)
         self.slots = []             # Slot per captured state tensor
@@ -316,13 +317,19 @@ def build_entry(entry, numbers, result, tensors, leaves, rec, start_leaf, arg_le
     entry.guards = list(rec.guards)
     entry.confirmed = not pieces
     entry.ties, tied = _ties(rec.ties, numbers, probe)
-    entry.numbers_by_value = tuple((k, type(v), v) for k, v in enumerate(numbers)
-                                   if k not in probe.read and k not in tied)
     # an int or float that reached a parameter may also have been read by C code that
-    # baked it (x[:n], np.quantile(x, q), np.linspace(0, k, 5)): the first call with a
-    # new value traces again to confirm it is only a parameter
-    entry.unverified_numbers = tuple(k for k in sorted(probe.read)
-                                  if type(numbers[k]) in (int, float))
+    # baked it (x[:n], np.quantile(x, q), np.linspace(0, k, 5)); one that reached none was
+    # either not used at all (a step counter passed for logging) or read only that way, or
+    # by Python where lazyx cannot see it (an index into a list). Either way the first call
+    # with a new value traces again: the same graph confirms the number is a parameter or
+    # unused (left out of the guard), another one guards it by value (Compiled._verify)
+    unread = [k for k, v in enumerate(numbers) if k not in probe.read and k not in tied]
+    entry.numbers_by_value = tuple((k, type(numbers[k]), numbers[k]) for k in unread
+                                   if type(numbers[k]) not in (int, float))
+    entry.unread_numbers = tuple(k for k in unread if type(numbers[k]) in (int, float))
+    entry.unverified_numbers = tuple(sorted(
+        [k for k in probe.read if type(numbers[k]) in (int, float)] +
+        list(entry.unread_numbers)))
     entry.decisions = list(rec.decisions)
     slot_by_handle = {id(handle_of(t)): path for path, (t, _) in after.items()}
     result_leaves = []  # tensors and numbers, in order (a number is an item, as a tensor)
